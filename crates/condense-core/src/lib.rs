@@ -1,0 +1,27 @@
+//! The conversation model that every phase of condense works on.
+//!
+//! The model is deliberately wire-agnostic: the formats crate maps OpenAI, Anthropic and Claude Code
+//! sessions onto it, and the phases (prune, split, summarize) only ever see these types. What a
+//! format needs to write a message back exactly as it came (unknown fields, whether content was a
+//! string or a list of blocks) travels along in [`WireRecord`]s that the phases never look into.
+
+mod compacted;
+mod conversation;
+mod message;
+mod pairs;
+mod part;
+#[cfg(feature = "testing")]
+pub mod testing;
+mod turns;
+mod validate;
+
+pub use compacted::{Compacted, Phase};
+pub use conversation::{Conversation, SideKind, SideRecord};
+pub use message::{ContentShape, Message, Role, WireRecord};
+pub use pairs::{CallSite, ResultSite, ToolPairs};
+pub use part::{Image, Part, Text, Thinking, ToolCall, ToolOutput, ToolResult};
+pub use turns::user_turns;
+pub use validate::{Finding, FindingKind, validate};
+
+/// A JSON object as the wire formats carry it; key order is kept so files written back read the same.
+pub type JsonMap = serde_json::Map<String, serde_json::Value>;

@@ -1,0 +1,157 @@
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{JsonMap, Part};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a wire record laid out its `content`, so a writer can reproduce it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContentShape {
+    /// A list of typed blocks (the general case, and the default for messages condense makes).
+    #[default]
+    Blocks,
+    /// A single string.
+    String,
+    /// `null`, as OpenAI sends for an assistant message that only calls tools.
+    Null,
+    /// No `content` key at all.
+    Absent,
+}
+
+/// One object on the wire that some of a message's parts came from.
+///
+/// Most formats have one record per message. Claude Code splits one assistant reply over several
+/// JSONL lines, so its messages can have several; writing a message back emits one object per
+/// record, each with its share of the parts.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct WireRecord {
+    /// The record's fields that the model does not interpret, kept in their original order.
+    pub fields: JsonMap,
+    /// How many of the message's parts, in order, this record holds.
+    pub parts: usize,
+    pub shape: ContentShape,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub parts: Vec<Part>,
+    /// True for a User message whose text a program wrote rather than a person: a harness's
+    /// format-error feedback, Claude Code's meta notes. Such a message is never a user turn.
+    #[serde(default)]
+    pub generated: bool,
+    /// How the message looked on the wire. Empty for messages condense creates; writers then use
+    /// the format's plain layout.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wire: Vec<WireRecord>,
+}
+
+impl Message {
+    pub fn new(role: Role, parts: Vec<Part>) -> Self {
+        Message {
+            role,
+            parts,
+            generated: false,
+            wire: Vec::new(),
+        }
+    }
+
+    /// A message holding one text part.
+    pub fn text(role: Role, text: impl Into<String>) -> Self {
+        Message::new(role, vec![Part::text(text)])
+    }
+
+    /// A user turn is a User message with something a person wrote in it. Tool results are never
+    /// user turns, whatever the wire format put them in, and neither is generated text.
+    pub fn is_user_turn(&self) -> bool {
+        self.role == Role::User
+            && !self.generated
+            && self
+                .parts
+                .iter()
+                .any(|part| matches!(part, Part::Text(_) | Part::Image(_)))
+    }
+
+    /// The message's own text parts joined by newlines (tool calls and results left out).
+    pub fn plain_text(&self) -> String {
+        let texts: Vec<&str> = self
+            .parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ToolOutput, ToolResult};
+
+    fn tool_result_in(role: Role) -> Message {
+        Message::new(
+            role,
+            vec![Part::ToolResult(ToolResult {
+                call_id: "c1".into(),
+                content: ToolOutput::Text("file contents".into()),
+                is_error: None,
+                embedded: false,
+                compacted: None,
+                extra: JsonMap::new(),
+            })],
+        )
+    }
+
+    #[test]
+    fn a_tool_result_is_never_a_user_turn_whatever_the_role() {
+        assert!(!tool_result_in(Role::User).is_user_turn());
+        assert!(!tool_result_in(Role::Tool).is_user_turn());
+    }
+
+    #[test]
+    fn a_person_text_is_a_user_turn_even_beside_tool_results() {
+        let mut message = tool_result_in(Role::User);
+        message.parts.push(Part::text("now run the tests"));
+        assert!(message.is_user_turn());
+    }
+
+    #[test]
+    fn generated_text_and_other_roles_are_not_user_turns() {
+        let mut feedback = Message::text(Role::User, "Please provide exactly one action");
+        feedback.generated = true;
+        assert!(!feedback.is_user_turn());
+        assert!(!Message::text(Role::Assistant, "done").is_user_turn());
+        assert!(!Message::text(Role::System, "be brief").is_user_turn());
+        assert!(Message::text(Role::User, "fix the bug").is_user_turn());
+    }
+}

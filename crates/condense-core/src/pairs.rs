@@ -1,0 +1,95 @@
+use std::collections::HashMap;
+
+use crate::{Message, Part, ToolCall, ToolResult};
+
+/// Where a tool call sits: message index and part index within it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CallSite {
+    pub message: usize,
+    pub part: usize,
+}
+
+/// Where a tool result sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ResultSite {
+    pub message: usize,
+    pub part: usize,
+}
+
+/// Calls and results of a conversation, indexed by call id.
+///
+/// When an id is used twice (a defect [`crate::validate`] reports) the first call and the first
+/// result win, so lookups stay deterministic.
+#[derive(Debug, Clone, Default)]
+pub struct ToolPairs {
+    calls: HashMap<String, CallSite>,
+    results: HashMap<String, ResultSite>,
+}
+
+impl ToolPairs {
+    pub fn index(messages: &[Message]) -> Self {
+        let mut pairs = ToolPairs::default();
+        for (message_index, message) in messages.iter().enumerate() {
+            for (part_index, part) in message.parts.iter().enumerate() {
+                match part {
+                    Part::ToolCall(call) => {
+                        pairs.calls.entry(call.id.clone()).or_insert(CallSite {
+                            message: message_index,
+                            part: part_index,
+                        });
+                    }
+                    Part::ToolResult(result) => {
+                        pairs
+                            .results
+                            .entry(result.call_id.clone())
+                            .or_insert(ResultSite {
+                                message: message_index,
+                                part: part_index,
+                            });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        pairs
+    }
+
+    pub fn call_site(&self, call_id: &str) -> Option<CallSite> {
+        self.calls.get(call_id).copied()
+    }
+
+    pub fn result_site(&self, call_id: &str) -> Option<ResultSite> {
+        self.results.get(call_id).copied()
+    }
+
+    /// The call that `result` answers.
+    pub fn call_for<'m>(
+        &self,
+        messages: &'m [Message],
+        result: &ToolResult,
+    ) -> Option<&'m ToolCall> {
+        let site = self.call_site(&result.call_id)?;
+        messages
+            .get(site.message)?
+            .parts
+            .get(site.part)?
+            .as_tool_call()
+    }
+
+    /// The tool's name for a result, resolved from its call (results do not carry it on every wire).
+    pub fn tool_name<'m>(&self, messages: &'m [Message], result: &ToolResult) -> Option<&'m str> {
+        self.call_for(messages, result)
+            .map(|call| call.name.as_str())
+    }
+
+    /// Every call that has a result, with both sites, ordered by the call's position.
+    pub fn pairs(&self) -> Vec<(CallSite, ResultSite)> {
+        let mut pairs: Vec<(CallSite, ResultSite)> = self
+            .calls
+            .iter()
+            .filter_map(|(id, call)| self.results.get(id).map(|result| (*call, *result)))
+            .collect();
+        pairs.sort_by_key(|(call, _)| (call.message, call.part));
+        pairs
+    }
+}

@@ -1,0 +1,142 @@
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Compacted, JsonMap};
+
+/// One piece of a message's content.
+///
+/// Every variant but [`Part::Opaque`] keeps the wire fields it does not interpret in `extra`, so a
+/// provider field such as `cache_control` survives a round trip.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Part {
+    Text(Text),
+    ToolCall(ToolCall),
+    ToolResult(ToolResult),
+    Image(Image),
+    Thinking(Thinking),
+    /// A block that no phase understands (a new block type, `redacted_thinking`, …), kept as it came
+    /// and written back unchanged.
+    Opaque {
+        value: Value,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Text {
+    pub text: String,
+    #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
+    pub extra: JsonMap,
+}
+
+/// A request by the assistant to run a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments as JSON. When the wire carried them as a string that is not valid JSON, this
+    /// is that string as a JSON string.
+    pub input: Value,
+    /// The arguments exactly as the wire encoded them, when it encoded them as text (OpenAI's
+    /// `arguments`). Written back verbatim so that re-serialising never changes a byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_input: Option<String>,
+    /// The call is written inside the assistant's text rather than as a wire object of its own
+    /// (mini-swe-agent's fenced bash blocks). Writers skip it: the text already holds it.
+    #[serde(default)]
+    pub embedded: bool,
+    #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
+    pub extra: JsonMap,
+}
+
+/// The answer to a [`ToolCall`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub content: ToolOutput,
+    /// `None` when the wire said nothing, which is not the same as saying `false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// The result came back as the plain text of a user message (mini-swe-agent's
+    /// `<returncode>`/`<output>` observations); writers put it back there.
+    #[serde(default)]
+    pub embedded: bool,
+    /// Set when condense replaced the original output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compacted: Option<Compacted>,
+    #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
+    pub extra: JsonMap,
+}
+
+/// A tool's output: a plain string, or a list of blocks (text and images) as Anthropic allows.
+/// The two are kept apart because the wire tells them apart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "form", content = "value", rename_all = "snake_case")]
+pub enum ToolOutput {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Image {
+    /// The wire's description of the image (`source` for Anthropic, `image_url` for OpenAI), kept
+    /// as it came: condense never decodes or re-encodes an image.
+    pub source: Value,
+    #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
+    pub extra: JsonMap,
+}
+
+/// The model's visible reasoning. The signature, when present, must go back byte for byte or the
+/// provider rejects the conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thinking {
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
+    pub extra: JsonMap,
+}
+
+impl Part {
+    /// A plain text part with no wire extras.
+    pub fn text(text: impl Into<String>) -> Self {
+        Part::Text(Text {
+            text: text.into(),
+            extra: JsonMap::new(),
+        })
+    }
+
+    pub fn as_tool_call(&self) -> Option<&ToolCall> {
+        match self {
+            Part::ToolCall(call) => Some(call),
+            _ => None,
+        }
+    }
+
+    pub fn as_tool_result(&self) -> Option<&ToolResult> {
+        match self {
+            Part::ToolResult(result) => Some(result),
+            _ => None,
+        }
+    }
+}
+
+impl ToolOutput {
+    /// The output's text, images left out, blocks joined by newlines. This is what the pruner
+    /// measures and what a placeholder describes.
+    pub fn text(&self) -> String {
+        match self {
+            ToolOutput::Text(text) => text.clone(),
+            ToolOutput::Parts(parts) => {
+                let texts: Vec<&str> = parts
+                    .iter()
+                    .filter_map(|part| match part {
+                        Part::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                texts.join("\n")
+            }
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! Claude Code session logs: one JSON object per line. `user` and `assistant` lines of the main
+//! thread make the conversation; the several lines of one assistant reply (same `message.id`, on
+//! consecutive lines) become one message with one wire record per line, so they can be written
+//! back as the lines they were. Sidechain (subagent) lines, titles (`summary`) and client notices
+//! (`system`) are kept beside the conversation, never mixed into it.
+
+use condense_core::{
+    ContentShape, Conversation, JsonMap, Message, Part, Role, SideKind, SideRecord, WireRecord,
+};
+use serde_json::Value;
+
+use crate::blocks::{content_from_parts, kind_of, parts_from_content};
+use crate::error::strip_position;
+use crate::{FormatError, Location, text};
+
+pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
+    let input = text::utf8(bytes)?;
+    let mut conversation = Conversation::default();
+    // The `message.id` of the last main-thread assistant line, to merge the lines of one reply.
+    let mut open_reply: Option<String> = None;
+
+    for (line_index, line) in input.lines().enumerate() {
+        let line_number = line_index + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = Location::Line(line_number);
+        let value: Value = serde_json::from_str(line).map_err(|error| FormatError::JsonLine {
+            line: line_number,
+            column: error.column(),
+            message: strip_position(&error),
+        })?;
+        let Value::Object(mut record) = value else {
+            return Err(FormatError::malformed(
+                at,
+                format!("a session line is an object, not {}", kind_of(&value)),
+            ));
+        };
+        let kind = record
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let side_kind = match kind.as_str() {
+            _ if record.get("isSidechain") == Some(&Value::Bool(true)) => Some(SideKind::Sidechain),
+            "user" | "assistant" => None,
+            "summary" => Some(SideKind::Summary),
+            "system" => Some(SideKind::System),
+            _ => Some(SideKind::Other),
+        };
+        if let Some(kind) = side_kind {
+            conversation.side.push(SideRecord {
+                kind,
+                before_message: conversation.messages.len(),
+                value: Value::Object(record),
+            });
+            open_reply = None;
+            continue;
+        }
+
+        let role = if kind == "assistant" {
+            Role::Assistant
+        } else {
+            Role::User
+        };
+        let Some(Value::Object(message)) = record.get_mut("message") else {
+            return Err(FormatError::malformed(
+                at,
+                format!("a `{kind}` line has no `message` object"),
+            ));
+        };
+        if let Some(Value::String(wire_role)) = message.get("role")
+            && *wire_role != kind
+        {
+            return Err(FormatError::UnknownRole {
+                at,
+                role: wire_role.clone(),
+            });
+        }
+        let reply_id = message.get("id").and_then(Value::as_str).map(str::to_owned);
+        let (parts, shape) = parts_from_content(message.shift_remove("content"))
+            .map_err(|problem| FormatError::malformed(at, problem))?;
+        let generated = role == Role::User && is_generated(&record, &parts);
+        let wire = WireRecord {
+            fields: record,
+            parts: parts.len(),
+            shape,
+        };
+
+        let continues_reply =
+            role == Role::Assistant && reply_id.is_some() && reply_id == open_reply;
+        match conversation.messages.last_mut() {
+            Some(last) if continues_reply => {
+                last.parts.extend(parts);
+                last.wire.push(wire);
+            }
+            _ => conversation.messages.push(Message {
+                role,
+                parts,
+                generated,
+                wire: vec![wire],
+            }),
+        }
+        open_reply = if role == Role::Assistant {
+            reply_id
+        } else {
+            None
+        };
+    }
+    Ok(conversation)
+}
+
+/// Lines Claude Code itself writes into the user's side of the log: meta notes (`isMeta`) and the
+/// captured output of local slash commands. A person did not type them.
+fn is_generated(record: &JsonMap, parts: &[Part]) -> bool {
+    if record.get("isMeta") == Some(&Value::Bool(true)) {
+        return true;
+    }
+    matches!(parts, [Part::Text(text)]
+        if text.text.starts_with("<local-command-stdout>") || text.text.starts_with("<local-command-stderr>"))
+}
+
+pub(crate) fn write(conversation: &Conversation) -> Result<Vec<u8>, FormatError> {
+    let mut out = Vec::new();
+    let mut side = conversation.side.iter().peekable();
+    for (index, message) in conversation.messages.iter().enumerate() {
+        while let Some(record) = side.next_if(|record| record.before_message <= index) {
+            push_line(&mut out, &record.value)?;
+        }
+        for line in message_lines(message) {
+            push_line(&mut out, &line)?;
+        }
+    }
+    for record in side {
+        push_line(&mut out, &record.value)?;
+    }
+    Ok(out)
+}
+
+fn push_line(out: &mut Vec<u8>, value: &Value) -> Result<(), FormatError> {
+    serde_json::to_writer(&mut *out, value)
+        .map_err(|error| FormatError::Write(error.to_string()))?;
+    out.push(b'\n');
+    Ok(())
+}
+
+/// The lines one message is written as: one per wire record while the records still account for
+/// every part, otherwise a single line (the first record's envelope, or a plain one for a message
+/// condense made).
+fn message_lines(message: &Message) -> Vec<Value> {
+    let accounted: usize = message.wire.iter().map(|record| record.parts).sum();
+    if !message.wire.is_empty() && accounted == message.parts.len() {
+        let mut lines = Vec::with_capacity(message.wire.len());
+        let mut start = 0;
+        for record in &message.wire {
+            let parts = &message.parts[start..start + record.parts];
+            start += record.parts;
+            lines.push(line(
+                message.role,
+                record.fields.clone(),
+                parts,
+                record.shape,
+            ));
+        }
+        return lines;
+    }
+    let (fields, shape) = match message.wire.first() {
+        Some(record) => (record.fields.clone(), record.shape),
+        None => (JsonMap::new(), ContentShape::Blocks),
+    };
+    vec![line(message.role, fields, &message.parts, shape)]
+}
+
+fn line(role: Role, mut fields: JsonMap, parts: &[Part], shape: ContentShape) -> Value {
+    let (kind, wire_role) = match role {
+        Role::Assistant => ("assistant", "assistant"),
+        Role::User | Role::Tool | Role::System => ("user", "user"),
+    };
+    if !fields.contains_key("type") {
+        fields.insert("type".into(), kind.into());
+    }
+    let mut message = match fields.shift_remove("message") {
+        Some(Value::Object(message)) => message,
+        _ => {
+            let mut message = JsonMap::new();
+            message.insert("role".into(), wire_role.into());
+            message
+        }
+    };
+    if let Some(content) = content_from_parts(parts, shape) {
+        message.insert("content".into(), content);
+    }
+    fields.insert("message".into(), Value::Object(message));
+    Value::Object(fields)
+}

@@ -1,0 +1,91 @@
+//! Telling the formats apart from their content.
+//!
+//! Claude Code logs are JSONL whose lines carry a `type`. OpenAI and Anthropic bodies are both
+//! `messages` lists; OpenAI is recognised by what only it has (`system`/`tool`/`developer` roles,
+//! `tool_calls`), Anthropic by what only it has (a top-level `system`, typed tool and thinking
+//! blocks). A plain-text chat that has neither reads the same either way, and is read as OpenAI.
+
+use serde_json::Value;
+
+use crate::{Format, FormatError, text};
+
+const SESSION_LINE_TYPES: [&str; 4] = ["user", "assistant", "summary", "system"];
+
+/// The format of `bytes`, without building a conversation.
+pub fn detect(bytes: &[u8]) -> Result<Format, FormatError> {
+    let input = text::utf8(bytes)?;
+    if input.trim().is_empty() {
+        return Err(FormatError::Empty);
+    }
+    if looks_like_jsonl(input) {
+        return Ok(Format::ClaudeCode);
+    }
+    let value: Value = serde_json::from_str(input).map_err(|error| FormatError::json(&error))?;
+    detect_value(&value)
+}
+
+/// Several non-empty lines, the first of which is a session record on its own.
+pub(crate) fn looks_like_jsonl(input: &str) -> bool {
+    let mut lines = input.lines().filter(|line| !line.trim().is_empty());
+    let (Some(first), Some(_)) = (lines.next(), lines.next()) else {
+        return false;
+    };
+    matches!(serde_json::from_str::<Value>(first), Ok(value) if is_session_record(&value))
+}
+
+fn is_session_record(value: &Value) -> bool {
+    let Value::Object(object) = value else {
+        return false;
+    };
+    !object.contains_key("messages")
+        && object
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|kind| SESSION_LINE_TYPES.contains(&kind))
+}
+
+pub(crate) fn detect_value(value: &Value) -> Result<Format, FormatError> {
+    match value {
+        Value::Array(messages) => Ok(openai_or_anthropic(messages, false)),
+        Value::Object(object) => match object.get("messages") {
+            Some(Value::Array(messages)) => {
+                Ok(openai_or_anthropic(messages, object.contains_key("system")))
+            }
+            _ if is_session_record(value) => Ok(Format::ClaudeCode),
+            _ => Err(FormatError::Unrecognized(
+                "an object with no `messages` list".into(),
+            )),
+        },
+        other => Err(FormatError::Unrecognized(format!(
+            "the document is {}",
+            crate::blocks::kind_of(other)
+        ))),
+    }
+}
+
+fn openai_or_anthropic(messages: &[Value], has_system_key: bool) -> Format {
+    let mut anthropic = has_system_key;
+    for message in messages {
+        let role = message.get("role").and_then(Value::as_str);
+        if matches!(role, Some("system" | "tool" | "developer"))
+            || message.get("tool_calls").is_some()
+            || message.get("tool_call_id").is_some()
+        {
+            return Format::OpenAi;
+        }
+        if let Some(Value::Array(blocks)) = message.get("content") {
+            anthropic |= blocks.iter().any(|block| {
+                matches!(
+                    block.get("type").and_then(Value::as_str),
+                    Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking")
+                ) || (block.get("type").and_then(Value::as_str) == Some("image")
+                    && block.get("source").is_some())
+            });
+        }
+    }
+    if anthropic {
+        Format::Anthropic
+    } else {
+        Format::OpenAi
+    }
+}

@@ -1,0 +1,112 @@
+//! Agent sessions on the wire, read into and written from condense's conversation model.
+//!
+//! Three formats: OpenAI Chat Completions (a bare array of messages, or an object with
+//! `messages`), Anthropic Messages request bodies, and Claude Code's JSONL session logs. The
+//! format is detected from the content unless the caller names it. Reading keeps what the model
+//! does not interpret (unknown keys, block types, string-or-list content), so an OpenAI or
+//! Anthropic file read and written back is the same JSON value.
+
+mod anthropic;
+mod blocks;
+mod claude_code;
+mod detect;
+mod embedded;
+mod error;
+mod openai;
+mod text;
+
+use std::fmt;
+use std::str::FromStr;
+
+use condense_core::Conversation;
+
+pub use detect::detect;
+pub use error::{FormatError, Location};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    OpenAi,
+    Anthropic,
+    ClaudeCode,
+}
+
+impl Format {
+    pub const ALL: [Format; 3] = [Format::OpenAi, Format::Anthropic, Format::ClaudeCode];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::OpenAi => "openai",
+            Format::Anthropic => "anthropic",
+            Format::ClaudeCode => "claude-code",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown format `{0}` (expected openai, anthropic or claude-code)")]
+pub struct UnknownFormat(pub String);
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|format| format.name() == name)
+            .ok_or_else(|| UnknownFormat(name.to_owned()))
+    }
+}
+
+/// Reads a session, detecting its format unless `format` names it. Returns the format used, so
+/// the caller can write the result back the same way.
+pub fn read(bytes: &[u8], format: Option<Format>) -> Result<(Format, Conversation), FormatError> {
+    let input = text::utf8(bytes)?;
+    if input.trim().is_empty() {
+        return Err(FormatError::Empty);
+    }
+    match format {
+        Some(Format::ClaudeCode) => Ok((Format::ClaudeCode, claude_code::read(bytes)?)),
+        Some(format) => Ok((format, from_value(format, parse_document(input)?)?)),
+        None if detect::looks_like_jsonl(input) => {
+            Ok((Format::ClaudeCode, claude_code::read(bytes)?))
+        }
+        None => {
+            let value = parse_document(input)?;
+            let format = detect::detect_value(&value)?;
+            Ok((format, from_value(format, value)?))
+        }
+    }
+}
+
+/// Writes `conversation` in `format`: JSON documents pretty-printed, JSONL one record a line.
+pub fn write(format: Format, conversation: &Conversation) -> Result<Vec<u8>, FormatError> {
+    let value = match format {
+        Format::ClaudeCode => return claude_code::write(conversation),
+        Format::OpenAi => openai::to_value(conversation),
+        Format::Anthropic => anthropic::to_value(conversation),
+    };
+    let mut out =
+        serde_json::to_vec_pretty(&value).map_err(|error| FormatError::Write(error.to_string()))?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+fn parse_document(input: &str) -> Result<serde_json::Value, FormatError> {
+    serde_json::from_str(input).map_err(|error| FormatError::json(&error))
+}
+
+fn from_value(format: Format, value: serde_json::Value) -> Result<Conversation, FormatError> {
+    match format {
+        Format::OpenAi => openai::from_value(value),
+        Format::Anthropic => anthropic::from_value(value),
+        Format::ClaudeCode => Err(FormatError::Unrecognized(
+            "a Claude Code session is JSONL, not one JSON document".into(),
+        )),
+    }
+}

@@ -1,0 +1,393 @@
+//! OpenAI Chat Completions: a bare array of messages, or an object with `messages` and other keys
+//! (kept in the envelope). Tool calls are `tool_calls` on assistant messages, results are
+//! `role: tool` messages.
+
+use condense_core::{
+    ContentShape, Conversation, Image, JsonMap, Message, Part, Role, Text, ToolCall, ToolOutput,
+    ToolResult, WireRecord,
+};
+use serde_json::Value;
+
+use crate::blocks::{kind_of, take_string};
+use crate::{FormatError, Location, embedded};
+
+pub(crate) fn from_value(value: Value) -> Result<Conversation, FormatError> {
+    let (raw_messages, envelope) = match value {
+        Value::Array(messages) => (messages, None),
+        Value::Object(mut object) => match object.shift_remove("messages") {
+            Some(Value::Array(messages)) => (messages, Some(object)),
+            _ => {
+                return Err(FormatError::malformed(
+                    Location::TopLevel,
+                    "expected a `messages` list in the object",
+                ));
+            }
+        },
+        other => {
+            return Err(FormatError::malformed(
+                Location::TopLevel,
+                format!("expected a list of messages, not {}", kind_of(&other)),
+            ));
+        }
+    };
+    let mut messages = raw_messages
+        .into_iter()
+        .enumerate()
+        .map(|(index, raw)| message_from_value(index, raw))
+        .collect::<Result<Vec<_>, _>>()?;
+    embedded::link(&mut messages, envelope.as_ref());
+    Ok(Conversation {
+        messages,
+        envelope,
+        side: Vec::new(),
+    })
+}
+
+fn message_from_value(index: usize, raw: Value) -> Result<Message, FormatError> {
+    let at = Location::Message(index);
+    let Value::Object(mut fields) = raw else {
+        return Err(FormatError::malformed(
+            at,
+            format!("a message is an object, not {}", kind_of(&raw)),
+        ));
+    };
+    let role = match fields.get("role") {
+        Some(Value::String(role)) => match role.as_str() {
+            "system" | "developer" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            _ => {
+                return Err(FormatError::UnknownRole {
+                    at,
+                    role: role.clone(),
+                });
+            }
+        },
+        Some(other) => {
+            return Err(FormatError::malformed(
+                at,
+                format!("`role` must be a string, not {}", kind_of(other)),
+            ));
+        }
+        None => return Err(FormatError::malformed(at, "the message has no `role`")),
+    };
+    // The original role string stays in `fields` so that `developer` goes back as `developer`.
+    let content = fields.shift_remove("content");
+    let mut parts = Vec::new();
+    let shape;
+    if role == Role::Tool {
+        let Some(call_id) = take_string(&mut fields, "tool_call_id") else {
+            return Err(FormatError::malformed(
+                at,
+                "a tool message has no `tool_call_id`",
+            ));
+        };
+        let (output, output_shape) =
+            tool_output(content).map_err(|problem| FormatError::malformed(at, problem))?;
+        shape = output_shape;
+        parts.push(Part::ToolResult(ToolResult {
+            call_id,
+            content: output,
+            is_error: None,
+            embedded: false,
+            compacted: None,
+            extra: JsonMap::new(),
+        }));
+    } else {
+        let (content_parts, content_shape) =
+            content_parts(content).map_err(|problem| FormatError::malformed(at, problem))?;
+        parts = content_parts;
+        shape = content_shape;
+    }
+    if let Some(Value::Array(calls)) = fields.get("tool_calls")
+        && !calls.is_empty()
+    {
+        let Some(Value::Array(calls)) = fields.shift_remove("tool_calls") else {
+            return Err(FormatError::malformed(
+                at,
+                "`tool_calls` vanished while reading",
+            ));
+        };
+        for call in calls {
+            parts.push(tool_call(call).map_err(|problem| FormatError::malformed(at, problem))?);
+        }
+    }
+    let wire = vec![WireRecord {
+        fields,
+        parts: parts.len(),
+        shape,
+    }];
+    Ok(Message {
+        role,
+        parts,
+        generated: false,
+        wire,
+    })
+}
+
+fn content_parts(content: Option<Value>) -> Result<(Vec<Part>, ContentShape), String> {
+    match content {
+        None => Ok((Vec::new(), ContentShape::Absent)),
+        Some(Value::Null) => Ok((Vec::new(), ContentShape::Null)),
+        Some(Value::String(text)) => Ok((vec![Part::text(text)], ContentShape::String)),
+        Some(Value::Array(items)) => Ok((
+            items
+                .into_iter()
+                .map(content_part)
+                .collect::<Result<_, _>>()?,
+            ContentShape::Blocks,
+        )),
+        Some(other) => Err(format!(
+            "`content` must be a string or a list, not {}",
+            kind_of(&other)
+        )),
+    }
+}
+
+fn content_part(item: Value) -> Result<Part, String> {
+    let Value::Object(mut fields) = item else {
+        return Err(format!(
+            "a content part must be an object, not {}",
+            kind_of(&item)
+        ));
+    };
+    let part = match fields.get("type").and_then(Value::as_str) {
+        Some("text") => match take_string(&mut fields, "text") {
+            Some(text) => {
+                fields.shift_remove("type");
+                Part::Text(Text {
+                    text,
+                    extra: fields,
+                })
+            }
+            None => return Err("a text part has no `text` string".into()),
+        },
+        Some("image_url") => match fields.shift_remove("image_url") {
+            Some(source) => {
+                fields.shift_remove("type");
+                Part::Image(Image {
+                    source,
+                    extra: fields,
+                })
+            }
+            None => return Err("an image_url part has no `image_url`".into()),
+        },
+        _ => Part::Opaque {
+            value: Value::Object(fields),
+        },
+    };
+    Ok(part)
+}
+
+fn tool_output(content: Option<Value>) -> Result<(ToolOutput, ContentShape), String> {
+    match content {
+        Some(Value::String(text)) => Ok((ToolOutput::Text(text), ContentShape::String)),
+        Some(Value::Array(items)) => Ok((
+            ToolOutput::Parts(
+                items
+                    .into_iter()
+                    .map(content_part)
+                    .collect::<Result<_, _>>()?,
+            ),
+            ContentShape::Blocks,
+        )),
+        Some(Value::Null) => Ok((ToolOutput::Text(String::new()), ContentShape::Null)),
+        None => Ok((ToolOutput::Text(String::new()), ContentShape::Absent)),
+        Some(other) => Err(format!(
+            "a tool message's `content` must be a string or a list, not {}",
+            kind_of(&other)
+        )),
+    }
+}
+
+fn tool_call(call: Value) -> Result<Part, String> {
+    let Value::Object(mut fields) = call else {
+        return Err(format!(
+            "a tool call must be an object, not {}",
+            kind_of(&call)
+        ));
+    };
+    let Some(id) = take_string(&mut fields, "id") else {
+        return Err("a tool call has no `id`".into());
+    };
+    let Some(Value::Object(mut function)) = fields.shift_remove("function") else {
+        return Err(format!("tool call `{id}` has no `function` object"));
+    };
+    let Some(name) = take_string(&mut function, "name") else {
+        return Err(format!("tool call `{id}` has no function `name`"));
+    };
+    let raw = match function.shift_remove("arguments") {
+        Some(Value::String(raw)) => raw,
+        None => String::new(),
+        Some(other) => {
+            return Err(format!(
+                "tool call `{id}`: `arguments` must be a string, not {}",
+                kind_of(&other)
+            ));
+        }
+    };
+    let input = serde_json::from_str(&raw).unwrap_or_else(|_| Value::String(raw.clone()));
+    if !function.is_empty() {
+        fields.insert("function".into(), Value::Object(function));
+    }
+    Ok(Part::ToolCall(ToolCall {
+        id,
+        name,
+        input,
+        raw_input: Some(raw),
+        embedded: false,
+        extra: fields,
+    }))
+}
+
+pub(crate) fn to_value(conversation: &Conversation) -> Value {
+    let mut messages = Vec::with_capacity(conversation.messages.len());
+    for message in &conversation.messages {
+        write_message(message, &mut messages);
+    }
+    match &conversation.envelope {
+        None => Value::Array(messages),
+        Some(envelope) => {
+            let mut object = envelope.clone();
+            object.insert("messages".into(), Value::Array(messages));
+            Value::Object(object)
+        }
+    }
+}
+
+fn write_message(message: &Message, out: &mut Vec<Value>) {
+    let record = message.wire.first();
+    let mut fields = record
+        .map(|record| record.fields.clone())
+        .unwrap_or_default();
+    let shape = record.map(|record| record.shape).unwrap_or_default();
+    let role = role_string(message.role, &fields);
+    fields.shift_remove("role");
+
+    let results: Vec<&ToolResult> = message
+        .parts
+        .iter()
+        .filter_map(Part::as_tool_result)
+        .collect();
+    if message.role == Role::Tool {
+        // One wire message per result: OpenAI has no way to answer two calls in one message.
+        for result in results {
+            let mut object = JsonMap::new();
+            object.insert("role".into(), role.clone().into());
+            if let Some(content) = output_value(&result.content, shape) {
+                object.insert("content".into(), content);
+            }
+            object.insert("tool_call_id".into(), result.call_id.clone().into());
+            object.extend(fields.clone());
+            out.push(Value::Object(object));
+        }
+        return;
+    }
+
+    let mut object = JsonMap::new();
+    object.insert("role".into(), role.into());
+    let content: Vec<&Part> = message
+        .parts
+        .iter()
+        .filter(|part| !matches!(part, Part::ToolCall(_)))
+        .collect();
+    if let Some(value) = content_value(&content, shape) {
+        object.insert("content".into(), value);
+    }
+    let calls: Vec<Value> = message
+        .parts
+        .iter()
+        .filter_map(Part::as_tool_call)
+        .filter(|call| !call.embedded)
+        .map(call_value)
+        .collect();
+    if !calls.is_empty() {
+        object.insert("tool_calls".into(), Value::Array(calls));
+    }
+    object.extend(fields);
+    out.push(Value::Object(object));
+}
+
+fn role_string(role: Role, fields: &JsonMap) -> String {
+    let original = fields.get("role").and_then(Value::as_str);
+    match (role, original) {
+        (Role::System, Some(original @ ("system" | "developer"))) => original.to_owned(),
+        _ => role.as_str().to_owned(),
+    }
+}
+
+/// A message's non-call parts as `content`. Embedded tool results (mini-swe-agent) are plain text
+/// on the wire, so they are written as text.
+fn content_value(parts: &[&Part], shape: ContentShape) -> Option<Value> {
+    match (shape, parts) {
+        (ContentShape::Absent, []) => None,
+        (ContentShape::Null, []) => Some(Value::Null),
+        (ContentShape::String, [Part::Text(text)]) if text.extra.is_empty() => {
+            Some(text.text.clone().into())
+        }
+        (ContentShape::String, [Part::ToolResult(result)]) if result.embedded => {
+            Some(result.content.text().into())
+        }
+        _ => Some(Value::Array(
+            parts.iter().map(|part| part_value(part)).collect(),
+        )),
+    }
+}
+
+fn output_value(output: &ToolOutput, shape: ContentShape) -> Option<Value> {
+    match (output, shape) {
+        (ToolOutput::Text(text), ContentShape::Absent) if text.is_empty() => None,
+        (ToolOutput::Text(text), ContentShape::Null) if text.is_empty() => Some(Value::Null),
+        (ToolOutput::Text(text), _) => Some(text.clone().into()),
+        (ToolOutput::Parts(parts), _) => Some(Value::Array(parts.iter().map(part_value).collect())),
+    }
+}
+
+fn part_value(part: &Part) -> Value {
+    let mut object = JsonMap::new();
+    match part {
+        Part::Text(text) => {
+            object.insert("type".into(), "text".into());
+            object.insert("text".into(), text.text.clone().into());
+            object.extend(text.extra.clone());
+        }
+        Part::Image(image) => {
+            object.insert("type".into(), "image_url".into());
+            object.insert("image_url".into(), image.source.clone());
+            object.extend(image.extra.clone());
+        }
+        Part::Thinking(thinking) => {
+            object.insert("type".into(), "text".into());
+            object.insert("text".into(), thinking.text.clone().into());
+        }
+        Part::ToolResult(result) => {
+            object.insert("type".into(), "text".into());
+            object.insert("text".into(), result.content.text().into());
+        }
+        Part::ToolCall(call) => return call_value(call),
+        Part::Opaque { value } => return value.clone(),
+    }
+    Value::Object(object)
+}
+
+fn call_value(call: &ToolCall) -> Value {
+    let mut object = JsonMap::new();
+    object.insert("id".into(), call.id.clone().into());
+    let mut extra = call.extra.clone();
+    let mut function = match extra.shift_remove("function") {
+        Some(Value::Object(function)) => function,
+        _ => JsonMap::new(),
+    };
+    let arguments = call
+        .raw_input
+        .clone()
+        .unwrap_or_else(|| call.input.to_string());
+    let mut head = JsonMap::new();
+    head.insert("name".into(), call.name.clone().into());
+    head.insert("arguments".into(), arguments.into());
+    head.append(&mut function);
+    object.append(&mut extra);
+    object.insert("function".into(), Value::Object(head));
+    Value::Object(object)
+}

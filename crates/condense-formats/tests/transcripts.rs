@@ -1,0 +1,237 @@
+//! Every recorded session in ../shared/transcripts goes through the readers and writers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use condense_core::testing::transcripts;
+use condense_core::{Conversation, Part, SideKind, ToolOutput};
+use condense_formats::{Format, read, write};
+use condense_tokenizer::{Encoding, Tiktoken, TokenCounter};
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Serialize)]
+struct Summary {
+    format: String,
+    messages: usize,
+    by_role: BTreeMap<String, usize>,
+    generated_user_messages: usize,
+    user_turns: Vec<usize>,
+    tool_calls: usize,
+    tool_results: usize,
+    tool_pairs: usize,
+    side_records: BTreeMap<String, usize>,
+    findings: Vec<String>,
+    tokens: BTreeMap<&'static str, usize>,
+}
+
+fn summarize(format: Format, conversation: &Conversation) -> Summary {
+    let mut by_role = BTreeMap::new();
+    let (mut calls, mut results) = (0, 0);
+    for message in &conversation.messages {
+        *by_role.entry(message.role.to_string()).or_default() += 1;
+        for part in &message.parts {
+            match part {
+                Part::ToolCall(_) => calls += 1,
+                Part::ToolResult(_) => results += 1,
+                _ => {}
+            }
+        }
+    }
+    let mut side_records = BTreeMap::new();
+    for record in &conversation.side {
+        let kind = match record.kind {
+            SideKind::Sidechain => "sidechain",
+            SideKind::Summary => "summary",
+            SideKind::System => "system",
+            SideKind::Other => "other",
+        };
+        *side_records.entry(kind.to_owned()).or_default() += 1;
+    }
+    let tokens = [Encoding::O200kBase, Encoding::Cl100kBase]
+        .into_iter()
+        .map(|encoding| {
+            (
+                encoding.name(),
+                Tiktoken::new(encoding).count_conversation(conversation),
+            )
+        })
+        .collect();
+    Summary {
+        format: format.to_string(),
+        messages: conversation.messages.len(),
+        by_role,
+        generated_user_messages: conversation.messages.iter().filter(|m| m.generated).count(),
+        user_turns: conversation.user_turns(),
+        tool_calls: calls,
+        tool_results: results,
+        tool_pairs: conversation.tool_pairs().pairs().len(),
+        side_records,
+        findings: conversation
+            .validate()
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        tokens,
+    }
+}
+
+#[test]
+fn every_transcript_parses_and_is_summarized() {
+    let all = transcripts().unwrap();
+    assert!(
+        all.len() >= 20,
+        "expected the full set of transcripts, found {}",
+        all.len()
+    );
+    for transcript in all {
+        let (format, conversation) = read(&transcript.bytes, None)
+            .unwrap_or_else(|error| panic!("{}: {error}", transcript.name));
+        let expected = match transcript.name.split('/').next() {
+            Some("anthropic") => Format::Anthropic,
+            Some("claude-code") => Format::ClaudeCode,
+            _ => Format::OpenAi,
+        };
+        assert_eq!(
+            format, expected,
+            "{}: detected the wrong format",
+            transcript.name
+        );
+        let name = transcript.name.replace('/', "__");
+        insta::assert_yaml_snapshot!(name, summarize(format, &conversation));
+    }
+}
+
+#[test]
+fn a_session_with_no_conversation_is_empty_not_an_error() {
+    let transcript = condense_core::testing::transcript("claude-code/c001d2c0").unwrap();
+    let (format, conversation) = read(&transcript.bytes, None).unwrap();
+    assert_eq!(format, Format::ClaudeCode);
+    assert!(conversation.is_empty());
+    assert_eq!(
+        conversation.side.len(),
+        4,
+        "its title lines are kept as metadata"
+    );
+}
+
+#[test]
+fn openai_and_anthropic_files_round_trip_to_the_same_json() {
+    for transcript in transcripts().unwrap() {
+        let (format, conversation) = read(&transcript.bytes, None).unwrap();
+        if format == Format::ClaudeCode {
+            continue;
+        }
+        let written = write(format, &conversation).unwrap();
+        let original: Value = serde_json::from_slice(&transcript.bytes).unwrap();
+        let back: Value = serde_json::from_slice(&written).unwrap();
+        assert!(
+            original == back,
+            "{}: the JSON changed on the way back",
+            transcript.name
+        );
+        let (_, reread) = read(&written, Some(format)).unwrap();
+        assert_eq!(
+            reread, conversation,
+            "{}: re-reading changed the model",
+            transcript.name
+        );
+    }
+}
+
+/// Claude Code sessions are not required to come back byte for byte, but an untouched one does
+/// come back as the same lines (as JSON values, in the same order).
+#[test]
+fn claude_code_sessions_written_back_give_the_same_lines() {
+    for transcript in transcripts().unwrap() {
+        let (format, conversation) = read(&transcript.bytes, None).unwrap();
+        if format != Format::ClaudeCode {
+            continue;
+        }
+        let written = write(format, &conversation).unwrap();
+        let lines = |bytes: &[u8]| -> Vec<Value> {
+            String::from_utf8(bytes.to_vec())
+                .unwrap()
+                .lines()
+                .filter(|line| !line.trim().is_empty())
+                .map(|line| serde_json::from_str(line).unwrap())
+                .collect()
+        };
+        let (original, back) = (lines(&transcript.bytes), lines(&written));
+        assert_eq!(
+            original.len(),
+            back.len(),
+            "{}: line count changed",
+            transcript.name
+        );
+        for (index, (a, b)) in original.iter().zip(&back).enumerate() {
+            assert!(a == b, "{}: line {} changed", transcript.name, index + 1);
+        }
+    }
+}
+
+/// The reader is checked against the raw lines, read independently here: every text a main-thread
+/// line holds and every tool call and result id must be in the conversation.
+#[test]
+fn claude_code_sessions_lose_no_text_and_no_tool_pair() {
+    for transcript in transcripts().unwrap() {
+        if !transcript.name.starts_with("claude-code/") {
+            continue;
+        }
+        let mut texts = Vec::new();
+        let mut ids = BTreeSet::new();
+        for line in String::from_utf8(transcript.bytes.clone()).unwrap().lines() {
+            let value: Value = serde_json::from_str(line).unwrap();
+            let main = matches!(value["type"].as_str(), Some("user" | "assistant"))
+                && value["isSidechain"] != Value::Bool(true);
+            if !main {
+                continue;
+            }
+            match &value["message"]["content"] {
+                Value::String(text) => texts.push(text.clone()),
+                Value::Array(blocks) => {
+                    for block in blocks {
+                        match block["type"].as_str() {
+                            Some("text") => texts.push(block["text"].as_str().unwrap().to_owned()),
+                            Some("tool_use") => {
+                                ids.insert(("call", block["id"].as_str().unwrap().to_owned()));
+                            }
+                            Some("tool_result") => {
+                                ids.insert((
+                                    "result",
+                                    block["tool_use_id"].as_str().unwrap().to_owned(),
+                                ));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        let (_, conversation) = read(&transcript.bytes, Some(Format::ClaudeCode)).unwrap();
+        let mut model_texts = Vec::new();
+        let mut model_ids = BTreeSet::new();
+        for message in &conversation.messages {
+            for part in &message.parts {
+                match part {
+                    Part::Text(text) => model_texts.push(text.text.clone()),
+                    Part::ToolCall(call) => {
+                        model_ids.insert(("call", call.id.clone()));
+                    }
+                    Part::ToolResult(result) => {
+                        model_ids.insert(("result", result.call_id.clone()));
+                        assert!(matches!(
+                            result.content,
+                            ToolOutput::Text(_) | ToolOutput::Parts(_)
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(model_texts, texts, "{}: texts differ", transcript.name);
+        assert_eq!(model_ids, ids, "{}: tool ids differ", transcript.name);
+    }
+}

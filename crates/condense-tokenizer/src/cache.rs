@@ -1,0 +1,96 @@
+//! Token counts remembered by content.
+//!
+//! The key is the 128-bit xxh3 hash of the text: hashing runs at memory speed, far faster than
+//! tokenizing, and at 128 bits a collision between two texts of one session is not a practical
+//! concern. The map is split into shards so the parallel count rarely waits on a lock.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const SHARDS: usize = 16;
+
+/// The hash is already uniform; hashing it again would only cost time.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 << 8) | u64::from(byte);
+        }
+    }
+
+    fn write_u128(&mut self, value: u128) {
+        self.0 = value as u64;
+    }
+}
+
+type Shard = HashMap<u128, u32, BuildHasherDefault<KeyHasher>>;
+
+pub(crate) struct TokenCache {
+    shards: Vec<Mutex<Shard>>,
+    /// Entries per shard before the shard is emptied; bounds memory in a long-lived harness.
+    shard_capacity: usize,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+/// How the cache has been used, for tests and reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub entries: usize,
+}
+
+impl TokenCache {
+    pub(crate) fn new(capacity: usize) -> Self {
+        TokenCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            shard_capacity: capacity.div_ceil(SHARDS).max(1),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// The count for `text`, computed by `count` only when it is not known yet.
+    pub(crate) fn get_or_count(&self, text: &str, count: impl FnOnce(&str) -> usize) -> usize {
+        let key = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
+        let shard = &self.shards[(key >> 124) as usize % SHARDS];
+        if let Some(&known) = lock(shard).get(&key) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return known as usize;
+        }
+        // Tokenize outside the lock: other threads keep using the shard meanwhile.
+        let counted = count(text);
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let mut entries = lock(shard);
+        if entries.len() >= self.shard_capacity {
+            entries.clear();
+        }
+        entries.insert(key, u32::try_from(counted).unwrap_or(u32::MAX));
+        counted
+    }
+
+    pub(crate) fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            entries: self.shards.iter().map(|shard| lock(shard).len()).sum(),
+        }
+    }
+}
+
+/// A poisoned shard only means another thread panicked mid-insert; the map itself is still a
+/// valid map of correct counts, so keep using it.
+fn lock(shard: &Mutex<Shard>) -> std::sync::MutexGuard<'_, Shard> {
+    shard
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,190 @@
+use condense_core::{Conversation, Message, Part, ToolOutput};
+use rayon::prelude::*;
+use tiktoken_rs::CoreBPE;
+
+use crate::cache::{CacheStats, TokenCache};
+use crate::overhead::{PER_MESSAGE, PER_TOOL_CALL, REPLY_PRIMING};
+use crate::{Encoding, image};
+
+/// Counts tokens. The phases take a `&dyn TokenCounter`, so a harness can plug in its provider's
+/// tokenizer, and tests can use a simple deterministic one.
+pub trait TokenCounter: Send + Sync {
+    /// Tokens in `text` alone, without any framing.
+    fn count_text(&self, text: &str) -> usize;
+
+    /// Tokens `message` costs in a request, framing included (see [`crate::overhead`]).
+    fn count_message(&self, message: &Message) -> usize {
+        let role = self.count_text(message.role.as_str());
+        PER_MESSAGE
+            + role
+            + message
+                .parts
+                .iter()
+                .map(|part| self.count_part(part))
+                .sum::<usize>()
+    }
+
+    /// Tokens of one part of a message, without the message's framing.
+    fn count_part(&self, part: &Part) -> usize {
+        match part {
+            Part::Text(text) => self.count_text(&text.text),
+            Part::Thinking(thinking) => self.count_text(&thinking.text),
+            Part::ToolCall(call) => {
+                let arguments = match &call.raw_input {
+                    Some(raw) => self.count_text(raw),
+                    None => self.count_text(&call.input.to_string()),
+                };
+                PER_TOOL_CALL + self.count_text(&call.name) + arguments
+            }
+            Part::ToolResult(result) => self.count_output(&result.content),
+            Part::Image(image) => image::image_tokens(&image.source),
+            Part::Opaque { value } => self.count_text(&value.to_string()),
+        }
+    }
+
+    /// Tokens of a tool's output. This is what the pruner weighs and reclaims.
+    fn count_output(&self, output: &ToolOutput) -> usize {
+        match output {
+            ToolOutput::Text(text) => self.count_text(text),
+            ToolOutput::Parts(parts) => parts.iter().map(|part| self.count_part(part)).sum(),
+        }
+    }
+
+    /// Each message's count, in order.
+    fn count_each(&self, messages: &[Message]) -> Vec<usize> {
+        messages
+            .iter()
+            .map(|message| self.count_message(message))
+            .collect()
+    }
+
+    /// What sending `conversation` costs: every message plus the reply priming.
+    fn count_conversation(&self, conversation: &Conversation) -> usize {
+        REPLY_PRIMING
+            + self
+                .count_each(&conversation.messages)
+                .iter()
+                .sum::<usize>()
+    }
+}
+
+/// Whether a counter may spread one count over rayon's threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Parallelism {
+    /// In parallel when the messages hold at least [`Tiktoken::PARALLEL_MIN_BYTES`] of text and
+    /// more than one thread is available; below that, splitting the work costs more than it saves.
+    #[default]
+    Auto,
+    /// In parallel whenever more than one thread is available, whatever the size (for tests).
+    Always,
+    /// Always on the calling thread.
+    Off,
+}
+
+/// The tiktoken counter, with its content cache. Share one per session (or per process): the
+/// cache is what makes recounting an unchanged conversation cheap.
+pub struct Tiktoken {
+    encoding: Encoding,
+    bpe: &'static CoreBPE,
+    cache: TokenCache,
+    parallelism: Parallelism,
+}
+
+impl std::fmt::Debug for Tiktoken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tiktoken")
+            .field("encoding", &self.encoding)
+            .field("parallelism", &self.parallelism)
+            .field("cache", &self.cache.stats())
+            .finish()
+    }
+}
+
+impl Tiktoken {
+    /// Text below which a count stays on one thread.
+    pub const PARALLEL_MIN_BYTES: usize = 64 * 1024;
+    /// Distinct texts remembered before the cache starts over: at 16 bytes a key plus a count and
+    /// the map's overhead, about 40 MB at most.
+    pub const DEFAULT_CACHE_ENTRIES: usize = 1 << 20;
+
+    pub fn new(encoding: Encoding) -> Self {
+        Tiktoken {
+            encoding,
+            bpe: encoding.bpe(),
+            cache: TokenCache::new(Self::DEFAULT_CACHE_ENTRIES),
+            parallelism: Parallelism::Auto,
+        }
+    }
+
+    pub fn with_parallelism(mut self, parallelism: Parallelism) -> Self {
+        self.parallelism = parallelism;
+        self
+    }
+
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    fn worth_parallel(&self, messages: &[Message]) -> bool {
+        let enough_work = || messages.iter().map(text_bytes).sum::<usize>() >= Self::PARALLEL_MIN_BYTES;
+        rayon::current_num_threads() > 1
+            && match self.parallelism {
+                Parallelism::Auto => enough_work(),
+                Parallelism::Always => true,
+                Parallelism::Off => false,
+            }
+    }
+}
+
+impl Default for Tiktoken {
+    fn default() -> Self {
+        Tiktoken::new(Encoding::default())
+    }
+}
+
+impl TokenCounter for Tiktoken {
+    fn count_text(&self, text: &str) -> usize {
+        if text.is_empty() {
+            return 0;
+        }
+        self.cache
+            .get_or_count(text, |text| self.bpe.encode_ordinary(text).len())
+    }
+
+    /// Counts are per message and add up, so the parallel result is exactly the sequential one.
+    fn count_each(&self, messages: &[Message]) -> Vec<usize> {
+        if self.worth_parallel(messages) {
+            messages
+                .par_iter()
+                .map(|message| self.count_message(message))
+                .collect()
+        } else {
+            messages
+                .iter()
+                .map(|message| self.count_message(message))
+                .collect()
+        }
+    }
+}
+
+/// Bytes of text a message holds, a cheap stand-in for the work of counting it.
+fn text_bytes(message: &Message) -> usize {
+    message.parts.iter().map(part_bytes).sum()
+}
+
+fn part_bytes(part: &Part) -> usize {
+    match part {
+        Part::Text(text) => text.text.len(),
+        Part::Thinking(thinking) => thinking.text.len(),
+        Part::ToolCall(call) => call.raw_input.as_ref().map_or(64, String::len),
+        Part::ToolResult(result) => match &result.content {
+            ToolOutput::Text(text) => text.len(),
+            ToolOutput::Parts(parts) => parts.iter().map(part_bytes).sum(),
+        },
+        Part::Image(_) | Part::Opaque { .. } => 0,
+    }
+}

@@ -1,0 +1,53 @@
+use std::fmt;
+use std::str::FromStr;
+
+use tiktoken_rs::CoreBPE;
+
+/// The tiktoken encodings condense counts with. `o200k_base` (GPT-4o and later) is the default;
+/// `cl100k_base` (GPT-4, GPT-3.5) for older models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Encoding {
+    #[default]
+    O200kBase,
+    Cl100kBase,
+}
+
+impl Encoding {
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::O200kBase => "o200k_base",
+            Encoding::Cl100kBase => "cl100k_base",
+        }
+    }
+
+    /// The shared tokenizer. tiktoken-rs builds each one once per process (building o200k_base
+    /// takes a noticeable fraction of a second), so every counter shares it.
+    pub(crate) fn bpe(self) -> &'static CoreBPE {
+        match self {
+            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
+            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+        }
+    }
+}
+
+impl fmt::Display for Encoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown encoding `{0}` (expected o200k_base or cl100k_base)")]
+pub struct UnknownEncoding(pub String);
+
+impl FromStr for Encoding {
+    type Err = UnknownEncoding;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name {
+            "o200k_base" => Ok(Encoding::O200kBase),
+            "cl100k_base" => Ok(Encoding::Cl100kBase),
+            _ => Err(UnknownEncoding(name.to_owned())),
+        }
+    }
+}

@@ -1,0 +1,122 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use condense_core::testing::transcripts;
+use condense_core::{Conversation, Message, Part, Role, ToolCall};
+use condense_tokenizer::{Encoding, Parallelism, Tiktoken, TokenCounter, overhead};
+use proptest::prelude::*;
+use serde_json::json;
+
+#[test]
+fn text_counts_are_tiktoken_counts() {
+    let text = "fn main() { println!(\"héllo, 世界\"); } // base64: aGVsbG8gd29ybGQ=";
+    for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+        let bpe = match encoding {
+            Encoding::O200kBase => tiktoken_rs::o200k_base().unwrap(),
+            Encoding::Cl100kBase => tiktoken_rs::cl100k_base().unwrap(),
+        };
+        assert_eq!(Tiktoken::new(encoding).count_text(text), bpe.encode_ordinary(text).len());
+    }
+    let o200k = Tiktoken::new(Encoding::O200kBase).count_text(text);
+    let cl100k = Tiktoken::new(Encoding::Cl100kBase).count_text(text);
+    assert_ne!(o200k, cl100k, "the two encodings should disagree on mixed text");
+}
+
+/// A plain chat counts exactly as tiktoken-rs's own implementation of OpenAI's cookbook does.
+#[test]
+fn a_plain_chat_counts_as_the_openai_cookbook_says() {
+    let chat = [
+        (Role::System, "You are a careful coding agent."),
+        (Role::User, "Why does `cargo test` hang on the second run?"),
+        (Role::Assistant, "Probably a lock file left behind; let me look."),
+    ];
+    let conversation =
+        Conversation::new(chat.iter().map(|(role, text)| Message::text(*role, *text)).collect());
+    let reference: Vec<tiktoken_rs::ChatCompletionRequestMessage> = chat
+        .iter()
+        .map(|(role, text)| tiktoken_rs::ChatCompletionRequestMessage {
+            role: role.as_str().to_owned(),
+            content: Some((*text).to_owned()),
+            ..Default::default()
+        })
+        .collect();
+    let expected = tiktoken_rs::num_tokens_from_messages("gpt-4o", &reference).unwrap();
+    assert_eq!(Tiktoken::default().count_conversation(&conversation), expected);
+}
+
+#[test]
+fn a_tool_call_costs_its_name_its_arguments_and_the_call_overhead() {
+    let counter = Tiktoken::default();
+    let arguments = r#"{"path": "src/lib.rs"}"#;
+    let call = Part::ToolCall(ToolCall {
+        id: "call_1".into(),
+        name: "read_file".into(),
+        input: json!({"path": "src/lib.rs"}),
+        raw_input: Some(arguments.into()),
+        embedded: false,
+        extra: Default::default(),
+    });
+    assert_eq!(
+        counter.count_part(&call),
+        overhead::PER_TOOL_CALL + counter.count_text("read_file") + counter.count_text(arguments)
+    );
+}
+
+#[test]
+fn recounting_an_unchanged_conversation_tokenizes_nothing() {
+    let transcript = condense_core::testing::transcript("claude-code/d7d349f9").unwrap();
+    let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+    let counter = Tiktoken::default();
+    let first = counter.count_conversation(&conversation);
+    let after_first = counter.cache_stats();
+    assert!(after_first.misses > 0);
+
+    let second = counter.count_conversation(&conversation);
+    let after_second = counter.cache_stats();
+    assert_eq!(first, second);
+    assert_eq!(after_second.misses, after_first.misses, "a warm recount must not tokenize");
+    assert!(after_second.hits > after_first.hits);
+
+    let mut grown = conversation.clone();
+    grown.messages.push(Message::text(Role::User, "one more thing, a new text"));
+    counter.count_conversation(&grown);
+    assert_eq!(counter.cache_stats().misses, after_first.misses + 1, "only the new text is counted");
+}
+
+#[test]
+fn the_parallel_count_of_every_transcript_is_the_sequential_count() {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    for transcript in transcripts().unwrap() {
+        let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        let sequential =
+            Tiktoken::default().with_parallelism(Parallelism::Off).count_each(&conversation.messages);
+        let parallel = pool.install(|| Tiktoken::default().count_each(&conversation.messages));
+        assert_eq!(parallel, sequential, "{}", transcript.name);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn parallel_and_sequential_counts_agree(texts in prop::collection::vec("\\PC{0,300}", 0..40)) {
+        let messages: Vec<Message> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| Message::text(if i % 2 == 0 { Role::User } else { Role::Assistant }, text.clone()))
+            .collect();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let sequential = Tiktoken::default().with_parallelism(Parallelism::Off).count_each(&messages);
+        let parallel = pool.install(|| {
+            Tiktoken::default().with_parallelism(Parallelism::Always).count_each(&messages)
+        });
+        prop_assert_eq!(parallel, sequential);
+    }
+
+    #[test]
+    fn a_cached_count_equals_a_fresh_count(text in "\\PC{0,500}") {
+        let counter = Tiktoken::default();
+        let first = counter.count_text(&text);
+        prop_assert_eq!(counter.count_text(&text), first);
+        prop_assert_eq!(Tiktoken::default().count_text(&text), first);
+    }
+}
