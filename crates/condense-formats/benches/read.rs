@@ -1,1 +1,47 @@
-fn main() {}
+//! Reading sessions: the largest transcript, and one huge tool output at two sizes to show that
+//! the time grows linearly with the input (throughput should be the same at both sizes).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::hint::black_box;
+
+use condense_core::testing::transcript;
+use condense_formats::read;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+fn largest_transcript(c: &mut Criterion) {
+    let transcript = transcript("claude-code/5f8cbb78").unwrap();
+    let mut group = c.benchmark_group("read");
+    group.throughput(Throughput::Bytes(transcript.bytes.len() as u64));
+    group.bench_function("claude-code/5f8cbb78", |b| {
+        b.iter(|| read(black_box(&transcript.bytes), None).unwrap())
+    });
+    group.finish();
+}
+
+fn session_with_output(bytes: usize) -> Vec<u8> {
+    let output: String = "line of tool output 0123456789\n".repeat(bytes / 31);
+    serde_json::to_vec(&serde_json::json!([
+        {"role": "user", "content": "dump it"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "c1", "content": output},
+    ]))
+    .unwrap()
+}
+
+fn huge_tool_output(c: &mut Criterion) {
+    let mut group = c.benchmark_group("read one tool output");
+    group.sample_size(10);
+    for megabytes in [12, 25, 50, 100] {
+        let input = session_with_output(megabytes * 1024 * 1024);
+        group.throughput(Throughput::Bytes(input.len() as u64));
+        group.bench_function(format!("{megabytes} MB"), |b| {
+            b.iter(|| read(black_box(&input), None).unwrap())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, largest_transcript, huge_tool_output);
+criterion_main!(benches);

@@ -1,4 +1,4 @@
-use condense_core::{Conversation, Message, Part, ToolOutput};
+use condense_core::{Conversation, Message, Part, Role, ToolOutput};
 use rayon::prelude::*;
 use tiktoken_rs::CoreBPE;
 
@@ -29,6 +29,8 @@ pub trait TokenCounter: Send + Sync {
         match part {
             Part::Text(text) => self.count_text(&text.text),
             Part::Thinking(thinking) => self.count_text(&thinking.text),
+            // The call is written inside the assistant's text, which is already counted.
+            Part::ToolCall(call) if call.embedded => 0,
             Part::ToolCall(call) => {
                 let arguments = match &call.raw_input {
                     Some(raw) => self.count_text(raw),
@@ -88,6 +90,8 @@ pub struct Tiktoken {
     bpe: &'static CoreBPE,
     cache: TokenCache,
     parallelism: Parallelism,
+    /// Each role's tokens, counted once: every message's framing needs one.
+    role_tokens: [usize; 4],
 }
 
 impl std::fmt::Debug for Tiktoken {
@@ -108,11 +112,14 @@ impl Tiktoken {
     pub const DEFAULT_CACHE_ENTRIES: usize = 1 << 20;
 
     pub fn new(encoding: Encoding) -> Self {
+        let bpe = encoding.bpe();
+        let role_tokens = ROLES.map(|role| bpe.encode_ordinary(role.as_str()).len());
         Tiktoken {
             encoding,
-            bpe: encoding.bpe(),
+            bpe,
             cache: TokenCache::new(Self::DEFAULT_CACHE_ENTRIES),
             parallelism: Parallelism::Auto,
+            role_tokens,
         }
     }
 
@@ -130,7 +137,8 @@ impl Tiktoken {
     }
 
     fn worth_parallel(&self, messages: &[Message]) -> bool {
-        let enough_work = || messages.iter().map(text_bytes).sum::<usize>() >= Self::PARALLEL_MIN_BYTES;
+        let enough_work =
+            || messages.iter().map(text_bytes).sum::<usize>() >= Self::PARALLEL_MIN_BYTES;
         rayon::current_num_threads() > 1
             && match self.parallelism {
                 Parallelism::Auto => enough_work(),
@@ -171,6 +179,17 @@ impl TokenCounter for Tiktoken {
     }
 }
 
+const ROLES: [Role; 4] = [Role::System, Role::User, Role::Assistant, Role::Tool];
+
+fn role_index(role: Role) -> usize {
+    match role {
+        Role::System => 0,
+        Role::User => 1,
+        Role::Assistant => 2,
+        Role::Tool => 3,
+    }
+}
+
 /// Bytes of text a message holds, a cheap stand-in for the work of counting it.
 fn text_bytes(message: &Message) -> usize {
     message.parts.iter().map(part_bytes).sum()
@@ -180,6 +199,7 @@ fn part_bytes(part: &Part) -> usize {
     match part {
         Part::Text(text) => text.text.len(),
         Part::Thinking(thinking) => thinking.text.len(),
+        Part::ToolCall(call) if call.embedded => 0,
         Part::ToolCall(call) => call.raw_input.as_ref().map_or(64, String::len),
         Part::ToolResult(result) => match &result.content {
             ToolOutput::Text(text) => text.len(),

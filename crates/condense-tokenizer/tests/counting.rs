@@ -14,11 +14,17 @@ fn text_counts_are_tiktoken_counts() {
             Encoding::O200kBase => tiktoken_rs::o200k_base().unwrap(),
             Encoding::Cl100kBase => tiktoken_rs::cl100k_base().unwrap(),
         };
-        assert_eq!(Tiktoken::new(encoding).count_text(text), bpe.encode_ordinary(text).len());
+        assert_eq!(
+            Tiktoken::new(encoding).count_text(text),
+            bpe.encode_ordinary(text).len()
+        );
     }
     let o200k = Tiktoken::new(Encoding::O200kBase).count_text(text);
     let cl100k = Tiktoken::new(Encoding::Cl100kBase).count_text(text);
-    assert_ne!(o200k, cl100k, "the two encodings should disagree on mixed text");
+    assert_ne!(
+        o200k, cl100k,
+        "the two encodings should disagree on mixed text"
+    );
 }
 
 /// A plain chat counts exactly as tiktoken-rs's own implementation of OpenAI's cookbook does.
@@ -27,10 +33,16 @@ fn a_plain_chat_counts_as_the_openai_cookbook_says() {
     let chat = [
         (Role::System, "You are a careful coding agent."),
         (Role::User, "Why does `cargo test` hang on the second run?"),
-        (Role::Assistant, "Probably a lock file left behind; let me look."),
+        (
+            Role::Assistant,
+            "Probably a lock file left behind; let me look.",
+        ),
     ];
-    let conversation =
-        Conversation::new(chat.iter().map(|(role, text)| Message::text(*role, *text)).collect());
+    let conversation = Conversation::new(
+        chat.iter()
+            .map(|(role, text)| Message::text(*role, *text))
+            .collect(),
+    );
     let reference: Vec<tiktoken_rs::ChatCompletionRequestMessage> = chat
         .iter()
         .map(|(role, text)| tiktoken_rs::ChatCompletionRequestMessage {
@@ -40,7 +52,10 @@ fn a_plain_chat_counts_as_the_openai_cookbook_says() {
         })
         .collect();
     let expected = tiktoken_rs::num_tokens_from_messages("gpt-4o", &reference).unwrap();
-    assert_eq!(Tiktoken::default().count_conversation(&conversation), expected);
+    assert_eq!(
+        Tiktoken::default().count_conversation(&conversation),
+        expected
+    );
 }
 
 #[test]
@@ -73,22 +88,35 @@ fn recounting_an_unchanged_conversation_tokenizes_nothing() {
     let second = counter.count_conversation(&conversation);
     let after_second = counter.cache_stats();
     assert_eq!(first, second);
-    assert_eq!(after_second.misses, after_first.misses, "a warm recount must not tokenize");
+    assert_eq!(
+        after_second.misses, after_first.misses,
+        "a warm recount must not tokenize"
+    );
     assert!(after_second.hits > after_first.hits);
 
     let mut grown = conversation.clone();
-    grown.messages.push(Message::text(Role::User, "one more thing, a new text"));
+    grown
+        .messages
+        .push(Message::text(Role::User, "one more thing, a new text"));
     counter.count_conversation(&grown);
-    assert_eq!(counter.cache_stats().misses, after_first.misses + 1, "only the new text is counted");
+    assert_eq!(
+        counter.cache_stats().misses,
+        after_first.misses + 1,
+        "only the new text is counted"
+    );
 }
 
 #[test]
 fn the_parallel_count_of_every_transcript_is_the_sequential_count() {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
     for transcript in transcripts().unwrap() {
         let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
-        let sequential =
-            Tiktoken::default().with_parallelism(Parallelism::Off).count_each(&conversation.messages);
+        let sequential = Tiktoken::default()
+            .with_parallelism(Parallelism::Off)
+            .count_each(&conversation.messages);
         let parallel = pool.install(|| Tiktoken::default().count_each(&conversation.messages));
         assert_eq!(parallel, sequential, "{}", transcript.name);
     }
@@ -118,5 +146,41 @@ proptest! {
         let first = counter.count_text(&text);
         prop_assert_eq!(counter.count_text(&text), first);
         prop_assert_eq!(Tiktoken::default().count_text(&text), first);
+    }
+}
+
+/// mini-swe-agent writes its commands in the assistant's text and gets the output back as user
+/// text; reading turns those into tool pairs, which must not count the command twice. Checked
+/// against the raw wire messages, counted as the plain strings they are.
+#[test]
+fn tool_use_carried_in_text_is_counted_once() {
+    let counter = Tiktoken::default();
+    for transcript in transcripts().unwrap() {
+        if !transcript.name.starts_with("openai/mini-swe-agent") {
+            continue;
+        }
+        let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        assert!(
+            conversation.tool_pairs().pairs().len() > 10,
+            "{}",
+            transcript.name
+        );
+        let raw: serde_json::Value = serde_json::from_slice(&transcript.bytes).unwrap();
+        let wire: usize = raw["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                overhead::PER_MESSAGE
+                    + counter.count_text(m["role"].as_str().unwrap())
+                    + counter.count_text(m["content"].as_str().unwrap())
+            })
+            .sum();
+        assert_eq!(
+            counter.count_conversation(&conversation),
+            wire + overhead::REPLY_PRIMING,
+            "{}",
+            transcript.name
+        );
     }
 }
