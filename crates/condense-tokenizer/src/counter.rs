@@ -14,14 +14,13 @@ pub trait TokenCounter: Send + Sync {
 
     /// Tokens `message` costs in a request, framing included (see [`crate::overhead`]).
     fn count_message(&self, message: &Message) -> usize {
-        let role = self.count_text(message.role.as_str());
-        PER_MESSAGE
-            + role
-            + message
-                .parts
-                .iter()
-                .map(|part| self.count_part(part))
-                .sum::<usize>()
+        let parts: usize = message.parts.iter().map(|part| self.count_part(part)).sum();
+        PER_MESSAGE + self.count_role(message.role) + parts
+    }
+
+    /// The role's own token(s) in a message's framing.
+    fn count_role(&self, role: Role) -> usize {
+        self.count_text(role.as_str())
     }
 
     /// Tokens of one part of a message, without the message's framing.
@@ -161,6 +160,10 @@ impl TokenCounter for Tiktoken {
         }
         self.cache
             .get_or_count(text, |text| self.bpe.encode_ordinary(text).len())
+    }
+
+    fn count_role(&self, role: Role) -> usize {
+        self.role_tokens[role_index(role)]
     }
 
     /// Counts are per message and add up, so the parallel result is exactly the sequential one.
