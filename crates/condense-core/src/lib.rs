@@ -17,7 +17,7 @@ mod validate;
 
 pub use compacted::{Compacted, Phase};
 pub use conversation::{Conversation, SideKind, SideRecord};
-pub use message::{ContentShape, Message, Role, WireRecord};
+pub use message::{ContentShape, Message, Role, SUMMARY_CLOSE, SUMMARY_OPEN, WireRecord};
 pub use pairs::{CallSite, ResultSite, ToolPairs};
 pub use part::{Image, Part, Text, Thinking, ToolCall, ToolOutput, ToolResult};
 pub use turns::user_turns;

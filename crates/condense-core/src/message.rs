@@ -4,6 +4,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::{JsonMap, Part};
 
+/// How a compaction summary opens: phase 2 writes the summary as one System message wrapped in
+/// this tag and its closing [`SUMMARY_CLOSE`], and every phase recognises it by that.
+pub const SUMMARY_OPEN: &str = "<prior-conversation-summary>";
+pub const SUMMARY_CLOSE: &str = "</prior-conversation-summary>";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -97,6 +102,14 @@ impl Message {
                 .parts
                 .iter()
                 .any(|part| matches!(part, Part::Text(_) | Part::Image(_)))
+    }
+
+    /// A summary that an earlier compaction left (see [`SUMMARY_OPEN`]). The pruner's walk stops
+    /// there: what came before it was already dealt with.
+    pub fn is_compaction_summary(&self) -> bool {
+        self.parts.iter().any(|part| {
+            matches!(part, Part::Text(text) if text.text.trim_start().starts_with(SUMMARY_OPEN))
+        })
     }
 
     /// The message's own text parts joined by newlines (tool calls and results left out).

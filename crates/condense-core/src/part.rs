@@ -123,10 +123,11 @@ impl Part {
 
 impl ToolOutput {
     /// The output's text, images left out, blocks joined by newlines. This is what the pruner
-    /// measures and what a placeholder describes.
-    pub fn text(&self) -> String {
+    /// measures and what a placeholder describes. Borrowed when the output is one string, which
+    /// it almost always is, so hot paths do not copy megabytes.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
         match self {
-            ToolOutput::Text(text) => text.clone(),
+            ToolOutput::Text(text) => std::borrow::Cow::Borrowed(text),
             ToolOutput::Parts(parts) => {
                 let texts: Vec<&str> = parts
                     .iter()
@@ -135,7 +136,7 @@ impl ToolOutput {
                         _ => None,
                     })
                     .collect();
-                texts.join("\n")
+                std::borrow::Cow::Owned(texts.join("\n"))
             }
         }
     }

@@ -1,0 +1,36 @@
+//! Phase 1 of condense: prune old tool outputs, no model call.
+//!
+//! Tool outputs are the bulk of an agent session and the part the agent needs least once it has
+//! acted on them. The pruner replaces old ones with a short placeholder (what tool, how big, the
+//! handle of the stored original) and leaves everything else — user messages, assistant text,
+//! tool calls — as it was. Four rules decide, each from an agent that uses it in production:
+//!
+//! - the **walk** (opencode): from the end back, skipping the last user turns, keep the newest
+//!   outputs up to a protect window and replace the older ones, if that frees enough;
+//! - the **per-turn budget** (Claude Code): one turn's fresh outputs may not exceed a number of
+//!   characters; the largest are cut to a preview;
+//! - **duplicates** (hermes-agent): an output identical to a newer one points to it;
+//! - **frozen decisions** (Claude Code): a decision, once made, is repeated byte for byte, so a
+//!   provider's prompt cache survives from one request to the next.
+//!
+//! Originals go to a [`Store`] before the conversation changes: if one cannot be stored, nothing
+//! is replaced.
+
+mod clock;
+mod decisions;
+mod note;
+mod prune;
+mod report;
+mod settings;
+mod store;
+
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use decisions::{Decision, DecisionLog, DecisionLogError};
+pub use note::{Note, NoteError};
+pub use prune::{PruneError, Pruner, boundary};
+pub use report::{OutputReport, PruneReport, Reason};
+pub use settings::{
+    DEFAULT_DUPLICATE_NOTE, DEFAULT_PLACEHOLDER, DEFAULT_PREVIEW_NOTE, DUPLICATE_VARIABLES,
+    PREVIEW_VARIABLES, PruneSettings, Thresholds,
+};
+pub use store::{DirStore, MemoryStore, Store, StoreError, handle_of};

@@ -1,0 +1,537 @@
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use condense_core::{
+    Compacted, Conversation, Message, Part, Phase, ToolOutput, ToolPairs, ToolResult,
+};
+use condense_tokenizer::TokenCounter;
+
+use crate::note::{preview, thousands};
+use crate::{
+    Clock, Decision, DecisionLog, OutputReport, PruneReport, PruneSettings, Reason, Store,
+    StoreError, Thresholds, handle_of,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PruneError {
+    #[error(
+        "could not store the original of tool output `{call_id}` (message {message}), so nothing was pruned: {source}"
+    )]
+    Store {
+        call_id: String,
+        message: usize,
+        #[source]
+        source: StoreError,
+    },
+    #[error(
+        "cannot serialise the original of tool output `{call_id}` (message {message}): {reason}"
+    )]
+    Serialize {
+        call_id: String,
+        message: usize,
+        reason: String,
+    },
+}
+
+/// Runs phase 1 over a conversation. Borrowing everything it needs keeps one pruner cheap to make
+/// per request, with the token cache and the store living as long as the harness wants.
+pub struct Pruner<'a> {
+    pub settings: &'a PruneSettings,
+    pub counter: &'a dyn TokenCounter,
+    pub store: &'a dyn Store,
+    pub clock: &'a dyn Clock,
+}
+
+impl std::fmt::Debug for Pruner<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pruner")
+            .field("settings", self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The first message nothing may touch: the `skip_user_turns`-th user turn from the end. When the
+/// conversation has fewer user turns than that, every message is inside (`0`); with
+/// `skip_user_turns = 0`, none is (`messages.len()`).
+pub fn boundary(messages: &[Message], skip_user_turns: usize) -> usize {
+    if skip_user_turns == 0 {
+        return messages.len();
+    }
+    let turns = condense_core::user_turns(messages);
+    match turns.len().checked_sub(skip_user_turns) {
+        Some(index) => turns[index],
+        None => 0,
+    }
+}
+
+/// One tool output of the conversation.
+struct Output<'c> {
+    message: usize,
+    part: usize,
+    result: &'c ToolResult,
+    tool: &'c str,
+    protected: bool,
+    /// Which run of results (not separated by an assistant message) it belongs to.
+    group: usize,
+}
+
+/// A replacement decided in this call, applied only once every original is stored.
+struct Replacement {
+    output: usize,
+    content: String,
+    marker: Compacted,
+    /// The original's bytes, to store; `None` when the store already has them (frozen).
+    original: Option<Vec<u8>>,
+}
+
+/// What the call decides for each output.
+struct Plan<'c> {
+    outputs: Vec<Output<'c>>,
+    reasons: Vec<Option<Reason>>,
+    tokens_before: Vec<usize>,
+    replacements: Vec<Replacement>,
+    /// Fresh outputs the per-turn budget saw and kept: logged as kept once the call succeeds.
+    kept_fresh: Vec<usize>,
+}
+
+impl Pruner<'_> {
+    /// Prunes `conversation` in place and records every new decision in `log`. `context_window`
+    /// matters only with adaptive thresholds. On error neither the conversation nor the log has
+    /// changed.
+    pub fn prune(
+        &self,
+        conversation: &mut Conversation,
+        log: &mut DecisionLog,
+        context_window: Option<usize>,
+    ) -> Result<PruneReport, PruneError> {
+        let thresholds = Thresholds::for_window(self.settings, context_window);
+        let boundary = boundary(&conversation.messages, self.settings.skip_user_turns);
+        let now = self.clock.now_ms();
+
+        let messages = &conversation.messages;
+        let mut plan = Plan::new(self.outputs(messages), |result| {
+            self.counter.count_output(&result.content)
+        });
+        self.apply_log(&mut plan, log);
+        self.turn_budget(&mut plan, log, now)?;
+        let walk = self.walk(&mut plan, messages, boundary, thresholds, now)?;
+
+        for replacement in &plan.replacements {
+            if let Some(original) = &replacement.original {
+                let output = &plan.outputs[replacement.output];
+                self.store
+                    .put(&replacement.marker.handle, original)
+                    .map_err(|source| PruneError::Store {
+                        call_id: output.result.call_id.clone(),
+                        message: output.message,
+                        source,
+                    })?;
+            }
+        }
+
+        let mut outputs = Vec::with_capacity(plan.outputs.len());
+        let mut after: HashMap<usize, usize> = HashMap::new();
+        for replacement in &plan.replacements {
+            after.insert(
+                replacement.output,
+                self.counter.count_text(&replacement.content),
+            );
+        }
+        let mut tokens_freed = 0;
+        for (index, output) in plan.outputs.iter().enumerate() {
+            let before = plan.tokens_before[index];
+            let tokens_after = after.get(&index).copied().unwrap_or(before);
+            tokens_freed += before.saturating_sub(tokens_after);
+            outputs.push(OutputReport {
+                message: output.message,
+                call_id: output.result.call_id.clone(),
+                tool: output.tool.to_owned(),
+                reason: plan.reasons[index].clone().unwrap_or(Reason::InsideWindow),
+                tokens_before: before,
+                tokens_after,
+            });
+        }
+
+        let sites: Vec<(usize, usize, String)> = plan
+            .outputs
+            .iter()
+            .map(|output| (output.message, output.part, output.result.call_id.clone()))
+            .collect();
+        let kept: Vec<String> = plan
+            .kept_fresh
+            .iter()
+            .map(|&index| sites[index].2.clone())
+            .collect();
+        let replacements = std::mem::take(&mut plan.replacements);
+        drop(plan);
+
+        for replacement in replacements {
+            let (message, part, call_id) = &sites[replacement.output];
+            if let Some(Part::ToolResult(result)) =
+                conversation.messages[*message].parts.get_mut(*part)
+            {
+                result.content = ToolOutput::Text(replacement.content.clone());
+                result.compacted = Some(replacement.marker.clone());
+            }
+            log.record(
+                call_id.clone(),
+                Decision::Replaced {
+                    content: replacement.content,
+                    marker: replacement.marker,
+                },
+            );
+        }
+        for call_id in kept {
+            log.record(call_id, Decision::Kept);
+        }
+
+        Ok(PruneReport {
+            boundary,
+            thresholds,
+            walk_stopped_at: walk.stopped_at,
+            reclaimable_tokens: walk.reclaimable,
+            batch_applied: walk.applied,
+            tokens_freed,
+            outputs,
+        })
+    }
+
+    fn outputs<'c>(&self, messages: &'c [Message]) -> Vec<Output<'c>> {
+        let pairs = ToolPairs::index(messages);
+        let mut outputs = Vec::new();
+        let mut group = 0;
+        let mut group_has_results = false;
+        for (message_index, message) in messages.iter().enumerate() {
+            if message.role == condense_core::Role::Assistant && group_has_results {
+                group += 1;
+                group_has_results = false;
+            }
+            for (part_index, part) in message.parts.iter().enumerate() {
+                let Part::ToolResult(result) = part else {
+                    continue;
+                };
+                group_has_results = true;
+                let tool = pairs
+                    .tool_name(messages, result)
+                    .unwrap_or("(unknown tool)");
+                outputs.push(Output {
+                    message: message_index,
+                    part: part_index,
+                    result,
+                    tool,
+                    protected: self.settings.protected_tools.contains(tool),
+                    group,
+                });
+            }
+        }
+        outputs
+    }
+
+    /// Outputs already replaced stay as they are; outputs the log says were replaced get the same
+    /// replacement again. Protected outputs are never touched, whatever an older log says.
+    fn apply_log(&self, plan: &mut Plan<'_>, log: &DecisionLog) {
+        for index in 0..plan.outputs.len() {
+            let output = &plan.outputs[index];
+            if output.result.compacted.is_some() {
+                plan.reasons[index] = Some(Reason::AlreadyReplaced);
+                continue;
+            }
+            if output.protected {
+                plan.reasons[index] = Some(Reason::Protected);
+                continue;
+            }
+            if let Some(Decision::Replaced { content, marker }) = log.get(&output.result.call_id) {
+                let unchanged =
+                    matches!(&output.result.content, ToolOutput::Text(text) if text == content);
+                plan.reasons[index] = Some(if unchanged {
+                    Reason::AlreadyReplaced
+                } else {
+                    Reason::Frozen
+                });
+                // Even an unchanged text gets its marker back: a file read back from disk loses
+                // markers, and the walk needs them to know where to stop.
+                plan.replacements.push(Replacement {
+                    output: index,
+                    content: content.clone(),
+                    marker: marker.clone(),
+                    original: None,
+                });
+            }
+        }
+    }
+
+    /// Claude Code's per-turn budget over the outputs seen for the first time.
+    fn turn_budget(
+        &self,
+        plan: &mut Plan<'_>,
+        log: &DecisionLog,
+        now: u64,
+    ) -> Result<(), PruneError> {
+        let budget = self.settings.turn_budget_chars;
+        let mut start = 0;
+        while start < plan.outputs.len() {
+            let group = plan.outputs[start].group;
+            let end = (start..plan.outputs.len())
+                .find(|&index| plan.outputs[index].group != group)
+                .unwrap_or(plan.outputs.len());
+            let mut fresh: Vec<(usize, usize)> = (start..end)
+                .filter(|&index| {
+                    plan.reasons[index].is_none()
+                        && log.get(&plan.outputs[index].result.call_id).is_none()
+                })
+                .map(|index| {
+                    (
+                        index,
+                        plan.outputs[index].result.content.text().chars().count(),
+                    )
+                })
+                .collect();
+            let mut total: usize = fresh.iter().map(|(_, chars)| chars).sum();
+            // Largest first; the earlier output first among equals, so the choice is stable.
+            fresh.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            for &(index, chars) in &fresh {
+                if total <= budget {
+                    plan.kept_fresh.push(index);
+                    continue;
+                }
+                let replacement = self.preview(plan, index, chars, now)?;
+                total = total - chars + replacement.content.chars().count();
+                plan.reasons[index] = Some(Reason::OverTurnBudget);
+                plan.replacements.push(replacement);
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    fn preview(
+        &self,
+        plan: &Plan<'_>,
+        index: usize,
+        chars: usize,
+        now: u64,
+    ) -> Result<Replacement, PruneError> {
+        let output = &plan.outputs[index];
+        let original = original_bytes(output)?;
+        let handle = handle_of(&original);
+        let text = output.result.content.text();
+        let shown = preview(&text, self.settings.preview_bytes);
+        let tokens = plan.tokens_before[index];
+        let note = self.settings.preview_note.render(&[
+            ("tool", output.tool),
+            ("tokens", &thousands(tokens)),
+            ("chars", &thousands(chars)),
+            ("handle", &handle),
+            ("shown", &thousands(shown.chars().count())),
+        ]);
+        Ok(Replacement {
+            output: index,
+            content: format!("{shown}{note}"),
+            marker: marker(now, Phase::TurnBudget, tokens, chars, handle),
+            original: Some(original),
+        })
+    }
+
+    /// opencode's walk, with hermes-agent's duplicates folded in.
+    fn walk(
+        &self,
+        plan: &mut Plan<'_>,
+        messages: &[Message],
+        boundary: usize,
+        thresholds: Thresholds,
+        now: u64,
+    ) -> Result<WalkOutcome, PruneError> {
+        let mut stopped_at = None;
+        let mut window = 0usize;
+        let mut candidates: Vec<(usize, Option<usize>)> = Vec::new();
+        // Surviving outputs by hash of (tool, text), newest first, to find older duplicates.
+        let mut survivors: HashMap<u64, Vec<usize>> = HashMap::new();
+
+        let mut by_message: Vec<Vec<usize>> = vec![Vec::new(); messages.len()];
+        for (index, output) in plan.outputs.iter().enumerate() {
+            by_message[output.message].push(index);
+        }
+        for message_index in (0..messages.len()).rev() {
+            if stopped_at.is_none()
+                && message_index < boundary
+                && messages[message_index].is_compaction_summary()
+            {
+                stopped_at = Some(message_index);
+            }
+            for &index in by_message[message_index].iter().rev() {
+                let output = &plan.outputs[index];
+                if let Some(reason) = &plan.reasons[index] {
+                    let pruned_before = matches!(reason, Reason::AlreadyReplaced | Reason::Frozen)
+                        && replaced_phase(plan, index) == Some(Phase::Prune);
+                    if pruned_before && message_index < boundary && stopped_at.is_none() {
+                        stopped_at = Some(message_index);
+                    }
+                    continue;
+                }
+                let text = output.result.content.text();
+                let key = duplicate_key(output.tool, &text);
+                if message_index >= boundary {
+                    plan.reasons[index] = Some(Reason::InsideBoundary);
+                    survivors.entry(key).or_default().push(index);
+                    continue;
+                }
+                if stopped_at.is_some() {
+                    plan.reasons[index] = Some(Reason::BehindEarlierCompaction);
+                    continue;
+                }
+                if text.chars().count() >= self.settings.duplicate_min_chars
+                    && let Some(&newer) = survivors.get(&key).and_then(|same| {
+                        same.iter().find(|&&other| {
+                            plan.outputs[other].tool == output.tool
+                                && plan.outputs[other].result.content.text() == text
+                        })
+                    })
+                {
+                    candidates.push((index, Some(newer)));
+                    continue;
+                }
+                window += plan.tokens_before[index];
+                if window > thresholds.protect_tokens {
+                    candidates.push((index, None));
+                } else {
+                    plan.reasons[index] = Some(Reason::InsideWindow);
+                    survivors.entry(key).or_default().push(index);
+                }
+            }
+        }
+
+        let mut replacements = Vec::with_capacity(candidates.len());
+        let mut reclaimable = 0usize;
+        for &(index, newer) in &candidates {
+            let replacement = self.placeholder(plan, index, newer, now)?;
+            let after = self.counter.count_text(&replacement.content);
+            reclaimable += plan.tokens_before[index].saturating_sub(after);
+            replacements.push((replacement, newer));
+        }
+        let applied = !candidates.is_empty() && reclaimable > thresholds.minimum_tokens;
+        for (replacement, newer) in replacements {
+            let index = replacement.output;
+            plan.reasons[index] = Some(match (applied, newer) {
+                (false, _) => Reason::BelowMinimum,
+                (true, None) => Reason::Pruned,
+                (true, Some(newer)) => Reason::Duplicate {
+                    newer: plan.outputs[newer].result.call_id.clone(),
+                },
+            });
+            if applied {
+                plan.replacements.push(replacement);
+            }
+        }
+        Ok(WalkOutcome {
+            stopped_at,
+            reclaimable,
+            applied,
+        })
+    }
+
+    fn placeholder(
+        &self,
+        plan: &Plan<'_>,
+        index: usize,
+        newer: Option<usize>,
+        now: u64,
+    ) -> Result<Replacement, PruneError> {
+        let output = &plan.outputs[index];
+        let original = original_bytes(output)?;
+        let handle = handle_of(&original);
+        let tokens = plan.tokens_before[index];
+        let chars = output.result.content.text().chars().count();
+        let mut values = vec![
+            ("tool", output.tool.to_owned()),
+            ("tokens", thousands(tokens)),
+            ("chars", thousands(chars)),
+            ("handle", handle.clone()),
+        ];
+        let (note, phase) = match newer {
+            Some(newer) => {
+                values.push(("newer", plan.outputs[newer].result.call_id.clone()));
+                (&self.settings.duplicate_note, Phase::Duplicate)
+            }
+            None => (&self.settings.placeholder, Phase::Prune),
+        };
+        let values: Vec<(&str, &str)> = values
+            .iter()
+            .map(|(key, value)| (*key, value.as_str()))
+            .collect();
+        Ok(Replacement {
+            output: index,
+            content: note.render(&values),
+            marker: marker(now, phase, tokens, chars, handle),
+            original: Some(original),
+        })
+    }
+}
+
+struct WalkOutcome {
+    stopped_at: Option<usize>,
+    reclaimable: usize,
+    applied: bool,
+}
+
+impl<'c> Plan<'c> {
+    fn new(outputs: Vec<Output<'c>>, count: impl Fn(&ToolResult) -> usize) -> Self {
+        let tokens_before = outputs.iter().map(|output| count(output.result)).collect();
+        let reasons = vec![None; outputs.len()];
+        Plan {
+            outputs,
+            reasons,
+            tokens_before,
+            replacements: Vec::new(),
+            kept_fresh: Vec::new(),
+        }
+    }
+}
+
+/// The phase of the replacement an output already carries or is about to get from the log.
+fn replaced_phase(plan: &Plan<'_>, index: usize) -> Option<Phase> {
+    if let Some(marker) = &plan.outputs[index].result.compacted {
+        return Some(marker.phase);
+    }
+    plan.replacements
+        .iter()
+        .find(|replacement| replacement.output == index)
+        .map(|replacement| replacement.marker.phase)
+}
+
+fn marker(
+    at_ms: u64,
+    phase: Phase,
+    original_tokens: usize,
+    original_chars: usize,
+    handle: String,
+) -> Compacted {
+    Compacted {
+        at_ms,
+        phase,
+        original_tokens,
+        original_chars,
+        handle,
+    }
+}
+
+/// What goes to the store: a text output as its UTF-8 bytes (so `condense recall` prints it as
+/// it was), an output of blocks as their JSON.
+fn original_bytes(output: &Output<'_>) -> Result<Vec<u8>, PruneError> {
+    match &output.result.content {
+        ToolOutput::Text(text) => Ok(text.as_bytes().to_vec()),
+        ToolOutput::Parts(parts) => {
+            serde_json::to_vec(parts).map_err(|error| PruneError::Serialize {
+                call_id: output.result.call_id.clone(),
+                message: output.message,
+                reason: error.to_string(),
+            })
+        }
+    }
+}
+
+fn duplicate_key(tool: &str, text: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    tool.hash(&mut hasher);
+    text.hash(&mut hasher);
+    hasher.finish()
+}

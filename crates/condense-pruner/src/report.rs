@@ -1,0 +1,137 @@
+use serde::Serialize;
+
+use crate::Thresholds;
+
+/// Why an output was kept or replaced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum Reason {
+    /// Its tool is protected.
+    Protected,
+    /// At or after the skip boundary.
+    InsideBoundary,
+    /// Among the newest outputs that fit the protect window.
+    InsideWindow,
+    /// Replaced by a placeholder.
+    Pruned,
+    /// Would have been pruned, but the whole batch would have freed no more than the minimum.
+    BelowMinimum,
+    /// Replaced by a preview: its turn's fresh results were over the per-turn budget.
+    OverTurnBudget,
+    /// Replaced by a pointer to a newer identical output.
+    Duplicate { newer: String },
+    /// Replaced again, byte for byte, as the decision log says.
+    Frozen,
+    /// Already replaced before this call.
+    AlreadyReplaced,
+    /// Older than a compaction summary or a pruned output, where the walk stops.
+    BehindEarlierCompaction,
+}
+
+/// What happened to one tool output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OutputReport {
+    pub message: usize,
+    pub call_id: String,
+    pub tool: String,
+    #[serde(flatten)]
+    pub reason: Reason,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+}
+
+/// Every decision of one pruning call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PruneReport {
+    /// The first message that nothing may touch (the user turn `skip_user_turns` from the end);
+    /// `0` when there are fewer user turns than that.
+    pub boundary: usize,
+    pub thresholds: Thresholds,
+    /// Where the walk stopped early, if it did: an earlier summary or pruned output.
+    pub walk_stopped_at: Option<usize>,
+    /// Tokens the walk's candidates (pruned and duplicate outputs) would free together.
+    pub reclaimable_tokens: usize,
+    /// Whether those candidates were replaced (they are only when they free more than the
+    /// minimum).
+    pub batch_applied: bool,
+    /// Tokens freed by this call, all rules together.
+    pub tokens_freed: usize,
+    /// One entry per tool output, in conversation order.
+    pub outputs: Vec<OutputReport>,
+}
+
+impl PruneReport {
+    /// How many outputs were replaced by this call.
+    pub fn replaced(&self) -> usize {
+        self.outputs
+            .iter()
+            .filter(|output| {
+                matches!(
+                    output.reason,
+                    Reason::Pruned
+                        | Reason::OverTurnBudget
+                        | Reason::Duplicate { .. }
+                        | Reason::Frozen
+                )
+            })
+            .count()
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reason::Protected => f.write_str("protected tool"),
+            Reason::InsideBoundary => f.write_str("inside the boundary"),
+            Reason::InsideWindow => f.write_str("inside the protect window"),
+            Reason::Pruned => f.write_str("pruned"),
+            Reason::BelowMinimum => f.write_str("kept: batch below the minimum"),
+            Reason::OverTurnBudget => f.write_str("over the turn budget: preview"),
+            Reason::Duplicate { newer } => write!(f, "duplicate of {newer}"),
+            Reason::Frozen => f.write_str("replaced again (frozen)"),
+            Reason::AlreadyReplaced => f.write_str("already replaced"),
+            Reason::BehindEarlierCompaction => f.write_str("behind an earlier compaction"),
+        }
+    }
+}
+
+/// One line per output, after a header with the totals: what `condense prune -v` prints and what
+/// the snapshot tests lock down.
+impl std::fmt::Display for PruneReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "boundary: message {}; protect window {} tokens; minimum {} tokens",
+            self.boundary, self.thresholds.protect_tokens, self.thresholds.minimum_tokens
+        )?;
+        if let Some(stop) = self.walk_stopped_at {
+            writeln!(f, "walk stopped at message {stop}")?;
+        }
+        writeln!(
+            f,
+            "reclaimable {} tokens, batch {}; freed {} tokens; {} of {} outputs replaced",
+            self.reclaimable_tokens,
+            if self.batch_applied {
+                "applied"
+            } else {
+                "not applied"
+            },
+            self.tokens_freed,
+            self.replaced(),
+            self.outputs.len()
+        )?;
+        for output in &self.outputs {
+            writeln!(
+                f,
+                "  #{:<4} {:<16} {:>6} -> {:>6}  {}  [{}]",
+                output.message,
+                output.tool,
+                output.tokens_before,
+                output.tokens_after,
+                output.reason,
+                output.call_id
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,202 @@
+//! Where replaced originals are kept, so that nothing condense prunes is lost.
+//!
+//! Stores are content-addressed: the handle is derived from the bytes ([`handle_of`]), so the
+//! same output stored twice is one file, and a handle can be put in a placeholder before the
+//! original is written (the pruner writes every original before it changes the conversation).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use sha2::{Digest, Sha256};
+
+/// Hex digits of SHA-256 kept in a handle: 128 bits, collision-free for any store a person will
+/// have, and short enough to cost few tokens in every placeholder.
+const HANDLE_HEX_DIGITS: usize = 32;
+
+/// The handle of `bytes`: the first 128 bits of their SHA-256, in hex.
+pub fn handle_of(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut handle = String::with_capacity(HANDLE_HEX_DIGITS);
+    for byte in &digest[..HANDLE_HEX_DIGITS / 2] {
+        handle.push_str(&format!("{byte:02x}"));
+    }
+    handle
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot write the original {handle} to {path}: {source}")]
+    Write {
+        handle: String,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no original is stored under `{0}`")]
+    NotFound(String),
+    #[error("`{0}` is not a handle (expected {HANDLE_HEX_DIGITS} hex digits)")]
+    BadHandle(String),
+}
+
+/// A store of originals, keyed by [`handle_of`] their bytes.
+pub trait Store: Send + Sync {
+    /// Keeps `bytes` under `handle` (which is `handle_of(bytes)`). Storing what is already there
+    /// is not an error.
+    fn put(&self, handle: &str, bytes: &[u8]) -> Result<(), StoreError>;
+    /// The bytes stored under `handle`.
+    fn get(&self, handle: &str) -> Result<Vec<u8>, StoreError>;
+}
+
+/// Originals as files under a directory: `<dir>/<first two hex digits>/<handle>`. Each file is
+/// written to a temporary name beside it and renamed, so a crash never leaves half an original.
+#[derive(Debug, Clone)]
+pub struct DirStore {
+    root: PathBuf,
+}
+
+impl DirStore {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        DirStore { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path_of(&self, handle: &str) -> Result<PathBuf, StoreError> {
+        let valid = handle.len() == HANDLE_HEX_DIGITS
+            && handle
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !valid {
+            return Err(StoreError::BadHandle(handle.to_owned()));
+        }
+        Ok(self.root.join(&handle[..2]).join(handle))
+    }
+}
+
+impl Store for DirStore {
+    fn put(&self, handle: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let path = self.path_of(handle)?;
+        if path.exists() {
+            return Ok(());
+        }
+        let failed = |source| StoreError::Write {
+            handle: handle.to_owned(),
+            path: path.clone(),
+            source,
+        };
+        let dir = path.parent().unwrap_or(&self.root);
+        std::fs::create_dir_all(dir).map_err(failed)?;
+        let temporary = dir.join(format!(".{handle}.{}.tmp", std::process::id()));
+        let written = std::fs::File::create(&temporary).and_then(|mut file| {
+            file.write_all(bytes)?;
+            file.sync_all()
+        });
+        if let Err(error) = written.and_then(|()| std::fs::rename(&temporary, &path)) {
+            let _ = std::fs::remove_file(&temporary);
+            return Err(failed(error));
+        }
+        Ok(())
+    }
+
+    fn get(&self, handle: &str) -> Result<Vec<u8>, StoreError> {
+        let path = self.path_of(handle)?;
+        std::fs::read(&path).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => StoreError::NotFound(handle.to_owned()),
+            _ => StoreError::Read { path, source },
+        })
+    }
+}
+
+/// Originals in memory, for tests and for harnesses that keep them elsewhere themselves.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    entries: Mutex<HashMap<String, Vec<u8>>>,
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        MemoryStore::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<u8>>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Store for MemoryStore {
+    fn put(&self, handle: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.lock()
+            .entry(handle.to_owned())
+            .or_insert_with(|| bytes.to_vec());
+        Ok(())
+    }
+
+    fn get(&self, handle: &str) -> Result<Vec<u8>, StoreError> {
+        self.lock()
+            .get(handle)
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound(handle.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dir_store_gives_back_what_it_was_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirStore::new(dir.path());
+        let bytes = "fn main() {}\n".repeat(1000);
+        let handle = handle_of(bytes.as_bytes());
+        store.put(&handle, bytes.as_bytes()).unwrap();
+        store.put(&handle, bytes.as_bytes()).unwrap();
+        assert_eq!(store.get(&handle).unwrap(), bytes.as_bytes());
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path().join(&handle[..2]))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            leftovers,
+            vec![std::ffi::OsString::from(&handle)],
+            "no temporary file left"
+        );
+    }
+
+    #[test]
+    fn unknown_and_malformed_handles_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirStore::new(dir.path());
+        let missing = handle_of(b"never stored");
+        assert!(matches!(store.get(&missing), Err(StoreError::NotFound(_))));
+        assert!(matches!(
+            store.get("../../etc/passwd"),
+            Err(StoreError::BadHandle(_))
+        ));
+    }
+
+    #[test]
+    fn handles_are_content_addresses() {
+        assert_eq!(handle_of(b"abc"), handle_of(b"abc"));
+        assert_ne!(handle_of(b"abc"), handle_of(b"abd"));
+        assert_eq!(handle_of(b"abc").len(), HANDLE_HEX_DIGITS);
+    }
+}

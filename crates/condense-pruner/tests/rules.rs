@@ -1,0 +1,438 @@
+//! Each rule of phase 1 on conversations small enough to read.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use condense_core::{Conversation, Message, Phase, Role};
+use condense_pruner::{
+    Decision, DecisionLog, FixedClock, MemoryStore, PruneSettings, Pruner, Reason, Store,
+    StoreError,
+};
+use condense_tokenizer::Tiktoken;
+
+const NOW: u64 = 1_763_700_000_000;
+
+fn prune(
+    conversation: &mut Conversation,
+    settings: &PruneSettings,
+    log: &mut DecisionLog,
+    store: &dyn Store,
+) -> condense_pruner::PruneReport {
+    let counter = Tiktoken::default();
+    let pruner = Pruner {
+        settings,
+        counter: &counter,
+        store,
+        clock: &FixedClock(NOW),
+    };
+    pruner.prune(conversation, log, None).unwrap()
+}
+
+fn t9() -> PruneSettings {
+    PruneSettings {
+        protect_tokens: 0,
+        minimum_tokens: 0,
+        ..PruneSettings::default()
+    }
+}
+
+/// The seed's worked example: ten messages, user turns at 3 and 7, so the boundary is 3; only the
+/// `read_file` output at 2 is pruned, the `skill` output at 5 and the `edit_file` output at 7 stay.
+#[test]
+fn the_seed_example_prunes_only_the_read_before_the_boundary() {
+    let mut edit_result = Message::new(Role::User, vec![result_part("c3", "edited src/lib.rs")]);
+    edit_result
+        .parts
+        .push(condense_core::Part::text("looks good, go on"));
+    let mut conversation = Conversation::new(vec![
+        system("You are a coding agent."),
+        call("c1", "read_file"),
+        result("c1", &words(300, "contents of src/main.rs")),
+        user("now use the skill"),
+        call("c2", "skill"),
+        result("c2", &words(300, "skill instructions")),
+        call("c3", "edit_file"),
+        edit_result,
+        call("c4", "bash"),
+        result("c4", "ok"),
+    ]);
+    assert_eq!(conversation.user_turns(), vec![3, 7]);
+    let original = conversation.clone();
+    let store = MemoryStore::new();
+    let report = prune(&mut conversation, &t9(), &mut DecisionLog::new(), &store);
+
+    assert_eq!(report.boundary, 3);
+    let reasons: Vec<(usize, &str, Reason)> = report
+        .outputs
+        .iter()
+        .map(|o| (o.message, o.tool.as_str(), o.reason.clone()))
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            (2, "read_file", Reason::Pruned),
+            (5, "skill", Reason::Protected),
+            (7, "edit_file", Reason::InsideBoundary),
+            (9, "bash", Reason::InsideBoundary),
+        ]
+    );
+    for index in 3..10 {
+        assert_eq!(
+            conversation.messages[index], original.messages[index],
+            "message {index}"
+        );
+    }
+    let placeholder = output_text(&conversation.messages[2]);
+    assert!(
+        placeholder.starts_with("[condense: the output of read_file was pruned ("),
+        "{placeholder}"
+    );
+    let condense_core::Part::ToolResult(result) = &conversation.messages[2].parts[0] else {
+        panic!()
+    };
+    let marker = result.compacted.as_ref().unwrap();
+    assert_eq!((marker.at_ms, marker.phase), (NOW, Phase::Prune));
+    assert_eq!(marker.original_tokens, report.outputs[0].tokens_before);
+    assert!(placeholder.contains(&marker.handle));
+    assert_eq!(
+        store.get(&marker.handle).unwrap(),
+        output_text(&original.messages[2]).as_bytes()
+    );
+}
+
+fn long_session(outputs: usize, tokens_each: usize) -> Conversation {
+    let mut messages = vec![system("agent"), user("task")];
+    for index in 0..outputs {
+        let id = format!("c{index}");
+        messages.push(call(&id, "read_file"));
+        messages.push(result(&id, &words(tokens_each, &id)));
+    }
+    messages.push(user("second"));
+    messages.push(assistant("done"));
+    messages.push(user("third"));
+    Conversation::new(messages)
+}
+
+#[test]
+fn the_newest_outputs_up_to_the_window_stay_and_the_older_ones_go() {
+    let mut conversation = long_session(30, 3_000);
+    let report = prune(
+        &mut conversation,
+        &PruneSettings::default(),
+        &mut DecisionLog::new(),
+        &MemoryStore::new(),
+    );
+    let kept: Vec<usize> = report
+        .outputs
+        .iter()
+        .filter(|o| o.reason == Reason::InsideWindow)
+        .map(|o| o.message)
+        .collect();
+    let pruned = report
+        .outputs
+        .iter()
+        .filter(|o| o.reason == Reason::Pruned)
+        .count();
+    let window: usize = report
+        .outputs
+        .iter()
+        .filter(|o| o.reason == Reason::InsideWindow)
+        .map(|o| o.tokens_before)
+        .sum();
+    assert!(
+        window <= 40_000 && window + report.outputs[0].tokens_before > 40_000,
+        "window {window}"
+    );
+    assert_eq!(kept.len() + pruned, 30);
+    assert!(kept.iter().all(|&m| {
+        m > report
+            .outputs
+            .iter()
+            .filter(|o| o.reason == Reason::Pruned)
+            .map(|o| o.message)
+            .max()
+            .unwrap()
+    }));
+    assert!(report.batch_applied && report.tokens_freed > 20_000);
+}
+
+#[test]
+fn a_batch_that_frees_too_little_is_not_applied() {
+    let mut conversation = long_session(16, 3_000);
+    let before = conversation.clone();
+    let report = prune(
+        &mut conversation,
+        &PruneSettings::default(),
+        &mut DecisionLog::new(),
+        &MemoryStore::new(),
+    );
+    assert!(!report.batch_applied);
+    assert!(report.reclaimable_tokens > 0 && report.reclaimable_tokens <= 20_000);
+    assert!(
+        report
+            .outputs
+            .iter()
+            .any(|o| o.reason == Reason::BelowMinimum)
+    );
+    assert_eq!(conversation, before);
+}
+
+#[test]
+fn the_walk_stops_at_an_earlier_summary_and_at_a_pruned_output() {
+    let mut messages = vec![
+        system("agent"),
+        call("old", "read_file"),
+        result("old", &words(500, "old")),
+        Message::text(
+            Role::System,
+            "<prior-conversation-summary>earlier work</prior-conversation-summary>",
+        ),
+    ];
+    messages.extend(long_session(4, 500).messages.into_iter().skip(1));
+    let mut conversation = Conversation::new(messages);
+    let mut log = DecisionLog::new();
+    let report = prune(&mut conversation, &t9(), &mut log, &MemoryStore::new());
+    assert_eq!(report.walk_stopped_at, Some(3));
+    assert_eq!(report.outputs[0].reason, Reason::BehindEarlierCompaction);
+    assert_eq!(
+        report
+            .outputs
+            .iter()
+            .filter(|o| o.reason == Reason::Pruned)
+            .count(),
+        4
+    );
+
+    // Second call: the walk stops at the newest pruned output and looks no further.
+    let again = prune(&mut conversation, &t9(), &mut log, &MemoryStore::new());
+    let newest_pruned = report
+        .outputs
+        .iter()
+        .filter(|o| o.reason == Reason::Pruned)
+        .map(|o| o.message)
+        .max();
+    assert_eq!(again.walk_stopped_at, newest_pruned);
+    assert_eq!(again.tokens_freed, 0);
+}
+
+#[test]
+fn the_largest_fresh_outputs_of_a_turn_over_budget_become_previews() {
+    let big = "x".repeat(100) + "\n";
+    let mut conversation = Conversation::new(vec![
+        user("go"),
+        Message::new(
+            Role::Assistant,
+            vec![
+                call_part("a", "bash"),
+                call_part("b", "bash"),
+                call_part("c", "bash"),
+            ],
+        ),
+        result("a", &big.repeat(1500)), // 151,500 chars
+        result("b", &big.repeat(1000)), // 101,000 chars
+        result("c", &big.repeat(600)),  //  60,600 chars
+    ]);
+    let store = MemoryStore::new();
+    let mut log = DecisionLog::new();
+    let report = prune(
+        &mut conversation,
+        &PruneSettings::default(),
+        &mut log,
+        &store,
+    );
+    let reasons: Vec<&Reason> = report.outputs.iter().map(|o| &o.reason).collect();
+    assert_eq!(
+        reasons,
+        vec![
+            &Reason::OverTurnBudget,
+            &Reason::InsideBoundary,
+            &Reason::InsideBoundary
+        ]
+    );
+    let preview = output_text(&conversation.messages[2]);
+    assert!(
+        preview.starts_with(&big.repeat(20)),
+        "the preview keeps whole lines"
+    );
+    assert_eq!(
+        preview.find("\n[condense: output of bash cut to its first 2,020 of 151,500 characters"),
+        Some(2020)
+    );
+    assert!(matches!(log.get("b"), Some(Decision::Kept)));
+}
+
+#[test]
+fn a_kept_output_is_never_cut_by_the_budget_later_and_a_replacement_is_repeated_byte_for_byte() {
+    let big = "y".repeat(99) + "\n";
+    let mut first = Conversation::new(vec![
+        user("go"),
+        Message::new(
+            Role::Assistant,
+            vec![call_part("a", "bash"), call_part("b", "bash")],
+        ),
+        result("a", &big.repeat(1500)),
+        result("b", &big.repeat(800)),
+    ]);
+    let originals = first.clone();
+    let mut log = DecisionLog::new();
+    let store = MemoryStore::new();
+    prune(&mut first, &PruneSettings::default(), &mut log, &store);
+    assert!(matches!(log.get("b"), Some(Decision::Kept)));
+
+    // The harness sends the originals again, with one more result in the same turn. Without the
+    // log the turn (150K + 80K + 150K) would be over budget and `b` could be cut; with it only the
+    // new result is fresh, and `a` gets exactly the same replacement as before.
+    let mut second = originals.clone();
+    second.messages[1].parts.push(call_part("c", "bash"));
+    second.messages.push(result("c", &big.repeat(1500)));
+    let saved = DecisionLog::from_json(&log.to_json()).unwrap();
+    let mut log2 = saved.clone();
+    let report = prune(&mut second, &PruneSettings::default(), &mut log2, &store);
+    assert_eq!(report.outputs[0].reason, Reason::Frozen);
+    assert_eq!(
+        second.messages[2], first.messages[2],
+        "byte-identical replacement, same marker"
+    );
+    assert_eq!(
+        output_text(&second.messages[3]),
+        big.repeat(800),
+        "kept stays kept"
+    );
+    assert_eq!(
+        report.outputs[2].reason,
+        Reason::InsideBoundary,
+        "150K fresh alone is under budget"
+    );
+}
+
+#[test]
+fn an_output_identical_to_a_newer_one_points_to_it() {
+    let listing = words(400, "ls -R output");
+    let mut conversation = Conversation::new(vec![
+        user("look around"),
+        call("first", "bash"),
+        result("first", &listing),
+        call("other", "bash"),
+        result("other", &words(400, "something else")),
+        call("second", "bash"),
+        result("second", &listing),
+        user("thanks"),
+        assistant("ok"),
+        user("again"),
+    ]);
+    let settings = PruneSettings {
+        protect_tokens: 100_000,
+        minimum_tokens: 0,
+        ..PruneSettings::default()
+    };
+    let report = prune(
+        &mut conversation,
+        &settings,
+        &mut DecisionLog::new(),
+        &MemoryStore::new(),
+    );
+    assert_eq!(
+        report.outputs[0].reason,
+        Reason::Duplicate {
+            newer: "second".into()
+        }
+    );
+    assert_eq!(report.outputs[1].reason, Reason::InsideWindow);
+    assert_eq!(report.outputs[2].reason, Reason::InsideWindow);
+    assert!(
+        output_text(&conversation.messages[2])
+            .starts_with("[condense: same output as the later bash call second (")
+    );
+    assert_eq!(output_text(&conversation.messages[6]), listing);
+}
+
+struct BrokenStore;
+
+impl Store for BrokenStore {
+    fn put(&self, handle: &str, _: &[u8]) -> Result<(), StoreError> {
+        Err(StoreError::Write {
+            handle: handle.into(),
+            path: "/read-only/store".into(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "read-only file system",
+            ),
+        })
+    }
+
+    fn get(&self, handle: &str) -> Result<Vec<u8>, StoreError> {
+        Err(StoreError::NotFound(handle.into()))
+    }
+}
+
+#[test]
+fn a_store_that_cannot_be_written_leaves_everything_unchanged() {
+    let mut conversation = long_session(30, 3_000);
+    let before = conversation.clone();
+    let mut log = DecisionLog::new();
+    let counter = Tiktoken::default();
+    let settings = PruneSettings::default();
+    let pruner = Pruner {
+        settings: &settings,
+        counter: &counter,
+        store: &BrokenStore,
+        clock: &FixedClock(NOW),
+    };
+    let error = pruner.prune(&mut conversation, &mut log, None).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("could not store the original of tool output `c"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("so nothing was pruned"));
+    assert_eq!(conversation, before);
+    assert!(log.is_empty());
+}
+
+#[test]
+fn an_empty_conversation_and_an_orphan_result_are_handled() {
+    let mut empty = Conversation::default();
+    let report = prune(
+        &mut empty,
+        &t9(),
+        &mut DecisionLog::new(),
+        &MemoryStore::new(),
+    );
+    assert!(report.outputs.is_empty() && report.tokens_freed == 0);
+
+    let mut orphan = Conversation::new(vec![
+        user("a"),
+        result("ghost", &words(300, "no call for this")),
+        user("b"),
+        user("c"),
+    ]);
+    let report = prune(
+        &mut orphan,
+        &t9(),
+        &mut DecisionLog::new(),
+        &MemoryStore::new(),
+    );
+    assert_eq!(report.outputs[0].tool, "(unknown tool)");
+    assert_eq!(report.outputs[0].reason, Reason::Pruned);
+    assert_eq!(
+        orphan.validate().len(),
+        1,
+        "still the one finding it had: no new orphan"
+    );
+}
+
+#[test]
+fn protected_tools_are_extended_by_configuration() {
+    let mut conversation = long_session(30, 3_000);
+    let mut settings = PruneSettings::default();
+    settings.protected_tools.insert("read_file".into());
+    let report = prune(
+        &mut conversation,
+        &settings,
+        &mut DecisionLog::new(),
+        &MemoryStore::new(),
+    );
+    assert!(report.outputs.iter().all(|o| o.reason == Reason::Protected));
+}
