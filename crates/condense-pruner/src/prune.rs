@@ -165,6 +165,11 @@ impl Pruner<'_> {
         let replacements = std::mem::take(&mut plan.replacements);
         drop(plan);
 
+        // Kept first: an output the budget kept may be replaced by the walk in the same call, and
+        // then the replacement is its fate.
+        for call_id in kept {
+            log.record(call_id, Decision::Kept);
+        }
         for replacement in replacements {
             let (message, part, call_id) = &sites[replacement.output];
             if let Some(Part::ToolResult(result)) =
@@ -180,9 +185,6 @@ impl Pruner<'_> {
                     marker: replacement.marker,
                 },
             );
-        }
-        for call_id in kept {
-            log.record(call_id, Decision::Kept);
         }
 
         Ok(PruneReport {
@@ -405,10 +407,15 @@ impl Pruner<'_> {
         for &(index, newer) in &candidates {
             let replacement = self.placeholder(plan, index, newer, now)?;
             let after = self.counter.count_text(&replacement.content);
-            reclaimable += plan.tokens_before[index].saturating_sub(after);
+            if after >= plan.tokens_before[index] {
+                // A placeholder is not smaller than this output: replacing it would cost tokens.
+                plan.reasons[index] = Some(Reason::SmallerThanPlaceholder);
+                continue;
+            }
+            reclaimable += plan.tokens_before[index] - after;
             replacements.push((replacement, newer));
         }
-        let applied = !candidates.is_empty() && reclaimable > thresholds.minimum_tokens;
+        let applied = !replacements.is_empty() && reclaimable > thresholds.minimum_tokens;
         for (replacement, newer) in replacements {
             let index = replacement.output;
             plan.reasons[index] = Some(match (applied, newer) {

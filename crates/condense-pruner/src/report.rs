@@ -14,6 +14,8 @@ pub enum Reason {
     InsideWindow,
     /// Replaced by a placeholder.
     Pruned,
+    /// Old enough to prune, but no larger than its placeholder would be.
+    SmallerThanPlaceholder,
     /// Would have been pruned, but the whole batch would have freed no more than the minimum.
     BelowMinimum,
     /// Replaced by a preview: its turn's fresh results were over the per-turn budget.
@@ -85,6 +87,7 @@ impl std::fmt::Display for Reason {
             Reason::InsideBoundary => f.write_str("inside the boundary"),
             Reason::InsideWindow => f.write_str("inside the protect window"),
             Reason::Pruned => f.write_str("pruned"),
+            Reason::SmallerThanPlaceholder => f.write_str("kept: smaller than a placeholder"),
             Reason::BelowMinimum => f.write_str("kept: batch below the minimum"),
             Reason::OverTurnBudget => f.write_str("over the turn budget: preview"),
             Reason::Duplicate { newer } => write!(f, "duplicate of {newer}"),

@@ -1,0 +1,242 @@
+//! What must hold for any conversation, checked on generated ones.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::*;
+use condense_core::{Conversation, Message, Part, Role, ToolOutput};
+use condense_pruner::{
+    DecisionLog, FixedClock, MemoryStore, PruneReport, PruneSettings, Pruner, Reason, Store,
+};
+use condense_tokenizer::Tiktoken;
+use proptest::prelude::*;
+
+const TOOLS: [&str; 4] = ["read_file", "bash", "skill", "grep"];
+
+/// A tool call and the size of its output; outputs are drawn from a small pool of texts so that
+/// duplicates are common.
+#[derive(Debug, Clone)]
+struct Step {
+    tool: usize,
+    output: usize,
+    size: usize,
+}
+
+#[derive(Debug, Clone)]
+struct Turn {
+    person: bool,
+    steps: Vec<Vec<Step>>,
+}
+
+fn turns() -> impl Strategy<Value = Vec<Turn>> {
+    let sizes = prop_oneof![Just(30usize), Just(400), Just(1500), Just(2500)];
+    let step = (0..TOOLS.len(), 0..4usize, sizes).prop_map(|(tool, output, size)| Step {
+        tool,
+        output,
+        size,
+    });
+    let turn = (
+        prop::bool::weighted(0.8),
+        prop::collection::vec(prop::collection::vec(step, 1..4), 0..4),
+    )
+        .prop_map(|(person, steps)| Turn { person, steps });
+    prop::collection::vec(turn, 0..10)
+}
+
+fn settings() -> impl Strategy<Value = PruneSettings> {
+    (
+        0..4000usize,
+        0..3000usize,
+        prop_oneof![Just(3000usize), Just(200_000)],
+        0..4usize,
+        any::<bool>(),
+    )
+        .prop_map(
+            |(protect_tokens, minimum_tokens, turn_budget_chars, skip_user_turns, protect_grep)| {
+                let mut settings = PruneSettings {
+                    protect_tokens,
+                    minimum_tokens,
+                    turn_budget_chars,
+                    skip_user_turns,
+                    ..PruneSettings::default()
+                };
+                if protect_grep {
+                    settings.protected_tools.insert("grep".into());
+                }
+                settings
+            },
+        )
+}
+
+fn build(turns: &[Turn]) -> Conversation {
+    let mut messages = vec![system("agent")];
+    let mut id = 0;
+    for (index, turn) in turns.iter().enumerate() {
+        if turn.person {
+            messages.push(user(&format!("request {index}")));
+        }
+        for calls in &turn.steps {
+            let mut parts = vec![Part::text("working")];
+            let mut results = Vec::new();
+            for step in calls {
+                id += 1;
+                let call_id = format!("call_{id}");
+                parts.push(call_part(&call_id, TOOLS[step.tool]));
+                let text: String = format!("output {} ", step.output).repeat(step.size / 10 + 1);
+                results.push(result(&call_id, &text));
+            }
+            messages.push(Message::new(Role::Assistant, parts));
+            messages.extend(results);
+        }
+    }
+    Conversation::new(messages)
+}
+
+fn run(
+    settings: &PruneSettings,
+    conversation: &mut Conversation,
+    log: &mut DecisionLog,
+    store: &dyn Store,
+) -> PruneReport {
+    let counter = Tiktoken::default();
+    let pruner = Pruner {
+        settings,
+        counter: &counter,
+        store,
+        clock: &FixedClock(1_000),
+    };
+    pruner.prune(conversation, log, None).unwrap()
+}
+
+fn bytes(conversation: &Conversation) -> String {
+    serde_json::to_string(conversation).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn pruning_keeps_what_it_must_keep(turns in turns(), settings in settings()) {
+        let original = build(&turns);
+        let mut pruned = original.clone();
+        let store = MemoryStore::new();
+        let report = run(&settings, &mut pruned, &mut DecisionLog::new(), &store);
+        let boundary = report.boundary;
+
+        prop_assert_eq!(pruned.validate(), original.validate());
+        prop_assert_eq!(pruned.messages.len(), original.messages.len());
+        let mut outputs = report.outputs.iter();
+        for (index, (before, after)) in original.messages.iter().zip(&pruned.messages).enumerate() {
+            prop_assert_eq!(before.role, after.role);
+            prop_assert_eq!(before.parts.len(), after.parts.len());
+            for (a, b) in before.parts.iter().zip(&after.parts) {
+                let (Part::ToolResult(a), Part::ToolResult(b)) = (a, b) else {
+                    prop_assert_eq!(a, b, "message {}: only tool outputs may change", index);
+                    continue;
+                };
+                let decision = outputs.next().unwrap();
+                let tool = &decision.tool;
+                if a.content == b.content {
+                    continue;
+                }
+                prop_assert!(!settings.protected_tools.contains(tool), "protected {} changed", tool);
+                prop_assert!(index < boundary || decision.reason == Reason::OverTurnBudget,
+                    "message {} at or after the boundary {} changed: {:?}", index, boundary, decision.reason);
+                let ToolOutput::Text(text) = &a.content else { unreachable!() };
+                let handle = &b.compacted.as_ref().unwrap().handle;
+                prop_assert_eq!(store.get(handle).unwrap(), text.as_bytes().to_vec());
+            }
+        }
+    }
+
+    #[test]
+    fn pruning_twice_is_pruning_once(turns in turns(), settings in settings()) {
+        let mut conversation = build(&turns);
+        let mut log = DecisionLog::new();
+        let store = MemoryStore::new();
+        run(&settings, &mut conversation, &mut log, &store);
+        let (once, once_log) = (bytes(&conversation), log.to_json());
+        let report = run(&settings, &mut conversation, &mut log, &store);
+        prop_assert_eq!(bytes(&conversation), once);
+        prop_assert_eq!(log.to_json(), once_log);
+        prop_assert_eq!(report.tokens_freed, 0);
+    }
+
+    /// A harness keeps the log between requests and sends the conversation again, longer: with the
+    /// same log, two runs give the same bytes, and every earlier replacement comes back identical.
+    #[test]
+    fn the_same_log_gives_the_same_bytes(turns in turns(), settings in settings(), cut in 0.0..1.0f64) {
+        let full = build(&turns);
+        let mut prefix = Conversation::new(full.messages[..(full.messages.len() as f64 * cut) as usize].to_vec());
+        let mut log = DecisionLog::new();
+        let store = MemoryStore::new();
+        run(&settings, &mut prefix, &mut log, &store);
+
+        let (mut first, mut second) = (full.clone(), full.clone());
+        let (mut log_a, mut log_b) = (log.clone(), log.clone());
+        let report_a = run(&settings, &mut first, &mut log_a, &store);
+        let report_b = run(&settings, &mut second, &mut log_b, &store);
+        prop_assert_eq!(bytes(&first), bytes(&second));
+        prop_assert_eq!(log_a.to_json(), log_b.to_json());
+        prop_assert_eq!(report_a, report_b);
+
+        let replaced_before: BTreeSet<(usize, usize)> = sites_replaced(&prefix);
+        for (message, part) in replaced_before {
+            prop_assert_eq!(&first.messages[message].parts[part], &prefix.messages[message].parts[part]);
+        }
+    }
+}
+
+fn sites_replaced(conversation: &Conversation) -> BTreeSet<(usize, usize)> {
+    let mut sites = BTreeSet::new();
+    for (m, message) in conversation.messages.iter().enumerate() {
+        for (p, part) in message.parts.iter().enumerate() {
+            if matches!(part, Part::ToolResult(result) if result.compacted.is_some()) {
+                sites.insert((m, p));
+            }
+        }
+    }
+    sites
+}
+
+/// The properties above mean something only if the generated cases exercise every rule: sample the
+/// generators and check that pruning, previews and duplicates all happen often.
+#[test]
+fn the_generators_exercise_every_rule() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    let mut runner = TestRunner::deterministic();
+    let (mut pruned, mut previews, mut duplicates, mut frozen_cases) = (0, 0, 0, 0);
+    for _ in 0..200 {
+        let turns = turns().new_tree(&mut runner).unwrap().current();
+        let settings = settings().new_tree(&mut runner).unwrap().current();
+        let mut conversation = build(&turns);
+        let report = run(
+            &settings,
+            &mut conversation,
+            &mut DecisionLog::new(),
+            &MemoryStore::new(),
+        );
+        let has = |wanted: fn(&Reason) -> bool| report.outputs.iter().any(|o| wanted(&o.reason));
+        pruned += usize::from(has(|r| *r == Reason::Pruned));
+        previews += usize::from(has(|r| *r == Reason::OverTurnBudget));
+        duplicates += usize::from(has(|r| matches!(r, Reason::Duplicate { .. })));
+        frozen_cases += usize::from(report.replaced() > 0);
+    }
+    assert!(pruned >= 40, "only {pruned} of 200 cases pruned anything");
+    assert!(
+        previews >= 20,
+        "only {previews} of 200 cases cut a turn to previews"
+    );
+    assert!(
+        duplicates >= 10,
+        "only {duplicates} of 200 cases replaced a duplicate"
+    );
+    assert!(
+        frozen_cases >= 60,
+        "only {frozen_cases} of 200 cases replaced anything"
+    );
+}
