@@ -1,1 +1,146 @@
-fn main() {}
+//! Phase 1 on the largest transcript with a warm token cache, and the incremental call a harness
+//! makes after one more turn: that one should cost what the new turn costs, not what the session
+//! costs.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::cell::Cell;
+use std::hint::black_box;
+
+use condense_core::testing::transcript;
+use condense_core::{Conversation, Message, Part, Role, ToolCall, ToolOutput, ToolResult};
+use condense_pruner::{DecisionLog, FixedClock, MemoryStore, PruneSettings, Pruner};
+use condense_tokenizer::{Tiktoken, TokenCounter};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+
+fn largest() -> Conversation {
+    let transcript = transcript("claude-code/5f8cbb78").unwrap();
+    condense_formats::read(&transcript.bytes, None).unwrap().1
+}
+
+/// One more turn: the person asks, the assistant reads a file, the file comes back (~2K tokens).
+/// `nonce` makes its text new to the token cache, as a real new turn is.
+fn append_turn(conversation: &mut Conversation, nonce: u64) {
+    let id = format!("bench_call_{nonce}");
+    let output: String = (0..200)
+        .map(|line| format!("{nonce}: line {line} of the new file\n"))
+        .collect();
+    conversation
+        .messages
+        .push(Message::text(Role::User, format!("next step {nonce}")));
+    conversation.messages.push(Message::new(
+        Role::Assistant,
+        vec![Part::ToolCall(ToolCall {
+            id: id.clone(),
+            name: "Read".into(),
+            input: serde_json::json!({"file_path": format!("/src/new_{nonce}.rs")}),
+            raw_input: None,
+            embedded: false,
+            extra: Default::default(),
+        })],
+    ));
+    conversation.messages.push(Message::new(
+        Role::User,
+        vec![Part::ToolResult(ToolResult {
+            call_id: id,
+            content: ToolOutput::Text(output),
+            is_error: None,
+            embedded: false,
+            compacted: None,
+            extra: Default::default(),
+        })],
+    ));
+}
+
+fn prune_largest(c: &mut Criterion) {
+    let conversation = largest();
+    let counter = Tiktoken::default();
+    counter.count_conversation(&conversation);
+    let store = MemoryStore::new();
+    let clock = FixedClock(0);
+
+    let mut group = c.benchmark_group("prune claude-code/5f8cbb78, warm cache");
+    for (label, settings, window) in [
+        (
+            "defaults (batch below minimum)",
+            PruneSettings::default(),
+            None,
+        ),
+        (
+            "adaptive at 32K (59 outputs replaced)",
+            PruneSettings {
+                adaptive_thresholds: true,
+                ..PruneSettings::default()
+            },
+            Some(32_000),
+        ),
+    ] {
+        let pruner = Pruner {
+            settings: &settings,
+            counter: &counter,
+            store: &store,
+            clock: &clock,
+        };
+        group.bench_function(format!("first call, {label}"), |b| {
+            b.iter_batched_ref(
+                || (conversation.clone(), DecisionLog::new()),
+                |(conversation, log)| pruner.prune(black_box(conversation), log, window).unwrap(),
+                BatchSize::LargeInput,
+            )
+        });
+    }
+
+    // The harness's loop: prune, then one more turn arrives, then prune again with the same log.
+    let settings = PruneSettings {
+        adaptive_thresholds: true,
+        ..PruneSettings::default()
+    };
+    let pruner = Pruner {
+        settings: &settings,
+        counter: &counter,
+        store: &store,
+        clock: &clock,
+    };
+    for (label, length) in [
+        ("whole session", conversation.messages.len()),
+        ("first half", conversation.messages.len() / 2),
+    ] {
+        let mut base = Conversation::new(conversation.messages[..length].to_vec());
+        let mut log = DecisionLog::new();
+        pruner.prune(&mut base, &mut log, Some(32_000)).unwrap();
+        let nonce = Cell::new(0u64);
+        group.bench_function(
+            format!("call after one new turn, {label} ({length} messages)"),
+            |b| {
+                b.iter_batched_ref(
+                    || {
+                        nonce.set(nonce.get() + 1);
+                        let mut grown = base.clone();
+                        append_turn(&mut grown, nonce.get());
+                        (grown, log.clone())
+                    },
+                    |(grown, log)| pruner.prune(black_box(grown), log, Some(32_000)).unwrap(),
+                    BatchSize::LargeInput,
+                )
+            },
+        );
+    }
+
+    // The reference for the two figures above: counting the new turn's tokens, on a cold cache.
+    let nonce = Cell::new(1_000_000u64);
+    group.bench_function("reference: counting the new turn alone, cold", |b| {
+        b.iter_batched_ref(
+            || {
+                nonce.set(nonce.get() + 1);
+                let mut turn = Conversation::default();
+                append_turn(&mut turn, nonce.get());
+                turn
+            },
+            |turn| counter.count_conversation(black_box(turn)),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, prune_largest);
+criterion_main!(benches);

@@ -1,5 +1,4 @@
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 
 use condense_core::{
     Compacted, Conversation, Message, Part, Phase, ToolOutput, ToolPairs, ToolResult,
@@ -371,24 +370,28 @@ impl Pruner<'_> {
                     continue;
                 }
                 let text = output.result.content.text();
-                let key = duplicate_key(output.tool, &text);
+                // Only outputs long enough to be replaced as duplicates are hashed and remembered.
+                let key = (text.len() >= self.settings.duplicate_min_chars
+                    && text.chars().count() >= self.settings.duplicate_min_chars)
+                    .then(|| duplicate_key(output.tool, &text));
                 if message_index >= boundary {
                     plan.reasons[index] = Some(Reason::InsideBoundary);
-                    survivors.entry(key).or_default().push(index);
+                    if let Some(key) = key {
+                        survivors.entry(key).or_default().push(index);
+                    }
                     continue;
                 }
                 if stopped_at.is_some() {
                     plan.reasons[index] = Some(Reason::BehindEarlierCompaction);
                     continue;
                 }
-                if text.chars().count() >= self.settings.duplicate_min_chars
-                    && let Some(&newer) = survivors.get(&key).and_then(|same| {
-                        same.iter().find(|&&other| {
-                            plan.outputs[other].tool == output.tool
-                                && plan.outputs[other].result.content.text() == text
-                        })
+                let newer = key.and_then(|key| survivors.get(&key)).and_then(|same| {
+                    same.iter().copied().find(|&other| {
+                        plan.outputs[other].tool == output.tool
+                            && plan.outputs[other].result.content.text() == text
                     })
-                {
+                });
+                if let Some(newer) = newer {
                     candidates.push((index, Some(newer)));
                     continue;
                 }
@@ -397,7 +400,9 @@ impl Pruner<'_> {
                     candidates.push((index, None));
                 } else {
                     plan.reasons[index] = Some(Reason::InsideWindow);
-                    survivors.entry(key).or_default().push(index);
+                    if let Some(key) = key {
+                        survivors.entry(key).or_default().push(index);
+                    }
                 }
             }
         }
@@ -537,8 +542,8 @@ fn original_bytes(output: &Output<'_>) -> Result<Vec<u8>, PruneError> {
 }
 
 fn duplicate_key(tool: &str, text: &str) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    tool.hash(&mut hasher);
-    text.hash(&mut hasher);
-    hasher.finish()
+    xxhash_rust::xxh3::xxh3_64_with_seed(
+        text.as_bytes(),
+        xxhash_rust::xxh3::xxh3_64(tool.as_bytes()),
+    )
 }
