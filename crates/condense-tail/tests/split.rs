@@ -1,0 +1,140 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use condense_core::testing::transcripts;
+use condense_core::{Message, Part, Role, ToolCall, ToolOutput, ToolResult};
+use condense_tail::{TailSettings, split};
+use condense_tokenizer::{Tiktoken, TokenCounter};
+use proptest::prelude::*;
+
+fn settings(context_window: usize) -> TailSettings {
+    TailSettings {
+        context_window,
+        max_output_tokens: 4_096,
+        ..TailSettings::default()
+    }
+}
+
+#[test]
+fn the_split_of_every_transcript_at_three_windows() {
+    let counter = Tiktoken::default();
+    for transcript in transcripts().unwrap() {
+        let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        let mut lines = Vec::new();
+        for window in [16_000, 32_000, 128_000] {
+            let split = split(&conversation.messages, &counter, &settings(window));
+            lines.push(format!(
+                "{:>3}K: pinned {}, head {}..{} ({} tokens), tail from {} ({} tokens, {} user turns, budget {}, {:?}){}",
+                window / 1000,
+                split.pinned,
+                split.pinned,
+                split.tail_start,
+                split.head_tokens,
+                split.tail_start,
+                split.tail_tokens,
+                split.tail_user_turns,
+                split.budget,
+                split.rule,
+                if split.nothing_to_compact() { ", nothing to compact" } else { "" }
+            ));
+            assert_pairs_whole(&conversation.messages, split.tail_start);
+        }
+        insta::assert_snapshot!(transcript.name.replace('/', "__"), lines.join("\n"));
+    }
+}
+
+fn assert_pairs_whole(messages: &[Message], tail_start: usize) {
+    let pairs = condense_core::ToolPairs::index(messages);
+    for (call, result) in pairs.pairs() {
+        assert_eq!(
+            call.message < tail_start,
+            result.message < tail_start,
+            "the cut at {tail_start} splits the pair at {} / {}",
+            call.message,
+            result.message
+        );
+    }
+}
+
+/// A conversation of turns, each a person's message then steps of calls and results of random
+/// sizes; a generated flag puts some results inside the next user message, as Anthropic does.
+fn conversation() -> impl Strategy<Value = Vec<Message>> {
+    let step = (1..4usize, 0..800usize, any::<bool>());
+    let turn = (0..400usize, prop::collection::vec(step, 0..4));
+    prop::collection::vec(turn, 0..12).prop_map(|turns| {
+        let mut messages = vec![Message::text(Role::System, "be useful")];
+        let mut id = 0;
+        for (words, steps) in turns {
+            messages.push(Message::text(Role::User, "ask ".repeat(words + 1)));
+            for (calls, size, inline) in steps {
+                let mut call_parts = Vec::new();
+                let mut results = Vec::new();
+                for _ in 0..calls {
+                    id += 1;
+                    call_parts.push(Part::ToolCall(ToolCall {
+                        id: format!("c{id}"),
+                        name: "bash".into(),
+                        input: serde_json::json!({"command": "ls"}),
+                        raw_input: None,
+                        embedded: false,
+                        extra: Default::default(),
+                    }));
+                    results.push(Part::ToolResult(ToolResult {
+                        call_id: format!("c{id}"),
+                        content: ToolOutput::Text("out ".repeat(size)),
+                        is_error: None,
+                        embedded: false,
+                        compacted: None,
+                        extra: Default::default(),
+                    }));
+                }
+                messages.push(Message::new(Role::Assistant, call_parts));
+                if inline {
+                    messages.push(Message::new(Role::User, results));
+                } else {
+                    messages.extend(
+                        results
+                            .into_iter()
+                            .map(|r| Message::new(Role::Tool, vec![r])),
+                    );
+                }
+            }
+        }
+        messages
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn the_split_is_whole_and_keeps_the_turns(messages in conversation(), window in 6_000usize..40_000) {
+        let counter = Tiktoken::default();
+        let settings = settings(window);
+        let split = split(&messages, &counter, &settings);
+
+        // Head and tail are the conversation, in order.
+        prop_assert!(split.pinned <= split.tail_start && split.tail_start <= messages.len());
+        let total: usize = counter.count_each(&messages).iter().sum();
+        let pinned: usize = counter.count_each(&messages[..split.pinned]).iter().sum();
+        prop_assert_eq!(pinned + split.head_tokens + split.tail_tokens, total);
+
+        // No pair crosses the cut.
+        let pairs = condense_core::ToolPairs::index(&messages);
+        for (call, result) in pairs.pairs() {
+            prop_assert_eq!(call.message < split.tail_start, result.message < split.tail_start);
+        }
+
+        // The tail holds min_tail_turns user turns when there are that many, unless even the
+        // last turn is over budget or those turns would fill half the usable window.
+        let turns = condense_core::user_turns(&messages);
+        let wanted = settings.min_tail_turns.min(turns.len());
+        if wanted > 0 {
+            let from = |index: usize| counter.count_each(&messages[index..]).iter().sum::<usize>();
+            let last_fits = from(turns[turns.len() - 1]) <= split.budget;
+            let wanted_fit = from(turns[turns.len() - wanted]) <= split.budget.max(condense_tail::usable(&settings) / 2);
+            if last_fits && wanted_fit {
+                prop_assert!(split.tail_user_turns >= wanted, "{} turns kept, {} wanted", split.tail_user_turns, wanted);
+            }
+        }
+    }
+}
