@@ -1,0 +1,14 @@
+//! What condense asks the summarizer, and what it does with the answer.
+//!
+//! A template is a text file rendered with minijinja. Its `## ` (and `### `) lines are the
+//! sections the summary must have: the prompt shows them to the model, the extractive summarizer
+//! fills them, and the answer is checked against them. Every prompt is wrapped in a preamble and a
+//! trailer that tell the model to answer with text only: a summarizer that calls a tool has failed.
+
+mod parse;
+mod reassemble;
+mod template;
+
+pub use parse::{ParsedSummary, parse_summary};
+pub use reassemble::{DEFAULT_CONTINUATION, previous_summary, reassemble, summary_message};
+pub use template::{BUILTIN, PromptVars, Template, TemplateError, VARIABLES};
