@@ -1,0 +1,164 @@
+//! What the extractive summarizer knows about a head: read straight from the messages.
+
+use condense_core::{Message, Part, Role, ToolOutput, ToolPairs};
+
+use super::paths;
+
+/// One tool call and how it ended.
+#[derive(Debug, Clone)]
+pub(crate) struct CallFact {
+    pub tool: String,
+    /// The command, the path or the input, in one short line.
+    pub what: String,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Ok,
+    ExitCode(i64),
+    Error,
+    NoResult,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ErrorFact {
+    pub tool: String,
+    pub what: String,
+    /// The first lines of the output that reported it.
+    pub excerpt: String,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Facts {
+    /// What the person wrote, in order.
+    pub requests: Vec<String>,
+    pub calls: Vec<CallFact>,
+    pub errors: Vec<ErrorFact>,
+    /// Paths read only, in first-seen order.
+    pub files_read: Vec<String>,
+    /// Paths changed, in first-seen order.
+    pub files_modified: Vec<String>,
+    /// The assistant's last words in the head: usually what it meant to do next.
+    pub last_intent: Option<String>,
+}
+
+impl Facts {
+    pub(crate) fn of(head: &[Message]) -> Facts {
+        let pairs = ToolPairs::index(head);
+        let mut facts = Facts::default();
+        for message in head {
+            if message.is_user_turn() {
+                let mut text = message.plain_text();
+                if message.parts.iter().any(|part| matches!(part, Part::Image(_))) {
+                    text.push_str(if text.is_empty() { "[image]" } else { " [image]" });
+                }
+                facts.requests.push(text);
+            }
+            if message.role == Role::Assistant {
+                let said = message.plain_text();
+                if !said.trim().is_empty() {
+                    facts.last_intent = Some(said.trim().to_owned());
+                }
+            }
+            for part in &message.parts {
+                let Part::ToolCall(call) = part else { continue };
+                let (touched, writes) = paths::touched(&call.name, &call.input);
+                for path in touched {
+                    let (target, other) = if writes {
+                        (&mut facts.files_modified, &mut facts.files_read)
+                    } else {
+                        (&mut facts.files_read, &mut facts.files_modified)
+                    };
+                    if writes {
+                        other.retain(|seen| *seen != path);
+                    }
+                    if !target.contains(&path) && !other.contains(&path) {
+                        target.push(path);
+                    }
+                }
+                let what = describe(&call.input);
+                let result = pairs
+                    .result_site(&call.id)
+                    .and_then(|site| head.get(site.message)?.parts.get(site.part)?.as_tool_result());
+                let outcome = match result {
+                    None => Outcome::NoResult,
+                    Some(result) => outcome_of(&result.content, result.is_error),
+                };
+                if let (Some(result), Outcome::Error | Outcome::ExitCode(_)) = (result, &outcome) {
+                    facts.errors.push(ErrorFact {
+                        tool: call.name.clone(),
+                        what: what.clone(),
+                        excerpt: excerpt(&result.content),
+                    });
+                }
+                facts.calls.push(CallFact { tool: call.name.clone(), what, outcome });
+            }
+        }
+        facts
+    }
+}
+
+/// A call's input in one line: the command, else the path, else the compact JSON, cut at 120.
+fn describe(input: &serde_json::Value) -> String {
+    let text = paths::command_of(input)
+        .map(str::to_owned)
+        .or_else(|| {
+            ["file_path", "path", "pattern", "query", "filename", "description"]
+                .iter()
+                .find_map(|key| input.get(key).and_then(serde_json::Value::as_str))
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| input.to_string());
+    let line = text.lines().next().unwrap_or_default();
+    let mut short = cut(line, 120);
+    if text.lines().nth(1).is_some() && short.len() == line.len() {
+        short.push_str(" …");
+    }
+    short
+}
+
+/// How a result ended: an exit code when the output reports one (mini-swe-agent's
+/// `<returncode>`, OpenHands' "exit code N"), else the error flag.
+fn outcome_of(content: &ToolOutput, is_error: Option<bool>) -> Outcome {
+    let text = content.text();
+    if let Some(code) = exit_code(&text) {
+        return if code == 0 { Outcome::Ok } else { Outcome::ExitCode(code) };
+    }
+    if is_error == Some(true) { Outcome::Error } else { Outcome::Ok }
+}
+
+fn exit_code(text: &str) -> Option<i64> {
+    if let Some(start) = text.find("<returncode>") {
+        let rest = &text[start + "<returncode>".len()..];
+        return rest.split('<').next()?.trim().parse().ok();
+    }
+    let lower = text.to_ascii_lowercase();
+    let at = lower.rfind("exit code")?;
+    let digits: String = lower[at + "exit code".len()..]
+        .trim_start_matches([' ', ':'])
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    digits.parse().ok()
+}
+
+/// The first meaningful lines of an output, at most 240 characters.
+fn excerpt(content: &ToolOutput) -> String {
+    let text = content.text();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("<returncode>") && *line != "<output>")
+        .take(3)
+        .collect();
+    cut(&lines.join(" / "), 240)
+}
+
+/// At most `limit` characters of `text`, with " […]" when it was cut.
+pub(crate) fn cut(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{} […]", &text[..end]),
+    }
+}

@@ -1,0 +1,287 @@
+//! The offline summarizer: no model, no network, the same summary for the same head.
+//!
+//! It fills each section of the template with what it can read off the head: the person's
+//! messages quoted, the tool calls made and how each ended, the errors seen, the files read and
+//! changed, and the assistant's last statement of intent. What the person asked and which files
+//! were involved are always kept whole; the rest is cut, item by item, at the token budget, and
+//! the summary says where.
+
+mod facts;
+mod paths;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use condense_core::Message;
+use condense_template::Template;
+use condense_tokenizer::{Tiktoken, TokenCounter};
+
+use crate::{SummarizeError, Summarizer};
+use facts::{Facts, Outcome, cut};
+
+#[derive(Clone)]
+pub struct ExtractiveSettings {
+    /// The summary stays within this many tokens (4,000), but for the quoted requests and the
+    /// file lists, which are never cut.
+    pub budget_tokens: usize,
+    /// Each of the person's messages is quoted up to this many characters (2,000).
+    pub quote_chars: usize,
+    pub counter: Arc<dyn TokenCounter>,
+}
+
+impl std::fmt::Debug for ExtractiveSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtractiveSettings")
+            .field("budget_tokens", &self.budget_tokens)
+            .field("quote_chars", &self.quote_chars)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ExtractiveSettings {
+    fn default() -> Self {
+        ExtractiveSettings {
+            budget_tokens: 4_000,
+            quote_chars: 2_000,
+            counter: Arc::new(Tiktoken::default()),
+        }
+    }
+}
+
+/// The extractive summarizer for one template.
+#[derive(Debug, Clone)]
+pub struct Extractive {
+    template: Template,
+    settings: ExtractiveSettings,
+}
+
+/// What a section is filled with, decided from its heading's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Goal,
+    Requests,
+    Files,
+    Calls,
+    Errors,
+    Next,
+    Blocked,
+    Statements,
+    Tools,
+    Overview,
+}
+
+fn kind_of(heading: &str, has_subsections: bool) -> Kind {
+    let h = heading.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|word| h.contains(word));
+    if has(&["user message", "instruction", "constraint", "preference"]) {
+        Kind::Requests
+    } else if has(&["goal", "primary request", "intent"]) {
+        Kind::Goal
+    } else if has(&["file", "director"]) {
+        Kind::Files
+    } else if has(&["blocked"]) {
+        Kind::Blocked
+    } else if has(&["next", "pending", "in progress", "current work"]) {
+        Kind::Next
+    } else if has_subsections {
+        Kind::Overview
+    } else if has(&["done", "accomplish", "progress"]) {
+        Kind::Calls
+    } else if has(&["error", "discover", "problem", "critical"]) {
+        Kind::Errors
+    } else if has(&["technical", "concept"]) {
+        Kind::Tools
+    } else {
+        Kind::Statements
+    }
+}
+
+impl Extractive {
+    pub fn new(template: Template, settings: ExtractiveSettings) -> Self {
+        Extractive { template, settings }
+    }
+
+    /// The summary of `head`, synchronously (the trait method only wraps this).
+    pub fn summary_of(&self, head: &[Message]) -> Result<String, SummarizeError> {
+        let facts = Facts::of(head);
+        if facts.requests.is_empty() && facts.calls.is_empty() && facts.last_intent.is_none() {
+            return Err(SummarizeError::NothingToSummarize);
+        }
+        let sections = self.template.sections();
+        let source = self.template.source();
+        let kinds: Vec<Kind> = sections
+            .iter()
+            .map(|heading| kind_of(heading, has_subsections(source, heading)))
+            .collect();
+        let has = |kind| kinds.contains(&kind);
+        // Requests and files must be somewhere, whatever the template calls its sections.
+        let requests_home = if has(Kind::Requests) { Kind::Requests } else { Kind::Goal };
+        let requests_in_first = !has(Kind::Requests) && !has(Kind::Goal);
+        let files_in_last = !has(Kind::Files);
+
+        let budget = self.settings.budget_tokens;
+        let counter = self.settings.counter.as_ref();
+        let mut bodies: Vec<Vec<String>> = vec![Vec::new(); sections.len()];
+        // Required content first, whole.
+        for (index, kind) in kinds.iter().enumerate() {
+            let first = index == 0;
+            let last = index + 1 == sections.len();
+            if *kind == requests_home || (first && requests_in_first) {
+                bodies[index].extend(self.quoted_requests(&facts));
+            } else if *kind == Kind::Goal {
+                bodies[index].extend(facts.requests.first().map(|first| {
+                    format!("{} (quoted in full below)", cut(gist(first), 200))
+                }));
+            }
+            if *kind == Kind::Files || (last && files_in_last) {
+                bodies[index].extend(file_lines(&facts));
+            }
+        }
+        let mut used: usize = bodies
+            .iter()
+            .zip(sections)
+            .map(|(body, heading)| counter.count_text(heading) + body.iter().map(|line| counter.count_text(line)).sum::<usize>())
+            .sum();
+
+        // Then the rest, item by item, while the budget lasts.
+        let mut cut_note = None;
+        for (index, kind) in kinds.iter().enumerate() {
+            let items = self.optional_items(*kind, &facts);
+            let mut taken = 0;
+            for item in &items {
+                let cost = counter.count_text(item) + 1;
+                if cut_note.is_some() || used + cost > budget {
+                    break;
+                }
+                used += cost;
+                bodies[index].push(item.clone());
+                taken += 1;
+            }
+            if taken < items.len() {
+                let left = items.len() - taken;
+                bodies[index].push(format!(
+                    "[… {left} more item(s) cut here: the summary is kept within {budget} tokens]"
+                ));
+                cut_note.get_or_insert(index);
+            }
+        }
+
+        let mut out = String::new();
+        for (heading, body) in sections.iter().zip(&bodies) {
+            let level = if source.lines().any(|line| line.trim() == format!("### {heading}")) { "###" } else { "##" };
+            out.push_str(&format!("{level} {heading}\n"));
+            if body.is_empty() {
+                out.push_str("None recorded.\n");
+            }
+            for line in body {
+                out.push_str(line);
+                out.push('\n');
+            }
+            out.push('\n');
+        }
+        Ok(out.trim_end().to_owned())
+    }
+
+    fn quoted_requests(&self, facts: &Facts) -> Vec<String> {
+        facts
+            .requests
+            .iter()
+            .enumerate()
+            .map(|(index, text)| format!("{}. {}", index + 1, cut(text, self.settings.quote_chars)))
+            .collect()
+    }
+
+    fn optional_items(&self, kind: Kind, facts: &Facts) -> Vec<String> {
+        match kind {
+            Kind::Calls => facts
+                .calls
+                .iter()
+                .map(|call| {
+                    let outcome = match call.outcome {
+                        Outcome::Ok => "ok".to_owned(),
+                        Outcome::ExitCode(code) => format!("exit code {code}"),
+                        Outcome::Error => "error".to_owned(),
+                        Outcome::NoResult => "no result".to_owned(),
+                    };
+                    format!("- {}: {} → {outcome}", call.tool, call.what)
+                })
+                .collect(),
+            Kind::Errors => facts
+                .errors
+                .iter()
+                .map(|error| format!("- {} `{}` failed: {}", error.tool, error.what, error.excerpt))
+                .collect(),
+            Kind::Next => facts
+                .last_intent
+                .iter()
+                .map(|intent| format!("Last stated by the assistant: {}", cut(intent, 1_000)))
+                .collect(),
+            Kind::Blocked => match facts.calls.last() {
+                Some(call) if matches!(call.outcome, Outcome::Error | Outcome::ExitCode(_)) => {
+                    vec![format!("The last tool call failed: {} `{}`", call.tool, call.what)]
+                }
+                _ => Vec::new(),
+            },
+            Kind::Tools => {
+                let mut counts: Vec<(String, usize)> = Vec::new();
+                for call in &facts.calls {
+                    match counts.iter_mut().find(|(tool, _)| *tool == call.tool) {
+                        Some((_, count)) => *count += 1,
+                        None => counts.push((call.tool.clone(), 1)),
+                    }
+                }
+                counts.into_iter().map(|(tool, count)| format!("- {tool}: {count} call(s)")).collect()
+            }
+            Kind::Overview => {
+                let failed = facts.calls.iter().filter(|c| !matches!(c.outcome, Outcome::Ok)).count();
+                vec![format!("{} tool call(s), {failed} without success; details below.", facts.calls.len())]
+            }
+            Kind::Statements => facts.last_intent.iter().map(|intent| cut(intent, 600)).collect(),
+            Kind::Goal | Kind::Requests | Kind::Files => Vec::new(),
+        }
+    }
+}
+
+/// The first line of a request that says something: not blank, not a bare `<tag>`.
+fn gist(request: &str) -> &str {
+    request
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !(line.starts_with('<') && line.ends_with('>')))
+        .unwrap_or(request)
+}
+
+fn file_lines(facts: &Facts) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !facts.files_modified.is_empty() {
+        lines.push("Modified:".to_owned());
+        lines.extend(facts.files_modified.iter().map(|path| format!("- {path}")));
+    }
+    if !facts.files_read.is_empty() {
+        lines.push("Read:".to_owned());
+        lines.extend(facts.files_read.iter().map(|path| format!("- {path}")));
+    }
+    lines
+}
+
+/// Whether `heading` is a `## ` heading followed by `### ` headings before the next `## `.
+fn has_subsections(source: &str, heading: &str) -> bool {
+    let mut lines = source.lines().skip_while(|line| line.trim() != format!("## {heading}"));
+    if lines.next().is_none() {
+        return false;
+    }
+    lines
+        .take_while(|line| !line.starts_with("## "))
+        .any(|line| line.starts_with("### "))
+}
+
+#[async_trait]
+impl Summarizer for Extractive {
+    fn name(&self) -> &str {
+        "extractive"
+    }
+
+    async fn summarize(&self, head: &[Message], _prompt: &str) -> Result<String, SummarizeError> {
+        self.summary_of(head)
+    }
+}

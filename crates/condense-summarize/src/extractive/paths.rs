@@ -1,0 +1,110 @@
+//! Which files a tool call touched, and whether it changed them.
+
+use serde_json::Value;
+
+/// Input keys that name a file or directory in the tools seen in real sessions (Claude Code's
+/// `file_path`, OpenHands' `path`, SWE-agent's `filename`, notebooks, search roots).
+const PATH_KEYS: [&str; 6] = ["file_path", "path", "notebook_path", "filename", "filepath", "dir"];
+
+/// Tools that write the files they name.
+const WRITING_TOOLS: [&str; 10] = [
+    "Write", "Edit", "MultiEdit", "NotebookEdit", "write_file", "edit_file", "create_file",
+    "apply_patch", "create", "edit",
+];
+
+/// Shell commands that change the files they name.
+const WRITING_COMMANDS: [&str; 10] =
+    ["sed -i", "tee ", "mv ", "cp ", "rm ", "touch ", "mkdir ", "patch ", "git apply", "git checkout"];
+
+/// The paths in a call's input, and whether the call changed them.
+pub(crate) fn touched(tool: &str, input: &Value) -> (Vec<String>, bool) {
+    let mut paths = Vec::new();
+    if let Value::Object(fields) = input {
+        for key in PATH_KEYS {
+            match fields.get(key) {
+                Some(Value::String(path)) if !path.is_empty() => paths.push(path.clone()),
+                Some(Value::Array(list)) => {
+                    paths.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
+                }
+                _ => {}
+            }
+        }
+    }
+    let command = command_of(input);
+    if let Some(command) = command {
+        paths.extend(paths_in_command(command));
+    }
+    let editor_writes = tool == "str_replace_editor"
+        && input.get("command").and_then(Value::as_str).is_some_and(|c| c != "view");
+    let writes = WRITING_TOOLS.contains(&tool)
+        || editor_writes
+        || command.is_some_and(|command| {
+            WRITING_COMMANDS.iter().any(|w| command.contains(w))
+                || command.contains(" > ")
+                || command.contains(" >> ")
+                || command.contains("cat <<")
+        });
+    paths.dedup();
+    (paths, writes)
+}
+
+/// The shell command of a call, for the tools that run one.
+pub(crate) fn command_of(input: &Value) -> Option<&str> {
+    input
+        .get("command")
+        .or_else(|| input.get("cmd"))
+        .and_then(Value::as_str)
+        .filter(|command| command.contains(' ') || command.contains('/') || command.len() > 12)
+}
+
+/// Words of a shell command that look like file paths: they hold a `/` or end in an extension.
+pub(crate) fn paths_in_command(command: &str) -> Vec<String> {
+    command
+        .split(|c: char| c.is_whitespace() || ";|&<>()'\"`=,".contains(c))
+        .map(|word| word.trim_end_matches([':', '.', ',']))
+        .filter(|word| is_path_like(word))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn is_path_like(word: &str) -> bool {
+    if word.len() < 3 || word.starts_with('-') || word.contains("://") || word.starts_with("/dev/") {
+        return false;
+    }
+    if !word.chars().all(|c| c.is_alphanumeric() || "/._-~+@".contains(c)) {
+        return false;
+    }
+    let has_letter = word.chars().any(char::is_alphabetic);
+    let extension = word
+        .rsplit_once('.')
+        .is_some_and(|(stem, ext)| !stem.is_empty() && (1..=5).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric()) && ext.chars().any(|c| c.is_ascii_alphabetic()));
+    has_letter && (word.contains('/') || extension)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn structured_inputs_name_their_paths() {
+        assert_eq!(touched("Read", &json!({"file_path": "/src/lib.rs"})), (vec!["/src/lib.rs".into()], false));
+        assert_eq!(touched("Edit", &json!({"file_path": "a.rs", "old_string": "x"})), (vec!["a.rs".into()], true));
+        let view = json!({"command": "view", "path": "/w/src/main.c"});
+        assert_eq!(touched("str_replace_editor", &view), (vec!["/w/src/main.c".into()], false));
+        let edit = json!({"command": "str_replace", "path": "/w/src/main.c"});
+        assert_eq!(touched("str_replace_editor", &edit).1, true);
+    }
+
+    #[test]
+    fn commands_name_their_paths() {
+        let (paths, writes) = touched("bash", &json!({"command": "sed -i 's/a/b/' django/forms.py && cat setup.cfg"}));
+        assert_eq!(paths, vec!["django/forms.py", "setup.cfg"]);
+        assert!(writes);
+        let (paths, writes) = touched("bash", &json!({"command": "grep -rn \"class Foo\" src/ 2>&1 | head -n 20"}));
+        assert_eq!(paths, vec!["src/"]);
+        assert!(!writes);
+        assert!(paths_in_command("curl https://x.org/a.py -o /dev/null 3.14 v1.2").is_empty());
+    }
+}

@@ -1,0 +1,31 @@
+//! Summarizers: what turns the head of a conversation into the summary that replaces it.
+//!
+//! The default, [`Extractive`], needs no model and no network: it fills the template's sections
+//! from the head itself, deterministically. [`OpenAi`] (any Chat Completions server: OpenAI, vLLM,
+//! llama.cpp, Ollama) and [`Anthropic`] (the Messages API) ask a model. A head too large for the
+//! summarizer's own window is summarized in chunks whose partial summaries are merged, so a
+//! server's `context_length_exceeded` never reaches the user.
+
+mod chunked;
+mod error;
+mod extractive;
+mod flatten;
+mod remote;
+
+use async_trait::async_trait;
+use condense_core::Message;
+
+pub use error::SummarizeError;
+pub use extractive::{Extractive, ExtractiveSettings};
+pub use remote::{Anthropic, OpenAi, RemoteSettings};
+
+/// Turns a head into a summary. `prompt` is the rendered template (preamble, sections,
+/// trailer); a model answers it, the extractive summarizer fills the sections it names.
+#[async_trait]
+pub trait Summarizer: Send + Sync {
+    /// A short name for reports: `extractive`, `openai`, `anthropic`.
+    fn name(&self) -> &str;
+
+    /// The summary text, or an error that says what failed. An empty summary is an error.
+    async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError>;
+}

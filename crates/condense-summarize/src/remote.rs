@@ -1,0 +1,3 @@
+pub struct OpenAi;
+pub struct Anthropic;
+pub struct RemoteSettings;
