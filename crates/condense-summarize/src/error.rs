@@ -1,5 +1,7 @@
 #[derive(Debug, thiserror::Error)]
 pub enum SummarizeError {
+    #[error("cannot set up the HTTP client: {message}")]
+    Client { message: String },
     #[error("the environment variable {variable} that should hold the API key is not set")]
     MissingKey { variable: String },
     #[error("POST {url}: HTTP {status} after {attempts} attempt(s): {body}")]
@@ -31,7 +33,9 @@ pub enum SummarizeError {
     Empty { url: String },
     #[error("POST {url}: the request is larger than the model's context window: {body}")]
     ContextExceeded { url: String, body: String },
-    #[error("the summarizer could not fit even one message of the head into its context window ({window} tokens)")]
+    #[error(
+        "the summarizer could not fit even one message of the head into its context window ({window} tokens)"
+    )]
     WindowTooSmall { window: usize },
     #[error("the extractive summary is empty: the head holds nothing to summarize")]
     NothingToSummarize,

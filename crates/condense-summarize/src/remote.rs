@@ -1,3 +1,403 @@
-pub struct OpenAi;
-pub struct Anthropic;
-pub struct RemoteSettings;
+//! Summarizers that ask a model over HTTP: any OpenAI-compatible Chat Completions server, and
+//! Anthropic's Messages API. Both retry with back-off on 429, 5xx, time-outs and dropped
+//! connections, and summarize in chunks when the head does not fit the model's window.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use condense_core::Message;
+use condense_tokenizer::{Tiktoken, TokenCounter};
+use serde_json::{Value, json};
+
+use crate::chunked::{self, Complete, Room};
+use crate::flatten::{Speaker, Turn, flatten};
+use crate::{SummarizeError, Summarizer};
+
+#[derive(Clone)]
+pub struct RemoteSettings {
+    /// `https://api.openai.com/v1`, `http://127.0.0.1:8080/v1` (llama.cpp), `http://localhost:11434/v1`
+    /// (Ollama) for OpenAI; `https://api.anthropic.com` for Anthropic.
+    pub base_url: String,
+    pub model: String,
+    /// A separate, usually cheaper, model for compaction; `model` when unset.
+    pub compaction_model: Option<String>,
+    /// The environment variable holding the API key; `None` for local servers that need none.
+    pub api_key_env: Option<String>,
+    /// How long one request may take (120 s).
+    pub timeout: Duration,
+    /// Attempts in all, the first included (3).
+    pub max_attempts: u32,
+    /// The first wait before a retry (1 s), doubled at each retry, capped at 30 s; a server's
+    /// `Retry-After` is honoured within that cap.
+    pub backoff: Duration,
+    /// Each tool output in the head is cut to this many characters (2,000).
+    pub tool_output_chars: usize,
+    /// The summarizing model's own context window, in tokens (128,000).
+    pub context_window: usize,
+    /// The longest summary asked for, in tokens (4,096).
+    pub max_summary_tokens: usize,
+    /// Counts the head to size chunks; the server may count differently, hence a margin.
+    pub counter: Arc<dyn TokenCounter>,
+}
+
+impl std::fmt::Debug for RemoteSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteSettings")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("compaction_model", &self.compaction_model)
+            .field("api_key_env", &self.api_key_env)
+            .field("timeout", &self.timeout)
+            .field("max_attempts", &self.max_attempts)
+            .field("context_window", &self.context_window)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RemoteSettings {
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        RemoteSettings {
+            base_url: base_url.into(),
+            model: model.into(),
+            compaction_model: None,
+            api_key_env: None,
+            timeout: Duration::from_secs(120),
+            max_attempts: 3,
+            backoff: Duration::from_secs(1),
+            tool_output_chars: 2_000,
+            context_window: 128_000,
+            max_summary_tokens: 4_096,
+            counter: Arc::new(Tiktoken::default()),
+        }
+    }
+
+    fn model(&self) -> &str {
+        self.compaction_model.as_deref().unwrap_or(&self.model)
+    }
+
+    fn api_key(&self) -> Result<Option<String>, SummarizeError> {
+        match &self.api_key_env {
+            None => Ok(None),
+            Some(variable) => {
+                std::env::var(variable)
+                    .map(Some)
+                    .map_err(|_| SummarizeError::MissingKey {
+                        variable: variable.clone(),
+                    })
+            }
+        }
+    }
+
+    fn room(&self) -> Room {
+        Room {
+            window: self.context_window,
+            reply_tokens: self.max_summary_tokens,
+            safety: SAFETY,
+        }
+    }
+}
+
+/// The share of the window our count may fill: other tokenizers count code and logs as up to
+/// half again as many tokens as o200k does.
+const SAFETY: f64 = 0.6;
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// What both protocols share: the client and the retry loop.
+#[derive(Debug)]
+struct Http {
+    settings: RemoteSettings,
+    client: reqwest::Client,
+}
+
+impl Http {
+    fn new(settings: RemoteSettings) -> Result<Self, SummarizeError> {
+        let client = reqwest::Client::builder()
+            .timeout(settings.timeout)
+            .build()
+            .map_err(|error| SummarizeError::Client {
+                message: error.to_string(),
+            })?;
+        Ok(Http { settings, client })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.settings.base_url.trim_end_matches('/'))
+    }
+
+    /// POSTs `body`, retrying what may succeed later; returns the parsed JSON answer.
+    async fn post(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &Value,
+        protocol: &'static str,
+    ) -> Result<Value, SummarizeError> {
+        let attempts = self.settings.max_attempts.max(1);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut request = self.client.post(url).json(body);
+            for (name, value) in headers {
+                request = request.header(*name, value);
+            }
+            let failure = match request.send().await {
+                Ok(response) => {
+                    let status = response.status();
+                    let retry_after = response
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|value| value.to_str().ok())
+                        .and_then(|value| value.trim().parse::<u64>().ok())
+                        .map(Duration::from_secs);
+                    let text = match response.text().await {
+                        Ok(text) => text,
+                        Err(error) => {
+                            return Err(SummarizeError::Malformed {
+                                url: url.to_owned(),
+                                protocol,
+                                message: error.to_string(),
+                            });
+                        }
+                    };
+                    if status.is_success() {
+                        return serde_json::from_str(&text).map_err(|error| {
+                            SummarizeError::Malformed {
+                                url: url.to_owned(),
+                                protocol,
+                                message: format!("{error}: {}", excerpt(&text)),
+                            }
+                        });
+                    }
+                    let code = status.as_u16();
+                    if (code == 400 || code == 413) && is_context_error(&text) {
+                        return Err(SummarizeError::ContextExceeded {
+                            url: url.to_owned(),
+                            body: excerpt(&text),
+                        });
+                    }
+                    let error = SummarizeError::Http {
+                        url: url.to_owned(),
+                        status: code,
+                        attempts: attempt,
+                        body: excerpt(&text),
+                    };
+                    if code != 429 && !status.is_server_error() {
+                        return Err(error);
+                    }
+                    (error, retry_after)
+                }
+                Err(error) if error.is_timeout() => (
+                    SummarizeError::Timeout {
+                        url: url.to_owned(),
+                        timeout_ms: u64::try_from(self.settings.timeout.as_millis())
+                            .unwrap_or(u64::MAX),
+                        attempts: attempt,
+                    },
+                    None,
+                ),
+                Err(error) => (
+                    SummarizeError::Connect {
+                        url: url.to_owned(),
+                        message: error.to_string(),
+                        attempts: attempt,
+                    },
+                    None,
+                ),
+            };
+            if attempt >= attempts {
+                return Err(failure.0);
+            }
+            let backoff = self
+                .settings
+                .backoff
+                .saturating_mul(1 << (attempt - 1).min(16));
+            tokio::time::sleep(failure.1.unwrap_or(backoff).min(MAX_BACKOFF)).await;
+        }
+    }
+}
+
+/// Whether a refusal says the request is larger than the model's window, in the words of OpenAI
+/// (`context_length_exceeded`), Anthropic ("prompt is too long"), llama.cpp, vLLM and Ollama.
+fn is_context_error(body: &str) -> bool {
+    let body = body.to_lowercase();
+    [
+        "context_length_exceeded",
+        "context length",
+        "context window",
+        "maximum context",
+        "too long",
+        "exceed",
+    ]
+    .iter()
+    .any(|sign| body.contains(sign))
+}
+
+fn excerpt(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(300) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+fn nonempty(url: &str, text: String) -> Result<String, SummarizeError> {
+    if text.trim().is_empty() {
+        Err(SummarizeError::Empty {
+            url: url.to_owned(),
+        })
+    } else {
+        Ok(text)
+    }
+}
+
+fn role_name(speaker: Speaker) -> &'static str {
+    match speaker {
+        Speaker::User => "user",
+        Speaker::Assistant => "assistant",
+    }
+}
+
+/// Chat Completions: `POST {base_url}/chat/completions`.
+#[derive(Debug)]
+pub struct OpenAi {
+    http: Http,
+}
+
+impl OpenAi {
+    pub fn new(settings: RemoteSettings) -> Result<Self, SummarizeError> {
+        Ok(OpenAi {
+            http: Http::new(settings)?,
+        })
+    }
+}
+
+#[async_trait]
+impl Complete for OpenAi {
+    async fn complete(&self, turns: Vec<Turn>) -> Result<String, SummarizeError> {
+        let settings = &self.http.settings;
+        let url = self.http.url("/chat/completions");
+        let mut headers = Vec::new();
+        if let Some(key) = settings.api_key()? {
+            headers.push(("authorization", format!("Bearer {key}")));
+        }
+        let messages: Vec<Value> = turns
+            .iter()
+            .map(|turn| json!({"role": role_name(turn.speaker), "content": turn.text}))
+            .collect();
+        let body = json!({
+            "model": settings.model(),
+            "messages": messages,
+            "max_tokens": settings.max_summary_tokens,
+            "temperature": 0,
+        });
+        let answer = self
+            .http
+            .post(&url, &headers, &body, "Chat Completions")
+            .await?;
+        let text = answer
+            .pointer("/choices/0/message/content")
+            .and_then(Value::as_str)
+            .ok_or_else(|| SummarizeError::Malformed {
+                url: url.clone(),
+                protocol: "Chat Completions",
+                message: format!(
+                    "no choices[0].message.content in {}",
+                    excerpt(&answer.to_string())
+                ),
+            })?;
+        nonempty(&url, text.to_owned())
+    }
+}
+
+#[async_trait]
+impl Summarizer for OpenAi {
+    fn name(&self) -> &str {
+        "openai"
+    }
+
+    async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError> {
+        let settings = &self.http.settings;
+        let turns = flatten(head, settings.tool_output_chars);
+        chunked::summarize(
+            self,
+            settings.counter.as_ref(),
+            turns,
+            prompt,
+            settings.room(),
+        )
+        .await
+    }
+}
+
+/// Messages: `POST {base_url}/v1/messages`.
+#[derive(Debug)]
+pub struct Anthropic {
+    http: Http,
+}
+
+impl Anthropic {
+    /// The API version sent in `anthropic-version`.
+    pub const API_VERSION: &'static str = "2023-06-01";
+
+    pub fn new(settings: RemoteSettings) -> Result<Self, SummarizeError> {
+        Ok(Anthropic {
+            http: Http::new(settings)?,
+        })
+    }
+}
+
+#[async_trait]
+impl Complete for Anthropic {
+    async fn complete(&self, turns: Vec<Turn>) -> Result<String, SummarizeError> {
+        let settings = &self.http.settings;
+        let url = self.http.url("/v1/messages");
+        let mut headers = vec![("anthropic-version", Self::API_VERSION.to_owned())];
+        if let Some(key) = settings.api_key()? {
+            headers.push(("x-api-key", key));
+        }
+        let messages: Vec<Value> = turns
+            .iter()
+            .map(|turn| json!({"role": role_name(turn.speaker), "content": turn.text}))
+            .collect();
+        let body = json!({
+            "model": settings.model(),
+            "max_tokens": settings.max_summary_tokens,
+            "messages": messages,
+        });
+        let answer = self.http.post(&url, &headers, &body, "Messages").await?;
+        let Some(blocks) = answer.get("content").and_then(Value::as_array) else {
+            return Err(SummarizeError::Malformed {
+                url,
+                protocol: "Messages",
+                message: format!("no content list in {}", excerpt(&answer.to_string())),
+            });
+        };
+        let text: Vec<&str> = blocks
+            .iter()
+            .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .collect();
+        nonempty(&url, text.join("\n"))
+    }
+}
+
+#[async_trait]
+impl Summarizer for Anthropic {
+    fn name(&self) -> &str {
+        "anthropic"
+    }
+
+    async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError> {
+        let settings = &self.http.settings;
+        let turns = flatten(head, settings.tool_output_chars);
+        chunked::summarize(
+            self,
+            settings.counter.as_ref(),
+            turns,
+            prompt,
+            settings.room(),
+        )
+        .await
+    }
+}

@@ -10,7 +10,11 @@ use condense_tokenizer::Tiktoken;
 use serde_json::Value;
 
 fn head_at_32k(messages: &[Message]) -> Vec<Message> {
-    let settings = TailSettings { context_window: 32_000, max_output_tokens: 4_096, ..TailSettings::default() };
+    let settings = TailSettings {
+        context_window: 32_000,
+        max_output_tokens: 4_096,
+        ..TailSettings::default()
+    };
     let split = split(messages, &Tiktoken::default(), &settings);
     messages[split.head()].to_vec()
 }
@@ -20,14 +24,19 @@ fn head_at_32k(messages: &[Message]) -> Vec<Message> {
 /// `.py`.
 fn touched_paths(head: &[Message]) -> Vec<String> {
     let mut paths = Vec::new();
-    for call in head.iter().flat_map(|m| &m.parts).filter_map(Part::as_tool_call) {
+    for call in head
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(Part::as_tool_call)
+    {
         for key in ["file_path", "path", "notebook_path", "filename"] {
             if let Some(Value::String(path)) = call.input.get(key) {
                 paths.push(path.clone());
             }
         }
         if let Some(command) = call.input.get("command").and_then(Value::as_str) {
-            for word in command.split(|c: char| !(c.is_ascii_alphanumeric() || "_./-".contains(c))) {
+            for word in command.split(|c: char| !(c.is_ascii_alphanumeric() || "_./-".contains(c)))
+            {
                 if word.contains('/') && word.ends_with(".py") {
                     paths.push(word.to_owned());
                 }
@@ -56,20 +65,36 @@ fn every_head_is_summarized_with_its_requests_and_files() {
         let summary = match summarizer.summary_of(&head) {
             Ok(summary) => summary,
             Err(error) => {
-                assert!(head.iter().all(|m| !m.is_user_turn() && m.parts.iter().all(|p| p.as_tool_call().is_none())), "{name}: {error}");
+                assert!(
+                    head.iter()
+                        .all(|m| !m.is_user_turn()
+                            && m.parts.iter().all(|p| p.as_tool_call().is_none())),
+                    "{name}: {error}"
+                );
                 continue;
             }
         };
         insta::assert_snapshot!(name.clone(), summary);
 
         let parsed = parse_summary(&summary, &template).unwrap();
-        assert!(parsed.missing_sections.is_empty(), "{name}: missing {:?}", parsed.missing_sections);
+        assert!(
+            parsed.missing_sections.is_empty(),
+            "{name}: missing {:?}",
+            parsed.missing_sections
+        );
         for path in touched_paths(&head) {
-            assert!(summary.contains(&path), "{name}: the summary does not name {path}");
+            assert!(
+                summary.contains(&path),
+                "{name}: the summary does not name {path}"
+            );
         }
         for turn in head.iter().filter(|m| m.is_user_turn()) {
             let quoted = cap(&turn.plain_text(), settings.quote_chars).to_owned();
-            assert!(summary.contains(&quoted), "{name}: a user turn is not quoted: {:?}", cap(&quoted, 80));
+            assert!(
+                summary.contains(&quoted),
+                "{name}: a user turn is not quoted: {:?}",
+                cap(&quoted, 80)
+            );
         }
     }
 }
@@ -81,9 +106,15 @@ fn every_built_in_template_is_filled() {
     let head = head_at_32k(&conversation.messages);
     for (name, _) in BUILTIN {
         let template = Template::builtin(name).unwrap();
-        let summary = Extractive::new(template.clone(), ExtractiveSettings::default()).summary_of(&head).unwrap();
+        let summary = Extractive::new(template.clone(), ExtractiveSettings::default())
+            .summary_of(&head)
+            .unwrap();
         let parsed = parse_summary(&summary, &template).unwrap();
-        assert!(parsed.missing_sections.is_empty(), "{name}: missing {:?}", parsed.missing_sections);
+        assert!(
+            parsed.missing_sections.is_empty(),
+            "{name}: missing {:?}",
+            parsed.missing_sections
+        );
     }
 }
 
@@ -92,8 +123,19 @@ fn the_budget_cuts_the_tool_log_and_says_so() {
     let transcript = condense_core::testing::transcript("claude-code/5f8cbb78").unwrap();
     let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
     let head = head_at_32k(&conversation.messages);
-    let settings = ExtractiveSettings { budget_tokens: 1_000, ..ExtractiveSettings::default() };
-    let summary = Extractive::new(Template::builtin("structured").unwrap(), settings).summary_of(&head).unwrap();
-    assert!(summary.contains("more item(s) cut here: the summary is kept within 1000 tokens"), "{summary}");
-    assert!(summary.contains("/home/kenth56/vsla"), "files are never cut");
+    let settings = ExtractiveSettings {
+        budget_tokens: 1_000,
+        ..ExtractiveSettings::default()
+    };
+    let summary = Extractive::new(Template::builtin("structured").unwrap(), settings)
+        .summary_of(&head)
+        .unwrap();
+    assert!(
+        summary.contains("more item(s) cut here: the summary is kept within 1000 tokens"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("/home/kenth56/vsla"),
+        "files are never cut"
+    );
 }

@@ -50,8 +50,16 @@ impl Facts {
         for message in head {
             if message.is_user_turn() {
                 let mut text = message.plain_text();
-                if message.parts.iter().any(|part| matches!(part, Part::Image(_))) {
-                    text.push_str(if text.is_empty() { "[image]" } else { " [image]" });
+                if message
+                    .parts
+                    .iter()
+                    .any(|part| matches!(part, Part::Image(_)))
+                {
+                    text.push_str(if text.is_empty() {
+                        "[image]"
+                    } else {
+                        " [image]"
+                    });
                 }
                 facts.requests.push(text);
             }
@@ -78,9 +86,12 @@ impl Facts {
                     }
                 }
                 let what = describe(&call.input);
-                let result = pairs
-                    .result_site(&call.id)
-                    .and_then(|site| head.get(site.message)?.parts.get(site.part)?.as_tool_result());
+                let result = pairs.result_site(&call.id).and_then(|site| {
+                    head.get(site.message)?
+                        .parts
+                        .get(site.part)?
+                        .as_tool_result()
+                });
                 let outcome = match result {
                     None => Outcome::NoResult,
                     Some(result) => outcome_of(&result.content, result.is_error),
@@ -92,7 +103,11 @@ impl Facts {
                         excerpt: excerpt(&result.content),
                     });
                 }
-                facts.calls.push(CallFact { tool: call.name.clone(), what, outcome });
+                facts.calls.push(CallFact {
+                    tool: call.name.clone(),
+                    what,
+                    outcome,
+                });
             }
         }
         facts
@@ -104,10 +119,17 @@ fn describe(input: &serde_json::Value) -> String {
     let text = paths::command_of(input)
         .map(str::to_owned)
         .or_else(|| {
-            ["file_path", "path", "pattern", "query", "filename", "description"]
-                .iter()
-                .find_map(|key| input.get(key).and_then(serde_json::Value::as_str))
-                .map(str::to_owned)
+            [
+                "file_path",
+                "path",
+                "pattern",
+                "query",
+                "filename",
+                "description",
+            ]
+            .iter()
+            .find_map(|key| input.get(key).and_then(serde_json::Value::as_str))
+            .map(str::to_owned)
         })
         .unwrap_or_else(|| input.to_string());
     let line = text.lines().next().unwrap_or_default();
@@ -123,9 +145,17 @@ fn describe(input: &serde_json::Value) -> String {
 fn outcome_of(content: &ToolOutput, is_error: Option<bool>) -> Outcome {
     let text = content.text();
     if let Some(code) = exit_code(&text) {
-        return if code == 0 { Outcome::Ok } else { Outcome::ExitCode(code) };
+        return if code == 0 {
+            Outcome::Ok
+        } else {
+            Outcome::ExitCode(code)
+        };
     }
-    if is_error == Some(true) { Outcome::Error } else { Outcome::Ok }
+    if is_error == Some(true) {
+        Outcome::Error
+    } else {
+        Outcome::Ok
+    }
 }
 
 fn exit_code(text: &str) -> Option<i64> {

@@ -115,7 +115,11 @@ impl Extractive {
             .collect();
         let has = |kind| kinds.contains(&kind);
         // Requests and files must be somewhere, whatever the template calls its sections.
-        let requests_home = if has(Kind::Requests) { Kind::Requests } else { Kind::Goal };
+        let requests_home = if has(Kind::Requests) {
+            Kind::Requests
+        } else {
+            Kind::Goal
+        };
         let requests_in_first = !has(Kind::Requests) && !has(Kind::Goal);
         let files_in_last = !has(Kind::Files);
 
@@ -129,9 +133,12 @@ impl Extractive {
             if *kind == requests_home || (first && requests_in_first) {
                 bodies[index].extend(self.quoted_requests(&facts));
             } else if *kind == Kind::Goal {
-                bodies[index].extend(facts.requests.first().map(|first| {
-                    format!("{} (quoted in full below)", cut(gist(first), 200))
-                }));
+                bodies[index].extend(
+                    facts
+                        .requests
+                        .first()
+                        .map(|first| format!("{} (quoted in full below)", cut(gist(first), 200))),
+                );
             }
             if *kind == Kind::Files || (last && files_in_last) {
                 bodies[index].extend(file_lines(&facts));
@@ -140,7 +147,13 @@ impl Extractive {
         let mut used: usize = bodies
             .iter()
             .zip(sections)
-            .map(|(body, heading)| counter.count_text(heading) + body.iter().map(|line| counter.count_text(line)).sum::<usize>())
+            .map(|(body, heading)| {
+                counter.count_text(heading)
+                    + body
+                        .iter()
+                        .map(|line| counter.count_text(line))
+                        .sum::<usize>()
+            })
             .sum();
 
         // Then the rest, item by item, while the budget lasts.
@@ -168,7 +181,14 @@ impl Extractive {
 
         let mut out = String::new();
         for (heading, body) in sections.iter().zip(&bodies) {
-            let level = if source.lines().any(|line| line.trim() == format!("### {heading}")) { "###" } else { "##" };
+            let level = if source
+                .lines()
+                .any(|line| line.trim() == format!("### {heading}"))
+            {
+                "###"
+            } else {
+                "##"
+            };
             out.push_str(&format!("{level} {heading}\n"));
             if body.is_empty() {
                 out.push_str("None recorded.\n");
@@ -209,7 +229,12 @@ impl Extractive {
             Kind::Errors => facts
                 .errors
                 .iter()
-                .map(|error| format!("- {} `{}` failed: {}", error.tool, error.what, error.excerpt))
+                .map(|error| {
+                    format!(
+                        "- {} `{}` failed: {}",
+                        error.tool, error.what, error.excerpt
+                    )
+                })
                 .collect(),
             Kind::Next => facts
                 .last_intent
@@ -218,7 +243,10 @@ impl Extractive {
                 .collect(),
             Kind::Blocked => match facts.calls.last() {
                 Some(call) if matches!(call.outcome, Outcome::Error | Outcome::ExitCode(_)) => {
-                    vec![format!("The last tool call failed: {} `{}`", call.tool, call.what)]
+                    vec![format!(
+                        "The last tool call failed: {} `{}`",
+                        call.tool, call.what
+                    )]
                 }
                 _ => Vec::new(),
             },
@@ -230,13 +258,27 @@ impl Extractive {
                         None => counts.push((call.tool.clone(), 1)),
                     }
                 }
-                counts.into_iter().map(|(tool, count)| format!("- {tool}: {count} call(s)")).collect()
+                counts
+                    .into_iter()
+                    .map(|(tool, count)| format!("- {tool}: {count} call(s)"))
+                    .collect()
             }
             Kind::Overview => {
-                let failed = facts.calls.iter().filter(|c| !matches!(c.outcome, Outcome::Ok)).count();
-                vec![format!("{} tool call(s), {failed} without success; details below.", facts.calls.len())]
+                let failed = facts
+                    .calls
+                    .iter()
+                    .filter(|c| !matches!(c.outcome, Outcome::Ok))
+                    .count();
+                vec![format!(
+                    "{} tool call(s), {failed} without success; details below.",
+                    facts.calls.len()
+                )]
             }
-            Kind::Statements => facts.last_intent.iter().map(|intent| cut(intent, 600)).collect(),
+            Kind::Statements => facts
+                .last_intent
+                .iter()
+                .map(|intent| cut(intent, 600))
+                .collect(),
             Kind::Goal | Kind::Requests | Kind::Files => Vec::new(),
         }
     }
@@ -247,7 +289,7 @@ fn gist(request: &str) -> &str {
     request
         .lines()
         .map(str::trim)
-        .find(|line| !line.is_empty() && !(line.starts_with('<') && line.ends_with('>')))
+        .find(|line| !(line.is_empty() || (line.starts_with('<') && line.ends_with('>'))))
         .unwrap_or(request)
 }
 
@@ -266,7 +308,9 @@ fn file_lines(facts: &Facts) -> Vec<String> {
 
 /// Whether `heading` is a `## ` heading followed by `### ` headings before the next `## `.
 fn has_subsections(source: &str, heading: &str) -> bool {
-    let mut lines = source.lines().skip_while(|line| line.trim() != format!("## {heading}"));
+    let mut lines = source
+        .lines()
+        .skip_while(|line| line.trim() != format!("## {heading}"));
     if lines.next().is_none() {
         return false;
     }

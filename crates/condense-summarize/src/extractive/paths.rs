@@ -4,17 +4,42 @@ use serde_json::Value;
 
 /// Input keys that name a file or directory in the tools seen in real sessions (Claude Code's
 /// `file_path`, OpenHands' `path`, SWE-agent's `filename`, notebooks, search roots).
-const PATH_KEYS: [&str; 6] = ["file_path", "path", "notebook_path", "filename", "filepath", "dir"];
+const PATH_KEYS: [&str; 6] = [
+    "file_path",
+    "path",
+    "notebook_path",
+    "filename",
+    "filepath",
+    "dir",
+];
 
 /// Tools that write the files they name.
 const WRITING_TOOLS: [&str; 10] = [
-    "Write", "Edit", "MultiEdit", "NotebookEdit", "write_file", "edit_file", "create_file",
-    "apply_patch", "create", "edit",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+    "write_file",
+    "edit_file",
+    "create_file",
+    "apply_patch",
+    "create",
+    "edit",
 ];
 
 /// Shell commands that change the files they name.
-const WRITING_COMMANDS: [&str; 10] =
-    ["sed -i", "tee ", "mv ", "cp ", "rm ", "touch ", "mkdir ", "patch ", "git apply", "git checkout"];
+const WRITING_COMMANDS: [&str; 10] = [
+    "sed -i",
+    "tee ",
+    "mv ",
+    "cp ",
+    "rm ",
+    "touch ",
+    "mkdir ",
+    "patch ",
+    "git apply",
+    "git checkout",
+];
 
 /// The paths in a call's input, and whether the call changed them.
 pub(crate) fn touched(tool: &str, input: &Value) -> (Vec<String>, bool) {
@@ -35,7 +60,10 @@ pub(crate) fn touched(tool: &str, input: &Value) -> (Vec<String>, bool) {
         paths.extend(paths_in_command(command));
     }
     let editor_writes = tool == "str_replace_editor"
-        && input.get("command").and_then(Value::as_str).is_some_and(|c| c != "view");
+        && input
+            .get("command")
+            .and_then(Value::as_str)
+            .is_some_and(|c| c != "view");
     let writes = WRITING_TOOLS.contains(&tool)
         || editor_writes
         || command.is_some_and(|command| {
@@ -68,16 +96,23 @@ pub(crate) fn paths_in_command(command: &str) -> Vec<String> {
 }
 
 fn is_path_like(word: &str) -> bool {
-    if word.len() < 3 || word.starts_with('-') || word.contains("://") || word.starts_with("/dev/") {
+    if word.len() < 3 || word.starts_with('-') || word.contains("://") || word.starts_with("/dev/")
+    {
         return false;
     }
-    if !word.chars().all(|c| c.is_alphanumeric() || "/._-~+@".contains(c)) {
+    if !word
+        .chars()
+        .all(|c| c.is_alphanumeric() || "/._-~+@".contains(c))
+    {
         return false;
     }
     let has_letter = word.chars().any(char::is_alphabetic);
-    let extension = word
-        .rsplit_once('.')
-        .is_some_and(|(stem, ext)| !stem.is_empty() && (1..=5).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric()) && ext.chars().any(|c| c.is_ascii_alphabetic()));
+    let extension = word.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty()
+            && (1..=5).contains(&ext.len())
+            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+            && ext.chars().any(|c| c.is_ascii_alphabetic())
+    });
     has_letter && (word.contains('/') || extension)
 }
 
@@ -89,20 +124,35 @@ mod tests {
 
     #[test]
     fn structured_inputs_name_their_paths() {
-        assert_eq!(touched("Read", &json!({"file_path": "/src/lib.rs"})), (vec!["/src/lib.rs".into()], false));
-        assert_eq!(touched("Edit", &json!({"file_path": "a.rs", "old_string": "x"})), (vec!["a.rs".into()], true));
+        assert_eq!(
+            touched("Read", &json!({"file_path": "/src/lib.rs"})),
+            (vec!["/src/lib.rs".into()], false)
+        );
+        assert_eq!(
+            touched("Edit", &json!({"file_path": "a.rs", "old_string": "x"})),
+            (vec!["a.rs".into()], true)
+        );
         let view = json!({"command": "view", "path": "/w/src/main.c"});
-        assert_eq!(touched("str_replace_editor", &view), (vec!["/w/src/main.c".into()], false));
+        assert_eq!(
+            touched("str_replace_editor", &view),
+            (vec!["/w/src/main.c".into()], false)
+        );
         let edit = json!({"command": "str_replace", "path": "/w/src/main.c"});
-        assert_eq!(touched("str_replace_editor", &edit).1, true);
+        assert!(touched("str_replace_editor", &edit).1);
     }
 
     #[test]
     fn commands_name_their_paths() {
-        let (paths, writes) = touched("bash", &json!({"command": "sed -i 's/a/b/' django/forms.py && cat setup.cfg"}));
+        let (paths, writes) = touched(
+            "bash",
+            &json!({"command": "sed -i 's/a/b/' django/forms.py && cat setup.cfg"}),
+        );
         assert_eq!(paths, vec!["django/forms.py", "setup.cfg"]);
         assert!(writes);
-        let (paths, writes) = touched("bash", &json!({"command": "grep -rn \"class Foo\" src/ 2>&1 | head -n 20"}));
+        let (paths, writes) = touched(
+            "bash",
+            &json!({"command": "grep -rn \"class Foo\" src/ 2>&1 | head -n 20"}),
+        );
         assert_eq!(paths, vec!["src/"]);
         assert!(!writes);
         assert!(paths_in_command("curl https://x.org/a.py -o /dev/null 3.14 v1.2").is_empty());
