@@ -100,6 +100,10 @@ fn is_path_like(word: &str) -> bool {
     {
         return false;
     }
+    // A sed substitution (`s/old/new/g`) is not a path.
+    if word.starts_with("s/") && word.matches('/').count() >= 3 {
+        return false;
+    }
     if !word
         .chars()
         .all(|c| c.is_alphanumeric() || "/._-~+@".contains(c))
