@@ -10,6 +10,7 @@ mod conversation;
 mod message;
 mod pairs;
 mod part;
+pub mod suggest;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod turns;

@@ -82,7 +82,7 @@ impl Template {
         let mut used: Vec<String> = parsed.undeclared_variables(false).into_iter().collect();
         used.sort();
         if let Some(unknown) = used.iter().find(|used| !VARIABLES.contains(&used.as_str())) {
-            let hint = nearest(unknown, &VARIABLES)
+            let hint = condense_core::suggest::nearest(unknown, &VARIABLES)
                 .map(|near| format!(" (did you mean `{near}`?)"))
                 .unwrap_or_default();
             return Err(TemplateError::UnknownVariable {
@@ -172,31 +172,6 @@ fn headings(source: &str) -> Vec<String> {
         .map(|heading| heading.trim().to_owned())
         .filter(|heading| !heading.is_empty())
         .collect()
-}
-
-/// The known name closest to `word`, if it is close enough to be a likely typo.
-fn nearest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
-    known
-        .iter()
-        .map(|candidate| (edit_distance(word, candidate), *candidate))
-        .filter(|(distance, candidate)| *distance <= (candidate.len() / 3).max(2))
-        .min()
-        .map(|(_, candidate)| candidate)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous + usize::from(ca != *cb);
-            previous = row[j + 1];
-            row[j + 1] = substitution.min(previous + 1).min(row[j] + 1);
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]

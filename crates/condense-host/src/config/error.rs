@@ -1,0 +1,39 @@
+use std::path::PathBuf;
+
+/// A configuration problem, always with where it is: the file, line and column, or the
+/// environment variable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{}: cannot read: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{at}: {message}")]
+    Syntax { at: String, message: String },
+    #[error("{at}: unknown key `{key}`{hint}")]
+    UnknownKey {
+        at: String,
+        key: String,
+        hint: String,
+    },
+    #[error("{at}: `{key}` must be {expected}, not {found}")]
+    WrongType {
+        at: String,
+        key: String,
+        expected: &'static str,
+        found: String,
+    },
+    #[error("{at}: `{key}`: {message}")]
+    BadValue {
+        at: String,
+        key: String,
+        message: String,
+    },
+}
+
+pub(crate) fn hint(word: &str, known: &[&str]) -> String {
+    condense_core::suggest::nearest(word, known)
+        .map(|near| format!(" (did you mean `{near}`?)"))
+        .unwrap_or_default()
+}

@@ -1,0 +1,429 @@
+//! Layered TOML configuration.
+//!
+//! Layers, later wins: the built-in file (`config/condense.toml`, embedded), the user's
+//! (`$XDG_CONFIG_HOME/condense/condense.toml`), the project's (`condense.toml` or
+//! `.condense.toml`, the nearest one upward from the working directory), an explicit file, and
+//! `CONDENSE_<SECTION>_<KEY>` environment variables. `prune.protected_tools` is the union of all
+//! layers. Every key is checked against the schema, every value against its kind and range; the
+//! first problem is an error with its file, line and column, and nothing is half-loaded.
+
+mod error;
+mod layer;
+mod schema;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use condense_pruner::{DUPLICATE_VARIABLES, Note, PREVIEW_VARIABLES, PruneSettings};
+use condense_tail::TailSettings;
+use condense_tokenizer::Encoding;
+
+pub use error::ConfigError;
+pub use layer::{Origin, PluginSpec, Setting, Source};
+
+/// The built-in layer: every key with its default.
+pub const BUILT_IN: &str = include_str!("../../../../config/condense.toml");
+
+/// The files and variables to read, in layer order. [`Sources::discover`] finds them the way
+/// the CLI does; tests and harnesses can name them directly.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    pub user: Option<PathBuf>,
+    pub project: Option<PathBuf>,
+    pub explicit: Option<PathBuf>,
+    /// `(name, value)` pairs; only `CONDENSE_*` ones are read.
+    pub env: Vec<(String, String)>,
+}
+
+impl Sources {
+    /// The user's file (when it exists), the nearest project file upward from `cwd`, the
+    /// explicit file if any, and the process's `CONDENSE_*` variables.
+    pub fn discover(cwd: &Path, explicit: Option<PathBuf>) -> Sources {
+        let config_home = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")));
+        let user = config_home
+            .map(|home| home.join("condense/condense.toml"))
+            .filter(|path| path.is_file());
+        let project = cwd.ancestors().find_map(|dir| {
+            ["condense.toml", ".condense.toml"]
+                .iter()
+                .map(|name| dir.join(name))
+                .find(|path| path.is_file())
+        });
+        let env = std::env::vars()
+            .filter(|(name, _)| name.starts_with("CONDENSE_"))
+            .collect();
+        Sources {
+            user,
+            project,
+            explicit,
+            env,
+        }
+    }
+}
+
+/// The effective configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    values: BTreeMap<String, (Setting, Origin)>,
+    /// Every layer's protected tools with where each was named.
+    protected: Vec<(String, Origin)>,
+    pub plugins: Vec<PluginSpec>,
+}
+
+impl Config {
+    /// The built-in configuration alone.
+    pub fn built_in() -> Result<Config, ConfigError> {
+        Config::load(&Sources::default())
+    }
+
+    pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
+        let mut layers = vec![layer::parse(BUILT_IN, &Source::BuiltIn)?];
+        for (path, source) in [
+            (&sources.user, Source::User as fn(PathBuf) -> Source),
+            (&sources.project, Source::Project),
+            (&sources.explicit, Source::Explicit),
+        ] {
+            if let Some(path) = path {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                layers.push(layer::parse(&text, &source(path.clone()))?);
+            }
+        }
+        layers.push(env_layer(&sources.env)?);
+
+        let mut config = Config {
+            values: BTreeMap::new(),
+            protected: Vec::new(),
+            plugins: Vec::new(),
+        };
+        for layer in layers {
+            for (key, (value, origin)) in layer.values {
+                if schema::UNION_KEYS.contains(&key.as_str())
+                    && let Setting::List(tools) = &value
+                {
+                    for tool in tools {
+                        if !config.protected.iter().any(|(seen, _)| seen == tool) {
+                            config.protected.push((tool.clone(), origin.clone()));
+                        }
+                    }
+                }
+                config.values.insert(key, (value, origin));
+            }
+            config.plugins.extend(layer.plugins);
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn setting(&self, key: &str) -> Option<&(Setting, Origin)> {
+        self.values.get(key)
+    }
+
+    fn int(&self, key: &str) -> usize {
+        match self.setting(key) {
+            Some((Setting::Int(value), _)) => usize::try_from(*value).unwrap_or(usize::MAX),
+            _ => 0,
+        }
+    }
+
+    fn float(&self, key: &str) -> f64 {
+        match self.setting(key) {
+            Some((Setting::Float(value), _)) => *value,
+            _ => 0.0,
+        }
+    }
+
+    fn flag(&self, key: &str) -> bool {
+        matches!(self.setting(key), Some((Setting::Bool(true), _)))
+    }
+
+    /// A string setting; `""` counts as unset for the optional ones.
+    pub fn text(&self, key: &str) -> &str {
+        match self.setting(key) {
+            Some((Setting::Str(value), _)) => value,
+            _ => "",
+        }
+    }
+
+    fn optional(&self, key: &str) -> Option<String> {
+        Some(self.text(key).to_owned()).filter(|value| !value.is_empty())
+    }
+
+    /// Where a key's value came from.
+    pub fn origin(&self, key: &str) -> Option<&Origin> {
+        self.setting(key).map(|(_, origin)| origin)
+    }
+
+    fn bad(&self, key: &str, message: impl Into<String>) -> ConfigError {
+        let at = self
+            .origin(key)
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        ConfigError::BadValue {
+            at,
+            key: key.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        Encoding::from_str(self.text("model.encoding"))
+            .map_err(|error| self.bad("model.encoding", error.to_string()))?;
+        if self.int("model.context_window") == 0 {
+            return Err(self.bad("model.context_window", "must be more than 0"));
+        }
+        let ratio = self.float("compaction.tail_ratio");
+        if !(ratio > 0.0 && ratio <= 1.0) {
+            return Err(self.bad(
+                "compaction.tail_ratio",
+                format!("must be more than 0 and at most 1, not {ratio}"),
+            ));
+        }
+        if self.int("compaction.min_tail_tokens") > self.int("compaction.max_tail_tokens") {
+            return Err(self.bad(
+                "compaction.min_tail_tokens",
+                "must not be more than compaction.max_tail_tokens",
+            ));
+        }
+        if !["extractive", "openai", "anthropic"].contains(&self.text("summarizer.kind")) {
+            return Err(self.bad(
+                "summarizer.kind",
+                format!(
+                    "`{}` is not one of extractive, openai, anthropic",
+                    self.text("summarizer.kind")
+                ),
+            ));
+        }
+        if self.optional("compaction.template_file").is_none() {
+            condense_template::Template::builtin(self.text("compaction.template"))
+                .map_err(|error| self.bad("compaction.template", error.to_string()))?;
+        }
+        for (key, extra) in [
+            ("prune.placeholder", &[][..]),
+            ("prune.preview_note", PREVIEW_VARIABLES),
+            ("prune.duplicate_note", DUPLICATE_VARIABLES),
+        ] {
+            Note::new(self.text(key), extra).map_err(|error| self.bad(key, error.to_string()))?;
+        }
+        if self.int("summarizer.max_attempts") == 0 {
+            return Err(self.bad("summarizer.max_attempts", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    pub fn encoding(&self) -> Encoding {
+        Encoding::from_str(self.text("model.encoding")).unwrap_or_default()
+    }
+
+    pub fn context_window(&self) -> usize {
+        self.int("model.context_window")
+    }
+
+    /// Protected tools from every layer, in the order they were first named.
+    pub fn protected_tools(&self) -> Vec<&str> {
+        self.protected
+            .iter()
+            .map(|(tool, _)| tool.as_str())
+            .collect()
+    }
+
+    pub fn prune_settings(&self) -> PruneSettings {
+        let note = |key, extra| {
+            Note::new(self.text(key), extra)
+                .unwrap_or_else(|_| PruneSettings::default().placeholder)
+        };
+        PruneSettings {
+            protected_tools: self
+                .protected_tools()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            skip_user_turns: self.int("prune.skip_user_turns"),
+            protect_tokens: self.int("prune.protect_tokens"),
+            minimum_tokens: self.int("prune.minimum_tokens"),
+            adaptive_thresholds: self.flag("prune.adaptive_thresholds"),
+            turn_budget_chars: self.int("prune.turn_budget_chars"),
+            preview_bytes: self.int("prune.preview_bytes"),
+            duplicate_min_chars: self.int("prune.duplicate_min_chars"),
+            placeholder: note("prune.placeholder", &[][..]),
+            preview_note: note("prune.preview_note", PREVIEW_VARIABLES),
+            duplicate_note: note("prune.duplicate_note", DUPLICATE_VARIABLES),
+        }
+    }
+
+    pub fn tail_settings(&self) -> TailSettings {
+        TailSettings {
+            context_window: self.int("model.context_window"),
+            max_output_tokens: self.int("model.max_output_tokens"),
+            reserve_cap: self.int("compaction.reserve_cap"),
+            tail_ratio: self.float("compaction.tail_ratio"),
+            min_tail_tokens: self.int("compaction.min_tail_tokens"),
+            max_tail_tokens: self.int("compaction.max_tail_tokens"),
+            min_tail_turns: self.int("compaction.min_tail_turns"),
+        }
+    }
+
+    pub fn template_name(&self) -> &str {
+        self.text("compaction.template")
+    }
+
+    pub fn template_file(&self) -> Option<PathBuf> {
+        self.optional("compaction.template_file").map(PathBuf::from)
+    }
+
+    /// Whether configuration, rather than the built-in default, chose the template: then it wins
+    /// over plugins.
+    pub fn template_is_configured(&self) -> bool {
+        self.template_file().is_some()
+            || self
+                .origin("compaction.template")
+                .is_some_and(|origin| origin.source != Source::BuiltIn)
+    }
+
+    pub fn custom_instructions(&self) -> Option<String> {
+        self.optional("compaction.custom_instructions")
+    }
+
+    pub fn continuation(&self) -> Option<String> {
+        self.optional("compaction.continuation")
+    }
+
+    pub fn max_failures(&self) -> u32 {
+        u32::try_from(self.int("compaction.max_failures")).unwrap_or(u32::MAX)
+    }
+
+    pub fn summarizer_kind(&self) -> &str {
+        self.text("summarizer.kind")
+    }
+
+    pub fn extractive_settings(&self) -> condense_summarize::ExtractiveSettings {
+        condense_summarize::ExtractiveSettings {
+            budget_tokens: self.int("summarizer.budget_tokens"),
+            quote_chars: self.int("summarizer.quote_chars"),
+            ..condense_summarize::ExtractiveSettings::default()
+        }
+    }
+
+    pub fn remote_settings(&self) -> condense_summarize::RemoteSettings {
+        let mut settings = condense_summarize::RemoteSettings::new(
+            self.text("summarizer.base_url"),
+            self.text("summarizer.model"),
+        );
+        settings.compaction_model = self.optional("summarizer.compaction_model");
+        settings.api_key_env = self.optional("summarizer.api_key_env");
+        settings.timeout = Duration::from_secs(self.int("summarizer.timeout_secs") as u64);
+        settings.max_attempts =
+            u32::try_from(self.int("summarizer.max_attempts")).unwrap_or(u32::MAX);
+        settings.tool_output_chars = self.int("summarizer.tool_output_chars");
+        settings.context_window = self.int("summarizer.context_window");
+        settings.max_summary_tokens = self.int("summarizer.max_summary_tokens");
+        settings
+    }
+
+    pub fn store_dir(&self) -> PathBuf {
+        PathBuf::from(self.text("store.dir"))
+    }
+
+    /// The effective configuration as TOML, each value followed by the layer it came from.
+    pub fn show(&self) -> String {
+        let mut out = String::new();
+        for (section, keys) in schema::SECTIONS {
+            out.push_str(&format!("[{section}]\n"));
+            for (key, _) in *keys {
+                let full = format!("{section}.{key}");
+                if full == "prune.protected_tools" {
+                    let tools: Vec<String> = self
+                        .protected
+                        .iter()
+                        .map(|(tool, origin)| format!("{tool} ({})", origin.source.label()))
+                        .collect();
+                    let list = Setting::List(
+                        self.protected_tools()
+                            .into_iter()
+                            .map(str::to_owned)
+                            .collect(),
+                    );
+                    out.push_str(&format!("{key} = {list}  # {}\n", tools.join(", ")));
+                    continue;
+                }
+                if let Some((value, origin)) = self.setting(&full) {
+                    out.push_str(&format!("{key} = {value}  # {}\n", origin.source.label()));
+                }
+            }
+            out.push('\n');
+        }
+        for plugin in &self.plugins {
+            out.push_str(&format!(
+                "[[plugins]]  # {}\npath = {}\nrequired = {}\n\n",
+                plugin.origin.source.label(),
+                layer::quote(&plugin.path.display().to_string()),
+                plugin.required
+            ));
+        }
+        out.trim_end().to_owned() + "\n"
+    }
+}
+
+/// `CONDENSE_PRUNE_PROTECT_TOKENS=30000` is `prune.protect_tokens = 30000`.
+fn env_layer(env: &[(String, String)]) -> Result<layer::Layer, ConfigError> {
+    let mut out = layer::Layer::default();
+    let mut sorted: Vec<&(String, String)> = env
+        .iter()
+        .filter(|(name, _)| name.starts_with("CONDENSE_"))
+        .collect();
+    sorted.sort();
+    for (name, raw) in sorted {
+        let rest = name["CONDENSE_".len()..].to_lowercase();
+        let Some((section, key)) = schema::SECTIONS.iter().find_map(|(section, _)| {
+            rest.strip_prefix(&format!("{section}_"))
+                .map(|key| (*section, key.to_owned()))
+        }) else {
+            continue; // Other CONDENSE_* variables (CONDENSE_LLM_URL, CONDENSE_TRANSCRIPTS) are not settings.
+        };
+        let full = format!("{section}.{key}");
+        let origin = Origin {
+            source: Source::Env(name.clone()),
+            line: None,
+            column: None,
+        };
+        let Some(kind) = schema::kind_of(&full) else {
+            let known: Vec<&str> = schema::section(section)
+                .unwrap_or_default()
+                .iter()
+                .map(|(k, _)| *k)
+                .collect();
+            return Err(ConfigError::UnknownKey {
+                at: name.clone(),
+                key: full,
+                hint: error::hint(&key, &known),
+            });
+        };
+        let value = match kind {
+            schema::Kind::Int => raw.trim().replace('_', "").parse().ok().map(Setting::Int),
+            schema::Kind::Float => raw.trim().parse().ok().map(Setting::Float),
+            schema::Kind::Bool => raw.trim().parse().ok().map(Setting::Bool),
+            schema::Kind::Str => Some(Setting::Str(raw.clone())),
+            schema::Kind::List => Some(Setting::List(
+                raw.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            )),
+        };
+        let value = value.ok_or_else(|| ConfigError::WrongType {
+            at: name.clone(),
+            key: full.clone(),
+            expected: kind.name(),
+            found: format!("`{raw}`"),
+        })?;
+        out.values.insert(full, (value, origin));
+    }
+    Ok(out)
+}
