@@ -1,5 +1,28 @@
-//! The host: configuration and the pipeline that a harness or the CLI drives.
+//! The host: the layered configuration and the pipeline that a harness or the CLI drives.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use condense_host::{Compactor, Config, SessionState, Sources};
+//!
+//! let config = Config::load(&Sources::discover(&std::env::current_dir()?, None))?;
+//! let compactor = Compactor::from_config(&config)?;
+//! let mut state = SessionState::default(); // keep it for the whole session
+//! # let conversation = condense_core::Conversation::default();
+//! let prepared = compactor.prepare(conversation, &mut state).await?;
+//! // send prepared.conversation to the model; prepared.report says what was done
+//! # Ok(()) }
+//! ```
 
+mod compactor;
 pub mod config;
+mod error;
+mod report;
+mod state;
+mod usage;
 
+pub use compactor::{Compaction, Compactor};
 pub use config::{Config, ConfigError, Origin, PluginSpec, Setting, Source, Sources};
+pub use error::HostError;
+pub use report::{CompactReport, CompactionOutcome};
+pub use state::{ReportedUsage, SessionState, StateError};
+pub use usage::Measure;

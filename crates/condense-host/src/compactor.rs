@@ -1,0 +1,389 @@
+//! The pipeline: prune, then (if still due) split, summarize and reassemble.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use condense_core::{Conversation, Message, Part, ToolPairs};
+use condense_pruner::{Clock, DirStore, PruneSettings, Pruner, Store, SystemClock};
+use condense_summarize::{Anthropic, Extractive, OpenAi, Summarizer};
+use condense_tail::{TailSettings, split};
+use condense_template::{PromptVars, Template, parse_summary, previous_summary, reassemble};
+use condense_tokenizer::{Tiktoken, TokenCounter};
+
+use crate::report::{CompactReport, CompactionOutcome};
+use crate::state::SessionState;
+use crate::usage::{Measure, measure};
+use crate::{Config, HostError};
+
+/// A compacted conversation and what was done to it.
+#[derive(Debug, Clone)]
+pub struct Compaction {
+    pub conversation: Conversation,
+    pub report: CompactReport,
+}
+
+/// Built once per session (or per process) and called as often as needed.
+pub struct Compactor {
+    prune: PruneSettings,
+    tail: TailSettings,
+    template: Template,
+    summarizer: Box<dyn Summarizer>,
+    counter: Arc<dyn TokenCounter>,
+    store: Box<dyn Store>,
+    clock: Box<dyn Clock>,
+    custom_instructions: Option<String>,
+    continuation: Option<String>,
+    max_failures: u32,
+}
+
+impl std::fmt::Debug for Compactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compactor")
+            .field("template", &self.template.name())
+            .field("summarizer", &self.summarizer.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Compactor {
+    /// The pipeline the configuration describes: its tokenizer, rules, template and summarizer,
+    /// originals stored under `store.dir`, the system clock.
+    pub fn from_config(config: &Config) -> Result<Compactor, HostError> {
+        let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::new(config.encoding()));
+        let template = match config.template_file() {
+            Some(path) => {
+                let source =
+                    std::fs::read_to_string(&path).map_err(|source| HostError::TemplateFile {
+                        path: path.clone(),
+                        source,
+                    })?;
+                Template::from_source(&path.display().to_string(), &source)?
+            }
+            None => Template::builtin(config.template_name())?,
+        };
+        let summarizer = summarizer_for(config, &template, counter.clone())?;
+        Ok(Compactor {
+            prune: config.prune_settings(),
+            tail: config.tail_settings(),
+            template,
+            summarizer,
+            counter,
+            store: Box::new(DirStore::new(config.store_dir())),
+            clock: Box::new(SystemClock),
+            custom_instructions: config.custom_instructions(),
+            continuation: config.continuation(),
+            max_failures: config.max_failures(),
+        })
+    }
+
+    pub fn with_store(mut self, store: Box<dyn Store>) -> Self {
+        self.store = store;
+        self
+    }
+
+    pub fn with_clock(mut self, clock: Box<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn with_summarizer(mut self, summarizer: Box<dyn Summarizer>) -> Self {
+        self.summarizer = summarizer;
+        self
+    }
+
+    /// Another template (a plugin's). The extractive summarizer is remade for it.
+    pub fn with_template(mut self, template: Template, config: &Config) -> Result<Self, HostError> {
+        self.summarizer = summarizer_for(config, &template, self.counter.clone())?;
+        self.template = template;
+        Ok(self)
+    }
+
+    /// More protected tools (a plugin's).
+    pub fn with_protected_tools<I: IntoIterator<Item = String>>(mut self, tools: I) -> Self {
+        self.prune.protected_tools.extend(tools);
+        self
+    }
+
+    pub fn template(&self) -> &Template {
+        &self.template
+    }
+
+    pub fn prune_settings(&self) -> &PruneSettings {
+        &self.prune
+    }
+
+    pub fn counter(&self) -> &dyn TokenCounter {
+        self.counter.as_ref()
+    }
+
+    /// One-off compaction of a saved session: fresh decisions, no continuation message (a person
+    /// runs this; nothing is continuing on its own).
+    pub async fn compact(&self, conversation: Conversation) -> Result<Compaction, HostError> {
+        self.run(conversation, &mut SessionState::default(), false)
+            .await
+    }
+
+    /// The per-request path for harnesses: frozen decisions and the per-turn budget applied,
+    /// pruned, and compacted only when due; `state` carries the decisions and the circuit breaker
+    /// to the next request.
+    pub async fn prepare(
+        &self,
+        conversation: Conversation,
+        state: &mut SessionState,
+    ) -> Result<Compaction, HostError> {
+        self.run(conversation, state, true).await
+    }
+
+    async fn run(
+        &self,
+        mut conversation: Conversation,
+        state: &mut SessionState,
+        automatic: bool,
+    ) -> Result<Compaction, HostError> {
+        let started = Instant::now();
+        let counter = self.counter.as_ref();
+        let usable = condense_tail::usable(&self.tail);
+        let measured = measure(&conversation, state.reported_usage, counter);
+        let tokens_before = counter.count_conversation(&conversation);
+
+        let pruner = Pruner {
+            settings: &self.prune,
+            counter,
+            store: self.store.as_ref(),
+            clock: self.clock.as_ref(),
+        };
+        let prune = pruner.prune(
+            &mut conversation,
+            &mut state.log,
+            Some(self.tail.context_window),
+        )?;
+        let tokens_after_prune = counter.count_conversation(&conversation);
+        // Provider usage counts what pruning just removed; take that off with our own count.
+        let due_tokens = match measured {
+            Measure::Tokenizer { .. } => tokens_after_prune,
+            Measure::ProviderUsage { tokens, .. } => {
+                tokens.saturating_sub(tokens_before.saturating_sub(tokens_after_prune))
+            }
+        };
+
+        let compaction = if due_tokens < usable {
+            CompactionOutcome::NotDue
+        } else if automatic && state.consecutive_failures >= self.max_failures {
+            CompactionOutcome::CircuitOpen {
+                consecutive_failures: state.consecutive_failures,
+            }
+        } else {
+            let (outcome, compacted) = self.summarize(&conversation, state, automatic).await?;
+            if let Some(compacted) = compacted {
+                conversation = compacted;
+            }
+            outcome
+        };
+
+        let tokens_after = counter.count_conversation(&conversation);
+        let under_threshold = tokens_after < usable;
+        let note = (!under_threshold).then(|| match &compaction {
+            CompactionOutcome::NothingToCompact => "the recent turns alone are over the threshold: there is no older part to summarize".to_owned(),
+            CompactionOutcome::CircuitOpen { .. } => "automatic compaction is stopped for this session after repeated summarizer failures".to_owned(),
+            CompactionOutcome::Failed { error, .. } => format!("the summarizer failed: {error}"),
+            _ => format!("{tokens_after} tokens remain: the pinned messages, the summary and the kept turns are larger than the {usable} usable; not retried"),
+        });
+        Ok(Compaction {
+            conversation,
+            report: CompactReport {
+                measured,
+                usable,
+                tokens_before,
+                prune,
+                tokens_after_prune,
+                compaction,
+                tokens_after,
+                under_threshold,
+                note,
+                elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            },
+        })
+    }
+
+    /// Phase 2 on an already pruned conversation.
+    async fn summarize(
+        &self,
+        conversation: &Conversation,
+        state: &mut SessionState,
+        automatic: bool,
+    ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
+        let counter = self.counter.as_ref();
+        let messages = &conversation.messages;
+        let cut = split(messages, counter, &self.tail);
+        if cut.nothing_to_compact() {
+            return Ok((CompactionOutcome::NothingToCompact, None));
+        }
+        let head = &messages[cut.head()];
+        let vars = PromptVars {
+            custom_instructions: self.custom_instructions.clone(),
+            previous_summary: previous_summary(head),
+            context_window: self.tail.context_window,
+            date: date_of(self.clock.now_ms()),
+        };
+        let prompt = self.template.render_prompt(&vars)?;
+        let name = self.summarizer.name().to_owned();
+        let answer = self
+            .summarizer
+            .summarize(head, &prompt)
+            .await
+            .map_err(|error| error.to_string());
+        let parsed = answer.and_then(|text| {
+            parse_summary(&text, &self.template).map_err(|error| error.to_string())
+        });
+        let parsed = match parsed {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                state.consecutive_failures += 1;
+                let outcome = CompactionOutcome::Failed {
+                    summarizer: name,
+                    error,
+                    consecutive_failures: state.consecutive_failures,
+                };
+                return Ok((outcome, None));
+            }
+        };
+        state.consecutive_failures = 0;
+
+        let carried = carried(
+            messages,
+            cut.pinned,
+            cut.tail_start,
+            &self.prune,
+            self.tail.min_tail_turns,
+        );
+        let continuation = self.continuation.as_deref().filter(|_| automatic);
+        let mut out = reassemble(
+            messages,
+            cut.pinned,
+            cut.tail_start,
+            &parsed.text,
+            continuation,
+        );
+        let summary_at = cut.pinned + 1;
+        out.splice(summary_at..summary_at, carried.iter().cloned());
+        let summary_tokens = counter.count_message(&out[cut.pinned]);
+        let compacted = Conversation {
+            messages: out,
+            envelope: conversation.envelope.clone(),
+            side: conversation.side.clone(),
+        };
+        let outcome = CompactionOutcome::Summarized {
+            summarizer: name,
+            split: cut,
+            carried_messages: carried.len(),
+            summary_tokens,
+            missing_sections: parsed.missing_sections,
+        };
+        Ok((outcome, Some(compacted)))
+    }
+}
+
+/// What the head holds that must outlive the summary, verbatim: the calls and outputs of
+/// protected tools (a memory store's entries are the point of protecting it), and the person's
+/// last `min_tail_turns` messages when the tail could not hold them (a suffix of one huge turn).
+/// Each comes out as a message of its own holding only those parts, in the original order, so no
+/// tool pair is split.
+fn carried(
+    messages: &[Message],
+    pinned: usize,
+    tail_start: usize,
+    prune: &PruneSettings,
+    min_tail_turns: usize,
+) -> Vec<Message> {
+    let pairs = ToolPairs::index(messages);
+    let turns = condense_core::user_turns(messages);
+    let recent: Vec<usize> = turns.iter().rev().take(min_tail_turns).copied().collect();
+    let mut out = Vec::new();
+    for (index, message) in messages.iter().enumerate().take(tail_start).skip(pinned) {
+        let keep: Vec<Part> = message
+            .parts
+            .iter()
+            .filter(|part| match part {
+                Part::ToolCall(call) => {
+                    prune.protected_tools.contains(&call.name)
+                        && pairs
+                            .result_site(&call.id)
+                            .is_some_and(|site| site.message < tail_start)
+                }
+                Part::ToolResult(result) => pairs
+                    .tool_name(messages, result)
+                    .is_some_and(|tool| prune.protected_tools.contains(tool)),
+                Part::Text(_) | Part::Image(_) => recent.contains(&index) && message.is_user_turn(),
+                _ => false,
+            })
+            .cloned()
+            .collect();
+        if keep.is_empty() {
+            continue;
+        }
+        let mut kept = message.clone();
+        if keep.len() != message.parts.len() {
+            kept.parts = keep;
+            kept.wire.clear();
+        }
+        out.push(kept);
+    }
+    out
+}
+
+fn summarizer_for(
+    config: &Config,
+    template: &Template,
+    counter: Arc<dyn TokenCounter>,
+) -> Result<Box<dyn Summarizer>, HostError> {
+    Ok(match config.summarizer_kind() {
+        "openai" => Box::new(OpenAi::new(RemoteWith::counter(config, counter))?),
+        "anthropic" => Box::new(Anthropic::new(RemoteWith::counter(config, counter))?),
+        _ => {
+            let mut settings = config.extractive_settings();
+            settings.counter = counter;
+            Box::new(Extractive::new(template.clone(), settings))
+        }
+    })
+}
+
+struct RemoteWith;
+
+impl RemoteWith {
+    fn counter(
+        config: &Config,
+        counter: Arc<dyn TokenCounter>,
+    ) -> condense_summarize::RemoteSettings {
+        let mut settings = config.remote_settings();
+        settings.counter = counter;
+        settings
+    }
+}
+
+/// `YYYY-MM-DD` of a time in milliseconds since the epoch (UTC), for the prompt's `date`.
+pub(crate) fn date_of(ms: u64) -> String {
+    // Howard Hinnant's days-to-civil algorithm.
+    let days = (ms / 86_400_000) as i64;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::date_of;
+
+    #[test]
+    fn dates_are_civil_dates() {
+        assert_eq!(date_of(0), "1970-01-01");
+        assert_eq!(date_of(1_763_700_000_000), "2025-11-21");
+        assert_eq!(date_of(951_782_400_000), "2000-02-29");
+    }
+}

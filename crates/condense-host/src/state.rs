@@ -1,0 +1,46 @@
+use condense_pruner::DecisionLog;
+use serde::{Deserialize, Serialize};
+
+/// What a harness keeps between requests of one session: the frozen decisions (so the prompt
+/// cache keeps its prefix), the circuit breaker's count, and the provider's last reported usage.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionState {
+    pub log: DecisionLog,
+    /// Summarizer failures in a row; at `compaction.max_failures` automatic compaction stops.
+    pub consecutive_failures: u32,
+    /// Usage the provider reported, when the harness has it and the conversation does not carry
+    /// it (Claude Code logs carry it on every assistant message).
+    pub reported_usage: Option<ReportedUsage>,
+}
+
+/// The provider's count of the request that produced the message at `message`: its whole input
+/// plus that reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportedUsage {
+    pub message: usize,
+    pub tokens: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("the session state is not valid JSON (line {line}, column {column}): {message}")]
+    Json {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+}
+
+impl SessionState {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    pub fn from_json(text: &str) -> Result<SessionState, StateError> {
+        serde_json::from_str(text).map_err(|error| StateError::Json {
+            line: error.line(),
+            column: error.column(),
+            message: error.to_string(),
+        })
+    }
+}

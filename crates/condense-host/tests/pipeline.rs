@@ -1,0 +1,230 @@
+//! The pipeline end to end on every recorded session, with the extractive summarizer at a
+//! 32,000-token window (4,096 reserved for the reply), `TodoWrite` protected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use async_trait::async_trait;
+use condense_core::testing::transcripts;
+use condense_core::{Conversation, FindingKind, Message, Part, Role};
+use condense_host::{CompactionOutcome, Compactor, Config, SessionState, Sources};
+use condense_pruner::{FixedClock, MemoryStore};
+use condense_summarize::{SummarizeError, Summarizer};
+
+fn config() -> Config {
+    Config::load(&Sources {
+        env: vec![
+            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "32000".into()),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+            ("CONDENSE_PRUNE_PROTECTED_TOOLS".into(), "TodoWrite".into()),
+        ],
+        ..Sources::default()
+    })
+    .unwrap()
+}
+
+fn compactor(config: &Config) -> Compactor {
+    Compactor::from_config(config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()))
+        .with_clock(Box::new(FixedClock(1_763_700_000_000)))
+}
+
+fn protected_outputs(conversation: &Conversation) -> Vec<(String, Part)> {
+    let pairs = conversation.tool_pairs();
+    conversation
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|part| {
+            let result = part.as_tool_result()?;
+            (pairs.tool_name(&conversation.messages, result)? == "TodoWrite")
+                .then(|| (result.call_id.clone(), part.clone()))
+        })
+        .collect()
+}
+
+fn person_texts(messages: &[Message]) -> Vec<Vec<Part>> {
+    messages
+        .iter()
+        .filter(|m| m.is_user_turn())
+        .map(|m| {
+            m.parts
+                .iter()
+                .filter(|p| matches!(p, Part::Text(_) | Part::Image(_)))
+                .cloned()
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_transcript_is_compacted_under_the_threshold_or_says_why() {
+    let config = config();
+    let compactor = compactor(&config);
+    for transcript in transcripts().unwrap() {
+        let (_, original) = condense_formats::read(&transcript.bytes, None).unwrap();
+        let name = transcript.name.replace('/', "__");
+        let result = compactor.compact(original.clone()).await.unwrap();
+        let report = &result.report;
+        insta::assert_yaml_snapshot!(name.clone(), report, {
+            ".elapsed_ms" => "[elapsed]",
+            ".prune.outputs" => insta::dynamic_redaction(|value, _| format!("[{} outputs]", value.as_slice().map_or(0, |s| s.len()))),
+        });
+
+        assert!(
+            report.under_threshold || report.note.is_some(),
+            "{name}: over the threshold without a reason"
+        );
+        if matches!(report.compaction, CompactionOutcome::NotDue) {
+            assert!(report.under_threshold, "{name}");
+        }
+
+        // No orphaned pair: nothing the session did not already have (an interrupted call, an id
+        // the agent reused).
+        let before: Vec<FindingKind> = original.validate().into_iter().map(|f| f.kind).collect();
+        for finding in result.conversation.validate() {
+            let inherited = match &finding.kind {
+                FindingKind::DuplicateCallId { call_id, .. } => {
+                    before.iter().any(|k| matches!(k, FindingKind::DuplicateCallId { call_id: id, .. } if id == call_id))
+                }
+                FindingKind::DuplicateResult { call_id, .. } => {
+                    before.iter().any(|k| matches!(k, FindingKind::DuplicateResult { call_id: id, .. } if id == call_id))
+                }
+                kind => before.contains(kind),
+            };
+            assert!(inherited, "{name}: new finding {finding}");
+        }
+        // Every protected output, byte for byte.
+        let kept = protected_outputs(&result.conversation);
+        for (call_id, part) in protected_outputs(&original) {
+            assert!(
+                kept.iter().any(|(id, p)| *id == call_id && *p == part),
+                "{name}: protected output {call_id} lost or changed"
+            );
+        }
+        // The last two user turns, byte for byte.
+        let turns_before = person_texts(&original.messages);
+        let turns_after = person_texts(&result.conversation.messages);
+        let last_two = &turns_before[turns_before.len().saturating_sub(2)..];
+        assert!(
+            turns_after.ends_with(last_two),
+            "{name}: the last user turns changed"
+        );
+
+        // Compacting the result again has nothing more to do.
+        if report.under_threshold {
+            let again = compactor
+                .compact(result.conversation.clone())
+                .await
+                .unwrap();
+            assert!(
+                matches!(again.report.compaction, CompactionOutcome::NotDue),
+                "{name}: {:?}",
+                again.report.compaction
+            );
+            assert_eq!(again.report.prune.tokens_freed, 0, "{name}");
+        }
+    }
+}
+
+struct Failing;
+
+#[async_trait]
+impl Summarizer for Failing {
+    fn name(&self) -> &str {
+        "failing"
+    }
+
+    async fn summarize(&self, _: &[Message], _: &str) -> Result<String, SummarizeError> {
+        Err(SummarizeError::Empty {
+            url: "http://127.0.0.1:1/v1/chat/completions".into(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn after_three_failures_automatic_compaction_stops() {
+    let transcript = condense_core::testing::transcript("claude-code/d7d349f9").unwrap();
+    let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+    let config = config();
+    let compactor = compactor(&config).with_summarizer(Box::new(Failing));
+    let mut state = SessionState::default();
+    for attempt in 1..=3u32 {
+        let result = compactor
+            .prepare(conversation.clone(), &mut state)
+            .await
+            .unwrap();
+        match &result.report.compaction {
+            CompactionOutcome::Failed {
+                consecutive_failures,
+                error,
+                ..
+            } => {
+                assert_eq!(*consecutive_failures, attempt);
+                assert!(error.contains("empty summary"));
+            }
+            other => panic!("attempt {attempt}: {other:?}"),
+        }
+        assert!(
+            result
+                .report
+                .note
+                .as_deref()
+                .unwrap()
+                .starts_with("the summarizer failed")
+        );
+    }
+    let result = compactor
+        .prepare(conversation.clone(), &mut state)
+        .await
+        .unwrap();
+    assert_eq!(
+        result.report.compaction,
+        CompactionOutcome::CircuitOpen {
+            consecutive_failures: 3
+        }
+    );
+    let saved = SessionState::from_json(&state.to_json()).unwrap();
+    assert_eq!(saved, state);
+}
+
+#[tokio::test]
+async fn a_claude_code_session_is_measured_with_the_provider_usage() {
+    let transcript = condense_core::testing::transcript("claude-code/5f8cbb78").unwrap();
+    let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+    let config = Config::built_in().unwrap();
+    let result = compactor(&config).compact(conversation).await.unwrap();
+    match result.report.measured {
+        condense_host::Measure::ProviderUsage {
+            reported, tokens, ..
+        } => {
+            assert!(
+                reported > result.report.tokens_before,
+                "Anthropic counts more than o200k here"
+            );
+            assert!(tokens >= reported);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn automatic_compaction_ends_with_the_continuation_message() {
+    let transcript = condense_core::testing::transcript("claude-code/d7d349f9").unwrap();
+    let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+    let config = config();
+    let result = compactor(&config)
+        .prepare(conversation, &mut SessionState::default())
+        .await
+        .unwrap();
+    assert!(matches!(
+        result.report.compaction,
+        CompactionOutcome::Summarized { .. }
+    ));
+    let last = result.conversation.messages.last().unwrap();
+    assert_eq!(last.role, Role::User);
+    assert!(last.generated);
+    assert!(
+        last.plain_text()
+            .starts_with("Continue if you have next steps")
+    );
+}
