@@ -13,7 +13,7 @@ use condense_tokenizer::{Tiktoken, TokenCounter};
 use crate::report::{CompactReport, CompactionOutcome};
 use crate::state::SessionState;
 use crate::usage::{Measure, measure};
-use crate::{Config, HostError};
+use crate::{Config, HostError, LoadedPlugin};
 
 /// A compacted conversation and what was done to it.
 #[derive(Debug, Clone)]
@@ -49,21 +49,24 @@ impl Compactor {
     /// The pipeline the configuration describes: its tokenizer, rules, template and summarizer,
     /// originals stored under `store.dir`, the system clock.
     pub fn from_config(config: &Config) -> Result<Compactor, HostError> {
+        Compactor::with_plugins(config, &[])
+    }
+
+    /// The pipeline with what the plugins add: their protected tools join the configured ones;
+    /// a plugin's template is used unless configuration sets one (two plugins with templates
+    /// need `compaction.template_plugin` to choose).
+    pub fn with_plugins(config: &Config, plugins: &[LoadedPlugin]) -> Result<Compactor, HostError> {
         let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::new(config.encoding()));
-        let template = match config.template_file() {
-            Some(path) => {
-                let source =
-                    std::fs::read_to_string(&path).map_err(|source| HostError::TemplateFile {
-                        path: path.clone(),
-                        source,
-                    })?;
-                Template::from_source(&path.display().to_string(), &source)?
-            }
-            None => Template::builtin(config.template_name())?,
-        };
+        let template = select_template(config, plugins)?;
         let summarizer = summarizer_for(config, &template, counter.clone())?;
+        let mut prune = config.prune_settings();
+        prune.protected_tools.extend(
+            plugins
+                .iter()
+                .flat_map(|plugin| plugin.protected_tools.iter().cloned()),
+        );
         Ok(Compactor {
-            prune: config.prune_settings(),
+            prune,
             tail: config.tail_settings(),
             template,
             summarizer,
@@ -88,19 +91,6 @@ impl Compactor {
 
     pub fn with_summarizer(mut self, summarizer: Box<dyn Summarizer>) -> Self {
         self.summarizer = summarizer;
-        self
-    }
-
-    /// Another template (a plugin's). The extractive summarizer is remade for it.
-    pub fn with_template(mut self, template: Template, config: &Config) -> Result<Self, HostError> {
-        self.summarizer = summarizer_for(config, &template, self.counter.clone())?;
-        self.template = template;
-        Ok(self)
-    }
-
-    /// More protected tools (a plugin's).
-    pub fn with_protected_tools<I: IntoIterator<Item = String>>(mut self, tools: I) -> Self {
-        self.prune.protected_tools.extend(tools);
         self
     }
 
@@ -329,6 +319,45 @@ fn carried(
         out.push(kept);
     }
     out
+}
+
+/// Configuration's template, else the one plugin's that has one, else the built-in default.
+fn select_template(config: &Config, plugins: &[LoadedPlugin]) -> Result<Template, HostError> {
+    if let Some(path) = config.template_file() {
+        let source = std::fs::read_to_string(&path).map_err(|source| HostError::TemplateFile {
+            path: path.clone(),
+            source,
+        })?;
+        return Ok(Template::from_source(&path.display().to_string(), &source)?);
+    }
+    let offering: Vec<&LoadedPlugin> = plugins
+        .iter()
+        .filter(|plugin| plugin.template.is_some())
+        .collect();
+    let chosen = match (
+        config.template_is_configured(),
+        offering.as_slice(),
+        config.template_plugin(),
+    ) {
+        (true, _, _) | (false, [], _) => return Ok(Template::builtin(config.template_name())?),
+        (false, [only], None) => *only,
+        (false, several, Some(name)) => several
+            .iter()
+            .find(|plugin| plugin.name == name)
+            .copied()
+            .ok_or(HostError::NoSuchTemplatePlugin { name })?,
+        (false, [first, second, ..], None) => {
+            return Err(HostError::TemplateConflict {
+                first: first.origin(),
+                second: second.origin(),
+            });
+        }
+    };
+    let source = chosen.template.as_deref().unwrap_or_default();
+    Template::from_source(&chosen.name, source).map_err(|error| HostError::PluginTemplate {
+        plugin: chosen.origin(),
+        error,
+    })
 }
 
 fn summarizer_for(

@@ -15,4 +15,19 @@ pub enum HostError {
     Summarizer(#[from] condense_summarize::SummarizeError),
     #[error(transparent)]
     Prune(#[from] condense_pruner::PruneError),
+    #[error(transparent)]
+    Plugin(#[from] crate::PluginError),
+    #[error(
+        "plugins {first} and {second} both supply a compaction template: set compaction.template_plugin to the one to use"
+    )]
+    TemplateConflict { first: String, second: String },
+    #[error(
+        "compaction.template_plugin names `{name}`, but no loaded plugin of that name supplies a template"
+    )]
+    NoSuchTemplatePlugin { name: String },
+    #[error("the template of plugin {plugin}: {error}")]
+    PluginTemplate {
+        plugin: String,
+        error: condense_template::TemplateError,
+    },
 }

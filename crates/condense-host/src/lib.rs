@@ -16,6 +16,7 @@
 mod compactor;
 pub mod config;
 mod error;
+pub mod plugins;
 mod report;
 mod state;
 mod usage;
@@ -23,6 +24,7 @@ mod usage;
 pub use compactor::{Compaction, Compactor};
 pub use config::{Config, ConfigError, Origin, PluginSpec, Setting, Source, Sources};
 pub use error::HostError;
+pub use plugins::{LoadedPlugin, PluginError};
 pub use report::{CompactReport, CompactionOutcome};
 pub use state::{ReportedUsage, SessionState, StateError};
 pub use usage::Measure;

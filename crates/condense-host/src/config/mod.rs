@@ -286,6 +286,11 @@ impl Config {
                 .is_some_and(|origin| origin.source != Source::BuiltIn)
     }
 
+    /// The plugin whose template to use when several supply one.
+    pub fn template_plugin(&self) -> Option<String> {
+        self.optional("compaction.template_plugin")
+    }
+
     pub fn custom_instructions(&self) -> Option<String> {
         self.optional("compaction.custom_instructions")
     }

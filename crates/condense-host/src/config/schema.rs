@@ -52,6 +52,7 @@ pub(crate) const SECTIONS: &[(&str, &[(&str, Kind)])] = &[
         &[
             ("template", Kind::Str),
             ("template_file", Kind::Str),
+            ("template_plugin", Kind::Str),
             ("custom_instructions", Kind::Str),
             ("continuation", Kind::Str),
             ("reserve_cap", Kind::Int),
