@@ -1,5 +1,6 @@
 //! `cargo xtask ci` runs what CI runs; `cargo xtask bench` runs the benchmarks whose figures go in
-//! BENCHMARKS.md. Kept in Rust so a fresh machine needs nothing but cargo.
+//! BENCHMARKS.md; `cargo xtask build-plugins` builds the example plugins in release mode. Kept in
+//! Rust so a fresh machine needs nothing but cargo.
 
 use std::process::Command;
 
@@ -10,8 +11,9 @@ fn main() -> Result<()> {
     match task.as_str() {
         "ci" => ci(),
         "bench" => cargo(&["bench", "--workspace"]),
+        "build-plugins" => build_plugins(),
         _ => {
-            eprintln!("usage: cargo xtask <ci|bench>");
+            eprintln!("usage: cargo xtask <ci|bench|build-plugins>");
             std::process::exit(2);
         }
     }
@@ -28,6 +30,30 @@ fn ci() -> Result<()> {
         "warnings",
     ])?;
     cargo(&["test", "--workspace"])
+}
+
+/// The plugins a user can load, built as shared libraries under `target/release`.
+const PLUGINS: [&str; 2] = [
+    "condense-plugin-memory-store",
+    "condense-plugin-team-template",
+];
+
+fn build_plugins() -> Result<()> {
+    let mut args = vec!["build", "--release"];
+    for plugin in PLUGINS {
+        args.extend(["-p", plugin]);
+    }
+    cargo(&args)?;
+    for plugin in PLUGINS {
+        let file = format!(
+            "{}{}{}",
+            std::env::consts::DLL_PREFIX,
+            plugin.replace('-', "_"),
+            std::env::consts::DLL_SUFFIX
+        );
+        println!("target/release/{file}");
+    }
+    Ok(())
 }
 
 fn cargo(args: &[&str]) -> Result<()> {
