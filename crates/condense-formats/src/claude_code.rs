@@ -122,12 +122,15 @@ fn is_generated(record: &JsonMap, parts: &[Part]) -> bool {
 
 pub(crate) fn write(conversation: &Conversation) -> Result<Vec<u8>, FormatError> {
     let mut out = Vec::new();
+    let mut chain = Chain::new(conversation);
     let mut side = conversation.side.iter().peekable();
     for (index, message) in conversation.messages.iter().enumerate() {
         while let Some(record) = side.next_if(|record| record.before_message <= index) {
+            chain.saw(&record.value);
             push_line(&mut out, &record.value)?;
         }
-        for line in message_lines(message) {
+        for mut line in message_lines(message) {
+            chain.link(&mut line, message);
             push_line(&mut out, &line)?;
         }
     }
@@ -135,6 +138,113 @@ pub(crate) fn write(conversation: &Conversation) -> Result<Vec<u8>, FormatError>
         push_line(&mut out, &record.value)?;
     }
     Ok(out)
+}
+
+/// Keeps the `parentUuid` chain of the main thread whole when messages were removed (a compacted
+/// head) or added (the summary, the continuation): Claude Code follows that chain to resume a
+/// session. A line whose parent is still there keeps it, so an untouched session is written back
+/// as it came.
+struct Chain {
+    emitted: std::collections::HashSet<String>,
+    last: Option<String>,
+    /// Session fields (`sessionId`, `cwd`, `version`, `userType`) for lines condense creates.
+    session: JsonMap,
+    timestamp: Option<Value>,
+}
+
+impl Chain {
+    fn new(conversation: &Conversation) -> Chain {
+        let first = conversation
+            .messages
+            .iter()
+            .flat_map(|m| &m.wire)
+            .map(|r| &r.fields)
+            .find(|f| f.contains_key("sessionId"));
+        let mut session = JsonMap::new();
+        if let Some(fields) = first {
+            for key in ["userType", "cwd", "sessionId", "version"] {
+                if let Some(value) = fields.get(key) {
+                    session.insert(key.to_owned(), value.clone());
+                }
+            }
+        }
+        Chain {
+            emitted: Default::default(),
+            last: None,
+            session,
+            timestamp: None,
+        }
+    }
+
+    fn saw(&mut self, value: &Value) {
+        if let Some(uuid) = value.get("uuid").and_then(Value::as_str) {
+            self.emitted.insert(uuid.to_owned());
+        }
+    }
+
+    fn link(&mut self, line: &mut Value, message: &Message) {
+        let Value::Object(fields) = line else { return };
+        if !fields.contains_key("uuid") {
+            let uuid = synthetic_uuid(
+                self.last.as_deref().unwrap_or(""),
+                &fields
+                    .get("message")
+                    .map(Value::to_string)
+                    .unwrap_or_default(),
+            );
+            fields.insert(
+                "parentUuid".into(),
+                self.last.clone().map_or(Value::Null, Value::String),
+            );
+            fields.insert("isSidechain".into(), Value::Bool(false));
+            for (key, value) in &self.session {
+                fields.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+            if message.is_compaction_summary() {
+                fields.insert("isCompactSummary".into(), Value::Bool(true));
+            }
+            fields.insert("uuid".into(), Value::String(uuid));
+            if let Some(timestamp) = &self.timestamp {
+                fields.insert("timestamp".into(), timestamp.clone());
+            }
+        } else if let Some(Value::String(parent)) = fields.get("parentUuid")
+            && !self.emitted.contains(parent)
+        {
+            fields.insert(
+                "parentUuid".into(),
+                self.last.clone().map_or(Value::Null, Value::String),
+            );
+        }
+        if let Some(timestamp) = fields.get("timestamp") {
+            self.timestamp = Some(timestamp.clone());
+        }
+        if let Some(uuid) = fields.get("uuid").and_then(Value::as_str) {
+            self.emitted.insert(uuid.to_owned());
+            self.last = Some(uuid.to_owned());
+        }
+    }
+}
+
+/// A UUID-shaped id derived from the previous line's id and this line's content, so the same
+/// conversation is always written with the same ids (FNV-1a, twice, for 128 bits).
+fn synthetic_uuid(parent: &str, content: &str) -> String {
+    let fnv = |seed: u64| {
+        let mut hash = seed;
+        for byte in parent.bytes().chain([0]).chain(content.bytes()) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        hash
+    };
+    let (high, low) = (fnv(0xcbf2_9ce4_8422_2325), fnv(0x6c62_272e_07bb_0142));
+    format!(
+        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        high >> 32,
+        (high >> 16) & 0xffff,
+        high & 0xfff,
+        (low >> 48) & 0xfff,
+        low & 0xffff_ffff_ffff
+    )
 }
 
 fn push_line(out: &mut Vec<u8>, value: &Value) -> Result<(), FormatError> {

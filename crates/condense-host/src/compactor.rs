@@ -109,8 +109,22 @@ impl Compactor {
     /// One-off compaction of a saved session: fresh decisions, no continuation message (a person
     /// runs this; nothing is continuing on its own).
     pub async fn compact(&self, conversation: Conversation) -> Result<Compaction, HostError> {
-        self.run(conversation, &mut SessionState::default(), false)
-            .await
+        self.run(
+            conversation,
+            &mut SessionState::default(),
+            Phases::Both { automatic: false },
+        )
+        .await
+    }
+
+    /// Phase 1 alone, with fresh decisions: `condense prune`.
+    pub async fn prune(&self, conversation: Conversation) -> Result<Compaction, HostError> {
+        self.run(
+            conversation,
+            &mut SessionState::default(),
+            Phases::PruneOnly,
+        )
+        .await
     }
 
     /// The per-request path for harnesses: frozen decisions and the per-turn budget applied,
@@ -121,14 +135,15 @@ impl Compactor {
         conversation: Conversation,
         state: &mut SessionState,
     ) -> Result<Compaction, HostError> {
-        self.run(conversation, state, true).await
+        self.run(conversation, state, Phases::Both { automatic: true })
+            .await
     }
 
     async fn run(
         &self,
         mut conversation: Conversation,
         state: &mut SessionState,
-        automatic: bool,
+        phases: Phases,
     ) -> Result<Compaction, HostError> {
         let started = Instant::now();
         let counter = self.counter.as_ref();
@@ -156,13 +171,18 @@ impl Compactor {
             }
         };
 
-        let compaction = if due_tokens < usable {
+        let compaction = if phases == Phases::PruneOnly {
+            CompactionOutcome::PruneOnly
+        } else if due_tokens < usable {
             CompactionOutcome::NotDue
-        } else if automatic && state.consecutive_failures >= self.max_failures {
+        } else if phases == (Phases::Both { automatic: true })
+            && state.consecutive_failures >= self.max_failures
+        {
             CompactionOutcome::CircuitOpen {
                 consecutive_failures: state.consecutive_failures,
             }
         } else {
+            let automatic = phases == Phases::Both { automatic: true };
             let (outcome, compacted) = self.summarize(&conversation, state, automatic).await?;
             if let Some(compacted) = compacted {
                 conversation = compacted;
@@ -271,6 +291,14 @@ impl Compactor {
         };
         Ok((outcome, Some(compacted)))
     }
+}
+
+/// Which phases a call runs; automatic compaction (a harness's request) adds the continuation
+/// message and counts failures for the circuit breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phases {
+    PruneOnly,
+    Both { automatic: bool },
 }
 
 /// What the head holds that must outlive the summary, verbatim: the calls and outputs of

@@ -8,6 +8,8 @@ use crate::usage::Measure;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum CompactionOutcome {
+    /// Only phase 1 was asked for.
+    PruneOnly,
     /// After pruning the conversation is under the threshold.
     NotDue,
     /// Due, but the tail is everything after the pinned messages: there is no head.

@@ -49,6 +49,11 @@ fn the_layers_merge_later_wins_and_every_value_says_where_it_came_from() {
             ("CONDENSE_PRUNE_PROTECT_TOKENS".into(), "30000".into()),
             ("CONDENSE_LLM_URL".into(), "not a setting".into()),
         ],
+        flags: vec![(
+            "--max-output-tokens".into(),
+            "model.max_output_tokens".into(),
+            "8192".into(),
+        )],
     };
     let config = Config::load(&sources).unwrap();
     assert_eq!(config.context_window(), 64_000);

@@ -20,6 +20,8 @@ pub enum Source {
     Project(PathBuf),
     Explicit(PathBuf),
     Env(String),
+    /// A command-line flag.
+    Flag(String),
 }
 
 impl Source {
@@ -30,6 +32,7 @@ impl Source {
             Source::Project(path) => format!("project {}", path.display()),
             Source::Explicit(path) => format!("--config {}", path.display()),
             Source::Env(variable) => format!("environment {variable}"),
+            Source::Flag(flag) => format!("flag {flag}"),
         }
     }
 
@@ -39,7 +42,7 @@ impl Source {
             Source::User(path) | Source::Project(path) | Source::Explicit(path) => {
                 path.display().to_string()
             }
-            Source::Env(variable) => variable.clone(),
+            Source::Env(variable) | Source::Flag(variable) => variable.clone(),
         }
     }
 }

@@ -35,6 +35,9 @@ pub struct Sources {
     pub explicit: Option<PathBuf>,
     /// `(name, value)` pairs; only `CONDENSE_*` ones are read.
     pub env: Vec<(String, String)>,
+    /// Command-line settings, the last layer: `(flag, key, value)`, such as
+    /// `("--context-window", "model.context_window", "32000")`.
+    pub flags: Vec<(String, String, String)>,
 }
 
 impl Sources {
@@ -61,6 +64,7 @@ impl Sources {
             project,
             explicit,
             env,
+            flags: Vec::new(),
         }
     }
 }
@@ -96,6 +100,7 @@ impl Config {
             }
         }
         layers.push(env_layer(&sources.env)?);
+        layers.push(flag_layer(&sources.flags)?);
 
         let mut config = Config {
             values: BTreeMap::new(),
@@ -375,6 +380,55 @@ impl Config {
     }
 }
 
+/// Flags, as `(flag, key, value)`.
+fn flag_layer(flags: &[(String, String, String)]) -> Result<layer::Layer, ConfigError> {
+    let mut out = layer::Layer::default();
+    for (flag, key, raw) in flags {
+        let origin = Origin {
+            source: Source::Flag(flag.clone()),
+            line: None,
+            column: None,
+        };
+        let kind = schema::kind_of(key).ok_or_else(|| ConfigError::UnknownKey {
+            at: flag.clone(),
+            key: key.clone(),
+            hint: String::new(),
+        })?;
+        let value = parse_setting(kind, raw).ok_or_else(|| ConfigError::WrongType {
+            at: flag.clone(),
+            key: key.clone(),
+            expected: kind.name(),
+            found: format!("`{raw}`"),
+        })?;
+        // A repeated list flag (--protect a --protect b) adds up.
+        let value = match (out.values.remove(key), value) {
+            (Some((Setting::List(mut before), _)), Setting::List(more)) => {
+                before.extend(more);
+                Setting::List(before)
+            }
+            (_, value) => value,
+        };
+        out.values.insert(key.clone(), (value, origin));
+    }
+    Ok(out)
+}
+
+fn parse_setting(kind: schema::Kind, raw: &str) -> Option<Setting> {
+    match kind {
+        schema::Kind::Int => raw.trim().replace('_', "").parse().ok().map(Setting::Int),
+        schema::Kind::Float => raw.trim().parse().ok().map(Setting::Float),
+        schema::Kind::Bool => raw.trim().parse().ok().map(Setting::Bool),
+        schema::Kind::Str => Some(Setting::Str(raw.to_owned())),
+        schema::Kind::List => Some(Setting::List(
+            raw.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        )),
+    }
+}
+
 /// `CONDENSE_PRUNE_PROTECT_TOKENS=30000` is `prune.protect_tokens = 30000`.
 fn env_layer(env: &[(String, String)]) -> Result<layer::Layer, ConfigError> {
     let mut out = layer::Layer::default();
@@ -409,20 +463,7 @@ fn env_layer(env: &[(String, String)]) -> Result<layer::Layer, ConfigError> {
                 hint: error::hint(&key, &known),
             });
         };
-        let value = match kind {
-            schema::Kind::Int => raw.trim().replace('_', "").parse().ok().map(Setting::Int),
-            schema::Kind::Float => raw.trim().parse().ok().map(Setting::Float),
-            schema::Kind::Bool => raw.trim().parse().ok().map(Setting::Bool),
-            schema::Kind::Str => Some(Setting::Str(raw.clone())),
-            schema::Kind::List => Some(Setting::List(
-                raw.split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
-            )),
-        };
-        let value = value.ok_or_else(|| ConfigError::WrongType {
+        let value = parse_setting(kind, raw).ok_or_else(|| ConfigError::WrongType {
             at: name.clone(),
             key: full.clone(),
             expected: kind.name(),

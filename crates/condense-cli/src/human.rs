@@ -1,0 +1,148 @@
+//! The short report on stderr, and the small formatting helpers the tables use.
+
+use condense_formats::Format;
+use condense_host::{CompactReport, CompactionOutcome, Config, Measure};
+
+use crate::Verbosity;
+
+pub fn report(
+    input: &str,
+    format: Format,
+    config: &Config,
+    report: &CompactReport,
+    verbosity: Verbosity,
+) -> String {
+    let mut out = String::new();
+    let measured = match report.measured {
+        Measure::Tokenizer { tokens } => format!("{} tokens", thousands(tokens)),
+        Measure::ProviderUsage {
+            tokens, reported, ..
+        } => {
+            format!(
+                "{} tokens (the provider reported {}; condense counts {})",
+                thousands(tokens),
+                thousands(reported),
+                thousands(report.tokens_before)
+            )
+        }
+    };
+    out.push_str(&format!(
+        "{input} ({format}): {measured}; window {}, compaction due at {}\n",
+        thousands(config.context_window()),
+        thousands(report.usable)
+    ));
+    let prune = &report.prune;
+    out.push_str(&format!(
+        "  prune:   {} of {} tool outputs replaced, {} tokens freed -> {} tokens\n",
+        prune.replaced(),
+        prune.outputs.len(),
+        thousands(prune.tokens_freed),
+        thousands(report.tokens_after_prune)
+    ));
+    let compact = match &report.compaction {
+        CompactionOutcome::PruneOnly => None,
+        CompactionOutcome::NotDue => {
+            Some("not needed: under the threshold after pruning".to_owned())
+        }
+        CompactionOutcome::NothingToCompact => {
+            Some("nothing to summarize: the recent turns are all there is".to_owned())
+        }
+        CompactionOutcome::CircuitOpen {
+            consecutive_failures,
+        } => Some(format!(
+            "stopped after {consecutive_failures} failures in a row"
+        )),
+        CompactionOutcome::Failed {
+            summarizer, error, ..
+        } => Some(format!("{summarizer} failed: {error}")),
+        CompactionOutcome::Summarized {
+            summarizer,
+            split,
+            carried_messages,
+            summary_tokens,
+            missing_sections,
+        } => {
+            let mut line = format!(
+                "messages {}..{} summarized by {summarizer} ({} tokens -> a {}-token summary); {} kept",
+                split.pinned,
+                split.tail_start,
+                thousands(split.head_tokens),
+                thousands(*summary_tokens),
+                report_kept(split.tail_start, *carried_messages)
+            );
+            if !missing_sections.is_empty() {
+                line.push_str(&format!(
+                    "; missing sections: {}",
+                    missing_sections.join(", ")
+                ));
+            }
+            Some(line)
+        }
+    };
+    if let Some(compact) = compact {
+        out.push_str(&format!("  compact: {compact}\n"));
+    }
+    let verdict = if report.under_threshold {
+        "under the threshold".to_owned()
+    } else {
+        report.note.clone().unwrap_or_default()
+    };
+    out.push_str(&format!(
+        "  result:  {} tokens, {verdict}\n",
+        thousands(report.tokens_after)
+    ));
+    if verbosity == Verbosity::Verbose {
+        out.push_str(&format!("{}", report.prune));
+    }
+    out
+}
+
+fn report_kept(tail_start: usize, carried: usize) -> String {
+    if carried == 0 {
+        format!("the tail from message {tail_start}")
+    } else {
+        format!("the tail from message {tail_start} and {carried} carried message(s)")
+    }
+}
+
+/// A bar of the context used against the window.
+pub fn bar(tokens: usize, window: usize, usable: usize) -> String {
+    const WIDTH: usize = 50;
+    let share = |n: usize| (n.min(window) * WIDTH).checked_div(window).unwrap_or(0);
+    let filled = share(tokens);
+    let mark = share(usable).min(WIDTH - 1);
+    let cells: String = (0..WIDTH)
+        .map(|cell| match (cell < filled, cell == mark) {
+            (_, true) => '|',
+            (true, false) => '#',
+            (false, false) => '.',
+        })
+        .collect();
+    let percent = (tokens * 100).checked_div(window).unwrap_or(0);
+    format!(
+        "[{cells}] {} / {} tokens ({percent}%); | marks where compaction is due ({})",
+        thousands(tokens),
+        thousands(window),
+        thousands(usable)
+    )
+}
+
+pub fn thousands(value: usize) -> String {
+    let digits = value.to_string();
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+pub fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
+    format!("{kept}…")
+}

@@ -1,0 +1,449 @@
+//! Every command run as a process, on recorded sessions, with snapshots of what it prints.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn transcripts() -> PathBuf {
+    condense_core::testing::transcripts_dir()
+        .canonicalize()
+        .unwrap()
+}
+
+fn example() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/claude-code-d7d349f9.jsonl")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Runs `condense` in `dir` with a clean environment: no user configuration, no CONDENSE_*
+/// settings from the machine.
+fn condense(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_condense"))
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join("no-config"))
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8], dir: &Path) -> String {
+    String::from_utf8_lossy(bytes)
+        .replace(&dir.display().to_string(), "<tmp>")
+        .replace(&transcripts().display().to_string(), "<transcripts>")
+        .replace(
+            &example().parent().unwrap().display().to_string(),
+            "<examples>",
+        )
+}
+
+#[test]
+fn compact_then_count_is_under_the_threshold_and_compacting_again_does_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = example();
+    let out = condense(
+        dir.path(),
+        &[
+            "compact",
+            example.to_str().unwrap(),
+            "--context-window",
+            "32000",
+            "--max-output-tokens",
+            "4096",
+            "-o",
+            "compacted.jsonl",
+            "--report",
+            "report.json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
+    insta::assert_snapshot!("compact_example", text(&out.stderr, dir.path()));
+    assert!(out.stdout.is_empty());
+
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
+    let usable = report["usable"].as_u64().unwrap();
+    let counted = condense(dir.path(), &["count", "compacted.jsonl", "--json"]);
+    assert!(counted.status.success());
+    let counts: Value = serde_json::from_slice(&counted.stdout).unwrap();
+    assert!(counts["total"].as_u64().unwrap() < usable, "{counts}");
+
+    let again = condense(
+        dir.path(),
+        &[
+            "compact",
+            "compacted.jsonl",
+            "--context-window",
+            "32000",
+            "--max-output-tokens",
+            "4096",
+            "-o",
+            "again.jsonl",
+        ],
+    );
+    assert!(again.status.success());
+    let said = text(&again.stderr, dir.path());
+    assert!(
+        said.contains("compact: not needed") && said.contains("0 tokens freed"),
+        "{said}"
+    );
+}
+
+/// The compacted main thread is a Claude Code session: every line has a uuid whose parent is an
+/// earlier line (or none), and sidechains and metadata lines are all still there.
+#[test]
+fn a_compacted_claude_code_session_is_still_a_claude_code_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = transcripts().join("claude-code/5f8cbb78-38d3-47e9-9504-baa93bb166c9.jsonl");
+    let out = condense(
+        dir.path(),
+        &[
+            "compact",
+            source.to_str().unwrap(),
+            "--context-window",
+            "32000",
+            "--max-output-tokens",
+            "4096",
+            "-o",
+            "out.jsonl",
+            "-q",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
+    assert!(out.stderr.is_empty(), "-q prints nothing");
+    let lines = |path: &Path| -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let before = lines(&source);
+    let after = lines(&dir.path().join("out.jsonl"));
+    let side = |lines: &[Value]| {
+        lines
+            .iter()
+            .filter(|l| {
+                l["isSidechain"] == Value::Bool(true)
+                    || !matches!(l["type"].as_str(), Some("user" | "assistant"))
+            })
+            .count()
+    };
+    assert_eq!(side(&after), side(&before));
+    assert!(after.len() < before.len());
+    let mut seen = std::collections::HashSet::new();
+    for line in after.iter().filter(|l| {
+        l["isSidechain"] != Value::Bool(true)
+            && matches!(l["type"].as_str(), Some("user" | "assistant"))
+    }) {
+        let uuid = line["uuid"].as_str().expect("every main line has a uuid");
+        match &line["parentUuid"] {
+            Value::Null => assert!(seen.is_empty(), "only the first line has no parent"),
+            Value::String(parent) => assert!(
+                seen.contains(parent.as_str()),
+                "{uuid}: parent {parent} is not an earlier line"
+            ),
+            other => panic!("{other}"),
+        }
+        seen.insert(uuid.to_owned());
+        assert!(line["message"]["content"].is_string() || line["message"]["content"].is_array());
+    }
+    assert!(
+        after
+            .iter()
+            .any(|l| l["isCompactSummary"] == Value::Bool(true))
+    );
+}
+
+#[test]
+fn prune_stores_originals_that_recall_gives_back() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("condense.toml"),
+        "[prune]\nprotect_tokens = 0\nminimum_tokens = 0\n",
+    )
+    .unwrap();
+    let source = transcripts().join("anthropic/claude-code-5f8cbb78.json");
+    let out = condense(
+        dir.path(),
+        &[
+            "prune",
+            source.to_str().unwrap(),
+            "--store",
+            "originals",
+            "-o",
+            "pruned.json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
+    insta::assert_snapshot!("prune_anthropic_5f8cbb78", text(&out.stderr, dir.path()));
+
+    let results = |path: &Path| -> Vec<Value> {
+        let body: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["content"].as_array())
+            .flatten()
+            .filter(|block| block["type"] == "tool_result")
+            .cloned()
+            .collect()
+    };
+    let mut recalled = 0;
+    for (before, after) in results(&source)
+        .iter()
+        .zip(results(&dir.path().join("pruned.json")))
+    {
+        let Some(placeholder) = after["content"]
+            .as_str()
+            .filter(|c| c.starts_with("[condense:"))
+        else {
+            continue;
+        };
+        // Outputs that were lists of blocks are stored as JSON; the text ones are checked here.
+        let Some(original) = before["content"].as_str() else {
+            continue;
+        };
+        let handle = placeholder
+            .rsplit("condense recall ")
+            .next()
+            .unwrap()
+            .trim_end_matches(']');
+        let back = condense(dir.path(), &["recall", handle, "--store", "originals"]);
+        assert!(back.status.success(), "{}", text(&back.stderr, dir.path()));
+        assert_eq!(String::from_utf8(back.stdout).unwrap(), original);
+        recalled += 1;
+    }
+    assert!(recalled > 10, "only {recalled} outputs were pruned");
+}
+
+#[test]
+fn count_and_inspect_print_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = transcripts().join("openai/swe-agent-marshmallow-1867.json");
+    let out = condense(dir.path(), &["count", source.to_str().unwrap()]);
+    assert!(out.status.success());
+    insta::assert_snapshot!("count_swe_agent", text(&out.stdout, dir.path()));
+    let json = condense(dir.path(), &["count", source.to_str().unwrap(), "--json"]);
+    insta::assert_snapshot!("count_swe_agent_json", text(&json.stdout, dir.path()));
+
+    let small = transcripts().join("claude-code/9cc4a4b0-cba8-4e56-b79f-80b730735150.jsonl");
+    let out = condense(
+        dir.path(),
+        &[
+            "inspect",
+            small.to_str().unwrap(),
+            "--context-window",
+            "3000",
+            "--max-output-tokens",
+            "500",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
+    insta::assert_snapshot!("inspect_9cc4a4b0", text(&out.stdout, dir.path()));
+}
+
+#[test]
+fn config_plugins_and_templates_are_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(".condense.toml"),
+        "[model]\ncontext_window = 64000\n",
+    )
+    .unwrap();
+    let show = condense(dir.path(), &["config", "show", "--protect", "memory_store"]);
+    assert!(show.status.success());
+    insta::assert_snapshot!("config_show", text(&show.stdout, dir.path()));
+    let check = condense(dir.path(), &["config", "check"]);
+    assert_eq!(
+        text(&check.stdout, dir.path()),
+        "the configuration is valid (0 plugin(s) loaded)\n"
+    );
+    let path = condense(dir.path(), &["config", "path"]);
+    insta::assert_snapshot!("config_path", text(&path.stdout, dir.path()));
+    let plugins = condense(dir.path(), &["plugins", "list"]);
+    assert_eq!(text(&plugins.stdout, dir.path()), "no plugins configured\n");
+    let list = condense(dir.path(), &["template", "list"]);
+    insta::assert_snapshot!("template_list", text(&list.stdout, dir.path()));
+    let shown = condense(dir.path(), &["template", "show", "structured"]);
+    assert!(
+        String::from_utf8(shown.stdout)
+            .unwrap()
+            .contains("## Relevant files / directories")
+    );
+}
+
+#[test]
+fn every_command_has_help_with_an_example() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in [
+        &["--help"][..],
+        &["compact", "--help"],
+        &["prune", "--help"],
+        &["count", "--help"],
+        &["inspect", "--help"],
+        &["recall", "--help"],
+        &["config", "--help"],
+        &["plugins", "--help"],
+        &["template", "--help"],
+    ] {
+        let out = condense(dir.path(), command);
+        assert!(out.status.success(), "{command:?}");
+        assert!(
+            String::from_utf8(out.stdout).unwrap().contains("Example:"),
+            "{command:?} has no example"
+        );
+    }
+}
+
+/// Bad input: one line on stderr, the right exit status, and no output file left behind.
+#[test]
+fn bad_input_is_one_line_and_the_right_status() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("empty.json"), "").unwrap();
+    std::fs::write(
+        dir.path().join("garbage.bin"),
+        (0u8..=255).cycle().take(3000).collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("truncated.json"),
+        "[{\"role\": \"user\", \"content\": \"hi\"",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("bad.toml"), "[model]\ncontext_windw = 5\n").unwrap();
+    std::fs::create_dir(dir.path().join("a-directory")).unwrap();
+    let cases: [(&[&str], i32, &str); 7] = [
+        (
+            &["compact", "missing.json", "-o", "out.json"],
+            1,
+            "condense: missing.json: cannot read: No such file or directory (os error 2)",
+        ),
+        (
+            &["compact", "a-directory", "-o", "out.json"],
+            1,
+            "condense: a-directory: is a directory, not a session file",
+        ),
+        (
+            &["compact", "empty.json", "-o", "out.json"],
+            1,
+            "condense: empty.json: the input is empty",
+        ),
+        (
+            &["compact", "garbage.bin", "-o", "out.json"],
+            1,
+            "condense: garbage.bin: the input is not valid UTF-8 (line 2, byte 128)",
+        ),
+        (
+            &["compact", "truncated.json", "-o", "out.json"],
+            1,
+            "condense: truncated.json: invalid JSON at line 1, column 33: EOF while parsing an object",
+        ),
+        (
+            &[
+                "compact",
+                "truncated.json",
+                "--format",
+                "yaml",
+                "-o",
+                "out.json",
+            ],
+            2,
+            "condense: invalid value 'yaml' for '--format <FORMAT>': unknown format `yaml` (expected openai, anthropic or claude-code) (see condense --help)",
+        ),
+        (
+            &[
+                "compact",
+                "truncated.json",
+                "--config",
+                "bad.toml",
+                "-o",
+                "out.json",
+            ],
+            1,
+            "condense: bad.toml:2:1: unknown key `model.context_windw` (did you mean `context_window`?)",
+        ),
+    ];
+    for (args, status, message) in cases {
+        let out = condense(dir.path(), args);
+        assert_eq!(out.status.code(), Some(status), "{args:?}");
+        let said = text(&out.stderr, dir.path());
+        assert_eq!(said.lines().count(), 1, "{args:?}: {said}");
+        assert_eq!(said.trim_end(), message, "{args:?}");
+        assert!(
+            !dir.path().join("out.json").exists(),
+            "{args:?} left an output file"
+        );
+    }
+}
+
+#[test]
+fn the_input_is_never_overwritten_unless_asked_and_then_backed_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = transcripts().join("openai/swe-agent-marshmallow-1867.json");
+    std::fs::copy(&source, dir.path().join("session.json")).unwrap();
+    let out = condense(
+        dir.path(),
+        &["compact", "session.json", "-o", "session.json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr, dir.path()).contains("refusing to overwrite the input; use --in-place")
+    );
+
+    let out = condense(
+        dir.path(),
+        &[
+            "prune",
+            "session.json",
+            "--in-place",
+            "-q",
+            "--store",
+            "originals",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
+    assert_eq!(
+        std::fs::read(dir.path().join("session.json.bak")).unwrap(),
+        std::fs::read(&source).unwrap()
+    );
+    let leftovers: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("condense-tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn stdin_in_and_stdout_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let source =
+        std::fs::read(transcripts().join("openai/swe-agent-marshmallow-1867.json")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_condense"))
+        .args(["compact", "-", "-q", "--store", "originals"])
+        .current_dir(dir.path())
+        .env_clear()
+        .env("HOME", dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&source).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let written: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let original: Value = serde_json::from_slice(&source).unwrap();
+    assert_eq!(
+        written, original,
+        "under the threshold: the same session comes back"
+    );
+}
