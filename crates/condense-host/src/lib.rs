@@ -28,3 +28,8 @@ pub use plugins::{LoadedPlugin, PluginError};
 pub use report::{CompactReport, CompactionOutcome};
 pub use state::{ReportedUsage, SessionState, StateError};
 pub use usage::Measure;
+
+/// The README's Rust examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+mod readme {}
