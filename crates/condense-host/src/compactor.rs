@@ -394,8 +394,8 @@ fn summarizer_for(
     counter: Arc<dyn TokenCounter>,
 ) -> Result<Box<dyn Summarizer>, HostError> {
     Ok(match config.summarizer_kind() {
-        "openai" => Box::new(OpenAi::new(RemoteWith::counter(config, counter))?),
-        "anthropic" => Box::new(Anthropic::new(RemoteWith::counter(config, counter))?),
+        "openai" => Box::new(OpenAi::new(remote_settings(config, counter))?),
+        "anthropic" => Box::new(Anthropic::new(remote_settings(config, counter))?),
         _ => {
             let mut settings = config.extractive_settings();
             settings.counter = counter;
@@ -404,17 +404,14 @@ fn summarizer_for(
     })
 }
 
-struct RemoteWith;
-
-impl RemoteWith {
-    fn counter(
-        config: &Config,
-        counter: Arc<dyn TokenCounter>,
-    ) -> condense_summarize::RemoteSettings {
-        let mut settings = config.remote_settings();
-        settings.counter = counter;
-        settings
-    }
+/// The configured remote settings, sizing chunks with the pipeline's own (warm) counter.
+fn remote_settings(
+    config: &Config,
+    counter: Arc<dyn TokenCounter>,
+) -> condense_summarize::RemoteSettings {
+    let mut settings = config.remote_settings();
+    settings.counter = counter;
+    settings
 }
 
 /// `YYYY-MM-DD` of a time in milliseconds since the epoch (UTC), for the prompt's `date`.

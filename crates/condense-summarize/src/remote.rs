@@ -217,6 +217,26 @@ impl Http {
     }
 }
 
+impl Http {
+    /// The head as text turns, in as many chunks as the model's window needs.
+    async fn summarize(
+        &self,
+        model: &dyn Complete,
+        head: &[Message],
+        prompt: &str,
+    ) -> Result<String, SummarizeError> {
+        let turns = flatten(head, self.settings.tool_output_chars);
+        chunked::summarize(
+            model,
+            self.settings.counter.as_ref(),
+            turns,
+            prompt,
+            self.settings.room(),
+        )
+        .await
+    }
+}
+
 /// Whether a refusal says the request is larger than the model's window, in the words of OpenAI
 /// (`context_length_exceeded`), Anthropic ("prompt is too long"), llama.cpp, vLLM and Ollama.
 fn is_context_error(body: &str) -> bool {
@@ -317,16 +337,7 @@ impl Summarizer for OpenAi {
     }
 
     async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError> {
-        let settings = &self.http.settings;
-        let turns = flatten(head, settings.tool_output_chars);
-        chunked::summarize(
-            self,
-            settings.counter.as_ref(),
-            turns,
-            prompt,
-            settings.room(),
-        )
-        .await
+        self.http.summarize(self, head, prompt).await
     }
 }
 
@@ -389,15 +400,6 @@ impl Summarizer for Anthropic {
     }
 
     async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError> {
-        let settings = &self.http.settings;
-        let turns = flatten(head, settings.tool_output_chars);
-        chunked::summarize(
-            self,
-            settings.counter.as_ref(),
-            turns,
-            prompt,
-            settings.room(),
-        )
-        .await
+        self.http.summarize(self, head, prompt).await
     }
 }

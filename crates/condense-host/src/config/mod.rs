@@ -394,12 +394,7 @@ fn flag_layer(flags: &[(String, String, String)]) -> Result<layer::Layer, Config
             key: key.clone(),
             hint: String::new(),
         })?;
-        let value = parse_setting(kind, raw).ok_or_else(|| ConfigError::WrongType {
-            at: flag.clone(),
-            key: key.clone(),
-            expected: kind.name(),
-            found: format!("`{raw}`"),
-        })?;
+        let value = parse_setting(kind, raw, flag, key)?;
         // A repeated list flag (--protect a --protect b) adds up.
         let value = match (out.values.remove(key), value) {
             (Some((Setting::List(mut before), _)), Setting::List(more)) => {
@@ -413,8 +408,14 @@ fn flag_layer(flags: &[(String, String, String)]) -> Result<layer::Layer, Config
     Ok(out)
 }
 
-fn parse_setting(kind: schema::Kind, raw: &str) -> Option<Setting> {
-    match kind {
+/// A flag's or a variable's text as a value of `kind`; `at` names where it came from.
+fn parse_setting(
+    kind: schema::Kind,
+    raw: &str,
+    at: &str,
+    key: &str,
+) -> Result<Setting, ConfigError> {
+    let value = match kind {
         schema::Kind::Int => raw.trim().replace('_', "").parse().ok().map(Setting::Int),
         schema::Kind::Float => raw.trim().parse().ok().map(Setting::Float),
         schema::Kind::Bool => raw.trim().parse().ok().map(Setting::Bool),
@@ -426,7 +427,13 @@ fn parse_setting(kind: schema::Kind, raw: &str) -> Option<Setting> {
                 .map(str::to_owned)
                 .collect(),
         )),
-    }
+    };
+    value.ok_or_else(|| ConfigError::WrongType {
+        at: at.to_owned(),
+        key: key.to_owned(),
+        expected: kind.name(),
+        found: format!("`{raw}`"),
+    })
 }
 
 /// `CONDENSE_PRUNE_PROTECT_TOKENS=30000` is `prune.protect_tokens = 30000`.
@@ -463,12 +470,7 @@ fn env_layer(env: &[(String, String)]) -> Result<layer::Layer, ConfigError> {
                 hint: error::hint(&key, &known),
             });
         };
-        let value = parse_setting(kind, raw).ok_or_else(|| ConfigError::WrongType {
-            at: name.clone(),
-            key: full.clone(),
-            expected: kind.name(),
-            found: format!("`{raw}`"),
-        })?;
+        let value = parse_setting(kind, raw, name, &full)?;
         out.values.insert(full, (value, origin));
     }
     Ok(out)
