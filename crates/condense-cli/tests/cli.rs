@@ -280,6 +280,76 @@ fn config_plugins_and_templates_are_shown() {
     );
 }
 
+/// Builds the memory-store plugin the way the host's plugin tests do, into a target directory
+/// of its own, and copies it to a name of its own.
+fn memory_store_plugin() -> PathBuf {
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap();
+    let target = workspace.join("target/plugin-tests");
+    let status = Command::new(env!("CARGO"))
+        .current_dir(&workspace)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "condense-plugin-memory-store",
+            "--target-dir",
+        ])
+        .arg(&target)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let name = |stem: &str| {
+        format!(
+            "{}{stem}{}",
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        )
+    };
+    let copy = target.join(name("memory_store_cli"));
+    let staging = copy.with_extension("tmp");
+    std::fs::copy(
+        target
+            .join("debug")
+            .join(name("condense_plugin_memory_store")),
+        &staging,
+    )
+    .unwrap();
+    std::fs::rename(&staging, &copy).unwrap();
+    copy
+}
+
+#[test]
+fn plugins_list_shows_what_each_plugin_brings() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = memory_store_plugin();
+    std::fs::write(
+        dir.path().join("condense.toml"),
+        format!("[[plugins]]\npath = {}\n[plugins.config]\ntools = [\"memory_delete\"]\n\n[[plugins]]\npath = \"libmissing.so\"\nrequired = false\n", serde_json::Value::String(plugin.display().to_string())),
+    )
+    .unwrap();
+    let out = condense(dir.path(), &["plugins", "list"]);
+    assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
+    let listed = text(&out.stdout, dir.path()).replace(&plugin.display().to_string(), "<plugin>");
+    assert_eq!(
+        listed,
+        "memory-store 0.1.0  <plugin>\n  protected tools: memory_store, memory_recall, memory_delete\n  template: no\n"
+    );
+    assert_eq!(
+        text(&out.stderr, dir.path()),
+        "condense: warning: skipping an optional plugin: libmissing.so: no such plugin file\n"
+    );
+
+    let show = condense(dir.path(), &["config", "show"]);
+    let shown = text(&show.stdout, dir.path());
+    assert!(
+        shown.contains("[[plugins]]  # project <tmp>/condense.toml"),
+        "{shown}"
+    );
+}
+
 #[test]
 fn every_command_has_help_with_an_example() {
     let dir = tempfile::tempdir().unwrap();
