@@ -517,3 +517,35 @@ fn stdin_in_and_stdout_out() {
         "under the threshold: the same session comes back"
     );
 }
+
+/// An Anthropic request compacted is still a valid request: the system prompt stays `system`,
+/// the summary is the first (user) message, and the roles alternate from there.
+#[test]
+fn a_compacted_anthropic_request_starts_with_the_summary_as_a_user_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = transcripts().join("anthropic/claude-code-5f8cbb78.json");
+    let out = condense(
+        dir.path(),
+        &[
+            "compact",
+            source.to_str().unwrap(),
+            "--context-window",
+            "32000",
+            "--max-output-tokens",
+            "4096",
+            "-q",
+            "-o",
+            "out.json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
+    let before: Value = serde_json::from_slice(&std::fs::read(&source).unwrap()).unwrap();
+    let after: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("out.json")).unwrap()).unwrap();
+    assert_eq!(after["system"], before["system"]);
+    let messages = after["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "user");
+    let first = messages[0]["content"].to_string();
+    assert!(first.contains("<prior-conversation-summary>"), "{first}");
+    assert!(messages.len() < before["messages"].as_array().unwrap().len());
+}

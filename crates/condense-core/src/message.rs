@@ -94,10 +94,12 @@ impl Message {
     }
 
     /// A user turn is a User message with something a person wrote in it. Tool results are never
-    /// user turns, whatever the wire format put them in, and neither is generated text.
+    /// user turns, whatever the wire format put them in, and neither is generated text nor an
+    /// earlier compaction's summary (which formats without a place for it carry as user text).
     pub fn is_user_turn(&self) -> bool {
         self.role == Role::User
             && !self.generated
+            && !self.is_compaction_summary()
             && self
                 .parts
                 .iter()
@@ -166,5 +168,10 @@ mod tests {
         assert!(!Message::text(Role::Assistant, "done").is_user_turn());
         assert!(!Message::text(Role::System, "be brief").is_user_turn());
         assert!(Message::text(Role::User, "fix the bug").is_user_turn());
+        let summary = Message::text(
+            Role::User,
+            "<prior-conversation-summary>\n## Goal\n</prior-conversation-summary>",
+        );
+        assert!(!summary.is_user_turn());
     }
 }
