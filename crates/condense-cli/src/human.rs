@@ -1,5 +1,6 @@
 //! The short report on stderr, and the small formatting helpers the tables use.
 
+pub use condense_core::display::thousands;
 use condense_formats::Format;
 use condense_host::{CompactReport, CompactionOutcome, Config, Measure};
 
@@ -125,18 +126,6 @@ pub fn bar(tokens: usize, window: usize, usable: usize) -> String {
         thousands(window),
         thousands(usable)
     )
-}
-
-pub fn thousands(value: usize) -> String {
-    let digits = value.to_string();
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }
 
 pub fn cut(text: &str, width: usize) -> String {

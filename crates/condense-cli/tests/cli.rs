@@ -33,6 +33,21 @@ fn condense(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `condense compact INPUT` for a model with a 32,000-token window and 4,096 tokens of reply,
+/// followed by `extra`.
+fn compact_for_32k(dir: &Path, input: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "compact",
+        input,
+        "--context-window",
+        "32000",
+        "--max-output-tokens",
+        "4096",
+    ];
+    args.extend_from_slice(extra);
+    condense(dir, &args)
+}
+
 fn text(bytes: &[u8], dir: &Path) -> String {
     String::from_utf8_lossy(bytes)
         .replace(&dir.display().to_string(), "<tmp>")
@@ -47,20 +62,10 @@ fn text(bytes: &[u8], dir: &Path) -> String {
 fn compact_then_count_is_under_the_threshold_and_compacting_again_does_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let example = example();
-    let out = condense(
+    let out = compact_for_32k(
         dir.path(),
-        &[
-            "compact",
-            example.to_str().unwrap(),
-            "--context-window",
-            "32000",
-            "--max-output-tokens",
-            "4096",
-            "-o",
-            "compacted.jsonl",
-            "--report",
-            "report.json",
-        ],
+        example.to_str().unwrap(),
+        &["-o", "compacted.jsonl", "--report", "report.json"],
     );
     assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
     insta::assert_snapshot!("compact_example", text(&out.stderr, dir.path()));
@@ -74,19 +79,7 @@ fn compact_then_count_is_under_the_threshold_and_compacting_again_does_nothing()
     let counts: Value = serde_json::from_slice(&counted.stdout).unwrap();
     assert!(counts["total"].as_u64().unwrap() < usable, "{counts}");
 
-    let again = condense(
-        dir.path(),
-        &[
-            "compact",
-            "compacted.jsonl",
-            "--context-window",
-            "32000",
-            "--max-output-tokens",
-            "4096",
-            "-o",
-            "again.jsonl",
-        ],
-    );
+    let again = compact_for_32k(dir.path(), "compacted.jsonl", &["-o", "again.jsonl"]);
     assert!(again.status.success());
     let said = text(&again.stderr, dir.path());
     assert!(
@@ -101,19 +94,10 @@ fn compact_then_count_is_under_the_threshold_and_compacting_again_does_nothing()
 fn a_compacted_claude_code_session_is_still_a_claude_code_session() {
     let dir = tempfile::tempdir().unwrap();
     let source = transcripts().join("claude-code/5f8cbb78-38d3-47e9-9504-baa93bb166c9.jsonl");
-    let out = condense(
+    let out = compact_for_32k(
         dir.path(),
-        &[
-            "compact",
-            source.to_str().unwrap(),
-            "--context-window",
-            "32000",
-            "--max-output-tokens",
-            "4096",
-            "-o",
-            "out.jsonl",
-            "-q",
-        ],
+        source.to_str().unwrap(),
+        &["-o", "out.jsonl", "-q"],
     );
     assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
     assert!(out.stderr.is_empty(), "-q prints nothing");
@@ -524,19 +508,10 @@ fn stdin_in_and_stdout_out() {
 fn a_compacted_anthropic_request_starts_with_the_summary_as_a_user_message() {
     let dir = tempfile::tempdir().unwrap();
     let source = transcripts().join("anthropic/claude-code-5f8cbb78.json");
-    let out = condense(
+    let out = compact_for_32k(
         dir.path(),
-        &[
-            "compact",
-            source.to_str().unwrap(),
-            "--context-window",
-            "32000",
-            "--max-output-tokens",
-            "4096",
-            "-q",
-            "-o",
-            "out.json",
-        ],
+        source.to_str().unwrap(),
+        &["-q", "-o", "out.json"],
     );
     assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
     let before: Value = serde_json::from_slice(&std::fs::read(&source).unwrap()).unwrap();

@@ -7,6 +7,7 @@
 
 mod compacted;
 mod conversation;
+pub mod display;
 mod message;
 mod pairs;
 mod part;

@@ -2,8 +2,6 @@
 //! variables, checked when it is made so that a typo is a configuration error, not a placeholder
 //! that says `{tokns}` to the model forever.
 
-use std::fmt::Write as _;
-
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NoteError {
     #[error("unknown variable `{{{name}}}` in `{text}` (known: {known})")]
@@ -98,19 +96,6 @@ fn variables(text: &str) -> Result<Vec<&str>, NoteError> {
     Ok(names)
 }
 
-/// `12345` as `12,345`: placeholders are read by people too.
-pub(crate) fn thousands(value: usize) -> String {
-    let digits = value.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        let _ = out.write_char(digit);
-    }
-    out
-}
-
 /// The first `limit` bytes of `text` at most, cut after the last complete line when there is
 /// one, and never inside a UTF-8 character.
 pub(crate) fn preview(text: &str, limit: usize) -> &str {
@@ -151,14 +136,6 @@ mod tests {
             Note::new("oops {tool", &[]),
             Err(NoteError::Unclosed(_))
         ));
-    }
-
-    #[test]
-    fn numbers_get_thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1234567), "1,234,567");
     }
 
     #[test]

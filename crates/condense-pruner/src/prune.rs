@@ -5,7 +5,9 @@ use condense_core::{
 };
 use condense_tokenizer::TokenCounter;
 
-use crate::note::{preview, thousands};
+use condense_core::display::thousands;
+
+use crate::note::preview;
 use crate::{
     Clock, Decision, DecisionLog, OutputReport, PruneReport, PruneSettings, Reason, Store,
     StoreError, Thresholds, handle_of,

@@ -271,6 +271,14 @@ fn nonempty(url: &str, text: String) -> Result<String, SummarizeError> {
     }
 }
 
+/// Turns as `{"role", "content"}` objects: the shape both protocols take for plain text.
+fn chat_messages(turns: &[Turn]) -> Vec<Value> {
+    turns
+        .iter()
+        .map(|turn| json!({"role": role_name(turn.speaker), "content": turn.text}))
+        .collect()
+}
+
 fn role_name(speaker: Speaker) -> &'static str {
     match speaker {
         Speaker::User => "user",
@@ -301,10 +309,7 @@ impl Complete for OpenAi {
         if let Some(key) = settings.api_key()? {
             headers.push(("authorization", format!("Bearer {key}")));
         }
-        let messages: Vec<Value> = turns
-            .iter()
-            .map(|turn| json!({"role": role_name(turn.speaker), "content": turn.text}))
-            .collect();
+        let messages = chat_messages(&turns);
         let body = json!({
             "model": settings.model(),
             "messages": messages,
@@ -367,10 +372,7 @@ impl Complete for Anthropic {
         if let Some(key) = settings.api_key()? {
             headers.push(("x-api-key", key));
         }
-        let messages: Vec<Value> = turns
-            .iter()
-            .map(|turn| json!({"role": role_name(turn.speaker), "content": turn.text}))
-            .collect();
+        let messages = chat_messages(&turns);
         let body = json!({
             "model": settings.model(),
             "max_tokens": settings.max_summary_tokens,
