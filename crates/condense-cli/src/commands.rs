@@ -1,7 +1,6 @@
 //! What each subcommand does.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use condense_core::{Conversation, Part};
@@ -11,7 +10,7 @@ use condense_template::{BUILTIN, Template};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 use serde::Serialize;
 
-use crate::io::{Destination, label, read_session, write_atomic};
+use crate::io::{Plan, input_path, label, read_session, write_file};
 use crate::settings::{config, plugins};
 use crate::spinner::Spinner;
 use crate::{
@@ -40,10 +39,18 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 fn compact(args: RunArgs, verbosity: Verbosity, summarize: bool) -> Result<()> {
-    let destination = destination(&args)?;
+    // Every file the run touches is checked against the others before anything is read or
+    // written: a report or output naming the input must not cost the user their session.
+    let plan = Plan::new(
+        input_path(&args.input),
+        args.output.as_deref(),
+        args.in_place,
+        args.report.as_deref(),
+        args.dry_run,
+    )?;
     let config = config(&args.settings)?;
     let plugins = plugins(&config, verbosity)?;
-    let (format, conversation) = read_session(&args.input, args.format)?;
+    let session = read_session(&args.input, args.format)?;
     let store: Box<dyn Store> = if args.dry_run {
         Box::new(MemoryStore::new())
     } else {
@@ -58,6 +65,7 @@ fn compact(args: RunArgs, verbosity: Verbosity, summarize: bool) -> Result<()> {
             &format!("summarizing with {}", config.summarizer_kind()),
         );
         let runtime = runtime()?;
+        let conversation = session.conversation.clone();
         if summarize {
             runtime.block_on(compactor.compact(conversation))
         } else {
@@ -66,58 +74,39 @@ fn compact(args: RunArgs, verbosity: Verbosity, summarize: bool) -> Result<()> {
     }
     .with_context(|| label(&args.input))?;
 
+    if let CompactionOutcome::Failed {
+        summarizer, error, ..
+    } = &result.report.compaction
+        && !args.allow_over_threshold
+    {
+        bail!(
+            "{}: the {summarizer} summarizer failed, so nothing was written: {error} (--allow-over-threshold writes the pruned session anyway)",
+            label(&args.input)
+        );
+    }
     if verbosity != Verbosity::Quiet {
         eprint!(
             "{}",
             human::report(
                 &label(&args.input),
-                format,
+                session.format,
                 &config,
                 &result.report,
                 verbosity
             )
         );
     }
-    if let Some(path) = &args.report {
+    let bytes = session
+        .encode(&result.conversation)
+        .with_context(|| label(&args.input))?;
+    plan.destination.write(&bytes, &session.bytes)?;
+    // Last, so that a report on disk always describes a run that succeeded.
+    if let Some(path) = &plan.report {
         let json =
             serde_json::to_vec_pretty(&result.report).context("cannot serialise the report")?;
-        if !args.dry_run {
-            write_atomic(path, &json)?;
-        }
+        write_file(path, &json)?;
     }
-    if args.dry_run {
-        return Ok(());
-    }
-    let bytes = condense_formats::write(format, &result.conversation)
-        .with_context(|| label(&args.input))?;
-    destination.write(&bytes)
-}
-
-fn destination(args: &RunArgs) -> Result<Destination> {
-    let input = args.input.as_ref().filter(|path| path.as_os_str() != "-");
-    if args.in_place {
-        let Some(input) = input else {
-            bail!("--in-place needs a FILE, not stdin")
-        };
-        return Ok(Destination::InPlace(input.clone()));
-    }
-    match (&args.output, input) {
-        (Some(output), Some(input)) if same_file(output, input) => {
-            bail!(
-                "{}: refusing to overwrite the input; use --in-place (it keeps a backup)",
-                output.display()
-            )
-        }
-        (Some(output), _) => Ok(Destination::File(output.clone())),
-        (None, _) => Ok(Destination::Stdout),
-    }
-}
-
-fn same_file(a: &PathBuf, b: &PathBuf) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
-    }
+    Ok(())
 }
 
 #[derive(Serialize)]
@@ -161,32 +150,32 @@ fn counts(conversation: &Conversation, counter: &dyn TokenCounter) -> Counts {
 
 fn count(args: CountArgs) -> Result<()> {
     let config = config(&args.settings)?;
-    let (_, conversation) = read_session(&args.input, args.format)?;
+    let conversation = read_session(&args.input, args.format)?.conversation;
     let counter = Tiktoken::new(config.encoding());
     let counts = counts(&conversation, &counter);
     if args.json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&counts).context("cannot serialise the counts")?
         );
         return Ok(());
     }
-    println!(
+    say!(
         "{} tokens in {} messages ({})",
         human::thousands(counts.total),
         counts.messages,
         config.encoding()
     );
-    println!("by role:");
+    say!("by role:");
     for (role, tokens) in &counts.by_role {
-        println!("  {role:<10} {:>10}", human::thousands(*tokens));
+        say!("  {role:<10} {:>10}", human::thousands(*tokens));
     }
     if !counts.by_tool.is_empty() {
-        println!("by tool (calls and outputs):");
+        say!("by tool (calls and outputs):");
         let mut tools: Vec<(&String, &usize)> = counts.by_tool.iter().collect();
         tools.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         for (tool, tokens) in tools {
-            println!("  {tool:<24} {:>10}", human::thousands(*tokens));
+            say!("  {tool:<24} {:>10}", human::thousands(*tokens));
         }
     }
     Ok(())
@@ -196,7 +185,7 @@ fn inspect(args: InspectArgs, verbosity: Verbosity) -> Result<()> {
     let config = config(&args.settings)?;
     let plugins = plugins(&config, verbosity)?;
     let input = Some(args.input.clone());
-    let (_, conversation) = read_session(&input, args.format)?;
+    let conversation = read_session(&input, args.format)?.conversation;
     // What compact would do, worked out on a copy with nothing stored and no model asked.
     let mut preview = config.clone();
     if config.summarizer_kind() != "extractive" {
@@ -220,9 +209,12 @@ fn inspect(args: InspectArgs, verbosity: Verbosity) -> Result<()> {
         CompactionOutcome::Summarized { split, .. } => Some(split.clone()),
         _ => None,
     };
-    println!(
+    say!(
         "{:>5}  {:<9} {:<20} {:>8}  what compact would do",
-        "#", "role", "tool", "tokens"
+        "#",
+        "role",
+        "tool",
+        "tokens"
     );
     for (index, message) in conversation.messages.iter().enumerate() {
         let tools: Vec<&str> = message
@@ -249,14 +241,14 @@ fn inspect(args: InspectArgs, verbosity: Verbosity) -> Result<()> {
             action = format!("{action}; output {reason}");
         }
         let tool = human::cut(&tools.join(","), 20);
-        println!(
+        say!(
             "{index:>5}  {:<9} {tool:<20} {:>8}  {action}",
             message.role.as_str(),
             human::thousands(tokens[index])
         );
     }
-    println!();
-    println!(
+    say!();
+    say!(
         "{}",
         human::bar(
             report.measured.tokens(),
@@ -279,37 +271,59 @@ fn recall(args: RecallArgs) -> Result<()> {
     let bytes = store
         .get(&args.handle)
         .with_context(|| format!("store {}", store.root().display()))?;
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    out.write_all(&bytes)
-        .and_then(|()| out.flush())
-        .context("cannot write to stdout")
+    crate::io::write_stdout(&recalled(&bytes, args.format)?)
+}
+
+/// What the tool returned, from a stored original: a text output is stored as its bytes and
+/// printed as they are; an output of blocks is stored as condense's parts and printed in the
+/// session's wire form, text alone as its text.
+fn recalled(bytes: &[u8], format: condense_formats::Format) -> Result<Vec<u8>> {
+    let parts = bytes
+        .starts_with(b"[{\"kind\":")
+        .then(|| serde_json::from_slice::<Vec<Part>>(bytes).ok())
+        .flatten();
+    let Some(parts) = parts else {
+        return Ok(bytes.to_vec());
+    };
+    if parts.iter().all(|part| matches!(part, Part::Text(_))) {
+        return Ok(condense_core::ToolOutput::Parts(parts)
+            .text()
+            .into_owned()
+            .into_bytes());
+    }
+    let mut out = serde_json::to_vec_pretty(&condense_formats::output_blocks(format, &parts))
+        .context("cannot serialise the original")?;
+    out.push(b'\n');
+    Ok(out)
 }
 
 fn config_command(action: ConfigAction, verbosity: Verbosity) -> Result<()> {
     match action {
         ConfigAction::Show(settings) => {
-            print!("{}", config(&settings)?.show());
+            say_raw!("{}", config(&settings)?.show());
         }
         ConfigAction::Check(settings) => {
             let config = config(&settings)?;
             let plugins = plugins(&config, verbosity)?;
             Compactor::with_plugins(&config, &plugins)?;
-            println!(
+            say!(
                 "the configuration is valid ({} plugin(s) loaded)",
                 plugins.len()
             );
         }
         ConfigAction::Path(settings) => {
             let sources = crate::settings::sources(&settings)?;
-            println!("built-in: config/condense.toml (compiled in)");
-            let show = |name: &str, path: &Option<PathBuf>| match path {
-                Some(path) => println!("{name}: {}", path.display()),
-                None => println!("{name}: (none)"),
-            };
-            show("user", &sources.user);
-            show("project", &sources.project);
-            show("explicit", &sources.explicit);
+            say!("built-in: config/condense.toml (compiled in)");
+            for (name, path) in [
+                ("user", &sources.user),
+                ("project", &sources.project),
+                ("explicit", &sources.explicit),
+            ] {
+                match path {
+                    Some(path) => say!("{name}: {}", path.display()),
+                    None => say!("{name}: (none)"),
+                }
+            }
         }
     }
     Ok(())
@@ -319,7 +333,7 @@ fn list_plugins(settings: &crate::SettingArgs, verbosity: Verbosity) -> Result<(
     let config = config(settings)?;
     let plugins = plugins(&config, verbosity)?;
     if plugins.is_empty() {
-        println!("no plugins configured");
+        say!("no plugins configured");
     }
     for plugin in plugins {
         let path = plugin
@@ -327,8 +341,8 @@ fn list_plugins(settings: &crate::SettingArgs, verbosity: Verbosity) -> Result<(
             .as_ref()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "(in process)".into());
-        println!("{} {}  {path}", plugin.name, plugin.version);
-        println!(
+        say!("{} {}  {path}", plugin.name, plugin.version);
+        say!(
             "  protected tools: {}",
             if plugin.protected_tools.is_empty() {
                 "none".into()
@@ -336,7 +350,7 @@ fn list_plugins(settings: &crate::SettingArgs, verbosity: Verbosity) -> Result<(
                 plugin.protected_tools.join(", ")
             }
         );
-        println!(
+        say!(
             "  template: {}",
             if plugin.template.is_some() {
                 "yes"
@@ -353,10 +367,10 @@ fn template(action: TemplateAction) -> Result<()> {
         TemplateAction::List => {
             for (name, _) in BUILTIN {
                 let template = Template::builtin(name)?;
-                println!("{name:<12} {}", template.sections().join(" | "));
+                say!("{name:<12} {}", template.sections().join(" | "));
             }
         }
-        TemplateAction::Show { name } => print!("{}", Template::builtin(&name)?.source()),
+        TemplateAction::Show { name } => say_raw!("{}", Template::builtin(&name)?.source()),
     }
     Ok(())
 }

@@ -60,6 +60,7 @@ pub fn report(
             summarizer,
             split,
             carried_messages,
+            previewed_outputs,
             summary_tokens,
             missing_sections,
         } => {
@@ -71,6 +72,11 @@ pub fn report(
                 thousands(*summary_tokens),
                 report_kept(split.tail_start, *carried_messages)
             );
+            if *previewed_outputs > 0 {
+                line.push_str(&format!(
+                    "; the last exchange is over the tail budget, {previewed_outputs} of its outputs cut to previews"
+                ));
+            }
             if !missing_sections.is_empty() {
                 line.push_str(&format!(
                     "; missing sections: {}",

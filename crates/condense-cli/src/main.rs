@@ -1,10 +1,28 @@
 //! `condense`: compact, prune, count and inspect saved agent sessions.
 
+/// `println!` that returns the error instead of panicking when stdout is gone (a closed pipe):
+/// `main` then exits quietly, as other Unix tools do.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).context("cannot write to stdout")?;
+    }};
+}
+
+/// `print!` with [`say!`]'s error handling.
+macro_rules! say_raw {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*).context("cannot write to stdout")?;
+    }};
+}
+
 mod commands;
 mod human;
 mod io;
 mod settings;
 mod spinner;
+mod temp;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -48,7 +66,7 @@ enum Command {
     /// One row per message, with what `compact` would do to it, and the context used.
     #[command(after_help = "Example:\n  condense inspect session.jsonl --context-window 128000")]
     Inspect(InspectArgs),
-    /// Print an original that a placeholder replaced.
+    /// Print an original that a placeholder replaced, as the tool returned it.
     #[command(after_help = "Example:\n  condense recall 3f2a9c0d1e4b5a6978877665544332211")]
     Recall(RecallArgs),
     /// The effective configuration.
@@ -98,15 +116,19 @@ pub struct RunArgs {
     /// Write the result here instead of stdout.
     #[arg(short, long, value_name = "FILE", conflicts_with = "in_place")]
     output: Option<PathBuf>,
-    /// Replace the input file (a backup is kept as FILE.bak).
+    /// Replace the input file; a backup is kept as FILE.bak (FILE.1.bak, … when that exists).
     #[arg(long)]
     in_place: bool,
     /// Write the full report as JSON.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    /// Report only: write nothing, store nothing.
+    /// Report only: write no session, store nothing (a --report is still written).
     #[arg(long)]
     dry_run: bool,
+    /// When the summarizer fails, write the pruned session anyway (still over the threshold)
+    /// instead of failing.
+    #[arg(long)]
+    allow_over_threshold: bool,
     #[command(flatten)]
     settings: SettingArgs,
 }
@@ -135,6 +157,10 @@ pub struct InspectArgs {
 #[derive(Args, Debug)]
 pub struct RecallArgs {
     handle: String,
+    /// The wire form for an output of several blocks (text and images): anthropic (the
+    /// default, also Claude Code's) or openai. A text output is printed as its text.
+    #[arg(long, value_parser = parse_format, default_value = "anthropic")]
+    format: Format,
     #[command(flatten)]
     settings: SettingArgs,
 }
@@ -197,12 +223,15 @@ fn main() -> ExitCode {
             use clap::error::ErrorKind;
             if matches!(
                 error.kind(),
-                ErrorKind::DisplayHelp
-                    | ErrorKind::DisplayVersion
-                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
             ) {
                 let _ = error.print();
                 return ExitCode::SUCCESS;
+            }
+            if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                // `condense` alone is a usage error: the help goes to stderr, the status says so.
+                eprint!("{}", error.render());
+                return ExitCode::from(2);
             }
             let text = error.to_string();
             let first = text
@@ -219,14 +248,55 @@ fn main() -> ExitCode {
         (_, true) => Verbosity::Verbose,
         _ => Verbosity::Normal,
     };
+    temp::install_signal_cleanup();
     match std::panic::catch_unwind(|| commands::run(cli.command, verbosity)) {
         Ok(Ok(())) => ExitCode::SUCCESS,
+        // A reader that went away (`condense inspect … | head -1`) is not a failure.
+        Ok(Err(error)) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Ok(Err(error)) => {
-            eprintln!("condense: {}", one_line(&format!("{error:#}")));
-            ExitCode::from(1)
+            eprintln!("condense: {}", message(&error));
+            let usage = error.chain().any(|cause| cause.is::<UsageError>());
+            ExitCode::from(if usage { 2 } else { 1 })
         }
         Err(_) => ExitCode::from(1),
     }
+}
+
+/// A request that cannot be carried out as given (contradicting flags, files that clash): exit
+/// status 2, like clap's own usage errors.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(String);
+
+/// An error that exits with status 2.
+pub fn usage_error(message: impl Into<String>) -> anyhow::Error {
+    UsageError(message.into()).into()
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// The error and its causes on one line, each cause once: library errors often show their
+/// source in their own text too (`cannot read x: No such file`), and printing the chain would
+/// repeat it.
+fn message(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in error.chain() {
+        let text = one_line(&cause.to_string());
+        if text.is_empty() || out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn one_line(text: &str) -> String {

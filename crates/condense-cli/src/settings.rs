@@ -8,7 +8,7 @@ use crate::{SettingArgs, Verbosity};
 
 pub fn sources(args: &SettingArgs) -> Result<Sources> {
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let mut sources = Sources::discover(&cwd, args.config.clone());
+    let mut sources = Sources::discover(&cwd, args.config.clone())?;
     let mut flag = |name: &str, key: &str, value: String| {
         sources.flags.push((name.to_owned(), key.to_owned(), value))
     };

@@ -447,9 +447,10 @@ fn the_input_is_never_overwritten_unless_asked_and_then_backed_up() {
         dir.path(),
         &["compact", "session.json", "-o", "session.json"],
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr, dir.path()).contains("refusing to overwrite the input; use --in-place")
+        text(&out.stderr, dir.path())
+            .contains("the input and --output are the same file (session.json); nothing was written; use --in-place")
     );
 
     let out = condense(

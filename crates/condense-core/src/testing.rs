@@ -70,3 +70,35 @@ pub fn transcript(name: &str) -> std::io::Result<Transcript> {
             )
         })
 }
+
+/// Says on the terminal that a test did not run and why, then lets it return.
+///
+/// libtest captures `eprintln!` and shows it only for failing tests, so a skipped test would
+/// look like a pass. This writes to the process's stderr handle directly, which is not captured:
+/// the line appears in `cargo test`'s output whatever the outcome. Tests call it when a real
+/// component they need (the model server, Redis) is absent and the project's own
+/// `CONDENSE_REQUIRE_*` variable does not demand it.
+pub fn skip(test: &str, reason: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {reason}");
+}
+
+/// The URL of a real component a test needs, from `url_var`; `None` (after [`skip`]) when it is
+/// not set and `require_var` is not set either. With `require_var` set to anything but `0` or
+/// empty, a missing URL panics: `.ci/run` sets it after starting the component, so CI can never
+/// pass by skipping.
+pub fn required_url(test: &str, url_var: &str, require_var: &str) -> Option<String> {
+    if let Some(url) = std::env::var(url_var).ok().filter(|url| !url.is_empty()) {
+        return Some(url);
+    }
+    let required = std::env::var(require_var).is_ok_and(|value| !value.is_empty() && value != "0");
+    assert!(
+        !required,
+        "{require_var} is set, so {test} must run, but {url_var} is not set"
+    );
+    skip(
+        test,
+        &format!("{url_var} is not set (set {require_var}=1 to require it)"),
+    );
+    None
+}

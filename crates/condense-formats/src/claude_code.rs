@@ -254,6 +254,26 @@ fn push_line(out: &mut Vec<u8>, value: &Value) -> Result<(), FormatError> {
     Ok(())
 }
 
+/// Claude Code keeps a second copy of each tool's output beside the message, in the line's
+/// `toolUseResult` (for its own display). When condense replaced the output in the message, that
+/// copy goes too, replaced by the same text: otherwise a pruned session would still carry every
+/// original on disk, and what the user asked to drop would leak into every copy of the file.
+fn forget_replaced_results(fields: &mut JsonMap, parts: &[Part]) {
+    let replaced: Vec<String> = parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::ToolResult(result) if result.compacted.is_some() => {
+                Some(result.content.text().into_owned())
+            }
+            _ => None,
+        })
+        .collect();
+    if replaced.is_empty() || !fields.contains_key("toolUseResult") {
+        return;
+    }
+    fields.insert("toolUseResult".into(), Value::String(replaced.join("\n")));
+}
+
 /// The lines one message is written as: one per wire record while the records still account for
 /// every part, otherwise a single line (the first record's envelope, or a plain one for a message
 /// condense made).
@@ -282,6 +302,7 @@ fn message_lines(message: &Message) -> Vec<Value> {
 }
 
 fn line(role: Role, mut fields: JsonMap, parts: &[Part], shape: ContentShape) -> Value {
+    forget_replaced_results(&mut fields, parts);
     let (kind, wire_role) = match role {
         Role::Assistant => ("assistant", "assistant"),
         Role::User | Role::Tool | Role::System => ("user", "user"),

@@ -64,6 +64,32 @@ pub(crate) fn detect_value(value: &Value) -> Result<Format, FormatError> {
 }
 
 fn openai_or_anthropic(messages: &[Value], has_system_key: bool) -> Format {
+    evidence(messages, has_system_key).unwrap_or(Format::OpenAi)
+}
+
+/// The format `bytes` can only be, or `None` when they could be read as more than one (a plain
+/// text chat) or are not a session at all. A caller that was told the format checks it against
+/// this: a forced format the content contradicts would be read wrong.
+pub fn detect_confidently(bytes: &[u8]) -> Option<Format> {
+    let input = text::utf8(bytes).ok()?;
+    if looks_like_jsonl(input) {
+        return Some(Format::ClaudeCode);
+    }
+    let value: Value = serde_json::from_str(input).ok()?;
+    match &value {
+        Value::Array(messages) => evidence(messages, false),
+        Value::Object(object) => match object.get("messages") {
+            Some(Value::Array(messages)) => evidence(messages, object.contains_key("system")),
+            _ if is_session_record(&value) => Some(Format::ClaudeCode),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// What only one of the two formats has: OpenAI's roles and tool fields, Anthropic's top-level
+/// `system` and typed blocks.
+fn evidence(messages: &[Value], has_system_key: bool) -> Option<Format> {
     let mut anthropic = has_system_key;
     for message in messages {
         let role = message.get("role").and_then(Value::as_str);
@@ -71,7 +97,7 @@ fn openai_or_anthropic(messages: &[Value], has_system_key: bool) -> Format {
             || message.get("tool_calls").is_some()
             || message.get("tool_call_id").is_some()
         {
-            return Format::OpenAi;
+            return Some(Format::OpenAi);
         }
         if let Some(Value::Array(blocks)) = message.get("content") {
             anthropic |= blocks.iter().any(|block| {
@@ -83,9 +109,5 @@ fn openai_or_anthropic(messages: &[Value], has_system_key: bool) -> Format {
             });
         }
     }
-    if anthropic {
-        Format::Anthropic
-    } else {
-        Format::OpenAi
-    }
+    anthropic.then_some(Format::Anthropic)
 }

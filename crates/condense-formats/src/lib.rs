@@ -20,7 +20,7 @@ use std::str::FromStr;
 
 use condense_core::Conversation;
 
-pub use detect::detect;
+pub use detect::{detect, detect_confidently};
 pub use error::{FormatError, Location};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -95,6 +95,21 @@ pub fn write(format: Format, conversation: &Conversation) -> Result<Vec<u8>, For
         serde_json::to_vec_pretty(&value).map_err(|error| FormatError::Write(error.to_string()))?;
     out.push(b'\n');
     Ok(out)
+}
+
+/// A tool's output of several blocks as `format` puts them on the wire: Anthropic content blocks
+/// (also Claude Code's), or OpenAI content parts. `condense recall` prints a stored original this
+/// way, so that what comes back is what the tool returned, not condense's internal form.
+pub fn output_blocks(format: Format, parts: &[condense_core::Part]) -> serde_json::Value {
+    serde_json::Value::Array(
+        parts
+            .iter()
+            .map(|part| match format {
+                Format::OpenAi => openai::part_value(part),
+                Format::Anthropic | Format::ClaudeCode => blocks::block_from_part(part),
+            })
+            .collect(),
+    )
 }
 
 fn parse_document(input: &str) -> Result<serde_json::Value, FormatError> {

@@ -344,7 +344,7 @@ fn output_value(output: &ToolOutput, shape: ContentShape) -> Option<Value> {
     }
 }
 
-fn part_value(part: &Part) -> Value {
+pub(crate) fn part_value(part: &Part) -> Value {
     let mut object = JsonMap::new();
     match part {
         Part::Text(text) => {

@@ -6,7 +6,7 @@ use std::time::Instant;
 use condense_core::{Conversation, Message, Part, ToolPairs};
 use condense_pruner::{Clock, DirStore, PruneSettings, Pruner, Store, SystemClock};
 use condense_summarize::{Anthropic, Extractive, OpenAi, Summarizer};
-use condense_tail::{TailSettings, split};
+use condense_tail::{TailRule, TailSettings, split};
 use condense_template::{PromptVars, Template, parse_summary, previous_summary, reassemble};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 
@@ -223,11 +223,33 @@ impl Compactor {
         automatic: bool,
     ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
         let counter = self.counter.as_ref();
-        let messages = &conversation.messages;
-        let cut = split(messages, counter, &self.tail);
+        let cut = split(&conversation.messages, counter, &self.tail);
         if cut.nothing_to_compact() {
             return Ok((CompactionOutcome::NothingToCompact, None));
         }
+        // The last exchange is kept even when it alone is over the tail budget; its outputs that
+        // are, by themselves, become previews (originals stored) so the result can still fit.
+        let mut previewed;
+        let mut previewed_outputs = 0;
+        let conversation = if cut.rule == TailRule::LastExchange && cut.tail_tokens > cut.budget {
+            previewed = conversation.clone();
+            let pruner = Pruner {
+                settings: &self.prune,
+                counter,
+                store: self.store.as_ref(),
+                clock: self.clock.as_ref(),
+            };
+            previewed_outputs = pruner.preview_oversized(
+                &mut previewed,
+                cut.tail_start,
+                cut.budget,
+                &mut state.log,
+            )?;
+            &previewed
+        } else {
+            conversation
+        };
+        let messages = &conversation.messages;
         let head = &messages[cut.head()];
         let vars = PromptVars {
             custom_instructions: self.custom_instructions.clone(),
@@ -286,6 +308,7 @@ impl Compactor {
             summarizer: name,
             split: cut,
             carried_messages: carried.len(),
+            previewed_outputs,
             summary_tokens,
             missing_sections: parsed.missing_sections,
         };

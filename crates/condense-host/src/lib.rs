@@ -4,7 +4,7 @@
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use condense_host::{Compactor, Config, SessionState, Sources};
 //!
-//! let config = Config::load(&Sources::discover(&std::env::current_dir()?, None))?;
+//! let config = Config::load(&Sources::discover(&std::env::current_dir()?, None)?)?;
 //! let compactor = Compactor::from_config(&config)?;
 //! let mut state = SessionState::default(); // keep it for the whole session
 //! # let conversation = condense_core::Conversation::default();

@@ -27,6 +27,10 @@ pub enum CompactionOutcome {
         split: Split,
         /// Protected outputs and recent user turns from the head, kept verbatim after the summary.
         carried_messages: usize,
+        /// Outputs of the last exchange cut to previews because each alone was over the tail
+        /// budget (the tail always holds the last exchange).
+        #[serde(skip_serializing_if = "is_zero")]
+        previewed_outputs: usize,
         summary_tokens: usize,
         missing_sections: Vec<String>,
     },
@@ -49,4 +53,8 @@ pub struct CompactReport {
     pub under_threshold: bool,
     pub note: Option<String>,
     pub elapsed_ms: u64,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }

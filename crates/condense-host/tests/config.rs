@@ -76,7 +76,7 @@ fn the_schema_and_the_built_in_file_agree() {
     assert!(!shown.contains("  # \n"));
     // Every key of the schema has its value from the built-in file.
     let lines: Vec<&str> = shown.lines().filter(|l| l.contains(" = ")).collect();
-    assert_eq!(lines.len(), 38, "{shown}");
+    assert_eq!(lines.len(), 39, "{shown}");
     assert!(
         lines.iter().all(|line| line.contains("built-in")),
         "{shown}"
@@ -170,6 +170,6 @@ fn the_project_file_is_found_upward() {
     );
     let nested = dir.path().join("a/b");
     std::fs::create_dir_all(&nested).unwrap();
-    let sources = Sources::discover(&nested, None);
+    let sources = Sources::discover(&nested, None).unwrap();
     assert_eq!(sources.project, Some(dir.path().join(".condense.toml")));
 }

@@ -27,7 +27,7 @@ mod store;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use decisions::{Decision, DecisionLog, DecisionLogError};
 pub use note::{Note, NoteError};
-pub use prune::{PruneError, Pruner, boundary};
+pub use prune::{PruneError, Pruner, boundary, boundary_by_calls, boundary_for};
 pub use report::{OutputReport, PruneReport, Reason};
 pub use settings::{
     DEFAULT_DUPLICATE_NOTE, DEFAULT_PLACEHOLDER, DEFAULT_PREVIEW_NOTE, DUPLICATE_VARIABLES,

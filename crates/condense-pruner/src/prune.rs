@@ -65,6 +65,47 @@ pub fn boundary(messages: &[Message], skip_user_turns: usize) -> usize {
     }
 }
 
+/// The boundary one call uses: [`boundary`] by user turns, unless what follows it is more than
+/// half of `context_window` (then it protects more than the model can use: an autonomous run is
+/// one user turn), in which case it is the message holding the `skip_tool_calls`-th tool call
+/// from the end, if that is later. Without a window, user turns alone decide.
+pub fn boundary_for(
+    messages: &[Message],
+    settings: &PruneSettings,
+    counter: &dyn TokenCounter,
+    context_window: Option<usize>,
+) -> usize {
+    let by_turns = boundary(messages, settings.skip_user_turns);
+    let Some(window) = context_window else {
+        return by_turns;
+    };
+    let after: usize = counter.count_each(&messages[by_turns..]).iter().sum();
+    if after <= window / 2 {
+        return by_turns;
+    }
+    by_turns.max(boundary_by_calls(messages, settings.skip_tool_calls))
+}
+
+/// The message holding the `calls`-th tool call from the end (`0` when there are fewer;
+/// `messages.len()` with `calls = 0`).
+pub fn boundary_by_calls(messages: &[Message], calls: usize) -> usize {
+    if calls == 0 {
+        return messages.len();
+    }
+    let mut seen = 0;
+    for (index, message) in messages.iter().enumerate().rev() {
+        seen += message
+            .parts
+            .iter()
+            .filter(|part| matches!(part, Part::ToolCall(_)))
+            .count();
+        if seen >= calls {
+            return index;
+        }
+    }
+    0
+}
+
 /// One tool output of the conversation.
 struct Output<'c> {
     message: usize,
@@ -106,7 +147,12 @@ impl Pruner<'_> {
         context_window: Option<usize>,
     ) -> Result<PruneReport, PruneError> {
         let thresholds = Thresholds::for_window(self.settings, context_window);
-        let boundary = boundary(&conversation.messages, self.settings.skip_user_turns);
+        let boundary = boundary_for(
+            &conversation.messages,
+            self.settings,
+            self.counter,
+            context_window,
+        );
         let now = self.clock.now_ms();
 
         let messages = &conversation.messages;
@@ -114,7 +160,7 @@ impl Pruner<'_> {
             self.counter.count_output(&result.content)
         });
         self.apply_log(&mut plan, log);
-        self.turn_budget(&mut plan, log, now)?;
+        self.turn_budget(&mut plan, log, boundary, context_window, now)?;
         let walk = self.walk(&mut plan, messages, boundary, thresholds, now)?;
 
         for replacement in &plan.replacements {
@@ -199,6 +245,73 @@ impl Pruner<'_> {
         })
     }
 
+    /// Cuts every unprotected output at or after message `from` whose tokens exceed `limit` to a
+    /// preview, its original stored first, and records each in `log` so later requests repeat
+    /// it. Phase 2 uses it when the last exchange alone is larger than the tail budget: the
+    /// compacted session must still end with it. Returns how many outputs were cut.
+    pub fn preview_oversized(
+        &self,
+        conversation: &mut Conversation,
+        from: usize,
+        limit: usize,
+        log: &mut DecisionLog,
+    ) -> Result<usize, PruneError> {
+        let now = self.clock.now_ms();
+        let mut plan = Plan::new(self.outputs(&conversation.messages), |result| {
+            self.counter.count_output(&result.content)
+        });
+        for index in 0..plan.outputs.len() {
+            let output = &plan.outputs[index];
+            if output.message < from
+                || output.protected
+                || output.result.compacted.is_some()
+                || plan.tokens_before[index] <= limit
+            {
+                continue;
+            }
+            let chars = output.result.content.text().chars().count();
+            let replacement = self.preview(&plan, index, chars, now)?;
+            plan.replacements.push(replacement);
+        }
+        for replacement in &plan.replacements {
+            if let Some(original) = &replacement.original {
+                let output = &plan.outputs[replacement.output];
+                self.store
+                    .put(&replacement.marker.handle, original)
+                    .map_err(|source| PruneError::Store {
+                        call_id: output.result.call_id.clone(),
+                        message: output.message,
+                        source,
+                    })?;
+            }
+        }
+        let sites: Vec<(usize, usize, String)> = plan
+            .outputs
+            .iter()
+            .map(|output| (output.message, output.part, output.result.call_id.clone()))
+            .collect();
+        let replacements = std::mem::take(&mut plan.replacements);
+        drop(plan);
+        let cut = replacements.len();
+        for replacement in replacements {
+            let (message, part, call_id) = &sites[replacement.output];
+            if let Some(Part::ToolResult(result)) =
+                conversation.messages[*message].parts.get_mut(*part)
+            {
+                result.content = ToolOutput::Text(replacement.content.clone());
+                result.compacted = Some(replacement.marker.clone());
+            }
+            log.record(
+                call_id.clone(),
+                Decision::Replaced {
+                    content: replacement.content,
+                    marker: replacement.marker,
+                },
+            );
+        }
+        Ok(cut)
+    }
+
     fn outputs<'c>(&self, messages: &'c [Message]) -> Vec<Output<'c>> {
         let pairs = ToolPairs::index(messages);
         let mut outputs = Vec::new();
@@ -263,11 +376,15 @@ impl Pruner<'_> {
         }
     }
 
-    /// Claude Code's per-turn budget over the outputs seen for the first time.
+    /// Claude Code's per-turn budget over the outputs seen for the first time, before the skip
+    /// boundary. After it nothing is touched, with one exception: an output whose tokens alone
+    /// exceed the context window could never be sent, so it becomes a preview there too.
     fn turn_budget(
         &self,
         plan: &mut Plan<'_>,
         log: &DecisionLog,
+        boundary: usize,
+        context_window: Option<usize>,
         now: u64,
     ) -> Result<(), PruneError> {
         let budget = self.settings.turn_budget_chars;
@@ -282,6 +399,11 @@ impl Pruner<'_> {
                     plan.reasons[index].is_none()
                         && log.get(&plan.outputs[index].result.call_id).is_none()
                 })
+                .filter(|&index| {
+                    plan.outputs[index].message < boundary
+                        || context_window.is_some_and(|window| plan.tokens_before[index] > window)
+                })
+                .filter(|&index| !plan.outputs[index].protected)
                 .map(|index| {
                     (
                         index,
@@ -293,7 +415,10 @@ impl Pruner<'_> {
             // Largest first; the earlier output first among equals, so the choice is stable.
             fresh.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             for &(index, chars) in &fresh {
-                if total <= budget {
+                // Inside the boundary only the output larger than the window is here, and it
+                // is cut whatever the turn's total.
+                let inside = plan.outputs[index].message >= boundary;
+                if total <= budget && !inside {
                     plan.kept_fresh.push(index);
                     continue;
                 }

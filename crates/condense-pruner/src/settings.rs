@@ -20,6 +20,10 @@ pub struct PruneSettings {
     pub protected_tools: BTreeSet<String>,
     /// Nothing at or after this many user turns from the end is touched (opencode: 2).
     pub skip_user_turns: usize,
+    /// When what follows the user-turn boundary is more than half the context window (an
+    /// autonomous run: one task, hundreds of steps), the boundary is the call this many tool
+    /// calls from the end instead (condense: 10). See [`crate::boundary_for`].
+    pub skip_tool_calls: usize,
     /// The newest outputs up to this many tokens stay (opencode/Kilo `PRUNE_PROTECT`: 40,000).
     /// `0` prunes every unprotected output before the boundary (the seed's T9).
     pub protect_tokens: usize,
@@ -47,6 +51,7 @@ impl Default for PruneSettings {
         PruneSettings {
             protected_tools: BTreeSet::from(["skill".to_owned()]),
             skip_user_turns: 2,
+            skip_tool_calls: 10,
             protect_tokens: 40_000,
             minimum_tokens: 20_000,
             adaptive_thresholds: false,

@@ -40,6 +40,12 @@ pub enum StoreError {
     },
     #[error("no original is stored under `{0}`")]
     NotFound(String),
+    /// The entry's bytes do not hash to its handle: corrupted, truncated or replaced.
+    #[error("the original {handle} at {path} is corrupt: its content does not match its handle")]
+    Corrupt { handle: String, path: PathBuf },
+    /// The entry (or its folder) is a symlink, which could point anywhere outside the store.
+    #[error("the original {handle} at {path} is a symlink; the store never follows one")]
+    Symlink { handle: String, path: PathBuf },
     #[error("`{0}` is not a handle (expected {HANDLE_HEX_DIGITS} hex digits)")]
     BadHandle(String),
 }
@@ -55,6 +61,11 @@ pub trait Store: Send + Sync {
 
 /// Originals as files under a directory: `<dir>/<first two hex digits>/<handle>`. Each file is
 /// written to a temporary name beside it and renamed, so a crash never leaves half an original.
+///
+/// Every read checks the bytes against the handle, and symlinks inside the store are never
+/// followed: a corrupted, truncated or replaced entry is an error that names it, never an
+/// original returned with a wrong content. Storing again over a damaged entry repairs it, since
+/// the caller holds the true bytes, so a new placeholder never points at a corrupt original.
 #[derive(Debug, Clone)]
 pub struct DirStore {
     root: PathBuf,
@@ -81,17 +92,56 @@ impl DirStore {
     }
 }
 
+impl DirStore {
+    /// The entry's state: absent, a regular file, or something that must not be trusted (a
+    /// symlink at the entry or its folder).
+    fn entry(&self, handle: &str, path: &Path) -> Result<Option<()>, StoreError> {
+        let symlink = |path: &Path| {
+            std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink())
+        };
+        if let Some(folder) = path.parent()
+            && symlink(folder)
+        {
+            return Err(StoreError::Symlink {
+                handle: handle.to_owned(),
+                path: folder.to_path_buf(),
+            });
+        }
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => Err(StoreError::Symlink {
+                handle: handle.to_owned(),
+                path: path.to_path_buf(),
+            }),
+            Ok(_) => Ok(Some(())),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(StoreError::Read {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+}
+
 impl Store for DirStore {
     fn put(&self, handle: &str, bytes: &[u8]) -> Result<(), StoreError> {
         let path = self.path_of(handle)?;
-        if path.exists() {
-            return Ok(());
-        }
         let failed = |source| StoreError::Write {
             handle: handle.to_owned(),
             path: path.clone(),
             source,
         };
+        match self.entry(handle, &path) {
+            // Already there and intact: content addressing makes this the same original.
+            Ok(Some(())) if std::fs::read(&path).is_ok_and(|stored| stored == bytes) => {
+                return Ok(());
+            }
+            // A symlink in place of the entry is replaced below (the rename replaces the link,
+            // not what it points at); a symlinked folder cannot be written without following it.
+            Err(StoreError::Symlink { path: at, .. }) if at == path => {}
+            Err(error) => return Err(error),
+            // Absent or damaged: (re)written below.
+            Ok(_) => {}
+        }
         let dir = path.parent().unwrap_or(&self.root);
         std::fs::create_dir_all(dir).map_err(failed)?;
         let temporary = dir.join(format!(".{handle}.{}.tmp", std::process::id()));
@@ -108,10 +158,20 @@ impl Store for DirStore {
 
     fn get(&self, handle: &str) -> Result<Vec<u8>, StoreError> {
         let path = self.path_of(handle)?;
-        std::fs::read(&path).map_err(|source| match source.kind() {
-            std::io::ErrorKind::NotFound => StoreError::NotFound(handle.to_owned()),
-            _ => StoreError::Read { path, source },
-        })
+        if self.entry(handle, &path)?.is_none() {
+            return Err(StoreError::NotFound(handle.to_owned()));
+        }
+        let bytes = std::fs::read(&path).map_err(|source| StoreError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        if handle_of(&bytes) != handle {
+            return Err(StoreError::Corrupt {
+                handle: handle.to_owned(),
+                path,
+            });
+        }
+        Ok(bytes)
     }
 }
 

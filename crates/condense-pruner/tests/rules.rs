@@ -37,6 +37,79 @@ fn t9() -> PruneSettings {
     }
 }
 
+/// The per-turn budget alone: no skip boundary (it never applies after one) and a protect window
+/// nothing reaches.
+fn budget_only() -> PruneSettings {
+    PruneSettings {
+        skip_user_turns: 0,
+        protect_tokens: 10_000_000,
+        ..PruneSettings::default()
+    }
+}
+
+/// The skip boundary is a promise: the per-turn budget never cuts an output after it, however
+/// large the turn, except an output that alone is larger than the context window (it could never
+/// be sent), which becomes a preview.
+#[test]
+fn after_the_boundary_only_an_output_larger_than_the_window_is_cut() {
+    let big = "x".repeat(100) + "\n";
+    let fresh = || {
+        Conversation::new(vec![
+            user("go"),
+            Message::new(
+                Role::Assistant,
+                vec![call_part("a", "bash"), call_part("b", "bash")],
+            ),
+            result("a", &big.repeat(1500)), // 151,500 chars
+            result("b", &big.repeat(1000)), // 101,000 chars: the turn is over the 200,000 budget
+        ])
+    };
+    let counter = Tiktoken::default();
+    let run = |conversation: &mut Conversation, window: Option<usize>| {
+        let pruner = Pruner {
+            settings: &PruneSettings::default(),
+            counter: &counter,
+            store: &MemoryStore::new(),
+            clock: &FixedClock(NOW),
+        };
+        pruner
+            .prune(conversation, &mut DecisionLog::new(), window)
+            .unwrap()
+    };
+    let mut untouched = fresh();
+    let report = run(&mut untouched, None);
+    assert_eq!(report.boundary, 0, "one user turn: everything is inside");
+    assert!(
+        report
+            .outputs
+            .iter()
+            .all(|o| o.reason == Reason::InsideBoundary)
+    );
+    assert_eq!(untouched, fresh(), "nothing after the boundary changed");
+
+    let a_tokens = report.outputs[0].tokens_before;
+    let b_tokens = report.outputs[1].tokens_before;
+    assert!(a_tokens > b_tokens);
+    let mut cut = fresh();
+    let report = run(&mut cut, Some((a_tokens + b_tokens) * 4));
+    assert!(
+        report
+            .outputs
+            .iter()
+            .all(|o| o.reason == Reason::InsideBoundary),
+        "both fit the window"
+    );
+    let mut cut = fresh();
+    let report = run(&mut cut, Some(a_tokens - 1));
+    let reasons: Vec<&Reason> = report.outputs.iter().map(|o| &o.reason).collect();
+    assert_eq!(
+        reasons,
+        vec![&Reason::OverTurnBudget, &Reason::InsideBoundary]
+    );
+    assert!(output_text(&cut.messages[2]).contains("cut to its first"));
+    assert_eq!(cut.messages[3], fresh().messages[3]);
+}
+
 /// The seed's worked example: ten messages, user turns at 3 and 7, so the boundary is 3; only the
 /// `read_file` output at 2 is pruned, the `skill` output at 5 and the `edit_file` output at 7 stay.
 #[test]
@@ -235,19 +308,14 @@ fn the_largest_fresh_outputs_of_a_turn_over_budget_become_previews() {
     ]);
     let store = MemoryStore::new();
     let mut log = DecisionLog::new();
-    let report = prune(
-        &mut conversation,
-        &PruneSettings::default(),
-        &mut log,
-        &store,
-    );
+    let report = prune(&mut conversation, &budget_only(), &mut log, &store);
     let reasons: Vec<&Reason> = report.outputs.iter().map(|o| &o.reason).collect();
     assert_eq!(
         reasons,
         vec![
             &Reason::OverTurnBudget,
-            &Reason::InsideBoundary,
-            &Reason::InsideBoundary
+            &Reason::InsideWindow,
+            &Reason::InsideWindow
         ]
     );
     let preview = output_text(&conversation.messages[2]);
@@ -277,7 +345,7 @@ fn a_kept_output_is_never_cut_by_the_budget_later_and_a_replacement_is_repeated_
     let originals = first.clone();
     let mut log = DecisionLog::new();
     let store = MemoryStore::new();
-    prune(&mut first, &PruneSettings::default(), &mut log, &store);
+    prune(&mut first, &budget_only(), &mut log, &store);
     assert!(matches!(log.get("b"), Some(Decision::Kept)));
 
     // The harness sends the originals again, with one more result in the same turn. Without the
@@ -288,7 +356,7 @@ fn a_kept_output_is_never_cut_by_the_budget_later_and_a_replacement_is_repeated_
     second.messages.push(result("c", &big.repeat(1500)));
     let saved = DecisionLog::from_json(&log.to_json()).unwrap();
     let mut log2 = saved.clone();
-    let report = prune(&mut second, &PruneSettings::default(), &mut log2, &store);
+    let report = prune(&mut second, &budget_only(), &mut log2, &store);
     assert_eq!(report.outputs[0].reason, Reason::Frozen);
     assert_eq!(
         second.messages[2], first.messages[2],
@@ -301,7 +369,7 @@ fn a_kept_output_is_never_cut_by_the_budget_later_and_a_replacement_is_repeated_
     );
     assert_eq!(
         report.outputs[2].reason,
-        Reason::InsideBoundary,
+        Reason::InsideWindow,
         "150K fresh alone is under budget"
     );
 }

@@ -10,4 +10,4 @@ mod budget;
 mod split;
 
 pub use budget::{TailSettings, is_due, tail_budget, usable};
-pub use split::{Split, split};
+pub use split::{Split, TailRule, split};

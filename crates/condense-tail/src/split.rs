@@ -16,6 +16,10 @@ pub enum TailRule {
     MinTurns,
     /// The last turn alone is larger than the budget: its longest suffix that fits.
     Suffix,
+    /// Nothing that fits the budget holds the last exchange (the last assistant step and what
+    /// follows it): the tail is that exchange anyway, and the caller cuts its outputs that alone
+    /// exceed the budget to previews. A compacted session always ends as the original did.
+    LastExchange,
 }
 
 /// Where a conversation is cut: `pinned` leading System messages, then the head to summarize,
@@ -50,7 +54,8 @@ impl Split {
 /// the threshold). When even the last turn is larger than the budget, the tail is its longest
 /// suffix that fits, starting at a message boundary. The tail never starts with a result whose
 /// call is in the head: a turn-based cut moves back to take the call along, a suffix moves forward
-/// past the result so that it still fits.
+/// past the result so that it still fits. Whatever the budget, the tail holds the last exchange
+/// ([`TailRule::LastExchange`]): a resumed agent must see where it was, not its original task.
 pub fn split(messages: &[Message], counter: &dyn TokenCounter, settings: &TailSettings) -> Split {
     let pinned = messages
         .iter()
@@ -84,7 +89,7 @@ pub fn split(messages: &[Message], counter: &dyn TokenCounter, settings: &TailSe
 
     let pairs = ToolPairs::index(messages);
     let earliest_call = earliest_calls(messages, &pairs);
-    let tail_start = if kept > 0 {
+    let mut tail_start = if kept > 0 {
         take_calls_along(turns[turns.len() - kept], pinned, &earliest_call)
     } else {
         rule = TailRule::Suffix;
@@ -93,6 +98,11 @@ pub fn split(messages: &[Message], counter: &dyn TokenCounter, settings: &TailSe
             .unwrap_or(messages.len());
         skip_orphaned_results(fits, &earliest_call)
     };
+    let last_exchange = last_exchange_start(messages, pinned, &earliest_call);
+    if tail_start > last_exchange {
+        tail_start = last_exchange;
+        rule = TailRule::LastExchange;
+    }
 
     Split {
         pinned,
@@ -103,6 +113,18 @@ pub fn split(messages: &[Message], counter: &dyn TokenCounter, settings: &TailSe
         tail_tokens: suffix[tail_start],
         tail_user_turns: turns.iter().filter(|&&turn| turn >= tail_start).count(),
     }
+}
+
+/// Where the last exchange begins: the last assistant message (its calls' results follow it),
+/// or the last message when no assistant spoke; never inside the pinned messages.
+fn last_exchange_start(messages: &[Message], pinned: usize, earliest_call: &[usize]) -> usize {
+    let last = messages
+        .iter()
+        .rposition(|message| message.role == Role::Assistant)
+        .or_else(|| messages.len().checked_sub(1))
+        .unwrap_or(0)
+        .max(pinned);
+    take_calls_along(last.min(messages.len()), pinned, earliest_call)
 }
 
 /// For each message, the index of the earliest message holding a call that one of its results
@@ -127,6 +149,9 @@ fn earliest_calls(messages: &[Message], pairs: &ToolPairs) -> Vec<usize> {
 
 /// Moves `start` back until no result in the tail has its call in the head.
 fn take_calls_along(mut start: usize, pinned: usize, earliest_call: &[usize]) -> usize {
+    if start >= earliest_call.len() {
+        return start;
+    }
     loop {
         let needed = earliest_call[start..]
             .iter()

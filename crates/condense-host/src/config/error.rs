@@ -24,6 +24,8 @@ pub enum ConfigError {
         expected: &'static str,
         found: String,
     },
+    #[error("{name}: the value is not UTF-8")]
+    NotUnicode { name: String },
     #[error("{at}: `{key}`: {message}")]
     BadValue {
         at: String,

@@ -42,8 +42,10 @@ pub struct Sources {
 
 impl Sources {
     /// The user's file (when it exists), the nearest project file upward from `cwd`, the
-    /// explicit file if any, and the process's `CONDENSE_*` variables.
-    pub fn discover(cwd: &Path, explicit: Option<PathBuf>) -> Sources {
+    /// explicit file if any, and the process's `CONDENSE_*` variables. Other variables are never
+    /// read, so one that is not UTF-8 (`FOO=$'\xff'`) is no concern; a `CONDENSE_*` one that is
+    /// not is an error naming it.
+    pub fn discover(cwd: &Path, explicit: Option<PathBuf>) -> Result<Sources, ConfigError> {
         let config_home = std::env::var_os("XDG_CONFIG_HOME")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")));
@@ -56,16 +58,23 @@ impl Sources {
                 .map(|name| dir.join(name))
                 .find(|path| path.is_file())
         });
-        let env = std::env::vars()
-            .filter(|(name, _)| name.starts_with("CONDENSE_"))
-            .collect();
-        Sources {
+        let mut env = Vec::new();
+        for (name, value) in std::env::vars_os() {
+            let Some(name) = name.to_str().filter(|name| name.starts_with("CONDENSE_")) else {
+                continue;
+            };
+            let value = value.into_string().map_err(|_| ConfigError::NotUnicode {
+                name: name.to_owned(),
+            })?;
+            env.push((name.to_owned(), value));
+        }
+        Ok(Sources {
             user,
             project,
             explicit,
             env,
             flags: Vec::new(),
-        }
+        })
     }
 }
 
@@ -183,6 +192,28 @@ impl Config {
         if self.int("model.context_window") == 0 {
             return Err(self.bad("model.context_window", "must be more than 0"));
         }
+        let tail = self.tail_settings();
+        let reserved = tail.reserve_cap.min(tail.max_output_tokens);
+        if tail.context_window <= reserved {
+            return Err(self.bad(
+                "model.context_window",
+                format!(
+                    "{} leaves no room: it must be larger than the {reserved} tokens reserved for the reply (model.max_output_tokens = {}{}, at most compaction.reserve_cap = {})",
+                    tail.context_window,
+                    tail.max_output_tokens,
+                    self.origin("model.max_output_tokens")
+                        .map(|origin| format!(" from {}", origin.source.label()))
+                        .unwrap_or_default(),
+                    tail.reserve_cap
+                ),
+            ));
+        }
+        if self.text("store.dir").trim().is_empty() {
+            return Err(self.bad(
+                "store.dir",
+                "must name a directory: an empty one would scatter originals over the working directory",
+            ));
+        }
         let ratio = self.float("compaction.tail_ratio");
         if !(ratio > 0.0 && ratio <= 1.0) {
             return Err(self.bad(
@@ -250,6 +281,7 @@ impl Config {
                 .map(str::to_owned)
                 .collect(),
             skip_user_turns: self.int("prune.skip_user_turns"),
+            skip_tool_calls: self.int("prune.skip_tool_calls"),
             protect_tokens: self.int("prune.protect_tokens"),
             minimum_tokens: self.int("prune.minimum_tokens"),
             adaptive_thresholds: self.flag("prune.adaptive_thresholds"),

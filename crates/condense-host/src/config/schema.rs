@@ -36,6 +36,7 @@ pub(crate) const SECTIONS: &[(&str, &[(&str, Kind)])] = &[
         &[
             ("protected_tools", Kind::List),
             ("skip_user_turns", Kind::Int),
+            ("skip_tool_calls", Kind::Int),
             ("protect_tokens", Kind::Int),
             ("minimum_tokens", Kind::Int),
             ("adaptive_thresholds", Kind::Bool),

@@ -48,6 +48,9 @@ impl Facts {
         let pairs = ToolPairs::index(head);
         let mut facts = Facts::default();
         for message in head {
+            if message.is_compaction_summary() {
+                facts.fold(super::previous::read(&message.plain_text()));
+            }
             if message.is_user_turn() {
                 let mut text = message.plain_text();
                 if message
@@ -111,6 +114,29 @@ impl Facts {
             }
         }
         facts
+    }
+}
+
+impl Facts {
+    /// What an earlier summary kept comes first, as it happened first: its requests before the
+    /// head's, its files before the head's (a file modified since moves to the modified list).
+    fn fold(&mut self, previous: super::previous::Previous) {
+        for request in previous.requests {
+            if !self.requests.contains(&request) {
+                self.requests.push(request);
+            }
+        }
+        for path in previous.files_modified {
+            self.files_read.retain(|seen| *seen != path);
+            if !self.files_modified.contains(&path) {
+                self.files_modified.push(path);
+            }
+        }
+        for path in previous.files_read {
+            if !self.files_read.contains(&path) && !self.files_modified.contains(&path) {
+                self.files_read.push(path);
+            }
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod facts;
 mod paths;
+mod previous;
 
 use std::sync::Arc;
 
