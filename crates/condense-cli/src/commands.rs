@@ -374,3 +374,43 @@ fn template(action: TemplateAction) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::recalled;
+    use condense_core::Part;
+    use condense_formats::Format;
+
+    /// The pruner stores an output of blocks as condense's parts; recall gives back what the tool
+    /// returned, in the wire form, and text alone as text.
+    #[test]
+    fn an_original_of_blocks_is_recalled_in_wire_form() {
+        let image = Part::Image(condense_core::Image {
+            source: serde_json::json!({"type": "base64", "media_type": "image/png", "data": "iVBOR"}),
+            extra: Default::default(),
+        });
+        let stored = serde_json::to_vec(&vec![Part::text("a screenshot"), image]).unwrap();
+        let anthropic: serde_json::Value =
+            serde_json::from_slice(&recalled(&stored, Format::Anthropic).unwrap()).unwrap();
+        assert_eq!(
+            anthropic,
+            serde_json::json!([
+                {"type": "text", "text": "a screenshot"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}}
+            ])
+        );
+        assert!(
+            !String::from_utf8(recalled(&stored, Format::OpenAi).unwrap())
+                .unwrap()
+                .contains("\"kind\"")
+        );
+
+        let texts = serde_json::to_vec(&vec![Part::text("one"), Part::text("two")]).unwrap();
+        assert_eq!(recalled(&texts, Format::Anthropic).unwrap(), b"one\ntwo");
+        assert_eq!(
+            recalled(b"plain output", Format::Anthropic).unwrap(),
+            b"plain output"
+        );
+    }
+}

@@ -1,62 +1,14 @@
 //! Every command run as a process, on recorded sessions, with snapshots of what it prints.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
 
 use serde_json::Value;
-
-fn transcripts() -> PathBuf {
-    condense_core::testing::transcripts_dir()
-        .canonicalize()
-        .unwrap()
-}
-
-fn example() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/claude-code-d7d349f9.jsonl")
-        .canonicalize()
-        .unwrap()
-}
-
-/// Runs `condense` in `dir` with a clean environment: no user configuration, no CONDENSE_*
-/// settings from the machine.
-fn condense(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_condense"))
-        .args(args)
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("XDG_CONFIG_HOME", dir.join("no-config"))
-        .output()
-        .unwrap()
-}
-
-/// `condense compact INPUT` for a model with a 32,000-token window and 4,096 tokens of reply,
-/// followed by `extra`.
-fn compact_for_32k(dir: &Path, input: &str, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "compact",
-        input,
-        "--context-window",
-        "32000",
-        "--max-output-tokens",
-        "4096",
-    ];
-    args.extend_from_slice(extra);
-    condense(dir, &args)
-}
-
-fn text(bytes: &[u8], dir: &Path) -> String {
-    String::from_utf8_lossy(bytes)
-        .replace(&dir.display().to_string(), "<tmp>")
-        .replace(&transcripts().display().to_string(), "<transcripts>")
-        .replace(
-            &example().parent().unwrap().display().to_string(),
-            "<examples>",
-        )
-}
 
 #[test]
 fn compact_then_count_is_under_the_threshold_and_compacting_again_does_nothing() {
@@ -264,51 +216,10 @@ fn config_plugins_and_templates_are_shown() {
     );
 }
 
-/// Builds the memory-store plugin the way the host's plugin tests do, into a target directory
-/// of its own, and copies it to a name of its own.
-fn memory_store_plugin() -> PathBuf {
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap();
-    let target = workspace.join("target/plugin-tests");
-    let status = Command::new(env!("CARGO"))
-        .current_dir(&workspace)
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "condense-plugin-memory-store",
-            "--target-dir",
-        ])
-        .arg(&target)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let name = |stem: &str| {
-        format!(
-            "{}{stem}{}",
-            std::env::consts::DLL_PREFIX,
-            std::env::consts::DLL_SUFFIX
-        )
-    };
-    let copy = target.join(name("memory_store_cli"));
-    let staging = copy.with_extension("tmp");
-    std::fs::copy(
-        target
-            .join("debug")
-            .join(name("condense_plugin_memory_store")),
-        &staging,
-    )
-    .unwrap();
-    std::fs::rename(&staging, &copy).unwrap();
-    copy
-}
-
 #[test]
 fn plugins_list_shows_what_each_plugin_brings() {
     let dir = tempfile::tempdir().unwrap();
-    let plugin = memory_store_plugin();
+    let plugin = plugin("condense-plugin-memory-store", &[], "memory_store_cli");
     std::fs::write(
         dir.path().join("condense.toml"),
         format!("[[plugins]]\npath = {}\n[plugins.config]\ntools = [\"memory_delete\"]\n\n[[plugins]]\npath = \"libmissing.so\"\nrequired = false\n", serde_json::Value::String(plugin.display().to_string())),

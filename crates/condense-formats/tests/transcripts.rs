@@ -235,3 +235,57 @@ fn claude_code_sessions_lose_no_text_and_no_tool_pair() {
         assert_eq!(model_ids, ids, "{}: tool ids differ", transcript.name);
     }
 }
+
+/// The numbers of a JSON text in order, as written, strings skipped.
+fn numbers(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                out.push(&text[start..i]);
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// Read and written back with nothing to do, every number keeps its value: floats are parsed
+/// exactly (serde_json's `float_roundtrip`), not off by one in the last digit
+/// (`instance_cost` 0.2305142 once came back as 0.23051419999999997).
+#[test]
+fn every_number_of_every_transcript_survives_a_round_trip() {
+    for transcript in transcripts().unwrap() {
+        let (format, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        let written = condense_formats::write(format, &conversation).unwrap();
+        let before = String::from_utf8(transcript.bytes.clone()).unwrap();
+        let after = String::from_utf8(written).unwrap();
+        // Writers may move a key (Claude Code's `content` goes last), so compare as sorted
+        // values, each parsed by Rust's correctly rounded parser.
+        let values = |text: &str| {
+            let mut values: Vec<f64> = numbers(text).iter().map(|n| n.parse().unwrap()).collect();
+            values.sort_by(f64::total_cmp);
+            values
+        };
+        let (before, after) = (values(&before), values(&after));
+        assert_eq!(before.len(), after.len(), "{}", transcript.name);
+        for (a, b) in before.iter().zip(&after) {
+            assert!(a == b, "{}: {a} came back as {b}", transcript.name);
+        }
+    }
+}

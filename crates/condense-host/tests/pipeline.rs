@@ -228,3 +228,156 @@ async fn automatic_compaction_ends_with_the_continuation_message() {
             .starts_with("Continue if you have next steps")
     );
 }
+
+/// The compacted session ends as the original did, at every window: its last message is there
+/// (its outputs at most cut to previews), and so is the last assistant step with all its calls.
+/// A resumed agent must see where it was, never its original task as the latest message.
+#[tokio::test]
+async fn every_transcript_ends_with_its_last_exchange_at_every_window() {
+    for window in [8_000u32, 16_000, 32_000, 64_000] {
+        let config = Config::load(&Sources {
+            env: vec![
+                ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), window.to_string()),
+                ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+            ],
+            ..Sources::default()
+        })
+        .unwrap();
+        for transcript in transcripts().unwrap() {
+            let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+            if conversation.messages.is_empty() {
+                continue; // c001d2c0 holds only side records: nothing to end with.
+            }
+            let compacted = compactor(&config)
+                .compact(conversation.clone())
+                .await
+                .unwrap()
+                .conversation;
+            let at = format!("{} at {window}", transcript.name);
+            let (Some(last_in), Some(last_out)) =
+                (conversation.messages.last(), compacted.messages.last())
+            else {
+                panic!(
+                    "{at}: {} messages in, {} out",
+                    conversation.messages.len(),
+                    compacted.messages.len()
+                );
+            };
+            assert_eq!(last_in.role, last_out.role, "{at}");
+            assert_eq!(last_in.parts.len(), last_out.parts.len(), "{at}");
+            for (before, after) in last_in.parts.iter().zip(&last_out.parts) {
+                match (before, after) {
+                    (Part::ToolResult(before), Part::ToolResult(after)) => {
+                        assert_eq!(before.call_id, after.call_id, "{at}")
+                    }
+                    _ => assert_eq!(before, after, "{at}"),
+                }
+            }
+            let calls = |message: &Message| -> Vec<String> {
+                message
+                    .parts
+                    .iter()
+                    .filter_map(|p| p.as_tool_call().map(|c| c.id.clone()))
+                    .collect()
+            };
+            if let Some(step) = conversation
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::Assistant)
+            {
+                assert!(
+                    compacted.messages.iter().any(|m| m.role == Role::Assistant
+                        && calls(m) == calls(step)
+                        && m.plain_text() == step.plain_text()),
+                    "{at}: the last assistant step is gone"
+                );
+            }
+            let unanswered = |c: &Conversation| -> Vec<String> {
+                c.validate()
+                    .into_iter()
+                    .filter_map(|finding| match finding.kind {
+                        FindingKind::CallWithoutResult { call_id } => Some(call_id),
+                        _ => None,
+                    })
+                    .collect()
+            };
+            let before = unanswered(&conversation);
+            assert!(
+                unanswered(&compacted).iter().all(|id| before.contains(id)),
+                "{at}: a call lost its result"
+            );
+            assert!(
+                !compacted
+                    .validate()
+                    .iter()
+                    .any(|f| matches!(f.kind, FindingKind::ResultWithoutCall { .. })),
+                "{at}: a result lost its call"
+            );
+        }
+    }
+}
+
+/// Compacting a compacted session folds the earlier summary in: every request it quoted is
+/// quoted again and every file it named is named again (the earlier summary is not a user turn
+/// and names no tool call, so reading the head alone would drop it all).
+#[tokio::test]
+async fn a_second_compaction_keeps_what_the_first_summary_kept() {
+    let at = |window: &str, output: &str| {
+        Config::load(&Sources {
+            env: vec![
+                ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), window.into()),
+                ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), output.into()),
+            ],
+            ..Sources::default()
+        })
+        .unwrap()
+    };
+    let summary_of = |conversation: &Conversation| -> String {
+        conversation
+            .messages
+            .iter()
+            .find(|m| m.is_compaction_summary())
+            .map(Message::plain_text)
+            .expect("a summary")
+    };
+    let transcript = condense_core::testing::transcript("claude-code/d7d349f9").unwrap();
+    let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+    let first = compactor(&at("32000", "4096"))
+        .compact(conversation)
+        .await
+        .unwrap();
+    let first_summary = summary_of(&first.conversation);
+    let second = compactor(&at("8000", "2000"))
+        .compact(first.conversation)
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            second.report.compaction,
+            CompactionOutcome::Summarized { .. }
+        ),
+        "{:?}",
+        second.report.compaction
+    );
+    let second_summary = summary_of(&second.conversation);
+    let quoted: Vec<&str> = first_summary
+        .lines()
+        .filter(|line| {
+            line.split_once(". ")
+                .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+        })
+        .collect();
+    let files: Vec<&str> = first_summary
+        .lines()
+        .filter(|line| line.starts_with("- /") || line.starts_with("- ."))
+        .collect();
+    assert!(!quoted.is_empty() && !files.is_empty(), "{first_summary}");
+    for line in quoted.iter().chain(&files) {
+        let (_, body) = line.split_once(' ').unwrap();
+        assert!(
+            second_summary.contains(body),
+            "lost from the first summary: {line}\n---\n{second_summary}"
+        );
+    }
+}

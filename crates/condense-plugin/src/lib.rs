@@ -139,6 +139,35 @@ pub trait Plugin: Send {
     }
 }
 
+thread_local! {
+    /// The last panic's message and place on this thread, kept by the SDK's panic hook for the
+    /// error the host reports.
+    static LAST_PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A plugin's library carries its own copy of std, and so its own panic hook, whose default
+/// prints the panic and a backtrace note on the host's stderr, past the host's `-q`. The SDK
+/// replaces it, once, with a hook that prints nothing and keeps the message for [`guard`], which
+/// hands it to the host. Only panics inside the plugin's library reach this hook.
+fn silence_panics() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "the plugin panicked".to_owned());
+            let at = info
+                .location()
+                .map(|l| format!(" (at {}:{})", l.file(), l.line()))
+                .unwrap_or_default();
+            LAST_PANIC.with(|last| *last.borrow_mut() = Some(format!("{message}{at}")));
+        }));
+    });
+}
+
 /// Runs `body` with the plugin, turning a panic into [`Status::PANICKED`] and an `Err` into
 /// [`Status::ERROR`] with its message sent to the sink. Used by [`export_plugin!`].
 #[doc(hidden)]
@@ -148,6 +177,7 @@ pub fn guard<P: Plugin>(
     ctx: *mut c_void,
     body: impl FnOnce(&mut P, &mut dyn FnMut(&str)) -> Result<(), String>,
 ) -> Status {
+    silence_panics();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut plugin = cell
             .lock()
@@ -162,9 +192,9 @@ pub fn guard<P: Plugin>(
             Status::ERROR
         }
         Err(payload) => {
-            let message = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
+            let message = LAST_PANIC
+                .with(|last| last.borrow_mut().take())
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "the plugin panicked".to_owned());
             sink(ctx, Str::new(&message));

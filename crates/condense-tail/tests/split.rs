@@ -124,6 +124,13 @@ proptest! {
             prop_assert_eq!(call.message < split.tail_start, result.message < split.tail_start);
         }
 
+        // The tail always holds the last exchange: the last assistant message and all after it.
+        if let Some(last_assistant) = messages.iter().rposition(|m| m.role == Role::Assistant) {
+            prop_assert!(split.tail_start <= last_assistant, "tail from {} but the last step is at {}", split.tail_start, last_assistant);
+        } else if messages.len() > split.pinned {
+            prop_assert!(split.tail_start < messages.len(), "the last message is in the tail");
+        }
+
         // The tail holds min_tail_turns user turns when there are that many, unless even the
         // last turn is over budget or those turns would fill half the usable window.
         let turns = condense_core::user_turns(&messages);

@@ -1,0 +1,535 @@
+//! What a careless or hostile run once did to a user's files, each run again through the CLI:
+//! nothing given to condense is lost, a failure exits non-zero, and what is written is true.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// A shared OpenAI transcript copied into `dir` as `name`.
+fn session(dir: &Path, name: &str) -> Vec<u8> {
+    let bytes =
+        std::fs::read(transcripts().join("openai/swe-agent-marshmallow-1867.json")).unwrap();
+    std::fs::write(dir.join(name), &bytes).unwrap();
+    bytes
+}
+
+fn stderr(out: &std::process::Output, dir: &Path) -> String {
+    text(&out.stderr, dir)
+}
+
+#[test]
+fn no_two_of_input_output_report_and_backup_may_be_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = session(dir.path(), "v.json");
+    std::os::unix::fs::symlink("v.json", dir.path().join("link.json")).unwrap();
+    std::fs::hard_link(dir.path().join("v.json"), dir.path().join("hard.json")).unwrap();
+    let cases: [&[&str]; 5] = [
+        &["compact", "v.json", "-o", "o.json", "--report", "v.json"],
+        &["compact", "v.json", "--in-place", "--report", "v.json"],
+        &[
+            "compact",
+            "v.json",
+            "-o",
+            "o.json",
+            "--report",
+            "./sub/../v.json",
+        ],
+        &["compact", "v.json", "-o", "o.json", "--report", "link.json"],
+        &["prune", "v.json", "-o", "hard.json"],
+    ];
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    for args in cases {
+        let out = condense(dir.path(), args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&out, dir.path())
+        );
+        assert!(
+            stderr(&out, dir.path()).contains("are the same file"),
+            "{args:?}: {}",
+            stderr(&out, dir.path())
+        );
+        assert_eq!(std::fs::read(dir.path().join("v.json")).unwrap(), original);
+        assert!(!dir.path().join("o.json").exists());
+        assert!(!dir.path().join("v.json.bak").exists());
+    }
+    // The report may not take the backup's name either.
+    let out = condense(
+        dir.path(),
+        &["prune", "v.json", "--in-place", "--report", "v.json.bak"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out, dir.path()));
+    assert_eq!(
+        std::fs::read(dir.path().join("v.json.1.bak")).unwrap(),
+        original
+    );
+}
+
+#[test]
+fn outputs_through_links_and_fifos_keep_them() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path(), "v.json");
+    std::fs::write(dir.path().join("target.json"), "old").unwrap();
+    std::os::unix::fs::symlink("target.json", dir.path().join("link.json")).unwrap();
+    let out = condense(dir.path(), &["prune", "v.json", "-o", "link.json", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    let link = std::fs::symlink_metadata(dir.path().join("link.json")).unwrap();
+    assert!(link.file_type().is_symlink(), "the link is still a link");
+    let written = std::fs::read(dir.path().join("target.json")).unwrap();
+    assert!(
+        serde_json::from_slice::<Value>(&written).is_ok(),
+        "its target got the result"
+    );
+
+    let fifo = dir.path().join("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let out = condense(dir.path(), &["prune", "v.json", "-o", "fifo", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    let through = reader.join().unwrap();
+    assert!(serde_json::from_slice::<Value>(&through).is_ok());
+    let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(kind.is_fifo(), "the FIFO is still a FIFO");
+}
+
+#[test]
+fn in_place_keeps_the_mode_and_never_overwrites_a_backup() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = session(dir.path(), "v.json");
+    let path = dir.path().join("v.json");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let args = [
+        "compact",
+        "v.json",
+        "--in-place",
+        "-q",
+        "--context-window",
+        "8000",
+        "--max-output-tokens",
+        "2000",
+    ];
+    let out = condense(dir.path(), &args);
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    let mode = |name: &str| {
+        std::fs::metadata(dir.path().join(name))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("v.json"), 0o600);
+    assert_eq!(mode("v.json.bak"), 0o600);
+    let first = std::fs::read(&path).unwrap();
+    assert_ne!(first, original, "compacted");
+
+    // A second run keeps the first backup and makes another.
+    let out = condense(dir.path(), &args);
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    assert_eq!(
+        std::fs::read(dir.path().join("v.json.bak")).unwrap(),
+        original
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("v.json.1.bak")).unwrap(),
+        first
+    );
+}
+
+#[test]
+fn a_failed_summarizer_writes_nothing_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = session(dir.path(), "v.json");
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "compact",
+            "v.json",
+            "-o",
+            "out.json",
+            "--report",
+            "report.json",
+            "--context-window",
+            "8000",
+            "--max-output-tokens",
+            "2000",
+            "--summarizer",
+            "openai",
+        ];
+        args.extend_from_slice(extra);
+        command(dir.path(), &args)
+            .env("CONDENSE_SUMMARIZER_BASE_URL", &url)
+            .env("CONDENSE_SUMMARIZER_MAX_ATTEMPTS", "1")
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = stderr(&out, dir.path());
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("the openai summarizer failed"), "{said}");
+    assert!(!dir.path().join("out.json").exists());
+    assert!(
+        !dir.path().join("report.json").exists(),
+        "no report of a failed run"
+    );
+    assert_eq!(std::fs::read(dir.path().join("v.json")).unwrap(), original);
+
+    let out = run(&["--allow-over-threshold", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["compaction"]["outcome"], "failed");
+    assert_eq!(report["under_threshold"], false);
+}
+
+#[test]
+fn a_signal_removes_the_temporary_file_and_a_later_run_sweeps_stale_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path(), "v.json");
+    let mut child = command(dir.path(), &["prune", "v.json", "-o", "out.json", "-q"])
+        .env("CONDENSE_TEST_HOLD_WRITE_MS", "20000")
+        .spawn()
+        .unwrap();
+    let temporary = dir
+        .path()
+        .join(format!(".out.json.{}.condense-tmp", child.id()));
+    let started = Instant::now();
+    while !temporary.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no temporary file appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15));
+    assert!(!temporary.exists(), "the temporary file is gone");
+    assert!(!dir.path().join("out.json").exists());
+
+    // A dead process's temporary (no PID is this large) goes; a live one's stays.
+    let dead = dir.path().join(".out.json.999999999.condense-tmp");
+    let live = dir
+        .path()
+        .join(format!(".out.json.{}.condense-tmp", std::process::id()));
+    std::fs::write(&dead, "half").unwrap();
+    std::fs::write(&live, "half").unwrap();
+    let out = condense(dir.path(), &["prune", "v.json", "-o", "out.json", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    assert!(!dead.exists());
+    assert!(live.exists());
+}
+
+/// Prunes a shared Claude Code session with every unprotected output before the boundary
+/// replaced, into `out.jsonl`, originals under `originals/`.
+fn prune_everything(dir: &Path) -> std::process::Output {
+    let source = transcripts().join("claude-code/5f8cbb78-38d3-47e9-9504-baa93bb166c9.jsonl");
+    command(
+        dir,
+        &[
+            "prune",
+            source.to_str().unwrap(),
+            "-o",
+            "out.jsonl",
+            "--store",
+            "originals",
+            "-q",
+        ],
+    )
+    .env("CONDENSE_PRUNE_PROTECT_TOKENS", "0")
+    .env("CONDENSE_PRUNE_MINIMUM_TOKENS", "0")
+    .output()
+    .unwrap()
+}
+
+fn handles(file: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut found = Vec::new();
+    for piece in text.split("condense recall ").skip(1) {
+        let handle: String = piece.chars().take_while(char::is_ascii_hexdigit).collect();
+        if handle.len() == 32 && !found.contains(&handle) {
+            found.push(handle);
+        }
+    }
+    found
+}
+
+#[test]
+fn recall_verifies_what_it_returns_and_never_follows_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = prune_everything(dir.path());
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    let found = handles(&dir.path().join("out.jsonl"));
+    assert!(found.len() >= 3, "{found:?}");
+    let entry = |handle: &str| dir.path().join("originals").join(&handle[..2]).join(handle);
+    let recall = |handle: &str| condense(dir.path(), &["recall", handle, "--store", "originals"]);
+
+    let intact = recall(&found[0]);
+    assert!(intact.status.success());
+
+    // Truncated.
+    let bytes = std::fs::read(entry(&found[0])).unwrap();
+    std::fs::write(entry(&found[0]), &bytes[..bytes.len() / 2]).unwrap();
+    let out = recall(&found[0]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = stderr(&out, dir.path());
+    assert!(
+        said.contains(&found[0]) && said.contains("corrupt"),
+        "{said}"
+    );
+    let relative = format!("originals/{}/{}", &found[0][..2], found[0]);
+    assert!(said.contains(&relative), "{said}");
+    assert!(out.stdout.is_empty());
+
+    // Replaced by a symlink to another file, even one with the right content.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::write(&elsewhere, std::fs::read(entry(&found[1])).unwrap()).unwrap();
+    std::fs::remove_file(entry(&found[1])).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, entry(&found[1])).unwrap();
+    let out = recall(&found[1]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out, dir.path()).contains("symlink"),
+        "{}",
+        stderr(&out, dir.path())
+    );
+
+    // Pruning again repairs both entries: the run holds the true bytes.
+    let out = prune_everything(dir.path());
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    for handle in &found[..2] {
+        let out = recall(handle);
+        assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+        assert!(
+            !std::fs::symlink_metadata(entry(handle))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+}
+
+#[test]
+fn a_pruned_claude_code_file_keeps_no_copy_of_a_pruned_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = prune_everything(dir.path());
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    let mut pruned_lines = 0;
+    for line in std::fs::read_to_string(dir.path().join("out.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let value: Value = serde_json::from_str(line).unwrap();
+        let Some(blocks) = value["message"]["content"].as_array() else {
+            continue;
+        };
+        let placeholder = blocks.iter().any(|block| {
+            block["type"] == "tool_result" && block["content"].to_string().contains("was pruned")
+        });
+        if placeholder && value.get("toolUseResult").is_some() {
+            pruned_lines += 1;
+            let copy = &value["toolUseResult"];
+            assert!(
+                copy.as_str()
+                    .is_some_and(|text| text.contains("was pruned")),
+                "a pruned output's copy survives: {}",
+                &copy.to_string()[..copy.to_string().len().min(200)]
+            );
+        }
+    }
+    assert!(pruned_lines > 20, "{pruned_lines}");
+}
+
+#[test]
+fn an_empty_store_dir_and_a_window_within_the_reserve_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("condense.toml"), "[store]\ndir = \"\"\n").unwrap();
+    let out = condense(dir.path(), &["config", "check"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out, dir.path()).contains("store.dir"),
+        "{}",
+        stderr(&out, dir.path())
+    );
+    std::fs::remove_file(dir.path().join("condense.toml")).unwrap();
+
+    let out = condense(
+        dir.path(),
+        &["config", "check", "--context-window", "16000"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let said = stderr(&out, dir.path());
+    assert!(
+        said.contains("16000") && said.contains("20000") && said.contains("32000"),
+        "{said}"
+    );
+    session(dir.path(), "v.json");
+    let out = condense(
+        dir.path(),
+        &[
+            "compact",
+            "v.json",
+            "--context-window",
+            "16000",
+            "-o",
+            "o.json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!dir.path().join("o.json").exists());
+}
+
+#[test]
+fn odd_environments_and_pipes_are_handled() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path(), "v.json");
+    let out = command(dir.path(), &["count", "v.json"])
+        .env("FOO", OsStr::from_bytes(b"\xff"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    let out = command(dir.path(), &["count", "v.json"])
+        .env("CONDENSE_MODEL_ENCODING", OsStr::from_bytes(b"\xff"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out, dir.path()),
+        "condense: CONDENSE_MODEL_ENCODING: the value is not UTF-8\n"
+    );
+
+    // A reader that stops after one line.
+    let mut child = command(dir.path(), &["inspect", "v.json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    {
+        use std::io::BufRead;
+        let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+        reader.read_line(&mut first).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(first.contains("role"));
+    assert!(out.status.success());
+    assert_eq!(stderr(&out, dir.path()), "");
+}
+
+#[test]
+fn a_byte_order_mark_is_read_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = session(dir.path(), "plain.json");
+    let mut with_bom = b"\xEF\xBB\xBF".to_vec();
+    with_bom.extend_from_slice(&original);
+    std::fs::write(dir.path().join("bom.json"), &with_bom).unwrap();
+    let out = condense(dir.path(), &["prune", "bom.json", "-o", "out.json", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    let written = std::fs::read(dir.path().join("out.json")).unwrap();
+    assert!(written.starts_with(b"\xEF\xBB\xBF"));
+    let plain = condense(
+        dir.path(),
+        &["prune", "plain.json", "-o", "plain-out.json", "-q"],
+    );
+    assert!(plain.status.success());
+    assert_eq!(
+        &written[3..],
+        std::fs::read(dir.path().join("plain-out.json")).unwrap()
+    );
+}
+
+#[test]
+fn usage_mistakes_exit_2_and_dry_runs_still_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = condense(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out, dir.path()).contains("Usage: condense"));
+    assert!(out.stdout.is_empty());
+
+    let anthropic = transcripts().join("anthropic/claude-code-5f8cbb78.json");
+    let out = condense(
+        dir.path(),
+        &["count", anthropic.to_str().unwrap(), "--format", "openai"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out, dir.path())
+            .contains("--format openai contradicts the content, which is anthropic"),
+        "{}",
+        stderr(&out, dir.path())
+    );
+
+    session(dir.path(), "v.json");
+    let out = condense(
+        dir.path(),
+        &["prune", "v.json", "--dry-run", "--report", "r.json", "-q"],
+    );
+    assert!(out.status.success());
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    assert!(report["prune"]["outputs"].is_array());
+    assert!(out.stdout.is_empty(), "a dry run writes no session");
+
+    let out = condense(dir.path(), &["count", "missing.json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = stderr(&out, dir.path());
+    assert_eq!(
+        said.matches("No such file or directory").count(),
+        1,
+        "{said}"
+    );
+}
+
+#[test]
+fn a_panicking_optional_plugin_prints_nothing_under_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    let panicky = plugin("condense-plugin-broken", &["panics"], "panicky_cli");
+    std::fs::write(
+        dir.path().join("condense.toml"),
+        format!(
+            "[[plugins]]\npath = {}\nrequired = false\n",
+            Value::String(panicky.display().to_string())
+        ),
+    )
+    .unwrap();
+    let quiet = condense(dir.path(), &["-q", "config", "check"]);
+    assert!(quiet.status.success(), "{}", stderr(&quiet, dir.path()));
+    assert_eq!(stderr(&quiet, dir.path()), "");
+    let loud = condense(dir.path(), &["config", "check"]);
+    let said = stderr(&loud, dir.path());
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(
+        said.contains("panicked") && said.contains("index out of bounds"),
+        "{said}"
+    );
+}

@@ -1,0 +1,144 @@
+//! `prepare` on arbitrary valid conversations, built from the input as a script of turns, calls
+//! and outputs: no tool call or result is orphaned, protected outputs are untouched, the last
+//! message is kept, and a second request with the same history gives the same bytes.
+#![no_main]
+
+use std::sync::OnceLock;
+
+use condense_core::{Conversation, Message, Part, Role, ToolCall, ToolOutput, ToolResult};
+use condense_host::{Compactor, Config, SessionState, Sources};
+use condense_pruner::{FixedClock, MemoryStore};
+use libfuzzer_sys::fuzz_target;
+
+const TOOLS: [&str; 4] = ["bash", "read_file", "skill", "grep"];
+
+fn config() -> &'static Config {
+    static CONFIG: OnceLock<Config> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        let mut sources = Sources::default();
+        for (key, value) in [
+            ("model.context_window", "6000"),
+            ("model.max_output_tokens", "1000"),
+            ("prune.protect_tokens", "800"),
+            ("prune.minimum_tokens", "100"),
+            ("prune.turn_budget_chars", "6000"),
+        ] {
+            sources
+                .flags
+                .push(("--fuzz".into(), key.into(), value.into()));
+        }
+        Config::load(&sources).expect("the fuzz configuration is valid")
+    })
+}
+
+fn text(seed: u8, len: usize) -> String {
+    let words = ["alpha", "beta", "gamma", "delta", "λ", "日本", "0x1f", "\n"];
+    (0..len)
+        .map(|i| words[(usize::from(seed) + i * 7) % words.len()])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Two bytes per step: what happens, and how big.
+fn conversation(data: &[u8]) -> Conversation {
+    let mut messages = vec![Message::new(Role::System, vec![Part::text("You are an agent.")])];
+    let mut next_id = 0usize;
+    for pair in data.chunks(2) {
+        let (op, size) = (pair[0], usize::from(*pair.get(1).unwrap_or(&1)));
+        match op % 4 {
+            0 => messages.push(Message::new(Role::User, vec![Part::text(text(op, size % 40 + 1))])),
+            1 => messages.push(Message::new(Role::Assistant, vec![Part::text(text(op, size % 30 + 1))])),
+            _ => {
+                let calls = usize::from(op % 3) + 1;
+                let mut call_parts = Vec::new();
+                let mut results = Vec::new();
+                for k in 0..calls {
+                    let id = format!("call_{next_id}");
+                    next_id += 1;
+                    let tool = TOOLS[(usize::from(op) + k) % TOOLS.len()];
+                    call_parts.push(Part::ToolCall(ToolCall {
+                        id: id.clone(),
+                        name: tool.into(),
+                        input: serde_json::json!({"command": text(op, 3)}),
+                        raw_input: None,
+                        embedded: false,
+                        extra: Default::default(),
+                    }));
+                    results.push(Message::new(
+                        Role::Tool,
+                        vec![Part::ToolResult(ToolResult {
+                            call_id: id,
+                            content: ToolOutput::Text(text(op ^ k as u8, size * 8 + 1)),
+                            is_error: None,
+                            embedded: false,
+                            compacted: None,
+                            extra: Default::default(),
+                        })],
+                    ));
+                }
+                messages.push(Message::new(Role::Assistant, call_parts));
+                messages.extend(results);
+            }
+        }
+    }
+    Conversation::new(messages)
+}
+
+fn protected_outputs(conversation: &Conversation) -> Vec<(String, ToolOutput)> {
+    let pairs = conversation.tool_pairs();
+    conversation
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|part| match part {
+            Part::ToolResult(result)
+                if pairs.tool_name(&conversation.messages, result) == Some("skill") =>
+            {
+                Some((result.call_id.clone(), result.content.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fuzz_target!(|data: &[u8]| {
+    let conversation = conversation(data);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let run = |state: &mut SessionState| {
+        let compactor = Compactor::from_config(config())
+            .expect("the compactor builds")
+            .with_store(Box::new(MemoryStore::new()))
+            .with_clock(Box::new(FixedClock(1_763_700_000_000)));
+        runtime
+            .block_on(compactor.prepare(conversation.clone(), state))
+            .expect("prepare succeeds with an in-memory store")
+    };
+    let mut state = SessionState::default();
+    let first = run(&mut state);
+    let out = &first.conversation;
+    assert!(out.validate().is_empty(), "pairs broken: {:?}", out.validate());
+    let before = protected_outputs(&conversation);
+    let after = protected_outputs(out);
+    assert_eq!(after.len(), before.len(), "a protected output was dropped");
+    for (id, content) in &after {
+        if let Some((_, original)) = before.iter().find(|(b, _)| b == id) {
+            assert_eq!(content, original, "protected output {id} changed");
+        }
+    }
+    if let (Some(last_in), Some(last_out)) = (conversation.messages.last(), out.messages.last())
+        && conversation.messages.len() > 1
+    {
+        assert_eq!(last_in.role, last_out.role, "the last message is kept");
+        if !last_in.parts.iter().any(|p| matches!(p, Part::ToolResult(_))) {
+            assert_eq!(last_in, last_out, "the last message is kept as it was");
+        }
+    }
+    let second = run(&mut state);
+    assert_eq!(
+        serde_json::to_string(&second.conversation.messages).expect("serialises"),
+        serde_json::to_string(&first.conversation.messages).expect("serialises"),
+        "the same history with the same state gives the same bytes"
+    );
+});
