@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 
 use condense_core::{Conversation, Message, Part, Role, ToolCall, ToolOutput, ToolResult};
-use condense_host::{Compactor, Config, SessionState, Sources};
+use condense_host::{CompactionOutcome, Compactor, Config, SessionState, Sources};
 use condense_pruner::{FixedClock, MemoryStore};
 use libfuzzer_sys::fuzz_target;
 
@@ -127,7 +127,13 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(content, original, "protected output {id} changed");
         }
     }
-    if let (Some(last_in), Some(last_out)) = (conversation.messages.last(), out.messages.last())
+    // Automatic compaction ends with the continuation message; the session's own last message
+    // comes right before it.
+    let mut ending = out.messages.iter().rev().peekable();
+    if matches!(&first.report.compaction, CompactionOutcome::Summarized { .. }) {
+        ending.next();
+    }
+    if let (Some(last_in), Some(last_out)) = (conversation.messages.last(), ending.next())
         && conversation.messages.len() > 1
     {
         assert_eq!(last_in.role, last_out.role, "the last message is kept");

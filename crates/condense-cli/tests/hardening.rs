@@ -533,3 +533,53 @@ fn a_panicking_optional_plugin_prints_nothing_under_quiet() {
         "{said}"
     );
 }
+
+#[test]
+fn recall_prints_an_output_of_blocks_as_the_provider_sent_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let listing = "src/lib.rs src/main.rs Cargo.toml README.md ".repeat(400);
+    let body = serde_json::json!({
+        "model": "claude",
+        "system": "You are an agent.",
+        "messages": [
+            {"role": "user", "content": "take a screenshot"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "shot", "name": "screenshot", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "shot", "content": [
+                {"type": "text", "text": listing},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo"}}
+            ]}]},
+            {"role": "assistant", "content": "done"},
+            {"role": "user", "content": "thanks"},
+            {"role": "assistant", "content": "welcome"},
+            {"role": "user", "content": "bye"}
+        ]
+    });
+    std::fs::write(dir.path().join("s.json"), body.to_string()).unwrap();
+    let out = command(
+        dir.path(),
+        &[
+            "prune",
+            "s.json",
+            "-o",
+            "out.json",
+            "--store",
+            "originals",
+            "-q",
+        ],
+    )
+    .env("CONDENSE_PRUNE_PROTECT_TOKENS", "0")
+    .env("CONDENSE_PRUNE_MINIMUM_TOKENS", "0")
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    let found = handles(&dir.path().join("out.json"));
+    assert_eq!(found.len(), 1, "the screenshot's output was pruned");
+    let recalled = condense(dir.path(), &["recall", &found[0], "--store", "originals"]);
+    assert!(
+        recalled.status.success(),
+        "{}",
+        stderr(&recalled, dir.path())
+    );
+    let blocks: Value = serde_json::from_slice(&recalled.stdout).unwrap();
+    assert_eq!(blocks, body["messages"][2]["content"][0]["content"]);
+}

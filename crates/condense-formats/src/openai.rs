@@ -100,7 +100,10 @@ fn message_from_value(index: usize, raw: Value) -> Result<Message, FormatError> 
         parts = content_parts;
         shape = content_shape;
     }
-    if let Some(Value::Array(calls)) = fields.get("tool_calls")
+    // Only an assistant calls tools. `tool_calls` on any other message (a broken or spliced
+    // file) stays an opaque field and is written back as it came, never dropped.
+    if role == Role::Assistant
+        && let Some(Value::Array(calls)) = fields.get("tool_calls")
         && !calls.is_empty()
     {
         let Some(Value::Array(calls)) = fields.shift_remove("tool_calls") else {

@@ -144,6 +144,7 @@ impl Store for DirStore {
         }
         let dir = path.parent().unwrap_or(&self.root);
         std::fs::create_dir_all(dir).map_err(failed)?;
+        remove_stale_temporaries(dir);
         let temporary = dir.join(format!(".{handle}.{}.tmp", std::process::id()));
         let written = std::fs::File::create(&temporary).and_then(|mut file| {
             file.write_all(bytes)?;
@@ -172,6 +173,32 @@ impl Store for DirStore {
             });
         }
         Ok(bytes)
+    }
+}
+
+/// Removes `.HANDLE.PID.tmp` files in `dir` whose process is gone: a run killed while writing
+/// an original leaves one, and no later run would ever use that name again. Only where `/proc`
+/// tells which processes live; anything else is left alone.
+fn remove_stale_temporaries(dir: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix('.')?.strip_suffix(".tmp"))
+            .and_then(|rest| rest.rsplit_once('.'))
+            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -239,6 +266,21 @@ mod tests {
             vec![std::ffi::OsString::from(&handle)],
             "no temporary file left"
         );
+    }
+
+    #[test]
+    fn a_dead_writer_s_temporary_is_swept_by_the_next_put() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirStore::new(dir.path());
+        let bytes = b"an original";
+        let handle = handle_of(bytes);
+        let shard = dir.path().join(&handle[..2]);
+        std::fs::create_dir_all(&shard).unwrap();
+        let stale = shard.join(format!(".{handle}.999999999.tmp"));
+        std::fs::write(&stale, b"half").unwrap();
+        store.put(&handle, bytes).unwrap();
+        assert!(!stale.exists());
+        assert_eq!(store.get(&handle).unwrap(), bytes);
     }
 
     #[test]
