@@ -58,7 +58,7 @@ fn compact(args: RunArgs, verbosity: Verbosity, summarize: bool) -> Result<()> {
     };
     let compactor = Compactor::with_plugins(&config, &plugins)?.with_store(store);
 
-    let remote = config.summarizer_kind() != "extractive";
+    let remote = config.summarizer_kind().is_remote();
     let result = {
         let _spinner = Spinner::start(
             summarize && remote && verbosity != Verbosity::Quiet,
@@ -188,7 +188,7 @@ fn inspect(args: InspectArgs, verbosity: Verbosity) -> Result<()> {
     let conversation = read_session(&input, args.format)?.conversation;
     // What compact would do, worked out on a copy with nothing stored and no model asked.
     let mut preview = config.clone();
-    if config.summarizer_kind() != "extractive" {
+    if config.summarizer_kind().is_remote() {
         preview = config_with_extractive(&args)?;
     }
     let compactor =

@@ -78,8 +78,11 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
             });
         }
         let reply_id = message.get("id").and_then(Value::as_str).map(str::to_owned);
-        let (parts, shape) = parts_from_content(message.shift_remove("content"))
-            .map_err(|problem| FormatError::malformed(at, problem))?;
+        // `content` is taken, but its place is kept (a null until written back), so that a line
+        // comes back with its keys in their order.
+        let content = message.get_mut("content").map(Value::take);
+        let (parts, shape) =
+            parts_from_content(content).map_err(|problem| FormatError::malformed(at, problem))?;
         let generated = role == Role::User && is_generated(&record, &parts);
         let wire = WireRecord {
             fields: record,
@@ -310,17 +313,23 @@ fn line(role: Role, mut fields: JsonMap, parts: &[Part], shape: ContentShape) ->
     if !fields.contains_key("type") {
         fields.insert("type".into(), kind.into());
     }
-    let mut message = match fields.shift_remove("message") {
-        Some(Value::Object(message)) => message,
-        _ => {
-            let mut message = JsonMap::new();
-            message.insert("role".into(), wire_role.into());
-            message
-        }
-    };
-    if let Some(content) = content_from_parts(parts, shape) {
-        message.insert("content".into(), content);
+    // The message stays where the line had it: a line read and written back keeps its key order,
+    // so writing is a fixed point and an untouched line comes back as it was.
+    if !matches!(fields.get("message"), Some(Value::Object(_))) {
+        let mut message = JsonMap::new();
+        message.insert("role".into(), wire_role.into());
+        fields.shift_remove("message");
+        fields.insert("message".into(), Value::Object(message));
     }
-    fields.insert("message".into(), Value::Object(message));
+    if let Some(Value::Object(message)) = fields.get_mut("message") {
+        match content_from_parts(parts, shape) {
+            Some(content) => {
+                message.insert("content".into(), content);
+            }
+            None => {
+                message.shift_remove("content");
+            }
+        }
+    }
     Value::Object(fields)
 }

@@ -52,3 +52,25 @@ fn a_broken_parent_chain_is_relinked_once_and_nothing_else_changes() {
     let written = String::from_utf8(write(Format::ClaudeCode, &conversation).unwrap()).unwrap();
     assert!(written.contains(r#""parentUuid":"u1""#), "{written}");
 }
+
+/// A line without a `uuid` gets one when written, after its other keys. The writer used to move
+/// `message` to the end of every line, so the second write put it after that new uuid and the
+/// bytes changed again; `message` (and its `content`) now keep their place.
+#[test]
+fn a_line_without_a_uuid_is_written_the_same_way_twice() {
+    let lines = concat!(
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+        "\n",
+        r#"{"parentUuid":"u1","type":"user","message":{"role":"user","content":"again"},"timestamp":"2025-07-21T18:41:25.853Z"}"#,
+        "\n"
+    );
+    round_trips(lines.as_bytes(), Format::ClaudeCode);
+    let (_, conversation) = read(lines.as_bytes(), None).unwrap();
+    let written = String::from_utf8(write(Format::ClaudeCode, &conversation).unwrap()).unwrap();
+    let first = written.lines().next().unwrap();
+    assert_eq!(
+        first,
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+        "an untouched line keeps its key order"
+    );
+}

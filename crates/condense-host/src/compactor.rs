@@ -13,7 +13,7 @@ use condense_tokenizer::{Tiktoken, TokenCounter};
 use crate::report::{CompactReport, CompactionOutcome};
 use crate::state::SessionState;
 use crate::usage::{Measure, measure};
-use crate::{Config, HostError, LoadedPlugin};
+use crate::{Config, HostError, LoadedPlugin, SummarizerKind};
 
 /// A compacted conversation and what was done to it.
 #[derive(Debug, Clone)]
@@ -390,7 +390,7 @@ fn select_template(config: &Config, plugins: &[LoadedPlugin]) -> Result<Template
         offering.as_slice(),
         config.template_plugin(),
     ) {
-        (true, _, _) | (false, [], _) => return Ok(Template::builtin(config.template_name())?),
+        (true, _, _) | (false, [], _) => return Ok(Template::builtin(config.template().name())?),
         (false, [only], None) => *only,
         (false, several, Some(name)) => several
             .iter()
@@ -417,9 +417,9 @@ fn summarizer_for(
     counter: Arc<dyn TokenCounter>,
 ) -> Result<Box<dyn Summarizer>, HostError> {
     Ok(match config.summarizer_kind() {
-        "openai" => Box::new(OpenAi::new(remote_settings(config, counter))?),
-        "anthropic" => Box::new(Anthropic::new(remote_settings(config, counter))?),
-        _ => {
+        SummarizerKind::OpenAi => Box::new(OpenAi::new(remote_settings(config, counter))?),
+        SummarizerKind::Anthropic => Box::new(Anthropic::new(remote_settings(config, counter))?),
+        SummarizerKind::Extractive => {
             let mut settings = config.extractive_settings();
             settings.counter = counter;
             Box::new(Extractive::new(template.clone(), settings))

@@ -22,7 +22,10 @@ mod state;
 mod usage;
 
 pub use compactor::{Compaction, Compactor};
-pub use config::{Config, ConfigError, Origin, PluginSpec, Setting, Source, Sources};
+pub use config::{
+    CompactionConfig, Config, ConfigError, ModelSettings, Origin, PluginSpec, PruneConfig, Setting,
+    Settings, Source, Sources, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice,
+};
 pub use error::HostError;
 pub use plugins::{LoadedPlugin, PluginError};
 pub use report::{CompactReport, CompactionOutcome};

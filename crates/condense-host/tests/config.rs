@@ -2,7 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use condense_host::{Config, Sources};
+use condense_host::{Config, Sources, SummarizerKind, TemplateChoice};
+use condense_pruner::PruneSettings;
+use condense_summarize::{ExtractiveSettings, RemoteSettings};
+use condense_tail::TailSettings;
+use condense_template::DEFAULT_CONTINUATION;
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
@@ -172,4 +176,119 @@ fn the_project_file_is_found_upward() {
     std::fs::create_dir_all(&nested).unwrap();
     let sources = Sources::discover(&nested, None).unwrap();
     assert_eq!(sources.project, Some(dir.path().join(".condense.toml")));
+}
+
+/// `config/condense.toml` is where a default is written. The phase crates, usable without the
+/// host, keep `Default` impls of their own; this proves them equal to the file, key by key, so the
+/// two can never drift.
+#[test]
+fn the_phase_crates_defaults_are_the_built_in_file_key_by_key() {
+    let config = Config::built_in().unwrap();
+    let settings = config.settings();
+
+    let (file, rust) = (config.prune_settings(), PruneSettings::default());
+    assert_eq!(
+        file.protected_tools, rust.protected_tools,
+        "prune.protected_tools"
+    );
+    assert_eq!(
+        file.skip_user_turns, rust.skip_user_turns,
+        "prune.skip_user_turns"
+    );
+    assert_eq!(
+        file.skip_tool_calls, rust.skip_tool_calls,
+        "prune.skip_tool_calls"
+    );
+    assert_eq!(
+        file.protect_tokens, rust.protect_tokens,
+        "prune.protect_tokens"
+    );
+    assert_eq!(
+        file.minimum_tokens, rust.minimum_tokens,
+        "prune.minimum_tokens"
+    );
+    assert_eq!(
+        file.adaptive_thresholds, rust.adaptive_thresholds,
+        "prune.adaptive_thresholds"
+    );
+    assert_eq!(
+        file.turn_budget_chars, rust.turn_budget_chars,
+        "prune.turn_budget_chars"
+    );
+    assert_eq!(
+        file.preview_bytes, rust.preview_bytes,
+        "prune.preview_bytes"
+    );
+    assert_eq!(
+        file.duplicate_min_chars, rust.duplicate_min_chars,
+        "prune.duplicate_min_chars"
+    );
+    assert_eq!(file.placeholder, rust.placeholder, "prune.placeholder");
+    assert_eq!(file.preview_note, rust.preview_note, "prune.preview_note");
+    assert_eq!(
+        file.duplicate_note, rust.duplicate_note,
+        "prune.duplicate_note"
+    );
+
+    let (file, rust) = (config.tail_settings(), TailSettings::default());
+    assert_eq!(
+        file.context_window, rust.context_window,
+        "model.context_window"
+    );
+    assert_eq!(
+        file.max_output_tokens, rust.max_output_tokens,
+        "model.max_output_tokens"
+    );
+    assert_eq!(file.reserve_cap, rust.reserve_cap, "compaction.reserve_cap");
+    assert_eq!(file.tail_ratio, rust.tail_ratio, "compaction.tail_ratio");
+    assert_eq!(
+        file.min_tail_tokens, rust.min_tail_tokens,
+        "compaction.min_tail_tokens"
+    );
+    assert_eq!(
+        file.max_tail_tokens, rust.max_tail_tokens,
+        "compaction.max_tail_tokens"
+    );
+    assert_eq!(
+        file.min_tail_turns, rust.min_tail_turns,
+        "compaction.min_tail_turns"
+    );
+
+    let summarizer = &settings.summarizer;
+    let (file, rust) = (
+        config.remote_settings(),
+        RemoteSettings::new(&summarizer.base_url, &summarizer.model),
+    );
+    assert_eq!(file.timeout, rust.timeout, "summarizer.timeout_secs");
+    assert_eq!(
+        file.max_attempts, rust.max_attempts,
+        "summarizer.max_attempts"
+    );
+    assert_eq!(
+        file.tool_output_chars, rust.tool_output_chars,
+        "summarizer.tool_output_chars"
+    );
+    assert_eq!(
+        file.context_window, rust.context_window,
+        "summarizer.context_window"
+    );
+    assert_eq!(
+        file.max_summary_tokens, rust.max_summary_tokens,
+        "summarizer.max_summary_tokens"
+    );
+
+    let (file, rust) = (config.extractive_settings(), ExtractiveSettings::default());
+    assert_eq!(
+        file.budget_tokens, rust.budget_tokens,
+        "summarizer.budget_tokens"
+    );
+    assert_eq!(file.quote_chars, rust.quote_chars, "summarizer.quote_chars");
+
+    assert_eq!(
+        config.continuation().as_deref(),
+        Some(DEFAULT_CONTINUATION),
+        "compaction.continuation"
+    );
+    assert_eq!(settings.summarizer.kind, SummarizerKind::Extractive);
+    assert_eq!(settings.compaction.template, TemplateChoice::Structured);
 }

@@ -24,6 +24,10 @@ pub enum ConfigError {
         expected: &'static str,
         found: String,
     },
+    /// The merged layers do not make a configuration (a key the built-in file lacks, or the
+    /// reverse: a bug in condense, since every layer is checked against that file first).
+    #[error("the configuration does not deserialize: {message}")]
+    Typed { message: String },
     #[error("{name}: the value is not UTF-8")]
     NotUnicode { name: String },
     #[error("{at}: `{key}`: {message}")]

@@ -148,9 +148,8 @@ pub(crate) fn parse(text: &str, source: &Source) -> Result<Layer, ConfigError> {
             continue;
         }
         let Some(keys) = schema::section(name) else {
-            let sections: Vec<&str> = schema::SECTIONS
-                .iter()
-                .map(|(s, _)| *s)
+            let sections: Vec<&str> = schema::section_names()
+                .into_iter()
                 .chain(["plugins"])
                 .collect();
             return Err(ConfigError::UnknownKey {
@@ -168,10 +167,10 @@ pub(crate) fn parse(text: &str, source: &Source) -> Result<Layer, ConfigError> {
             let at = origin_at(field.span().start);
             let Some(kind) = keys
                 .iter()
-                .find(|(k, _)| *k == field_name)
+                .find(|(k, _)| k == field_name)
                 .map(|(_, kind)| *kind)
             else {
-                let known: Vec<&str> = keys.iter().map(|(k, _)| *k).collect();
+                let known: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
                 return Err(ConfigError::UnknownKey {
                     at: at.to_string(),
                     key: full,

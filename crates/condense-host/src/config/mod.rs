@@ -10,6 +10,7 @@
 mod error;
 mod layer;
 mod schema;
+mod typed;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +23,10 @@ use condense_tokenizer::Encoding;
 
 pub use error::ConfigError;
 pub use layer::{Origin, PluginSpec, Setting, Source};
+pub use typed::{
+    CompactionConfig, ModelSettings, PruneConfig, Settings, StoreConfig, SummarizerConfig,
+    SummarizerKind, TemplateChoice,
+};
 
 /// The built-in layer: every key with its default.
 pub const BUILT_IN: &str = include_str!("../../../../config/condense.toml");
@@ -78,12 +83,15 @@ impl Sources {
     }
 }
 
-/// The effective configuration.
+/// The effective configuration: the typed [`Settings`] every phase reads, and beside them the
+/// merged layers with the origin of each value, for `config show` and for errors.
 #[derive(Debug, Clone)]
 pub struct Config {
     values: BTreeMap<String, (Setting, Origin)>,
     /// Every layer's protected tools with where each was named.
     protected: Vec<(String, Origin)>,
+    settings: Settings,
+    /// The `[[plugins]]` of every layer, in layer order.
     pub plugins: Vec<PluginSpec>,
 }
 
@@ -93,6 +101,8 @@ impl Config {
         Config::load(&Sources::default())
     }
 
+    /// Reads and merges the layers `sources` names, checks every key, kind and value, and
+    /// deserializes the result. The first problem is the error; nothing is half-loaded.
     pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
         let mut layers = vec![layer::parse(BUILT_IN, &Source::BuiltIn)?];
         for (path, source) in [
@@ -111,26 +121,32 @@ impl Config {
         layers.push(env_layer(&sources.env)?);
         layers.push(flag_layer(&sources.flags)?);
 
-        let mut config = Config {
-            values: BTreeMap::new(),
-            protected: Vec::new(),
-            plugins: Vec::new(),
-        };
+        let mut values = BTreeMap::new();
+        let mut protected: Vec<(String, Origin)> = Vec::new();
+        let mut plugins = Vec::new();
         for layer in layers {
             for (key, (value, origin)) in layer.values {
                 if schema::UNION_KEYS.contains(&key.as_str())
                     && let Setting::List(tools) = &value
                 {
                     for tool in tools {
-                        if !config.protected.iter().any(|(seen, _)| seen == tool) {
-                            config.protected.push((tool.clone(), origin.clone()));
+                        if !protected.iter().any(|(seen, _)| seen == tool) {
+                            protected.push((tool.clone(), origin.clone()));
                         }
                     }
                 }
-                config.values.insert(key, (value, origin));
+                values.insert(key, (value, origin));
             }
-            config.plugins.extend(layer.plugins);
+            plugins.extend(layer.plugins);
         }
+        check_names(&values)?;
+        let settings = typed(&values, &protected)?;
+        let config = Config {
+            values,
+            protected,
+            settings,
+            plugins,
+        };
         config.validate()?;
         Ok(config)
     }
@@ -139,34 +155,9 @@ impl Config {
         self.values.get(key)
     }
 
-    fn int(&self, key: &str) -> usize {
-        match self.setting(key) {
-            Some((Setting::Int(value), _)) => usize::try_from(*value).unwrap_or(usize::MAX),
-            _ => 0,
-        }
-    }
-
-    fn float(&self, key: &str) -> f64 {
-        match self.setting(key) {
-            Some((Setting::Float(value), _)) => *value,
-            _ => 0.0,
-        }
-    }
-
-    fn flag(&self, key: &str) -> bool {
-        matches!(self.setting(key), Some((Setting::Bool(true), _)))
-    }
-
-    /// A string setting; `""` counts as unset for the optional ones.
-    pub fn text(&self, key: &str) -> &str {
-        match self.setting(key) {
-            Some((Setting::Str(value), _)) => value,
-            _ => "",
-        }
-    }
-
-    fn optional(&self, key: &str) -> Option<String> {
-        Some(self.text(key).to_owned()).filter(|value| !value.is_empty())
+    /// Every setting, typed.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// Where a key's value came from.
@@ -186,10 +177,16 @@ impl Config {
         }
     }
 
+    /// The checks that relate values to each other, on the typed settings.
     fn validate(&self) -> Result<(), ConfigError> {
-        Encoding::from_str(self.text("model.encoding"))
-            .map_err(|error| self.bad("model.encoding", error.to_string()))?;
-        if self.int("model.context_window") == 0 {
+        let Settings {
+            model,
+            compaction,
+            summarizer,
+            store,
+            prune,
+        } = &self.settings;
+        if model.context_window == 0 {
             return Err(self.bad("model.context_window", "must be more than 0"));
         }
         let tail = self.tail_settings();
@@ -208,57 +205,50 @@ impl Config {
                 ),
             ));
         }
-        if self.text("store.dir").trim().is_empty() {
+        if store.dir.as_os_str().is_empty() || store.dir.to_string_lossy().trim().is_empty() {
             return Err(self.bad(
                 "store.dir",
                 "must name a directory: an empty one would scatter originals over the working directory",
             ));
         }
-        let ratio = self.float("compaction.tail_ratio");
+        let ratio = compaction.tail_ratio;
         if !(ratio > 0.0 && ratio <= 1.0) {
             return Err(self.bad(
                 "compaction.tail_ratio",
                 format!("must be more than 0 and at most 1, not {ratio}"),
             ));
         }
-        if self.int("compaction.min_tail_tokens") > self.int("compaction.max_tail_tokens") {
+        if compaction.min_tail_tokens > compaction.max_tail_tokens {
             return Err(self.bad(
                 "compaction.min_tail_tokens",
                 "must not be more than compaction.max_tail_tokens",
             ));
         }
-        if !["extractive", "openai", "anthropic"].contains(&self.text("summarizer.kind")) {
-            return Err(self.bad(
-                "summarizer.kind",
-                format!(
-                    "`{}` is not one of extractive, openai, anthropic",
-                    self.text("summarizer.kind")
-                ),
-            ));
-        }
-        if self.optional("compaction.template_file").is_none() {
-            condense_template::Template::builtin(self.text("compaction.template"))
-                .map_err(|error| self.bad("compaction.template", error.to_string()))?;
-        }
-        for (key, extra) in [
-            ("prune.placeholder", &[][..]),
-            ("prune.preview_note", PREVIEW_VARIABLES),
-            ("prune.duplicate_note", DUPLICATE_VARIABLES),
+        for (key, text, extra) in [
+            ("prune.placeholder", &prune.placeholder, &[][..]),
+            ("prune.preview_note", &prune.preview_note, PREVIEW_VARIABLES),
+            (
+                "prune.duplicate_note",
+                &prune.duplicate_note,
+                DUPLICATE_VARIABLES,
+            ),
         ] {
-            Note::new(self.text(key), extra).map_err(|error| self.bad(key, error.to_string()))?;
+            Note::new(text, extra).map_err(|error| self.bad(key, error.to_string()))?;
         }
-        if self.int("summarizer.max_attempts") == 0 {
+        if summarizer.max_attempts == 0 {
             return Err(self.bad("summarizer.max_attempts", "must be at least 1"));
         }
         Ok(())
     }
 
+    /// The tokenizer that counts for the trigger.
     pub fn encoding(&self) -> Encoding {
-        Encoding::from_str(self.text("model.encoding")).unwrap_or_default()
+        self.settings.model.encoding
     }
 
+    /// The model's context window, in tokens.
     pub fn context_window(&self) -> usize {
-        self.int("model.context_window")
+        self.settings.model.context_window
     }
 
     /// Protected tools from every layer, in the order they were first named.
@@ -269,10 +259,12 @@ impl Config {
             .collect()
     }
 
+    /// Phase 1's rules.
     pub fn prune_settings(&self) -> PruneSettings {
-        let note = |key, extra| {
-            Note::new(self.text(key), extra)
-                .unwrap_or_else(|_| PruneSettings::default().placeholder)
+        let prune = &self.settings.prune;
+        // `validate` parsed each note already; the fallback is never taken.
+        let note = |text: &str, extra| {
+            Note::new(text, extra).unwrap_or_else(|_| PruneSettings::default().placeholder)
         };
         PruneSettings {
             protected_tools: self
@@ -280,38 +272,42 @@ impl Config {
                 .into_iter()
                 .map(str::to_owned)
                 .collect(),
-            skip_user_turns: self.int("prune.skip_user_turns"),
-            skip_tool_calls: self.int("prune.skip_tool_calls"),
-            protect_tokens: self.int("prune.protect_tokens"),
-            minimum_tokens: self.int("prune.minimum_tokens"),
-            adaptive_thresholds: self.flag("prune.adaptive_thresholds"),
-            turn_budget_chars: self.int("prune.turn_budget_chars"),
-            preview_bytes: self.int("prune.preview_bytes"),
-            duplicate_min_chars: self.int("prune.duplicate_min_chars"),
-            placeholder: note("prune.placeholder", &[][..]),
-            preview_note: note("prune.preview_note", PREVIEW_VARIABLES),
-            duplicate_note: note("prune.duplicate_note", DUPLICATE_VARIABLES),
+            skip_user_turns: prune.skip_user_turns,
+            skip_tool_calls: prune.skip_tool_calls,
+            protect_tokens: prune.protect_tokens,
+            minimum_tokens: prune.minimum_tokens,
+            adaptive_thresholds: prune.adaptive_thresholds,
+            turn_budget_chars: prune.turn_budget_chars,
+            preview_bytes: prune.preview_bytes,
+            duplicate_min_chars: prune.duplicate_min_chars,
+            placeholder: note(&prune.placeholder, &[][..]),
+            preview_note: note(&prune.preview_note, PREVIEW_VARIABLES),
+            duplicate_note: note(&prune.duplicate_note, DUPLICATE_VARIABLES),
         }
     }
 
+    /// When to compact and where to cut.
     pub fn tail_settings(&self) -> TailSettings {
+        let compaction = &self.settings.compaction;
         TailSettings {
-            context_window: self.int("model.context_window"),
-            max_output_tokens: self.int("model.max_output_tokens"),
-            reserve_cap: self.int("compaction.reserve_cap"),
-            tail_ratio: self.float("compaction.tail_ratio"),
-            min_tail_tokens: self.int("compaction.min_tail_tokens"),
-            max_tail_tokens: self.int("compaction.max_tail_tokens"),
-            min_tail_turns: self.int("compaction.min_tail_turns"),
+            context_window: self.settings.model.context_window,
+            max_output_tokens: self.settings.model.max_output_tokens,
+            reserve_cap: compaction.reserve_cap,
+            tail_ratio: compaction.tail_ratio,
+            min_tail_tokens: compaction.min_tail_tokens,
+            max_tail_tokens: compaction.max_tail_tokens,
+            min_tail_turns: compaction.min_tail_turns,
         }
     }
 
-    pub fn template_name(&self) -> &str {
-        self.text("compaction.template")
+    /// The built-in template configuration names.
+    pub fn template(&self) -> TemplateChoice {
+        self.settings.compaction.template
     }
 
+    /// The team's own template file, when one is configured.
     pub fn template_file(&self) -> Option<PathBuf> {
-        self.optional("compaction.template_file").map(PathBuf::from)
+        non_empty(&self.settings.compaction.template_file).map(PathBuf::from)
     }
 
     /// Whether configuration, rather than the built-in default, chose the template: then it wins
@@ -325,59 +321,64 @@ impl Config {
 
     /// The plugin whose template to use when several supply one.
     pub fn template_plugin(&self) -> Option<String> {
-        self.optional("compaction.template_plugin")
+        non_empty(&self.settings.compaction.template_plugin)
     }
 
+    /// The team's instructions for every summary.
     pub fn custom_instructions(&self) -> Option<String> {
-        self.optional("compaction.custom_instructions")
+        non_empty(&self.settings.compaction.custom_instructions)
     }
 
+    /// What the agent is told after an automatic compaction.
     pub fn continuation(&self) -> Option<String> {
-        self.optional("compaction.continuation")
+        non_empty(&self.settings.compaction.continuation)
     }
 
+    /// Summarizer failures in a row before automatic compaction stops.
     pub fn max_failures(&self) -> u32 {
-        u32::try_from(self.int("compaction.max_failures")).unwrap_or(u32::MAX)
+        self.settings.compaction.max_failures
     }
 
-    pub fn summarizer_kind(&self) -> &str {
-        self.text("summarizer.kind")
+    /// Which summarizer writes the summary.
+    pub fn summarizer_kind(&self) -> SummarizerKind {
+        self.settings.summarizer.kind
     }
 
+    /// The offline summarizer's settings.
     pub fn extractive_settings(&self) -> condense_summarize::ExtractiveSettings {
         condense_summarize::ExtractiveSettings {
-            budget_tokens: self.int("summarizer.budget_tokens"),
-            quote_chars: self.int("summarizer.quote_chars"),
+            budget_tokens: self.settings.summarizer.budget_tokens,
+            quote_chars: self.settings.summarizer.quote_chars,
             ..condense_summarize::ExtractiveSettings::default()
         }
     }
 
+    /// The remote summarizers' settings.
     pub fn remote_settings(&self) -> condense_summarize::RemoteSettings {
-        let mut settings = condense_summarize::RemoteSettings::new(
-            self.text("summarizer.base_url"),
-            self.text("summarizer.model"),
-        );
-        settings.compaction_model = self.optional("summarizer.compaction_model");
-        settings.api_key_env = self.optional("summarizer.api_key_env");
-        settings.timeout = Duration::from_secs(self.int("summarizer.timeout_secs") as u64);
-        settings.max_attempts =
-            u32::try_from(self.int("summarizer.max_attempts")).unwrap_or(u32::MAX);
-        settings.tool_output_chars = self.int("summarizer.tool_output_chars");
-        settings.context_window = self.int("summarizer.context_window");
-        settings.max_summary_tokens = self.int("summarizer.max_summary_tokens");
+        let summarizer = &self.settings.summarizer;
+        let mut settings =
+            condense_summarize::RemoteSettings::new(&summarizer.base_url, &summarizer.model);
+        settings.compaction_model = non_empty(&summarizer.compaction_model);
+        settings.api_key_env = non_empty(&summarizer.api_key_env);
+        settings.timeout = Duration::from_secs(summarizer.timeout_secs);
+        settings.max_attempts = summarizer.max_attempts;
+        settings.tool_output_chars = summarizer.tool_output_chars;
+        settings.context_window = summarizer.context_window;
+        settings.max_summary_tokens = summarizer.max_summary_tokens;
         settings
     }
 
+    /// Where originals of replaced outputs are kept.
     pub fn store_dir(&self) -> PathBuf {
-        PathBuf::from(self.text("store.dir"))
+        self.settings.store.dir.clone()
     }
 
     /// The effective configuration as TOML, each value followed by the layer it came from.
     pub fn show(&self) -> String {
         let mut out = String::new();
-        for (section, keys) in schema::SECTIONS {
+        for (section, keys) in schema::schema() {
             out.push_str(&format!("[{section}]\n"));
-            for (key, _) in *keys {
+            for (key, _) in keys {
                 let full = format!("{section}.{key}");
                 if full == "prune.protected_tools" {
                     let tools: Vec<String> = self
@@ -478,9 +479,9 @@ fn env_layer(env: &[(String, String)]) -> Result<layer::Layer, ConfigError> {
     sorted.sort();
     for (name, raw) in sorted {
         let rest = name["CONDENSE_".len()..].to_lowercase();
-        let Some((section, key)) = schema::SECTIONS.iter().find_map(|(section, _)| {
+        let Some((section, key)) = schema::section_names().into_iter().find_map(|section| {
             rest.strip_prefix(&format!("{section}_"))
-                .map(|key| (*section, key.to_owned()))
+                .map(|key| (section, key.to_owned()))
         }) else {
             continue; // Other CONDENSE_* variables (CONDENSE_LLM_URL, CONDENSE_TRANSCRIPTS) are not settings.
         };
@@ -494,7 +495,7 @@ fn env_layer(env: &[(String, String)]) -> Result<layer::Layer, ConfigError> {
             let known: Vec<&str> = schema::section(section)
                 .unwrap_or_default()
                 .iter()
-                .map(|(k, _)| *k)
+                .map(|(k, _)| k.as_str())
                 .collect();
             return Err(ConfigError::UnknownKey {
                 at: name.clone(),
@@ -506,4 +507,87 @@ fn env_layer(env: &[(String, String)]) -> Result<layer::Layer, ConfigError> {
         out.values.insert(full, (value, origin));
     }
     Ok(out)
+}
+
+/// `""` is how the file says "none".
+fn non_empty(text: &str) -> Option<String> {
+    Some(text.to_owned()).filter(|text| !text.is_empty())
+}
+
+/// The values that name one of a set are checked against it with their origin, before
+/// deserialization, whose own error could not say where the value was written.
+fn check_names(values: &BTreeMap<String, (Setting, Origin)>) -> Result<(), ConfigError> {
+    let text = |key: &str| match values.get(key) {
+        Some((Setting::Str(value), _)) => value.as_str(),
+        _ => "",
+    };
+    let bad = |key: &str, message: String| ConfigError::BadValue {
+        at: values
+            .get(key)
+            .map(|(_, origin)| origin.to_string())
+            .unwrap_or_default(),
+        key: key.to_owned(),
+        message,
+    };
+    Encoding::from_str(text("model.encoding"))
+        .map_err(|error| bad("model.encoding", error.to_string()))?;
+    let kind = text("summarizer.kind");
+    if !SummarizerKind::ALL.iter().any(|known| known.name() == kind) {
+        let names: Vec<&str> = SummarizerKind::ALL.iter().map(|k| k.name()).collect();
+        return Err(bad(
+            "summarizer.kind",
+            format!("`{kind}` is not one of {}", names.join(", ")),
+        ));
+    }
+    let template = text("compaction.template");
+    if !TemplateChoice::ALL
+        .iter()
+        .any(|known| known.name() == template)
+    {
+        condense_template::Template::builtin(template)
+            .map_err(|error| bad("compaction.template", error.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The merged values as the typed tree.
+fn typed(
+    values: &BTreeMap<String, (Setting, Origin)>,
+    protected: &[(String, Origin)],
+) -> Result<Settings, ConfigError> {
+    let mut root = toml::Table::new();
+    for (key, (value, _)) in values {
+        let Some((section, name)) = key.split_once('.') else {
+            continue;
+        };
+        let value = if schema::UNION_KEYS.contains(&key.as_str()) {
+            toml::Value::Array(
+                protected
+                    .iter()
+                    .map(|(tool, _)| toml::Value::String(tool.clone()))
+                    .collect(),
+            )
+        } else {
+            match value {
+                Setting::Int(int) => toml::Value::Integer(i64::try_from(*int).unwrap_or(i64::MAX)),
+                Setting::Float(float) => toml::Value::Float(*float),
+                Setting::Bool(flag) => toml::Value::Boolean(*flag),
+                Setting::Str(text) => toml::Value::String(text.clone()),
+                Setting::List(items) => {
+                    toml::Value::Array(items.iter().cloned().map(toml::Value::String).collect())
+                }
+            }
+        };
+        if let toml::Value::Table(table) = root
+            .entry(section.to_owned())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        {
+            table.insert(name.to_owned(), value);
+        }
+    }
+    toml::Value::Table(root)
+        .try_into()
+        .map_err(|error: toml::de::Error| ConfigError::Typed {
+            message: error.message().trim().to_owned(),
+        })
 }

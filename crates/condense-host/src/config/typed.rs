@@ -1,0 +1,244 @@
+//! The effective configuration as types.
+//!
+//! The merged layers deserialize into [`Settings`], so a key the code reads is a field the
+//! compiler checks, not a string that silently reads as 0 when misspelt. Every struct denies
+//! unknown fields and has no serde defaults: the embedded `config/condense.toml` must name every
+//! field and nothing else, which every load checks (the built-in layer is always merged in). That
+//! file is the one place a default is written; the kind of each key (what a flag or variable
+//! must parse as) is read from it too. Adding a key is a field here and a line there.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer};
+
+use condense_tokenizer::Encoding;
+
+/// Every section of the configuration.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Settings {
+    /// `[model]`: the model the session is sent to.
+    pub model: ModelSettings,
+    /// `[prune]`: phase 1's rules.
+    pub prune: PruneConfig,
+    /// `[compaction]`: when and how phase 2 cuts and summarizes.
+    pub compaction: CompactionConfig,
+    /// `[summarizer]`: who writes the summary.
+    pub summarizer: SummarizerConfig,
+    /// `[store]`: where originals are kept.
+    pub store: StoreConfig,
+}
+
+/// `[model]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ModelSettings {
+    /// The model's context window, in tokens.
+    pub context_window: usize,
+    /// The most the model may write in one reply.
+    pub max_output_tokens: usize,
+    /// The tokenizer that counts for the trigger.
+    #[serde(deserialize_with = "parsed")]
+    pub encoding: Encoding,
+}
+
+/// `[prune]`; [`condense_pruner::PruneSettings`] is built from it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PruneConfig {
+    /// Every layer's tools, joined (no layer removes one).
+    pub protected_tools: Vec<String>,
+    /// Nothing at or after this many user turns from the end is touched.
+    pub skip_user_turns: usize,
+    /// The boundary in tool calls for autonomous runs.
+    pub skip_tool_calls: usize,
+    /// The newest outputs up to this many tokens stay.
+    pub protect_tokens: usize,
+    /// Prune only when more than this many tokens are freed.
+    pub minimum_tokens: usize,
+    /// Scale the two above with the context window.
+    pub adaptive_thresholds: bool,
+    /// The per-turn budget of fresh outputs, in characters.
+    pub turn_budget_chars: usize,
+    /// Bytes of an output kept in its preview.
+    pub preview_bytes: usize,
+    /// Outputs shorter than this are never replaced as duplicates.
+    pub duplicate_min_chars: usize,
+    /// What stands in for a pruned output.
+    pub placeholder: String,
+    /// Appended to a preview.
+    pub preview_note: String,
+    /// Stands in for an output identical to a newer one.
+    pub duplicate_note: String,
+}
+
+/// `[compaction]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct CompactionConfig {
+    /// A built-in template.
+    pub template: TemplateChoice,
+    /// A template file of the team's own; `""` for none. Wins over `template`.
+    pub template_file: String,
+    /// Which plugin's template, when several offer one; `""` for none.
+    pub template_plugin: String,
+    /// Appended to every summary prompt; `""` for none.
+    pub custom_instructions: String,
+    /// Told to the agent after an automatic compaction; `""` sends nothing.
+    pub continuation: String,
+    /// `reserved = min(reserve_cap, max_output_tokens)`.
+    pub reserve_cap: usize,
+    /// The tail's share of the usable window.
+    pub tail_ratio: f64,
+    /// The tail budget's floor.
+    pub min_tail_tokens: usize,
+    /// The tail budget's ceiling.
+    pub max_tail_tokens: usize,
+    /// The tail keeps at least this many user turns.
+    pub min_tail_turns: usize,
+    /// Summarizer failures in a row before automatic compaction stops.
+    pub max_failures: u32,
+}
+
+/// `[summarizer]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct SummarizerConfig {
+    /// Which summarizer.
+    pub kind: SummarizerKind,
+    /// extractive: the summary's budget in tokens.
+    pub budget_tokens: usize,
+    /// extractive: each request is quoted up to this many characters.
+    pub quote_chars: usize,
+    /// openai / anthropic: the server.
+    pub base_url: String,
+    /// openai / anthropic: the model.
+    pub model: String,
+    /// A cheaper model for compaction; `""` uses `model`.
+    pub compaction_model: String,
+    /// The variable holding the API key; `""` sends none.
+    pub api_key_env: String,
+    /// How long one request may take.
+    pub timeout_secs: u64,
+    /// Attempts in all.
+    pub max_attempts: u32,
+    /// Each tool output sent to the summarizer is cut to this many characters.
+    pub tool_output_chars: usize,
+    /// The summarizing model's own window.
+    pub context_window: usize,
+    /// The longest summary asked for.
+    pub max_summary_tokens: usize,
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct StoreConfig {
+    /// Where originals of replaced outputs are kept.
+    pub dir: PathBuf,
+}
+
+/// The summarizer `summarizer.kind` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub enum SummarizerKind {
+    /// Offline and deterministic: the summary is read off the head.
+    #[serde(rename = "extractive")]
+    Extractive,
+    /// Any Chat Completions server.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// The Anthropic Messages API.
+    #[serde(rename = "anthropic")]
+    Anthropic,
+}
+
+impl SummarizerKind {
+    /// Every kind, in the order the documentation lists them.
+    pub const ALL: [SummarizerKind; 3] = [
+        SummarizerKind::Extractive,
+        SummarizerKind::OpenAi,
+        SummarizerKind::Anthropic,
+    ];
+
+    /// The name configuration uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            SummarizerKind::Extractive => "extractive",
+            SummarizerKind::OpenAi => "openai",
+            SummarizerKind::Anthropic => "anthropic",
+        }
+    }
+
+    /// Whether it calls a model over the network.
+    pub fn is_remote(self) -> bool {
+        self != SummarizerKind::Extractive
+    }
+}
+
+impl std::fmt::Display for SummarizerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One of the built-in templates `compaction.template` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum TemplateChoice {
+    /// Goal, Instructions, Discoveries, Accomplished, Relevant files / directories.
+    Structured,
+    /// A summary anchored on the session's intent and state.
+    Anchored,
+    /// The long form.
+    Detailed,
+}
+
+impl TemplateChoice {
+    /// Every built-in, as `condense template list` shows them.
+    pub const ALL: [TemplateChoice; 3] = [
+        TemplateChoice::Structured,
+        TemplateChoice::Anchored,
+        TemplateChoice::Detailed,
+    ];
+
+    /// The name configuration and [`condense_template::Template::builtin`] use.
+    pub fn name(self) -> &'static str {
+        match self {
+            TemplateChoice::Structured => "structured",
+            TemplateChoice::Anchored => "anchored",
+            TemplateChoice::Detailed => "detailed",
+        }
+    }
+}
+
+/// A value written as its `FromStr` text (`"o200k_base"`).
+fn parsed<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: std::fmt::Display,
+{
+    let text = String::deserialize(deserializer)?;
+    text.parse().map_err(serde::de::Error::custom)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_enums_name_what_the_template_crate_knows() {
+        let builtin: Vec<&str> = condense_template::BUILTIN.iter().map(|(n, _)| *n).collect();
+        let ours: Vec<&str> = TemplateChoice::ALL.iter().map(|t| t.name()).collect();
+        assert_eq!(ours, builtin);
+    }
+}
