@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 /// (the original is in the store) from one that a summary absorbed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Phase {
     /// Phase 1's walk back over old outputs.
     Prune,
@@ -22,6 +23,7 @@ pub struct Compacted {
     /// When the replacement was made, in milliseconds since the Unix epoch (from an injectable
     /// clock, so tests can fix it).
     pub at_ms: u64,
+    /// Which rule replaced the output.
     pub phase: Phase,
     /// Size of the original output in tokens, as counted when it was replaced.
     pub original_tokens: usize,

@@ -20,16 +20,19 @@ pub enum SideKind {
 /// A wire record kept beside the conversation so that writing the session back loses nothing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SideRecord {
+    /// What kind of record it is.
     pub kind: SideKind,
     /// How many main-thread messages came before this record on the wire; a writer puts it back
     /// at that point.
     pub before_message: usize,
+    /// The record as it came, written back unchanged.
     pub value: Value,
 }
 
 /// A session: the main thread as messages, plus what a writer needs to put it back on the wire.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Conversation {
+    /// The messages, in order.
     pub messages: Vec<Message>,
     /// The top-level object the messages were found in, without them (OpenAI's other keys,
     /// Anthropic's `model` and `max_tokens`). `None` when the file was a bare array of messages.
@@ -41,6 +44,7 @@ pub struct Conversation {
 }
 
 impl Conversation {
+    /// A conversation of these messages, with no envelope or side records.
     pub fn new(messages: Vec<Message>) -> Self {
         Conversation {
             messages,
@@ -49,10 +53,12 @@ impl Conversation {
         }
     }
 
+    /// How many messages it has.
     pub fn len(&self) -> usize {
         self.messages.len()
     }
 
+    /// Whether it has no message.
     pub fn is_empty(&self) -> bool {
         self.messages.is_empty()
     }

@@ -5,6 +5,7 @@
 //! format needs to write a message back exactly as it came (unknown fields, whether content was a
 //! string or a list of blocks) travels along in [`WireRecord`]s that the phases never look into.
 
+#![warn(missing_docs)]
 mod compacted;
 mod conversation;
 pub mod display;

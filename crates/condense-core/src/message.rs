@@ -7,18 +7,26 @@ use crate::{JsonMap, Part};
 /// How a compaction summary opens: phase 2 writes the summary as one System message wrapped in
 /// this tag and its closing [`SUMMARY_CLOSE`], and every phase recognises it by that.
 pub const SUMMARY_OPEN: &str = "<prior-conversation-summary>";
+/// How a compaction summary closes; see [`SUMMARY_OPEN`].
 pub const SUMMARY_CLOSE: &str = "</prior-conversation-summary>";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+/// Who wrote a message. Tool results that a wire format carries in `user` messages keep the
+/// role of their message; [`Message::is_user_turn`] tells a person's message apart.
 pub enum Role {
+    /// The agent's instructions.
     System,
+    /// The person, or the harness speaking for the user side (tool results, notes).
     User,
+    /// The model.
     Assistant,
+    /// A tool result as its own message (OpenAI `role: tool`).
     Tool,
 }
 
 impl Role {
+    /// The lowercase name, as the wire formats write it.
     pub fn as_str(self) -> &'static str {
         match self {
             Role::System => "system",
@@ -61,12 +69,16 @@ pub struct WireRecord {
     pub fields: JsonMap,
     /// How many of the message's parts, in order, this record holds.
     pub parts: usize,
+    /// How the record laid out its `content`.
     pub shape: ContentShape,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One message of a conversation: a role and its parts, and how it looked on the wire.
 pub struct Message {
+    /// Who wrote it.
     pub role: Role,
+    /// What it holds, in order.
     pub parts: Vec<Part>,
     /// True for a User message whose text a program wrote rather than a person: a harness's
     /// format-error feedback, Claude Code's meta notes. Such a message is never a user turn.
@@ -79,6 +91,7 @@ pub struct Message {
 }
 
 impl Message {
+    /// A message condense makes (no wire record): the writers use the plain layout.
     pub fn new(role: Role, parts: Vec<Part>) -> Self {
         Message {
             role,

@@ -5,14 +5,18 @@ use crate::{Message, Part, ToolCall, ToolResult};
 /// Where a tool call sits: message index and part index within it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CallSite {
+    /// The message holding the call.
     pub message: usize,
+    /// The call's index among that message's parts.
     pub part: usize,
 }
 
 /// Where a tool result sits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ResultSite {
+    /// The message holding the result.
     pub message: usize,
+    /// The result's index among that message's parts.
     pub part: usize,
 }
 
@@ -27,6 +31,7 @@ pub struct ToolPairs {
 }
 
 impl ToolPairs {
+    /// Indexes every call and result of `messages` by call id.
     pub fn index(messages: &[Message]) -> Self {
         let mut pairs = ToolPairs::default();
         for (message_index, message) in messages.iter().enumerate() {
@@ -54,10 +59,12 @@ impl ToolPairs {
         pairs
     }
 
+    /// Where the call with this id is, if anywhere.
     pub fn call_site(&self, call_id: &str) -> Option<CallSite> {
         self.calls.get(call_id).copied()
     }
 
+    /// Where the result answering this call id is, if anywhere.
     pub fn result_site(&self, call_id: &str) -> Option<ResultSite> {
         self.results.get(call_id).copied()
     }

@@ -10,29 +10,40 @@ use crate::{Compacted, JsonMap};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Part {
+    /// Text the model or a person wrote.
     Text(Text),
+    /// A request to run a tool.
     ToolCall(ToolCall),
+    /// A tool's answer.
     ToolResult(ToolResult),
+    /// An image, kept as the wire described it.
     Image(Image),
+    /// The model's visible reasoning.
     Thinking(Thinking),
     /// A block that no phase understands (a new block type, `redacted_thinking`, …), kept as it came
     /// and written back unchanged.
     Opaque {
+        /// The block as it came.
         value: Value,
     },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// Plain text, with the wire fields condense does not interpret.
 pub struct Text {
+    /// The text.
     pub text: String,
     #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
+    /// Wire fields kept for the round trip (`cache_control`, …).
     pub extra: JsonMap,
 }
 
 /// A request by the assistant to run a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
+    /// The id the result refers to.
     pub id: String,
+    /// The tool's name.
     pub name: String,
     /// The arguments as JSON. When the wire carried them as a string that is not valid JSON, this
     /// is that string as a JSON string.
@@ -46,13 +57,16 @@ pub struct ToolCall {
     #[serde(default)]
     pub embedded: bool,
     #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
+    /// Wire fields kept for the round trip.
     pub extra: JsonMap,
 }
 
 /// The answer to a [`ToolCall`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
+    /// The id of the call this answers.
     pub call_id: String,
+    /// What the tool returned, or condense's placeholder for it.
     pub content: ToolOutput,
     /// `None` when the wire said nothing, which is not the same as saying `false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,6 +79,7 @@ pub struct ToolResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compacted: Option<Compacted>,
     #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
+    /// Wire fields kept for the round trip.
     pub extra: JsonMap,
 }
 
@@ -73,16 +88,20 @@ pub struct ToolResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "form", content = "value", rename_all = "snake_case")]
 pub enum ToolOutput {
+    /// One string.
     Text(String),
+    /// A list of blocks (text and images).
     Parts(Vec<Part>),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// An image in a message or a tool's output.
 pub struct Image {
     /// The wire's description of the image (`source` for Anthropic, `image_url` for OpenAI), kept
     /// as it came: condense never decodes or re-encodes an image.
     pub source: Value,
     #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
+    /// Wire fields kept for the round trip.
     pub extra: JsonMap,
 }
 
@@ -90,10 +109,13 @@ pub struct Image {
 /// provider rejects the conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Thinking {
+    /// The reasoning text.
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The provider's signature over it, sent back byte for byte.
     pub signature: Option<String>,
     #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
+    /// Wire fields kept for the round trip.
     pub extra: JsonMap,
 }
 
@@ -106,6 +128,7 @@ impl Part {
         })
     }
 
+    /// The call, if this part is one.
     pub fn as_tool_call(&self) -> Option<&ToolCall> {
         match self {
             Part::ToolCall(call) => Some(call),
@@ -113,6 +136,7 @@ impl Part {
         }
     }
 
+    /// The result, if this part is one.
     pub fn as_tool_result(&self) -> Option<&ToolResult> {
         match self {
             Part::ToolResult(result) => Some(result),

@@ -11,10 +11,13 @@ pub struct Transcript {
     /// A short stable name for snapshots: folder and file stem, Claude Code ids cut to 8 characters
     /// (`claude-code/5f8cbb78`, `openai/swe-agent-marshmallow-1867`).
     pub name: String,
+    /// Where it is.
     pub path: PathBuf,
+    /// Its content.
     pub bytes: Vec<u8>,
 }
 
+/// `../shared/transcripts` beside the checkout, or `CONDENSE_TRANSCRIPTS`.
 pub fn transcripts_dir() -> PathBuf {
     match std::env::var_os("CONDENSE_TRANSCRIPTS") {
         Some(dir) => PathBuf::from(dir),

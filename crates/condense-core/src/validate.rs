@@ -13,22 +13,50 @@ pub struct Finding {
     /// The message the problem is in.
     pub message: usize,
     #[serde(flatten)]
+    /// What is wrong.
     pub kind: FindingKind,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "problem", rename_all = "snake_case")]
+/// The ways tool calls and results can fail to pair up.
 pub enum FindingKind {
     /// A result whose call is nowhere in the conversation.
-    ResultWithoutCall { call_id: String },
+    /// A result whose call is nowhere in the conversation.
+    ResultWithoutCall {
+        /// The call id.
+        call_id: String,
+    },
     /// A call that no result answers.
-    CallWithoutResult { call_id: String },
+    /// A call that no result answers.
+    CallWithoutResult {
+        /// The call id.
+        call_id: String,
+    },
     /// A second call with an id already used by the call in `first`.
-    DuplicateCallId { call_id: String, first: usize },
+    /// A second call with an id already used by the call in `first`.
+    DuplicateCallId {
+        /// The call id.
+        call_id: String,
+        /// The message of the first one.
+        first: usize,
+    },
     /// A second result for a call already answered in `first`.
-    DuplicateResult { call_id: String, first: usize },
+    /// A second result for a call already answered in `first`.
+    DuplicateResult {
+        /// The call id.
+        call_id: String,
+        /// The message of the first one.
+        first: usize,
+    },
     /// A result that comes before its call (in message `call`).
-    ResultBeforeCall { call_id: String, call: usize },
+    /// A result that comes before its call (in message `call`).
+    ResultBeforeCall {
+        /// The call id.
+        call_id: String,
+        /// The message holding the call.
+        call: usize,
+    },
 }
 
 impl fmt::Display for Finding {

@@ -4,8 +4,11 @@ use std::fmt;
 /// JSONL points at a line, since that is what a person can find in an editor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Location {
+    /// The message at this index (0-based) of a JSON document.
     Message(usize),
+    /// This line (1-based) of a JSONL file.
     Line(usize),
+    /// The document as a whole.
     TopLevel,
 }
 
@@ -20,32 +23,63 @@ impl fmt::Display for Location {
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why a session could not be read or written; each says where.
+#[non_exhaustive]
 pub enum FormatError {
     #[error("the input is empty")]
+    /// The input is empty or only whitespace.
     Empty,
     #[error("the input is not valid UTF-8 (line {line}, byte {offset})")]
-    InvalidUtf8 { line: usize, offset: usize },
-    #[error("invalid JSON at line {line}, column {column}: {message}")]
-    Json {
+    /// The input is not UTF-8 from this byte on.
+    InvalidUtf8 {
+        /// 1-based line.
         line: usize,
+        /// Byte offset of the first bad byte.
+        offset: usize,
+    },
+    #[error("invalid JSON at line {line}, column {column}: {message}")]
+    /// The document is not JSON.
+    Json {
+        /// 1-based line of the problem.
+        line: usize,
+        /// 1-based column of the problem.
         column: usize,
+        /// The parser's message.
         message: String,
     },
     #[error("line {line} is not JSON (column {column}): {message}")]
+    /// A line of a JSONL session is not JSON.
     JsonLine {
+        /// 1-based line.
         line: usize,
+        /// 1-based column within the line.
         column: usize,
+        /// The parser's message.
         message: String,
     },
     #[error("{at}: unknown role `{role}`")]
-    UnknownRole { at: Location, role: String },
+    /// A role the format does not have.
+    UnknownRole {
+        /// Where.
+        at: Location,
+        /// The role found.
+        role: String,
+    },
     #[error("{at}: {problem}")]
-    Malformed { at: Location, problem: String },
+    /// JSON of the wrong shape for the format.
+    Malformed {
+        /// Where.
+        at: Location,
+        /// What is wrong.
+        problem: String,
+    },
     #[error(
         "cannot tell the format: expected a JSON array or object of messages, or Claude Code JSONL ({0})"
     )]
+    /// Not a session of any known format.
     Unrecognized(String),
     #[error("cannot serialise the conversation: {0}")]
+    /// The conversation could not be serialized.
     Write(String),
 }
 

@@ -6,6 +6,7 @@
 //! does not interpret (unknown keys, block types, string-or-list content), so an OpenAI or
 //! Anthropic file read and written back is the same JSON value.
 
+#![warn(missing_docs)]
 mod anthropic;
 mod blocks;
 mod claude_code;
@@ -24,15 +25,21 @@ pub use detect::{detect, detect_confidently};
 pub use error::{FormatError, Location};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The wire formats condense reads and writes.
 pub enum Format {
+    /// OpenAI Chat Completions: a list of messages, or a request body with `messages`.
     OpenAi,
+    /// An Anthropic Messages request body.
     Anthropic,
+    /// Claude Code's JSONL session log.
     ClaudeCode,
 }
 
 impl Format {
+    /// Every format, in the order detection tries them.
     pub const ALL: [Format; 3] = [Format::OpenAi, Format::Anthropic, Format::ClaudeCode];
 
+    /// The name flags and reports use: `openai`, `anthropic`, `claude-code`.
     pub fn name(self) -> &'static str {
         match self {
             Format::OpenAi => "openai",
@@ -50,6 +57,7 @@ impl fmt::Display for Format {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown format `{0}` (expected openai, anthropic or claude-code)")]
+/// A format name that is none of the three.
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {

@@ -10,7 +10,7 @@ use condense_tail::{TailRule, TailSettings, split};
 use condense_template::{PromptVars, Template, parse_summary, previous_summary, reassemble};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 
-use crate::report::{CompactReport, CompactionOutcome};
+use crate::report::{CompactReport, CompactionOutcome, FailureKind};
 use crate::state::SessionState;
 use crate::usage::{Measure, measure};
 use crate::{Config, HostError, LoadedPlugin, SummarizerKind};
@@ -18,7 +18,9 @@ use crate::{Config, HostError, LoadedPlugin, SummarizerKind};
 /// A compacted conversation and what was done to it.
 #[derive(Debug, Clone)]
 pub struct Compaction {
+    /// The conversation to send next.
     pub conversation: Conversation,
+    /// What was done, and why.
     pub report: CompactReport,
 }
 
@@ -79,29 +81,35 @@ impl Compactor {
         })
     }
 
+    /// Keeps originals in `store` instead of the configured directory.
     pub fn with_store(mut self, store: Box<dyn Store>) -> Self {
         self.store = store;
         self
     }
 
+    /// Takes the time from `clock` (tests and replays fix it).
     pub fn with_clock(mut self, clock: Box<dyn Clock>) -> Self {
         self.clock = clock;
         self
     }
 
+    /// Summarizes with `summarizer` instead of the configured one.
     pub fn with_summarizer(mut self, summarizer: Box<dyn Summarizer>) -> Self {
         self.summarizer = summarizer;
         self
     }
 
+    /// The template summaries are written with.
     pub fn template(&self) -> &Template {
         &self.template
     }
 
+    /// Phase 1's rules in force, plugins' protected tools included.
     pub fn prune_settings(&self) -> &PruneSettings {
         &self.prune
     }
 
+    /// The token counter (with its cache) the pipeline counts with.
     pub fn counter(&self) -> &dyn TokenCounter {
         self.counter.as_ref()
     }
@@ -263,16 +271,18 @@ impl Compactor {
             .summarizer
             .summarize(head, &prompt)
             .await
-            .map_err(|error| error.to_string());
+            .map_err(|error| (FailureKind::Summarizer(error.kind()), error.to_string()));
         let parsed = answer.and_then(|text| {
-            parse_summary(&text, &self.template).map_err(|error| error.to_string())
+            parse_summary(&text, &self.template)
+                .map_err(|error| (FailureKind::BadSummary, error.to_string()))
         });
         let parsed = match parsed {
             Ok(parsed) => parsed,
-            Err(error) => {
+            Err((kind, error)) => {
                 state.consecutive_failures += 1;
                 let outcome = CompactionOutcome::Failed {
                     summarizer: name,
+                    kind,
                     error,
                     consecutive_failures: state.consecutive_failures,
                 };

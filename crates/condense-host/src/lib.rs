@@ -13,6 +13,7 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
 mod compactor;
 pub mod config;
 mod error;
@@ -28,7 +29,14 @@ pub use config::{
 };
 pub use error::HostError;
 pub use plugins::{LoadedPlugin, PluginError};
-pub use report::{CompactReport, CompactionOutcome};
+pub use report::{CompactReport, CompactionOutcome, FailureKind};
+// What the host's public types mention, so a harness that depends on the host alone can name it.
+pub use condense_pruner::{
+    Decision, DecisionLog, DirStore, MemoryStore, OutputReport, PruneReport, PruneSettings, Reason,
+    Store, StoreError, Thresholds,
+};
+pub use condense_summarize::{SummarizeError, SummarizeErrorKind, Summarizer};
+pub use condense_tail::{Split, TailRule, TailSettings};
 pub use state::{ReportedUsage, SessionState, StateError};
 pub use usage::Measure;
 

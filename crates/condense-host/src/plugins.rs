@@ -18,9 +18,13 @@ use crate::PluginSpec;
 pub struct LoadedPlugin {
     /// The shared library; `None` for a plugin registered in process.
     pub path: Option<PathBuf>,
+    /// The name the plugin reports.
     pub name: String,
+    /// Its version.
     pub version: String,
+    /// The tools whose outputs it protects.
     pub protected_tools: Vec<String>,
+    /// Its compaction template, if it has one.
     pub template: Option<String>,
 }
 
@@ -35,42 +39,81 @@ impl LoadedPlugin {
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why a plugin could not be loaded or called; each names the plugin.
+#[non_exhaustive]
 pub enum PluginError {
     #[error("{}: no such plugin file", path.display())]
-    Missing { path: PathBuf },
-    #[error("{}: not a loadable shared library: {message}", path.display())]
-    NotALibrary { path: PathBuf, message: String },
-    #[error("{}: does not export `condense_plugin_v1`: not a condense plugin, or built for another ABI", path.display())]
-    NoSymbol { path: PathBuf },
-    #[error("{}: `condense_plugin_v1` returned no table", path.display())]
-    NullTable { path: PathBuf },
-    #[error("{}: built for plugin ABI version {found}; this condense speaks version {expected}", path.display())]
-    AbiVersion {
+    /// No file at the path.
+    Missing {
+        /// The library.
         path: PathBuf,
+    },
+    #[error("{}: not a loadable shared library: {message}", path.display())]
+    /// The file is not a loadable library.
+    NotALibrary {
+        /// The library.
+        path: PathBuf,
+        /// The loader's message.
+        message: String,
+    },
+    #[error("{}: does not export `condense_plugin_v1`: not a condense plugin, or built for another ABI", path.display())]
+    /// The library does not export `condense_plugin_v1`.
+    NoSymbol {
+        /// The library.
+        path: PathBuf,
+    },
+    #[error("{}: `condense_plugin_v1` returned no table", path.display())]
+    /// The plugin returned no table.
+    NullTable {
+        /// The library.
+        path: PathBuf,
+    },
+    #[error("{}: built for plugin ABI version {found}; this condense speaks version {expected}", path.display())]
+    /// The plugin was built for another ABI version.
+    AbiVersion {
+        /// The library.
+        path: PathBuf,
+        /// The version it reports.
         found: u32,
+        /// The version this host speaks.
         expected: u32,
     },
     #[error("{}: its plugin table is {found} bytes, smaller than the {expected} bytes of ABI version {ABI_VERSION}", path.display())]
+    /// The table is smaller than this ABI version's.
     TableTooSmall {
+        /// The library.
         path: PathBuf,
+        /// Its size in bytes.
         found: usize,
+        /// The size this host needs.
         expected: usize,
     },
     #[error("{plugin}: `{function}` panicked: {message}")]
+    /// A plugin function panicked.
     Panicked {
+        /// The plugin.
         plugin: String,
+        /// The function.
         function: &'static str,
+        /// The panic message.
         message: String,
     },
     #[error("{plugin}: `{function}` returned text that is not UTF-8")]
+    /// A plugin function returned text that is not UTF-8.
     NotUtf8 {
+        /// The plugin.
         plugin: String,
+        /// The function.
         function: &'static str,
     },
     #[error("{plugin}: `{function}` failed: {message}")]
+    /// A plugin function reported an error.
     Failed {
+        /// The plugin.
         plugin: String,
+        /// The function.
         function: &'static str,
+        /// Its message.
         message: String,
     },
 }
@@ -163,52 +206,63 @@ pub fn load(path: &Path, config_toml: &str) -> Result<LoadedPlugin, PluginError>
     })
 }
 
-/// A plugin registered in process: the same trait, no library. Panics are caught as they are
-/// at the ABI boundary.
+/// A plugin registered in process: the same trait, no library, called in the trait's documented
+/// order (`configure` first, then `name`, `version`, `protected_tools`, `template`). Panics are
+/// caught as they are at the ABI boundary, and their message is kept for the error.
 pub fn register(plugin: &mut dyn Plugin, config_toml: &str) -> Result<LoadedPlugin, PluginError> {
-    let label = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| plugin.name().to_owned()))
-        .unwrap_or_default();
-    let guarded =
-        |function: &'static str, outcome: std::thread::Result<Result<(), String>>| match outcome {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(message)) => Err(PluginError::Failed {
-                plugin: label.clone(),
-                function,
-                message,
-            }),
-            Err(_) => Err(PluginError::Panicked {
-                plugin: label.clone(),
-                function,
-                message: "the plugin panicked".into(),
-            }),
+    // Until `name` has answered, the plugin is known by what it is: an in-process plugin.
+    let mut label = "(in-process plugin)".to_owned();
+    let catch =
+        |label: &str, function: &'static str, body: &mut dyn FnMut() -> Result<(), String>| {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(message)) => Err(PluginError::Failed {
+                    plugin: label.to_owned(),
+                    function,
+                    message,
+                }),
+                Err(payload) => Err(PluginError::Panicked {
+                    plugin: label.to_owned(),
+                    function,
+                    message: panic_message(payload.as_ref()),
+                }),
+            }
         };
-    let catch = |function, body: &mut dyn FnMut() -> Result<(), String>| {
-        guarded(
-            function,
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)),
-        )
-    };
-    catch("configure", &mut || plugin.configure(config_toml))?;
+    catch(&label, "configure", &mut || plugin.configure(config_toml))?;
     let mut loaded = LoadedPlugin {
         path: None,
-        name: label.clone(),
+        name: String::new(),
         version: String::new(),
         protected_tools: Vec::new(),
         template: None,
     };
-    catch("version", &mut || {
+    catch(&label, "name", &mut || {
+        loaded.name = plugin.name().to_owned();
+        Ok(())
+    })?;
+    label.clone_from(&loaded.name);
+    catch(&label, "version", &mut || {
         loaded.version = plugin.version().to_owned();
         Ok(())
     })?;
-    catch("protected_tools", &mut || {
+    catch(&label, "protected_tools", &mut || {
         loaded.protected_tools = plugin.protected_tools();
         Ok(())
     })?;
-    catch("template", &mut || {
+    catch(&label, "template", &mut || {
         loaded.template = plugin.template();
         Ok(())
     })?;
     Ok(loaded)
+}
+
+/// The text a panic was raised with, when it was a string.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "the plugin panicked".to_owned())
 }
 
 /// Calls one table function with a sink that copies every string it is given.

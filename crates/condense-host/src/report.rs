@@ -7,6 +7,7 @@ use crate::usage::Measure;
 /// What phase 2 did, or why it did not run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CompactionOutcome {
     /// Only phase 1 was asked for.
     PruneOnly,
@@ -15,15 +16,27 @@ pub enum CompactionOutcome {
     /// Due, but the tail is everything after the pinned messages: there is no head.
     NothingToCompact,
     /// Due, but automatic compaction stopped for this session after repeated failures.
-    CircuitOpen { consecutive_failures: u32 },
-    /// The summarizer failed; the conversation is the pruned one.
-    Failed {
-        summarizer: String,
-        error: String,
+    /// Automatic compaction stopped after repeated failures.
+    CircuitOpen {
+        /// Failures in a row.
         consecutive_failures: u32,
     },
-    Summarized {
+    /// The summarizer failed; the conversation is the pruned one.
+    Failed {
+        /// The summarizer.
         summarizer: String,
+        /// What kind of failure, to match on.
+        kind: FailureKind,
+        /// Why it failed, in words.
+        error: String,
+        /// Failures in a row, this one included.
+        consecutive_failures: u32,
+    },
+    /// The head was summarized.
+    Summarized {
+        /// The summarizer.
+        summarizer: String,
+        /// Where the conversation was cut.
         split: Split,
         /// Protected outputs and recent user turns from the head, kept verbatim after the summary.
         carried_messages: usize,
@@ -31,9 +44,23 @@ pub enum CompactionOutcome {
         /// budget (the tail always holds the last exchange).
         #[serde(skip_serializing_if = "is_zero")]
         previewed_outputs: usize,
+        /// The summary's tokens.
         summary_tokens: usize,
+        /// Template sections the summary lacked.
         missing_sections: Vec<String>,
     },
+}
+
+/// Why phase 2 failed, as data: a harness tells a missing key from a server that refused or a
+/// request over the summarizing model's window without parsing the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The summarizer failed.
+    Summarizer(condense_summarize::SummarizeErrorKind),
+    /// The summary came back but does not fit the template.
+    BadSummary,
 }
 
 /// Everything one call did, with the tokens before and after each phase.
@@ -43,15 +70,22 @@ pub struct CompactReport {
     pub measured: Measure,
     /// Compaction is due at this many tokens (`context_window - reserved`).
     pub usable: usize,
+    /// Tokens before anything was done, by the tokenizer.
     pub tokens_before: usize,
+    /// Phase 1's report.
     pub prune: PruneReport,
+    /// Tokens after phase 1.
     pub tokens_after_prune: usize,
+    /// What phase 2 did.
     pub compaction: CompactionOutcome,
+    /// Tokens of the result.
     pub tokens_after: usize,
     /// Whether the result is under the threshold; when it is not, `note` says why. A compaction
     /// that does not get under is reported, never retried in a loop.
     pub under_threshold: bool,
+    /// Why the result is still over the threshold, when it is.
     pub note: Option<String>,
+    /// How long the call took.
     pub elapsed_ms: u64,
 }
 

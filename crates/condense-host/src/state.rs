@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 /// cache keeps its prefix), the circuit breaker's count, and the provider's last reported usage.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionState {
+    /// Every decision made so far, replayed on each request.
     pub log: DecisionLog,
     /// Summarizer failures in a row; at `compaction.max_failures` automatic compaction stops.
     pub consecutive_failures: u32,
@@ -17,25 +18,35 @@ pub struct SessionState {
 /// plus that reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReportedUsage {
+    /// The message whose usage it is.
     pub message: usize,
+    /// The tokens the provider counted.
     pub tokens: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
+/// A saved state that cannot be read back.
+#[non_exhaustive]
 pub enum StateError {
     #[error("the session state is not valid JSON (line {line}, column {column}): {message}")]
+    /// Not JSON of a state.
     Json {
+        /// 1-based line.
         line: usize,
+        /// 1-based column.
         column: usize,
+        /// The parser's message.
         message: String,
     },
 }
 
 impl SessionState {
+    /// The state as JSON, to keep between requests.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
+    /// A state saved with [`SessionState::to_json`].
     pub fn from_json(text: &str) -> Result<SessionState, StateError> {
         serde_json::from_str(text).map_err(|error| StateError::Json {
             line: error.line(),

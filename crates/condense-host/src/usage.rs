@@ -15,19 +15,28 @@ use crate::state::ReportedUsage;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "source", rename_all = "snake_case")]
+/// How the trigger measured the conversation.
 pub enum Measure {
+    /// With condense's tokenizer.
     Tokenizer {
+        /// The count.
         tokens: usize,
     },
+    /// With the provider's own count from the session's last reported usage.
     ProviderUsage {
+        /// The provider's count plus condense's count of what came after.
         tokens: usize,
+        /// What the provider reported.
         reported: usize,
+        /// The message that carried it.
         at_message: usize,
+        /// Condense's count of the messages after it.
         counted_after: usize,
     },
 }
 
 impl Measure {
+    /// The count the trigger uses.
     pub fn tokens(&self) -> usize {
         match self {
             Measure::Tokenizer { tokens } | Measure::ProviderUsage { tokens, .. } => *tokens,

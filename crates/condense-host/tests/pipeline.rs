@@ -5,7 +5,9 @@
 use async_trait::async_trait;
 use condense_core::testing::transcripts;
 use condense_core::{Conversation, FindingKind, Message, Part, Role};
-use condense_host::{CompactionOutcome, Compactor, Config, SessionState, Sources};
+use condense_host::{
+    CompactionOutcome, Compactor, Config, FailureKind, SessionState, Sources, SummarizeErrorKind,
+};
 use condense_pruner::{FixedClock, MemoryStore};
 use condense_summarize::{SummarizeError, Summarizer};
 
@@ -157,10 +159,16 @@ async fn after_three_failures_automatic_compaction_stops() {
             CompactionOutcome::Failed {
                 consecutive_failures,
                 error,
+                kind,
                 ..
             } => {
                 assert_eq!(*consecutive_failures, attempt);
                 assert!(error.contains("empty summary"));
+                assert_eq!(
+                    *kind,
+                    FailureKind::Summarizer(SummarizeErrorKind::Empty),
+                    "the kind survives into the host's report"
+                );
             }
             other => panic!("attempt {attempt}: {other:?}"),
         }

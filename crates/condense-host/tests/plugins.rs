@@ -276,7 +276,42 @@ fn the_same_plugin_type_works_in_process() {
     assert!(
         error
             .to_string()
-            .starts_with("memory-store: `configure` failed: memory-store:"),
+            .starts_with("(in-process plugin): `configure` failed: memory-store:"),
+        "{error}"
+    );
+}
+
+/// A plugin whose name comes from its configuration, as the trait allows: `configure` is called
+/// first. A panic in `name` keeps its message.
+#[derive(Default)]
+struct NamedByConfig {
+    name: Option<String>,
+}
+
+impl Plugin for NamedByConfig {
+    fn configure(&mut self, config_toml: &str) -> Result<(), String> {
+        self.name = config_toml
+            .strip_prefix("name = ")
+            .map(|name| name.trim().trim_matches('"').to_owned());
+        Ok(())
+    }
+
+    fn name(&self) -> &str {
+        self.name.as_deref().expect("configure comes first")
+    }
+
+    fn version(&self) -> &str {
+        "1.0.0"
+    }
+}
+
+#[test]
+fn an_in_process_plugin_is_configured_before_it_is_asked_its_name() {
+    let loaded = register(&mut NamedByConfig::default(), "name = \"ledger\"").unwrap();
+    assert_eq!(loaded.name, "ledger");
+    let error = register(&mut NamedByConfig::default(), "").unwrap_err();
+    assert!(
+        matches!(&error, PluginError::Panicked { function: "name", message, .. } if message == "configure comes first"),
         "{error}"
     );
 }

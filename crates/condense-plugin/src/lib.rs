@@ -32,6 +32,7 @@
 //! The macro wraps every exported function in `catch_unwind` (a panic becomes
 //! [`Status::PANICKED`], never an unwind across the boundary) and refuses to compile under
 //! `panic = "abort"`, where a plugin's panic would take the host down.
+#![warn(missing_docs)]
 #![deny(improper_ctypes_definitions)]
 
 use std::ffi::c_void;
@@ -46,11 +47,14 @@ pub const SYMBOL: &[u8] = b"condense_plugin_v1";
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct Str {
+    /// The first byte.
     pub ptr: *const u8,
+    /// The length in bytes.
     pub len: usize,
 }
 
 impl Str {
+    /// Borrows `text` for the length of a call.
     pub fn new(text: &str) -> Str {
         Str {
             ptr: text.as_ptr(),
@@ -80,6 +84,7 @@ impl Str {
 pub struct Status(pub u32);
 
 impl Status {
+    /// Success.
     pub const OK: Status = Status(0);
     /// The sink received one string: the error message.
     pub const ERROR: Status = Status(1);
@@ -96,6 +101,7 @@ pub type Sink = extern "C" fn(ctx: *mut c_void, text: Str);
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct TableHeader {
+    /// The ABI version the plugin was built for.
     pub abi_version: u32,
     /// `size_of::<PluginTable>()` as the plugin was built.
     pub size: usize,
@@ -105,6 +111,7 @@ pub struct TableHeader {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct PluginTable {
+    /// Version and size, read before anything else.
     pub header: TableHeader,
     /// Writes the plugin's name to the sink.
     pub name: extern "C" fn(sink: Sink, ctx: *mut c_void) -> Status,
@@ -121,7 +128,9 @@ pub struct PluginTable {
 /// A plugin, in process or behind the ABI. A harness that embeds condense can register one
 /// directly; [`export_plugin!`] makes the same type a shared library.
 pub trait Plugin: Send {
+    /// The plugin's name, as hosts report it.
     fn name(&self) -> &str;
+    /// The plugin's version.
     fn version(&self) -> &str;
     /// Called once, before anything else, with the `[plugins.config]` table as TOML text
     /// (empty when there is none).

@@ -8,6 +8,7 @@ pub trait Clock: Send + Sync {
 }
 
 #[derive(Debug, Clone, Copy, Default)]
+/// The system clock.
 pub struct SystemClock;
 
 impl Clock for SystemClock {

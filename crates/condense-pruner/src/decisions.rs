@@ -16,32 +16,51 @@ const LOG_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "fate", rename_all = "snake_case")]
+/// What was decided for one output.
 pub enum Decision {
     /// Seen fresh and kept by the per-turn budget.
     Kept,
     /// Replaced by `content`, every time.
-    Replaced { content: String, marker: Compacted },
+    /// Replaced: the same replacement every time.
+    Replaced {
+        /// The replacement text.
+        content: String,
+        /// What the replacement records.
+        marker: Compacted,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// Every decision of a session, by call id.
 pub struct DecisionLog {
     version: u32,
     decisions: BTreeMap<String, Decision>,
 }
 
 #[derive(Debug, thiserror::Error)]
+/// A saved log that cannot be read back.
+#[non_exhaustive]
 pub enum DecisionLogError {
     #[error("the decision log is not valid JSON (line {line}, column {column}): {message}")]
+    /// Not JSON of a log.
     Json {
+        /// 1-based line.
         line: usize,
+        /// 1-based column.
         column: usize,
+        /// The parser's message.
         message: String,
     },
     #[error("the decision log has version {found}; this condense reads version {LOG_VERSION}")]
-    Version { found: u32 },
+    /// Written by another version of condense.
+    Version {
+        /// The version found.
+        found: u32,
+    },
 }
 
 impl DecisionLog {
+    /// An empty log.
     pub fn new() -> Self {
         DecisionLog {
             version: LOG_VERSION,
@@ -49,14 +68,17 @@ impl DecisionLog {
         }
     }
 
+    /// The decision for this call id, if any.
     pub fn get(&self, call_id: &str) -> Option<&Decision> {
         self.decisions.get(call_id)
     }
 
+    /// How many decisions it holds.
     pub fn len(&self) -> usize {
         self.decisions.len()
     }
 
+    /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.decisions.is_empty()
     }
@@ -74,6 +96,7 @@ impl DecisionLog {
         serde_json::to_string_pretty(&log).unwrap_or_default()
     }
 
+    /// A log saved with [`DecisionLog::to_json`].
     pub fn from_json(text: &str) -> Result<Self, DecisionLogError> {
         let log: DecisionLog =
             serde_json::from_str(text).map_err(|error| DecisionLogError::Json {

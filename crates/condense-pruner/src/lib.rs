@@ -16,6 +16,7 @@
 //! Originals go to a [`Store`] before the conversation changes: if one cannot be stored, nothing
 //! is replaced.
 
+#![warn(missing_docs)]
 mod clock;
 mod decisions;
 mod note;

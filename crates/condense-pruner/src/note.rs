@@ -3,14 +3,21 @@
 //! that says `{tokns}` to the model forever.
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a placeholder text is invalid.
+#[non_exhaustive]
 pub enum NoteError {
     #[error("unknown variable `{{{name}}}` in `{text}` (known: {known})")]
+    /// It uses a variable that is not offered.
     UnknownVariable {
+        /// The variable.
         name: String,
+        /// The text.
         text: String,
+        /// The variables it may use.
         known: String,
     },
     #[error("unclosed `{{` in `{0}` (write `{{{{` for a literal brace)")]
+    /// A `{` is not closed.
     Unclosed(String),
 }
 
@@ -47,6 +54,7 @@ impl Note {
         }
     }
 
+    /// The text as written.
     pub fn text(&self) -> &str {
         &self.text
     }

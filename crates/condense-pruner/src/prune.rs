@@ -14,22 +14,32 @@ use crate::{
 };
 
 #[derive(Debug, thiserror::Error)]
+/// Why phase 1 could not run; on error nothing has changed.
+#[non_exhaustive]
 pub enum PruneError {
     #[error(
         "could not store the original of tool output `{call_id}` (message {message}), so nothing was pruned: {source}"
     )]
+    /// An original could not be stored.
     Store {
+        /// The call whose output it is.
         call_id: String,
+        /// The message holding it.
         message: usize,
         #[source]
+        /// The store's error.
         source: StoreError,
     },
     #[error(
         "cannot serialise the original of tool output `{call_id}` (message {message}): {reason}"
     )]
+    /// An output of blocks could not be serialized.
     Serialize {
+        /// The call whose output it is.
         call_id: String,
+        /// The message holding it.
         message: usize,
+        /// Why.
         reason: String,
     },
 }
@@ -37,9 +47,13 @@ pub enum PruneError {
 /// Runs phase 1 over a conversation. Borrowing everything it needs keeps one pruner cheap to make
 /// per request, with the token cache and the store living as long as the harness wants.
 pub struct Pruner<'a> {
+    /// The rules.
     pub settings: &'a PruneSettings,
+    /// Counts tokens.
     pub counter: &'a dyn TokenCounter,
+    /// Keeps originals.
     pub store: &'a dyn Store,
+    /// Gives the time of decisions.
     pub clock: &'a dyn Clock,
 }
 

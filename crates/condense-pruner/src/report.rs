@@ -5,6 +5,7 @@ use crate::Thresholds;
 /// Why an output was kept or replaced.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Reason {
     /// Its tool is protected.
     Protected,
@@ -21,7 +22,11 @@ pub enum Reason {
     /// Replaced by a preview: its turn's fresh results were over the per-turn budget.
     OverTurnBudget,
     /// Replaced by a pointer to a newer identical output.
-    Duplicate { newer: String },
+    /// A pointer to a newer identical output.
+    Duplicate {
+        /// The call id of the newer output.
+        newer: String,
+    },
     /// Replaced again, byte for byte, as the decision log says.
     Frozen,
     /// Already replaced before this call.
@@ -33,12 +38,18 @@ pub enum Reason {
 /// What happened to one tool output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OutputReport {
+    /// The message holding the output.
     pub message: usize,
+    /// The call it answers.
     pub call_id: String,
+    /// The tool that produced it.
     pub tool: String,
     #[serde(flatten)]
+    /// What was decided, and why.
     pub reason: Reason,
+    /// Its tokens before.
     pub tokens_before: usize,
+    /// Its tokens after.
     pub tokens_after: usize,
 }
 
@@ -48,6 +59,7 @@ pub struct PruneReport {
     /// The first message that nothing may touch (the user turn `skip_user_turns` from the end);
     /// `0` when there are fewer user turns than that.
     pub boundary: usize,
+    /// The protect window and minimum in force.
     pub thresholds: Thresholds,
     /// Where the walk stopped early, if it did: an earlier summary or pruned output.
     pub walk_stopped_at: Option<usize>,

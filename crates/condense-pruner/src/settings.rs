@@ -14,6 +14,8 @@ pub const DEFAULT_PREVIEW_NOTE: &str = "\n[condense: output of {tool} cut to its
 pub const DEFAULT_DUPLICATE_NOTE: &str = "[condense: same output as the later {tool} call {newer} ({tokens} tokens). Original: condense recall {handle}]";
 
 #[derive(Debug, Clone)]
+/// Phase 1's rules; each default is DESIGN.md's, and `config/condense.toml` (a host test proves
+/// the two equal).
 pub struct PruneSettings {
     /// Tools whose outputs are never touched (opencode's `PRUNE_PROTECTED_TOOLS`: `skill`).
     /// Configuration and plugins add to it.
@@ -41,8 +43,11 @@ pub struct PruneSettings {
     /// Outputs shorter than this are never replaced as duplicates: the pointer would not be much
     /// shorter than the output.
     pub duplicate_min_chars: usize,
+    /// What stands in for a pruned output.
     pub placeholder: Note,
+    /// Appended to a preview.
     pub preview_note: Note,
+    /// Stands in for an output identical to a newer one.
     pub duplicate_note: Note,
 }
 
@@ -79,7 +84,9 @@ fn default_note(text: &str, extra: &[&str]) -> Note {
 /// The protect window and minimum reclaim in force for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Thresholds {
+    /// The protect window.
     pub protect_tokens: usize,
+    /// The minimum reclaim.
     pub minimum_tokens: usize,
 }
 

@@ -26,27 +26,48 @@ pub fn handle_of(bytes: &[u8]) -> String {
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why the store could not keep or give back an original.
+#[non_exhaustive]
 pub enum StoreError {
     #[error("cannot write the original {handle} to {path}: {source}")]
+    /// An original could not be written.
     Write {
+        /// Its handle.
         handle: String,
+        /// Where.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
     },
     #[error("cannot read {path}: {source}")]
+    /// An entry could not be read.
     Read {
+        /// Where.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
     },
     #[error("no original is stored under `{0}`")]
+    /// Nothing is stored under this handle.
     NotFound(String),
     /// The entry's bytes do not hash to its handle: corrupted, truncated or replaced.
     #[error("the original {handle} at {path} is corrupt: its content does not match its handle")]
-    Corrupt { handle: String, path: PathBuf },
+    Corrupt {
+        /// The handle.
+        handle: String,
+        /// The entry.
+        path: PathBuf,
+    },
     /// The entry (or its folder) is a symlink, which could point anywhere outside the store.
     #[error("the original {handle} at {path} is a symlink; the store never follows one")]
-    Symlink { handle: String, path: PathBuf },
+    Symlink {
+        /// The handle.
+        handle: String,
+        /// The entry.
+        path: PathBuf,
+    },
     #[error("`{0}` is not a handle (expected {HANDLE_HEX_DIGITS} hex digits)")]
+    /// Not a handle.
     BadHandle(String),
 }
 
@@ -72,10 +93,12 @@ pub struct DirStore {
 }
 
 impl DirStore {
+    /// A store rooted at `root` (created when the first original is kept).
     pub fn new(root: impl Into<PathBuf>) -> Self {
         DirStore { root: root.into() }
     }
 
+    /// The directory it keeps originals in.
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -209,14 +232,17 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    /// An empty store.
     pub fn new() -> Self {
         MemoryStore::default()
     }
 
+    /// How many originals it holds.
     pub fn len(&self) -> usize {
         self.lock().len()
     }
 
+    /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

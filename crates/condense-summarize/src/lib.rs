@@ -6,6 +6,7 @@
 //! summarizer's own window is summarized in chunks whose partial summaries are merged, so a
 //! server's `context_length_exceeded` never reaches the user.
 
+#![warn(missing_docs)]
 mod chunked;
 mod error;
 mod extractive;
@@ -15,7 +16,7 @@ mod remote;
 use async_trait::async_trait;
 use condense_core::Message;
 
-pub use error::SummarizeError;
+pub use error::{SummarizeError, SummarizeErrorKind};
 pub use extractive::{Extractive, ExtractiveSettings};
 pub use remote::{Anthropic, OpenAi, RemoteSettings};
 

@@ -15,10 +15,12 @@ use crate::flatten::{Speaker, Turn, flatten};
 use crate::{SummarizeError, Summarizer};
 
 #[derive(Clone)]
+/// Where and how to ask a remote model; each default says where it comes from.
 pub struct RemoteSettings {
     /// `https://api.openai.com/v1`, `http://127.0.0.1:8080/v1` (llama.cpp), `http://localhost:11434/v1`
     /// (Ollama) for OpenAI; `https://api.anthropic.com` for Anthropic.
     pub base_url: String,
+    /// The model to ask.
     pub model: String,
     /// A separate, usually cheaper, model for compaction; `model` when unset.
     pub compaction_model: Option<String>,
@@ -56,6 +58,7 @@ impl std::fmt::Debug for RemoteSettings {
 }
 
 impl RemoteSettings {
+    /// Settings for `model` at `base_url`, every other value at its default.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         RemoteSettings {
             base_url: base_url.into(),
@@ -293,6 +296,7 @@ pub struct OpenAi {
 }
 
 impl OpenAi {
+    /// An OpenAI-compatible summarizer.
     pub fn new(settings: RemoteSettings) -> Result<Self, SummarizeError> {
         Ok(OpenAi {
             http: Http::new(settings)?,
@@ -356,6 +360,7 @@ impl Anthropic {
     /// The API version sent in `anthropic-version`.
     pub const API_VERSION: &'static str = "2023-06-01";
 
+    /// An Anthropic summarizer.
     pub fn new(settings: RemoteSettings) -> Result<Self, SummarizeError> {
         Ok(Anthropic {
             http: Http::new(settings)?,

@@ -6,6 +6,7 @@
 //! user turns within a budget and hands everything before it, the head, to the summarizer. The
 //! leading System messages (the agent's instructions) are pinned: never summarized, kept in front.
 
+#![warn(missing_docs)]
 mod budget;
 mod split;
 

@@ -9,6 +9,7 @@ use crate::{TailSettings, tail_budget, usable};
 /// How the tail was chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TailRule {
     /// Whole user turns from the end, as many as fit the budget.
     WholeTurns,
@@ -26,16 +27,24 @@ pub enum TailRule {
 /// then the tail to keep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Split {
+    /// Leading System messages kept in front, never summarized.
     pub pinned: usize,
+    /// The first message of the tail.
     pub tail_start: usize,
+    /// The tail budget in tokens.
     pub budget: usize,
+    /// How the tail was chosen.
     pub rule: TailRule,
+    /// The head's tokens.
     pub head_tokens: usize,
+    /// The tail's tokens.
     pub tail_tokens: usize,
+    /// User turns in the tail.
     pub tail_user_turns: usize,
 }
 
 impl Split {
+    /// The messages to summarize.
     pub fn head(&self) -> Range<usize> {
         self.pinned..self.tail_start
     }

@@ -5,6 +5,7 @@
 //! fills them, and the answer is checked against them. Every prompt is wrapped in a preamble and a
 //! trailer that tell the model to answer with text only: a summarizer that calls a tool has failed.
 
+#![warn(missing_docs)]
 mod parse;
 mod reassemble;
 mod template;

@@ -3,6 +3,7 @@ use crate::{Template, TemplateError};
 /// A summary as it will be kept, and the sections it lacks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParsedSummary {
+    /// The summary text, trimmed.
     pub text: String,
     /// Headings of the template that the summary does not have. Reported, not fatal: a summary
     /// with a missing section is still far better than none.

@@ -18,21 +18,45 @@ pub const VARIABLES: [&str; 4] = [
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a template cannot be used, or a summary does not fit it.
+#[non_exhaustive]
 pub enum TemplateError {
     #[error("unknown template `{name}` (built in: {known})")]
-    UnknownBuiltin { name: String, known: String },
+    /// No built-in template has this name.
+    UnknownBuiltin {
+        /// The name asked for.
+        name: String,
+        /// The names that exist.
+        known: String,
+    },
     #[error("template `{template}` uses the unknown variable `{variable}`{hint} (known: {known})")]
+    /// The template uses a variable that is not offered.
     UnknownVariable {
+        /// The template.
         template: String,
+        /// The variable.
         variable: String,
+        /// " (did you mean …?)", or empty.
         hint: String,
+        /// The variables offered.
         known: String,
     },
     #[error("template `{template}`: {message}")]
-    Syntax { template: String, message: String },
+    /// The template is not valid minijinja.
+    Syntax {
+        /// The template.
+        template: String,
+        /// The parser's message.
+        message: String,
+    },
     #[error("template `{template}` has no section headings (lines starting with `## `)")]
-    NoSections { template: String },
+    /// The template has no `## ` section.
+    NoSections {
+        /// The template.
+        template: String,
+    },
     #[error("the summary is empty")]
+    /// The summary is empty.
     EmptySummary,
 }
 
@@ -105,10 +129,12 @@ impl Template {
         })
     }
 
+    /// The template's name.
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// The template's text.
     pub fn source(&self) -> &str {
         &self.source
     }

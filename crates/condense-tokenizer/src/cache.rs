@@ -44,8 +44,11 @@ pub(crate) struct TokenCache {
 /// How the cache has been used, for tests and reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Counts served from the cache.
     pub hits: u64,
+    /// Counts computed.
     pub misses: u64,
+    /// Texts cached.
     pub entries: usize,
 }
 

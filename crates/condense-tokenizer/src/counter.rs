@@ -110,6 +110,7 @@ impl Tiktoken {
     /// the map's overhead, about 40 MB at most.
     pub const DEFAULT_CACHE_ENTRIES: usize = 1 << 20;
 
+    /// A counter with `encoding` and a fresh cache.
     pub fn new(encoding: Encoding) -> Self {
         let bpe = encoding.bpe();
         let role_tokens = ROLES.map(|role| bpe.encode_ordinary(role.as_str()).len());
@@ -122,15 +123,18 @@ impl Tiktoken {
         }
     }
 
+    /// Counts batches with `parallelism` threads.
     pub fn with_parallelism(mut self, parallelism: Parallelism) -> Self {
         self.parallelism = parallelism;
         self
     }
 
+    /// The encoding it counts with.
     pub fn encoding(&self) -> Encoding {
         self.encoding
     }
 
+    /// The cache's hits, misses and size.
     pub fn cache_stats(&self) -> CacheStats {
         self.cache.stats()
     }

@@ -8,11 +8,14 @@ use tiktoken_rs::CoreBPE;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Encoding {
     #[default]
+    /// `o200k_base` (GPT-4o and later; the default).
     O200kBase,
+    /// `cl100k_base` (GPT-4, GPT-3.5).
     Cl100kBase,
 }
 
 impl Encoding {
+    /// The name configuration uses.
     pub fn name(self) -> &'static str {
         match self {
             Encoding::O200kBase => "o200k_base",
@@ -38,6 +41,7 @@ impl fmt::Display for Encoding {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown encoding `{0}` (expected o200k_base or cl100k_base)")]
+/// An encoding name that is neither.
 pub struct UnknownEncoding(pub String);
 
 impl FromStr for Encoding {

@@ -6,6 +6,7 @@
 //! cached by content: a harness that recounts its conversation before every request pays only for
 //! what is new.
 
+#![warn(missing_docs)]
 mod cache;
 mod counter;
 mod encoding;

@@ -3,37 +3,68 @@ use std::path::PathBuf;
 /// A configuration problem, always with where it is: the file, line and column, or the
 /// environment variable.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     #[error("{}: cannot read: {source}", path.display())]
+    /// A configuration file could not be read.
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
     },
     #[error("{at}: {message}")]
-    Syntax { at: String, message: String },
-    #[error("{at}: unknown key `{key}`{hint}")]
-    UnknownKey {
+    /// A file is not valid TOML.
+    Syntax {
+        /// Where.
         at: String,
+        /// What is wrong.
+        message: String,
+    },
+    #[error("{at}: unknown key `{key}`{hint}")]
+    /// A key the configuration does not have.
+    UnknownKey {
+        /// Where it was written.
+        at: String,
+        /// The key, `section.name`.
         key: String,
+        /// " (did you mean `…`?)", or empty.
         hint: String,
     },
     #[error("{at}: `{key}` must be {expected}, not {found}")]
+    /// A value of the wrong kind.
     WrongType {
+        /// Where it was written.
         at: String,
+        /// The key.
         key: String,
+        /// What the key takes.
         expected: &'static str,
+        /// What was found.
         found: String,
     },
     /// The merged layers do not make a configuration (a key the built-in file lacks, or the
     /// reverse: a bug in condense, since every layer is checked against that file first).
     #[error("the configuration does not deserialize: {message}")]
-    Typed { message: String },
+    /// The merged layers do not deserialize (a bug: every layer is checked first).
+    Typed {
+        /// What is wrong.
+        message: String,
+    },
     #[error("{name}: the value is not UTF-8")]
-    NotUnicode { name: String },
+    /// A `CONDENSE_*` variable whose value is not UTF-8.
+    NotUnicode {
+        /// The name.
+        name: String,
+    },
     #[error("{at}: `{key}`: {message}")]
+    /// A value of the right kind that is out of range or inconsistent.
     BadValue {
+        /// Where it was written.
         at: String,
+        /// The key.
         key: String,
+        /// What is wrong with it.
         message: String,
     },
 }

@@ -15,16 +15,22 @@ use super::schema::{self, Kind};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "layer", content = "from", rename_all = "snake_case")]
 pub enum Source {
+    /// `config/condense.toml`, compiled in.
     BuiltIn,
+    /// The user's file.
     User(PathBuf),
+    /// The project's file.
     Project(PathBuf),
+    /// `--config FILE`.
     Explicit(PathBuf),
+    /// A `CONDENSE_*` variable.
     Env(String),
     /// A command-line flag.
     Flag(String),
 }
 
 impl Source {
+    /// How `config show` names the layer.
     pub fn label(&self) -> String {
         match self {
             Source::BuiltIn => "built-in".to_owned(),
@@ -51,8 +57,11 @@ impl Source {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Origin {
     #[serde(flatten)]
+    /// The layer.
     pub source: Source,
+    /// 1-based line, for files.
     pub line: Option<usize>,
+    /// 1-based column, for files.
     pub column: Option<usize>,
 }
 
@@ -69,10 +78,15 @@ impl fmt::Display for Origin {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Setting {
+    /// A non-negative integer.
     Int(u64),
+    /// A number.
     Float(f64),
+    /// true or false.
     Bool(bool),
+    /// A string.
     Str(String),
+    /// A list of strings.
     List(Vec<String>),
 }
 
@@ -99,10 +113,13 @@ pub(crate) fn quote(text: &str) -> String {
 /// A `[[plugins]]` entry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PluginSpec {
+    /// The shared library.
     pub path: PathBuf,
+    /// Whether failing to load it is an error (`true`) or a warning.
     pub required: bool,
     /// The `[plugins.config]` table, as TOML text for the plugin.
     pub config: String,
+    /// Where the entry was written.
     pub origin: Origin,
 }
 

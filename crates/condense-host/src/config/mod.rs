@@ -35,8 +35,11 @@ pub const BUILT_IN: &str = include_str!("../../../../config/condense.toml");
 /// the CLI does; tests and harnesses can name them directly.
 #[derive(Debug, Clone, Default)]
 pub struct Sources {
+    /// The user's file, when it exists.
     pub user: Option<PathBuf>,
+    /// The nearest project file upward from the working directory.
     pub project: Option<PathBuf>,
+    /// `--config FILE`.
     pub explicit: Option<PathBuf>,
     /// `(name, value)` pairs; only `CONDENSE_*` ones are read.
     pub env: Vec<(String, String)>,

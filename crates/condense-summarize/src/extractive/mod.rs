@@ -21,12 +21,14 @@ use crate::{SummarizeError, Summarizer};
 use facts::{Facts, Outcome, cut};
 
 #[derive(Clone)]
+/// How the offline summarizer sizes the summary.
 pub struct ExtractiveSettings {
     /// The summary stays within this many tokens (4,000), but for the quoted requests and the
     /// file lists, which are never cut.
     pub budget_tokens: usize,
     /// Each of the person's messages is quoted up to this many characters (2,000).
     pub quote_chars: usize,
+    /// Counts the summary against the budget.
     pub counter: Arc<dyn TokenCounter>,
 }
 
@@ -98,6 +100,7 @@ fn kind_of(heading: &str, has_subsections: bool) -> Kind {
 }
 
 impl Extractive {
+    /// The summarizer for `template`.
     pub fn new(template: Template, settings: ExtractiveSettings) -> Self {
         Extractive { template, settings }
     }
