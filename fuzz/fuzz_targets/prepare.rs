@@ -3,6 +3,7 @@
 //! message is kept, and a second request with the same history gives the same bytes.
 #![no_main]
 
+use condense_core::testing::{tool_call, tool_result};
 use std::sync::OnceLock;
 
 use condense_core::{Conversation, Message, Part, Role, ToolCall, ToolOutput, ToolResult};
@@ -56,24 +57,10 @@ fn conversation(data: &[u8]) -> Conversation {
                     let id = format!("call_{next_id}");
                     next_id += 1;
                     let tool = TOOLS[(usize::from(op) + k) % TOOLS.len()];
-                    call_parts.push(Part::ToolCall(ToolCall {
-                        id: id.clone(),
-                        name: tool.into(),
-                        input: serde_json::json!({"command": text(op, 3)}),
-                        raw_input: None,
-                        embedded: false,
-                        extra: Default::default(),
-                    }));
+                    call_parts.push(tool_call(id.clone(), tool, serde_json::json!({"command": text(op, 3)})));
                     results.push(Message::new(
                         Role::Tool,
-                        vec![Part::ToolResult(ToolResult {
-                            call_id: id,
-                            content: ToolOutput::Text(text(op ^ k as u8, size * 8 + 1)),
-                            is_error: None,
-                            embedded: false,
-                            compacted: None,
-                            extra: Default::default(),
-                        })],
+                        vec![tool_result(id, text(op ^ k as u8, size * 8 + 1))],
                     ));
                 }
                 messages.push(Message::new(Role::Assistant, call_parts));
@@ -101,18 +88,26 @@ fn protected_outputs(conversation: &Conversation) -> Vec<(String, ToolOutput)> {
         .collect()
 }
 
+/// Built once: loading the tokenizer takes far longer than one run, and a harness keeps one
+/// compactor per process too. The store is content-addressed, so sharing it changes nothing.
+fn compactor() -> &'static Compactor {
+    static COMPACTOR: OnceLock<Compactor> = OnceLock::new();
+    COMPACTOR.get_or_init(|| {
+        Compactor::from_config(config())
+            .expect("the compactor builds")
+            .with_store(Box::new(MemoryStore::new()))
+            .with_clock(Box::new(FixedClock(1_763_700_000_000)))
+    })
+}
+
 fuzz_target!(|data: &[u8]| {
     let conversation = conversation(data);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
     let run = |state: &mut SessionState| {
-        let compactor = Compactor::from_config(config())
-            .expect("the compactor builds")
-            .with_store(Box::new(MemoryStore::new()))
-            .with_clock(Box::new(FixedClock(1_763_700_000_000)));
         runtime
-            .block_on(compactor.prepare(conversation.clone(), state))
+            .block_on(compactor().prepare(conversation.clone(), state))
             .expect("prepare succeeds with an in-memory store")
     };
     let mut state = SessionState::default();

@@ -1,8 +1,8 @@
 //! The short report on stderr, and the small formatting helpers the tables use.
 
-pub use condense_core::display::thousands;
 use condense_formats::Format;
 use condense_host::{CompactReport, CompactionOutcome, Config, Measure};
+pub use condense_text::thousands;
 
 use crate::Verbosity;
 
@@ -137,9 +137,10 @@ pub fn bar(tokens: usize, window: usize, usable: usize) -> String {
 }
 
 pub fn cut(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
-    format!("{kept}…")
+    condense_text::cut(
+        text,
+        condense_text::Limit::Chars(width),
+        condense_text::Marker::Within("…"),
+    )
+    .into_owned()
 }

@@ -8,11 +8,9 @@
 #![warn(missing_docs)]
 mod compacted;
 mod conversation;
-pub mod display;
 mod message;
 mod pairs;
 mod part;
-pub mod suggest;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod turns;

@@ -105,3 +105,27 @@ pub fn required_url(test: &str, url_var: &str, require_var: &str) -> Option<Stri
     );
     None
 }
+
+/// A tool call part: `id`, tool `name`, JSON `input`, nothing else set.
+pub fn tool_call(id: impl Into<String>, name: &str, input: serde_json::Value) -> crate::Part {
+    crate::Part::ToolCall(crate::ToolCall {
+        id: id.into(),
+        name: name.into(),
+        input,
+        raw_input: None,
+        embedded: false,
+        extra: Default::default(),
+    })
+}
+
+/// A tool result part answering `call_id` with a text `output`, nothing else set.
+pub fn tool_result(call_id: impl Into<String>, output: impl Into<String>) -> crate::Part {
+    crate::Part::ToolResult(crate::ToolResult {
+        call_id: call_id.into(),
+        content: crate::ToolOutput::Text(output.into()),
+        is_error: None,
+        embedded: false,
+        compacted: None,
+        extra: Default::default(),
+    })
+}

@@ -2,7 +2,8 @@
 //! back to the same model, and no input, however broken, makes a reader panic.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use condense_core::{Conversation, Message, Part, Role, ToolCall, ToolOutput, ToolResult};
+use condense_core::testing::{tool_call, tool_result};
+use condense_core::{Conversation, Message, Part, Role, ToolCall};
 use condense_formats::{Format, read, write};
 use proptest::prelude::*;
 use serde_json::json;
@@ -42,22 +43,8 @@ fn build(turns: &[Turn], tool_role: Role) -> Conversation {
             for (command, output) in calls {
                 next_id += 1;
                 let id = format!("call_{next_id}");
-                parts.push(Part::ToolCall(ToolCall {
-                    id: id.clone(),
-                    name: "bash".into(),
-                    input: json!({ "command": command }),
-                    raw_input: None,
-                    embedded: false,
-                    extra: Default::default(),
-                }));
-                results.push(Part::ToolResult(ToolResult {
-                    call_id: id,
-                    content: ToolOutput::Text(output.clone()),
-                    is_error: None,
-                    embedded: false,
-                    compacted: None,
-                    extra: Default::default(),
-                }));
+                parts.push(tool_call(id.clone(), "bash", json!({ "command": command })));
+                results.push(tool_result(id, output.clone()));
             }
             messages.push(Message::new(Role::Assistant, parts));
             if tool_role == Role::Tool {

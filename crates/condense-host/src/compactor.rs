@@ -3,11 +3,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use condense_core::{Conversation, Message, Part, ToolPairs};
+use condense_compact::{
+    TailRule, TailSettings, carried, is_due, previous_summary, reassemble, split,
+};
+use condense_core::Conversation;
 use condense_pruner::{Clock, DirStore, PruneSettings, Pruner, Store, SystemClock};
 use condense_summarize::{Anthropic, Extractive, OpenAi, Summarizer};
-use condense_tail::{TailRule, TailSettings, split};
-use condense_template::{PromptVars, Template, parse_summary, previous_summary, reassemble};
+use condense_template::{PromptVars, Template, parse_summary};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 
 use crate::report::{CompactReport, CompactionOutcome, FailureKind};
@@ -155,7 +157,7 @@ impl Compactor {
     ) -> Result<Compaction, HostError> {
         let started = Instant::now();
         let counter = self.counter.as_ref();
-        let usable = condense_tail::usable(&self.tail);
+        let usable = condense_compact::usable(&self.tail);
         let measured = measure(&conversation, state.reported_usage, counter);
         let tokens_before = counter.count_conversation(&conversation);
 
@@ -181,7 +183,7 @@ impl Compactor {
 
         let compaction = if phases == Phases::PruneOnly {
             CompactionOutcome::PruneOnly
-        } else if due_tokens < usable {
+        } else if !is_due(due_tokens, &self.tail) {
             CompactionOutcome::NotDue
         } else if phases == (Phases::Both { automatic: true })
             && state.consecutive_failures >= self.max_failures
@@ -295,7 +297,7 @@ impl Compactor {
             messages,
             cut.pinned,
             cut.tail_start,
-            &self.prune,
+            &self.prune.protected_tools,
             self.tail.min_tail_turns,
         );
         let continuation = self.continuation.as_deref().filter(|_| automatic);
@@ -332,54 +334,6 @@ impl Compactor {
 enum Phases {
     PruneOnly,
     Both { automatic: bool },
-}
-
-/// What the head holds that must outlive the summary, verbatim: the calls and outputs of
-/// protected tools (a memory store's entries are the point of protecting it), and the person's
-/// last `min_tail_turns` messages when the tail could not hold them (a suffix of one huge turn).
-/// Each comes out as a message of its own holding only those parts, in the original order, so no
-/// tool pair is split.
-fn carried(
-    messages: &[Message],
-    pinned: usize,
-    tail_start: usize,
-    prune: &PruneSettings,
-    min_tail_turns: usize,
-) -> Vec<Message> {
-    let pairs = ToolPairs::index(messages);
-    let turns = condense_core::user_turns(messages);
-    let recent: Vec<usize> = turns.iter().rev().take(min_tail_turns).copied().collect();
-    let mut out = Vec::new();
-    for (index, message) in messages.iter().enumerate().take(tail_start).skip(pinned) {
-        let keep: Vec<Part> = message
-            .parts
-            .iter()
-            .filter(|part| match part {
-                Part::ToolCall(call) => {
-                    prune.protected_tools.contains(&call.name)
-                        && pairs
-                            .result_site(&call.id)
-                            .is_some_and(|site| site.message < tail_start)
-                }
-                Part::ToolResult(result) => pairs
-                    .tool_name(messages, result)
-                    .is_some_and(|tool| prune.protected_tools.contains(tool)),
-                Part::Text(_) | Part::Image(_) => recent.contains(&index) && message.is_user_turn(),
-                _ => false,
-            })
-            .cloned()
-            .collect();
-        if keep.is_empty() {
-            continue;
-        }
-        let mut kept = message.clone();
-        if keep.len() != message.parts.len() {
-            kept.parts = keep;
-            kept.wire.clear();
-        }
-        out.push(kept);
-    }
-    out
 }
 
 /// Configuration's template, else the one plugin's that has one, else the built-in default.

@@ -31,12 +31,12 @@ pub use error::HostError;
 pub use plugins::{LoadedPlugin, PluginError};
 pub use report::{CompactReport, CompactionOutcome, FailureKind};
 // What the host's public types mention, so a harness that depends on the host alone can name it.
+pub use condense_compact::{Split, TailRule, TailSettings};
 pub use condense_pruner::{
     Decision, DecisionLog, DirStore, MemoryStore, OutputReport, PruneReport, PruneSettings, Reason,
     Store, StoreError, Thresholds,
 };
 pub use condense_summarize::{SummarizeError, SummarizeErrorKind, Summarizer};
-pub use condense_tail::{Split, TailRule, TailSettings};
 pub use state::{ReportedUsage, SessionState, StateError};
 pub use usage::Measure;
 

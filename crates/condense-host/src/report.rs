@@ -1,5 +1,5 @@
+use condense_compact::Split;
 use condense_pruner::PruneReport;
-use condense_tail::Split;
 use serde::Serialize;
 
 use crate::usage::Measure;

@@ -2,11 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
+use condense_compact::DEFAULT_CONTINUATION;
+use condense_compact::TailSettings;
 use condense_host::{Config, Sources, SummarizerKind, TemplateChoice};
 use condense_pruner::PruneSettings;
 use condense_summarize::{ExtractiveSettings, RemoteSettings};
-use condense_tail::TailSettings;
-use condense_template::DEFAULT_CONTINUATION;
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);

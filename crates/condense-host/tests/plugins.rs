@@ -2,12 +2,13 @@
 //! `target/plugin-tests`), so `cargo test --workspace` needs nothing built beforehand.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use condense_core::testing::{tool_call, tool_result};
 use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-use condense_core::{Conversation, Message, Part, Role, ToolCall, ToolOutput, ToolResult};
+use condense_core::{Conversation, Message, Part, Role};
 use condense_host::plugins::{load, load_all, register};
 use condense_host::{
     Compactor, Config, HostError, LoadedPlugin, Origin, PluginError, PluginSpec, Source, Sources,
@@ -80,29 +81,12 @@ fn config(env: &[(&str, &str)]) -> Config {
 fn call(id: &str, tool: &str) -> Message {
     Message::new(
         Role::Assistant,
-        vec![Part::ToolCall(ToolCall {
-            id: id.into(),
-            name: tool.into(),
-            input: serde_json::json!({"key": id}),
-            raw_input: None,
-            embedded: false,
-            extra: Default::default(),
-        })],
+        vec![tool_call(id, tool, serde_json::json!({"key": id}))],
     )
 }
 
 fn result(id: &str, text: &str) -> Message {
-    Message::new(
-        Role::Tool,
-        vec![Part::ToolResult(ToolResult {
-            call_id: id.into(),
-            content: ToolOutput::Text(text.into()),
-            is_error: None,
-            embedded: false,
-            compacted: None,
-            extra: Default::default(),
-        })],
-    )
+    Message::new(Role::Tool, vec![tool_result(id, text)])
 }
 
 fn session() -> Conversation {

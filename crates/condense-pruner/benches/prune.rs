@@ -3,11 +3,12 @@
 //! costs.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+use condense_core::testing::{tool_call, tool_result};
 use std::cell::Cell;
 use std::hint::black_box;
 
 use condense_core::testing::transcript;
-use condense_core::{Conversation, Message, Part, Role, ToolCall, ToolOutput, ToolResult};
+use condense_core::{Conversation, Message, Role};
 use condense_pruner::{DecisionLog, FixedClock, MemoryStore, PruneSettings, Pruner};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
@@ -29,26 +30,15 @@ fn append_turn(conversation: &mut Conversation, nonce: u64) {
         .push(Message::text(Role::User, format!("next step {nonce}")));
     conversation.messages.push(Message::new(
         Role::Assistant,
-        vec![Part::ToolCall(ToolCall {
-            id: id.clone(),
-            name: "Read".into(),
-            input: serde_json::json!({"file_path": format!("/src/new_{nonce}.rs")}),
-            raw_input: None,
-            embedded: false,
-            extra: Default::default(),
-        })],
+        vec![tool_call(
+            id.clone(),
+            "Read",
+            serde_json::json!({"file_path": format!("/src/new_{nonce}.rs")}),
+        )],
     ));
-    conversation.messages.push(Message::new(
-        Role::User,
-        vec![Part::ToolResult(ToolResult {
-            call_id: id,
-            content: ToolOutput::Text(output),
-            is_error: None,
-            embedded: false,
-            compacted: None,
-            extra: Default::default(),
-        })],
-    ));
+    conversation
+        .messages
+        .push(Message::new(Role::User, vec![tool_result(id, output)]));
 }
 
 fn prune_largest(c: &mut Criterion) {

@@ -106,18 +106,12 @@ fn variables(text: &str) -> Result<Vec<&str>, NoteError> {
 
 /// The first `limit` bytes of `text` at most, cut after the last complete line when there is
 /// one, and never inside a UTF-8 character.
-pub(crate) fn preview(text: &str, limit: usize) -> &str {
-    if text.len() <= limit {
-        return text;
-    }
-    let mut end = limit;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    match text[..end].rfind('\n') {
-        Some(newline) if newline > 0 => &text[..=newline],
-        _ => &text[..end],
-    }
+pub(crate) fn preview(text: &str, limit: usize) -> std::borrow::Cow<'_, str> {
+    condense_text::cut(
+        text,
+        condense_text::Limit::BytesAtLine(limit),
+        condense_text::Marker::None,
+    )
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use condense_core::{
 };
 use condense_tokenizer::TokenCounter;
 
-use condense_core::display::thousands;
+use condense_text::thousands;
 
 use crate::note::preview;
 use crate::{

@@ -6,9 +6,9 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
+use condense_compact::{TailSettings, split};
 use condense_core::testing::transcript;
 use condense_summarize::{Extractive, ExtractiveSettings};
-use condense_tail::{TailSettings, split};
 use condense_template::Template;
 use condense_tokenizer::{Tiktoken, TokenCounter};
 use criterion::{Criterion, criterion_group, criterion_main};

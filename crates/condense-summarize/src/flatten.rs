@@ -97,13 +97,12 @@ pub(crate) fn alternate(turns: Vec<Turn>) -> Vec<Turn> {
 
 /// At most `limit` characters of `text`; a cut one ends with a marker saying how much went.
 pub(crate) fn cut(text: &str, limit: usize) -> String {
-    match text.char_indices().nth(limit) {
-        None => text.to_owned(),
-        Some((end, _)) => {
-            let left = text[end..].chars().count();
-            format!("{}\n[… {left} more characters cut]", &text[..end])
-        }
-    }
+    condense_text::cut(
+        text,
+        condense_text::Limit::Chars(limit),
+        condense_text::Marker::Count(|left| format!("\n[… {left} more characters cut]")),
+    )
+    .into_owned()
 }
 
 #[cfg(test)]

@@ -257,11 +257,12 @@ fn is_context_error(body: &str) -> bool {
 }
 
 fn excerpt(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(300) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
+    condense_text::cut(
+        text.trim(),
+        condense_text::Limit::Chars(300),
+        condense_text::Marker::After("…"),
+    )
+    .into_owned()
 }
 
 fn nonempty(url: &str, text: String) -> Result<String, SummarizeError> {

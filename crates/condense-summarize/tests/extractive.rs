@@ -1,10 +1,10 @@
 //! The extractive summary of the head of every recorded session, at a 32,000-token window.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use condense_compact::{TailSettings, split};
 use condense_core::testing::transcripts;
 use condense_core::{Message, Part};
 use condense_summarize::{Extractive, ExtractiveSettings};
-use condense_tail::{TailSettings, split};
 use condense_template::{BUILTIN, Template, parse_summary};
 use condense_tokenizer::Tiktoken;
 use serde_json::Value;

@@ -3,10 +3,11 @@
 //! empty summary, a context-length refusal, and a head that needs chunking.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use condense_core::testing::{tool_call, tool_result};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use condense_core::{Message, Part, Role, ToolCall, ToolOutput, ToolResult};
+use condense_core::{Message, Part, Role};
 use condense_summarize::{Anthropic, OpenAi, RemoteSettings, SummarizeError, Summarizer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -159,26 +160,12 @@ fn head() -> Vec<Message> {
             Role::Assistant,
             vec![
                 Part::text("Reading the file."),
-                Part::ToolCall(ToolCall {
-                    id: "c1".into(),
-                    name: "read_file".into(),
-                    input: json!({"path": "src/parser.rs"}),
-                    raw_input: None,
-                    embedded: false,
-                    extra: Default::default(),
-                }),
+                tool_call("c1", "read_file", json!({"path": "src/parser.rs"})),
             ],
         ),
         Message::new(
             Role::Tool,
-            vec![Part::ToolResult(ToolResult {
-                call_id: "c1".into(),
-                content: ToolOutput::Text("fn parse() {}\n".repeat(500)),
-                is_error: None,
-                embedded: false,
-                compacted: None,
-                extra: Default::default(),
-            })],
+            vec![tool_result("c1", "fn parse() {}\n".repeat(500))],
         ),
     ]
 }

@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
+use condense_compact::{TailSettings, split};
 use condense_summarize::{OpenAi, RemoteSettings, Summarizer};
-use condense_tail::{TailSettings, split};
 use condense_template::{PromptVars, Template};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 

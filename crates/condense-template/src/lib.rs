@@ -7,9 +7,7 @@
 
 #![warn(missing_docs)]
 mod parse;
-mod reassemble;
 mod template;
 
 pub use parse::{ParsedSummary, parse_summary};
-pub use reassemble::{DEFAULT_CONTINUATION, previous_summary, reassemble, summary_message};
 pub use template::{BUILTIN, PromptVars, Template, TemplateError, VARIABLES};

@@ -106,7 +106,7 @@ impl Template {
         let mut used: Vec<String> = parsed.undeclared_variables(false).into_iter().collect();
         used.sort();
         if let Some(unknown) = used.iter().find(|used| !VARIABLES.contains(&used.as_str())) {
-            let hint = condense_core::suggest::nearest(unknown, &VARIABLES)
+            let hint = condense_text::nearest(unknown, &VARIABLES)
                 .map(|near| format!(" (did you mean `{near}`?)"))
                 .unwrap_or_default();
             return Err(TemplateError::UnknownVariable {

@@ -70,7 +70,7 @@ pub enum ConfigError {
 }
 
 pub(crate) fn hint(word: &str, known: &[&str]) -> String {
-    condense_core::suggest::nearest(word, known)
+    condense_text::nearest(word, known)
         .map(|near| format!(" (did you mean `{near}`?)"))
         .unwrap_or_default()
 }

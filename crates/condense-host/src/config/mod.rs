@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+use condense_compact::TailSettings;
 use condense_pruner::{DUPLICATE_VARIABLES, Note, PREVIEW_VARIABLES, PruneSettings};
-use condense_tail::TailSettings;
 use condense_tokenizer::Encoding;
 
 pub use error::ConfigError;

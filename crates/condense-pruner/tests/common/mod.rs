@@ -1,7 +1,8 @@
 //! Building conversations by hand for the rule tests.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use condense_core::{Message, Part, Role, ToolCall, ToolOutput, ToolResult};
+use condense_core::testing::{tool_call, tool_result};
+use condense_core::{Message, Part, Role, ToolOutput};
 use serde_json::json;
 
 pub fn system(text: &str) -> Message {
@@ -21,25 +22,11 @@ pub fn call(id: &str, tool: &str) -> Message {
 }
 
 pub fn call_part(id: &str, tool: &str) -> Part {
-    Part::ToolCall(ToolCall {
-        id: id.into(),
-        name: tool.into(),
-        input: json!({"path": format!("src/{id}.rs")}),
-        raw_input: None,
-        embedded: false,
-        extra: Default::default(),
-    })
+    tool_call(id, tool, json!({"path": format!("src/{id}.rs")}))
 }
 
 pub fn result_part(id: &str, output: &str) -> Part {
-    Part::ToolResult(ToolResult {
-        call_id: id.into(),
-        content: ToolOutput::Text(output.into()),
-        is_error: None,
-        embedded: false,
-        compacted: None,
-        extra: Default::default(),
-    })
+    tool_result(id, output)
 }
 
 pub fn result(id: &str, output: &str) -> Message {

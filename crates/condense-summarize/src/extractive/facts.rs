@@ -213,8 +213,10 @@ fn excerpt(content: &ToolOutput) -> String {
 
 /// At most `limit` characters of `text`, with " […]" when it was cut.
 pub(crate) fn cut(text: &str, limit: usize) -> String {
-    match text.char_indices().nth(limit) {
-        None => text.to_owned(),
-        Some((end, _)) => format!("{} […]", &text[..end]),
-    }
+    condense_text::cut(
+        text,
+        condense_text::Limit::Chars(limit),
+        condense_text::Marker::After(" […]"),
+    )
+    .into_owned()
 }

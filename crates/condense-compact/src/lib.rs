@@ -1,4 +1,9 @@
-//! When to compact, and where to cut.
+//! Given a conversation and a decision to compact, the next conversation.
+//!
+//! One crate owns the whole rebuild: when compaction is due, where the conversation is cut,
+//! what must outlive the summary besides the tail (carried messages), and how the summary, the
+//! tail and the continuation message are put back together. The prompts and the parsing of the
+//! summarizer's answer live in `condense-template`; running the phases in order lives in the host.
 //!
 //! Compaction is due when the conversation no longer leaves room for the model's reply:
 //! `tokens >= usable`, `usable = context_window - reserved`, `reserved = min(20,000,
@@ -8,7 +13,11 @@
 
 #![warn(missing_docs)]
 mod budget;
+mod carried;
+mod reassemble;
 mod split;
 
 pub use budget::{TailSettings, is_due, tail_budget, usable};
+pub use carried::carried;
+pub use reassemble::{DEFAULT_CONTINUATION, previous_summary, reassemble, summary_message};
 pub use split::{Split, TailRule, split};

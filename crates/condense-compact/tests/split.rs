@@ -1,8 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use condense_compact::{TailSettings, split};
 use condense_core::testing::transcripts;
-use condense_core::{Message, Part, Role, ToolCall, ToolOutput, ToolResult};
-use condense_tail::{TailSettings, split};
+use condense_core::testing::{tool_call, tool_result};
+use condense_core::{Message, Role};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 use proptest::prelude::*;
 
@@ -70,22 +71,12 @@ fn conversation() -> impl Strategy<Value = Vec<Message>> {
                 let mut results = Vec::new();
                 for _ in 0..calls {
                     id += 1;
-                    call_parts.push(Part::ToolCall(ToolCall {
-                        id: format!("c{id}"),
-                        name: "bash".into(),
-                        input: serde_json::json!({"command": "ls"}),
-                        raw_input: None,
-                        embedded: false,
-                        extra: Default::default(),
-                    }));
-                    results.push(Part::ToolResult(ToolResult {
-                        call_id: format!("c{id}"),
-                        content: ToolOutput::Text("out ".repeat(size)),
-                        is_error: None,
-                        embedded: false,
-                        compacted: None,
-                        extra: Default::default(),
-                    }));
+                    call_parts.push(tool_call(
+                        format!("c{id}"),
+                        "bash",
+                        serde_json::json!({"command": "ls"}),
+                    ));
+                    results.push(tool_result(format!("c{id}"), "out ".repeat(size)));
                 }
                 messages.push(Message::new(Role::Assistant, call_parts));
                 if inline {
@@ -138,7 +129,7 @@ proptest! {
         if wanted > 0 {
             let from = |index: usize| counter.count_each(&messages[index..]).iter().sum::<usize>();
             let last_fits = from(turns[turns.len() - 1]) <= split.budget;
-            let wanted_fit = from(turns[turns.len() - wanted]) <= split.budget.max(condense_tail::usable(&settings) / 2);
+            let wanted_fit = from(turns[turns.len() - wanted]) <= split.budget.max(condense_compact::usable(&settings) / 2);
             if last_fits && wanted_fit {
                 prop_assert!(split.tail_user_turns >= wanted, "{} turns kept, {} wanted", split.tail_user_turns, wanted);
             }
