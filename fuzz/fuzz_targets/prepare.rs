@@ -40,7 +40,8 @@ fn text(seed: u8, len: usize) -> String {
         .join(" ")
 }
 
-/// Two bytes per step: what happens, and how big.
+/// Two bytes per step: what happens, and how big (outputs up to about 400 words, so one run
+/// stays fast enough to explore: the rules care about relative sizes, not megabytes).
 fn conversation(data: &[u8]) -> Conversation {
     let mut messages = vec![Message::new(Role::System, vec![Part::text("You are an agent.")])];
     let mut next_id = 0usize;
@@ -60,7 +61,7 @@ fn conversation(data: &[u8]) -> Conversation {
                     call_parts.push(tool_call(id.clone(), tool, serde_json::json!({"command": text(op, 3)})));
                     results.push(Message::new(
                         Role::Tool,
-                        vec![tool_result(id, text(op ^ k as u8, size * 8 + 1))],
+                        vec![tool_result(id, text(op ^ k as u8, (size % 64) * 6 + 1))],
                     ));
                 }
                 messages.push(Message::new(Role::Assistant, call_parts));

@@ -120,7 +120,7 @@ pub fn boundary_by_calls(messages: &[Message], calls: usize) -> usize {
     0
 }
 
-/// One tool output of the conversation.
+/// One tool output of the conversation and what this call decides for it.
 struct Output<'c> {
     message: usize,
     part: usize,
@@ -129,6 +129,10 @@ struct Output<'c> {
     protected: bool,
     /// Which run of results (not separated by an assistant message) it belongs to.
     group: usize,
+    /// Its tokens as it stands.
+    tokens: usize,
+    /// Why it is kept or replaced; `None` until a rule has judged it.
+    reason: Option<Reason>,
 }
 
 /// A replacement decided in this call, applied only once every original is stored.
@@ -140,20 +144,25 @@ struct Replacement {
     original: Option<Vec<u8>>,
 }
 
-/// What the call decides for each output.
+/// What the call decides: one record per output, the replacements in the order they were
+/// decided, and the fresh outputs the per-turn budget kept.
 struct Plan<'c> {
     outputs: Vec<Output<'c>>,
-    reasons: Vec<Option<Reason>>,
-    tokens_before: Vec<usize>,
     replacements: Vec<Replacement>,
     /// Fresh outputs the per-turn budget saw and kept: logged as kept once the call succeeds.
     kept_fresh: Vec<usize>,
 }
 
+/// A candidate of the walk: the output, and the newer identical output it duplicates, if any.
+type Candidate = (usize, Option<usize>);
+
 impl Pruner<'_> {
     /// Prunes `conversation` in place and records every new decision in `log`. `context_window`
-    /// matters only with adaptive thresholds. On error neither the conversation nor the log has
-    /// changed.
+    /// matters for adaptive thresholds, the autonomous-run boundary and the one exception to the
+    /// skip boundary. On error neither the conversation nor the log has changed.
+    ///
+    /// The steps are DESIGN.md's rules in order: frozen decisions first, then the per-turn
+    /// budget, then the walk; every original is stored before anything changes.
     pub fn prune(
         &self,
         conversation: &mut Conversation,
@@ -170,83 +179,14 @@ impl Pruner<'_> {
         let now = self.clock.now_ms();
 
         let messages = &conversation.messages;
-        let mut plan = Plan::new(self.outputs(messages), |result| {
-            self.counter.count_output(&result.content)
-        });
+        let mut plan = self.plan(messages);
         self.apply_log(&mut plan, log);
         self.turn_budget(&mut plan, log, boundary, context_window, now)?;
         let walk = self.walk(&mut plan, messages, boundary, thresholds, now)?;
-
-        for replacement in &plan.replacements {
-            if let Some(original) = &replacement.original {
-                let output = &plan.outputs[replacement.output];
-                self.store
-                    .put(&replacement.marker.handle, original)
-                    .map_err(|source| PruneError::Store {
-                        call_id: output.result.call_id.clone(),
-                        message: output.message,
-                        source,
-                    })?;
-            }
-        }
-
-        let mut outputs = Vec::with_capacity(plan.outputs.len());
-        let mut after: HashMap<usize, usize> = HashMap::new();
-        for replacement in &plan.replacements {
-            after.insert(
-                replacement.output,
-                self.counter.count_text(&replacement.content),
-            );
-        }
-        let mut tokens_freed = 0;
-        for (index, output) in plan.outputs.iter().enumerate() {
-            let before = plan.tokens_before[index];
-            let tokens_after = after.get(&index).copied().unwrap_or(before);
-            tokens_freed += before.saturating_sub(tokens_after);
-            outputs.push(OutputReport {
-                message: output.message,
-                call_id: output.result.call_id.clone(),
-                tool: output.tool.to_owned(),
-                reason: plan.reasons[index].clone().unwrap_or(Reason::InsideWindow),
-                tokens_before: before,
-                tokens_after,
-            });
-        }
-
-        let sites: Vec<(usize, usize, String)> = plan
-            .outputs
-            .iter()
-            .map(|output| (output.message, output.part, output.result.call_id.clone()))
-            .collect();
-        let kept: Vec<String> = plan
-            .kept_fresh
-            .iter()
-            .map(|&index| sites[index].2.clone())
-            .collect();
-        let replacements = std::mem::take(&mut plan.replacements);
-        drop(plan);
-
-        // Kept first: an output the budget kept may be replaced by the walk in the same call, and
-        // then the replacement is its fate.
-        for call_id in kept {
-            log.record(call_id, Decision::Kept);
-        }
-        for replacement in replacements {
-            let (message, part, call_id) = &sites[replacement.output];
-            if let Some(Part::ToolResult(result)) =
-                conversation.messages[*message].parts.get_mut(*part)
-            {
-                result.content = ToolOutput::Text(replacement.content.clone());
-                result.compacted = Some(replacement.marker.clone());
-            }
-            log.record(
-                call_id.clone(),
-                Decision::Replaced {
-                    content: replacement.content,
-                    marker: replacement.marker,
-                },
-            );
-        }
+        self.store_originals(&plan)?;
+        let (outputs, tokens_freed) = self.report(&plan);
+        let decided = Decided::from(plan);
+        decided.apply(conversation, log);
 
         Ok(PruneReport {
             boundary,
@@ -271,15 +211,13 @@ impl Pruner<'_> {
         log: &mut DecisionLog,
     ) -> Result<usize, PruneError> {
         let now = self.clock.now_ms();
-        let mut plan = Plan::new(self.outputs(&conversation.messages), |result| {
-            self.counter.count_output(&result.content)
-        });
+        let mut plan = self.plan(&conversation.messages);
         for index in 0..plan.outputs.len() {
             let output = &plan.outputs[index];
             if output.message < from
                 || output.protected
                 || output.result.compacted.is_some()
-                || plan.tokens_before[index] <= limit
+                || output.tokens <= limit
             {
                 continue;
             }
@@ -287,46 +225,14 @@ impl Pruner<'_> {
             let replacement = self.preview(&plan, index, chars, now)?;
             plan.replacements.push(replacement);
         }
-        for replacement in &plan.replacements {
-            if let Some(original) = &replacement.original {
-                let output = &plan.outputs[replacement.output];
-                self.store
-                    .put(&replacement.marker.handle, original)
-                    .map_err(|source| PruneError::Store {
-                        call_id: output.result.call_id.clone(),
-                        message: output.message,
-                        source,
-                    })?;
-            }
-        }
-        let sites: Vec<(usize, usize, String)> = plan
-            .outputs
-            .iter()
-            .map(|output| (output.message, output.part, output.result.call_id.clone()))
-            .collect();
-        let replacements = std::mem::take(&mut plan.replacements);
-        drop(plan);
-        let cut = replacements.len();
-        for replacement in replacements {
-            let (message, part, call_id) = &sites[replacement.output];
-            if let Some(Part::ToolResult(result)) =
-                conversation.messages[*message].parts.get_mut(*part)
-            {
-                result.content = ToolOutput::Text(replacement.content.clone());
-                result.compacted = Some(replacement.marker.clone());
-            }
-            log.record(
-                call_id.clone(),
-                Decision::Replaced {
-                    content: replacement.content,
-                    marker: replacement.marker,
-                },
-            );
-        }
+        self.store_originals(&plan)?;
+        let cut = plan.replacements.len();
+        Decided::from(plan).apply(conversation, log);
         Ok(cut)
     }
 
-    fn outputs<'c>(&self, messages: &'c [Message]) -> Vec<Output<'c>> {
+    /// Every tool output, with its tokens and whether its tool is protected.
+    fn plan<'c>(&self, messages: &'c [Message]) -> Plan<'c> {
         let pairs = ToolPairs::index(messages);
         let mut outputs = Vec::new();
         let mut group = 0;
@@ -351,29 +257,36 @@ impl Pruner<'_> {
                     tool,
                     protected: self.settings.protected_tools.contains(tool),
                     group,
+                    tokens: self.counter.count_output(&result.content),
+                    reason: None,
                 });
             }
         }
-        outputs
+        Plan {
+            outputs,
+            replacements: Vec::new(),
+            kept_fresh: Vec::new(),
+        }
     }
 
-    /// Outputs already replaced stay as they are; outputs the log says were replaced get the same
-    /// replacement again. Protected outputs are never touched, whatever an older log says.
+    /// Frozen decisions: outputs already replaced stay as they are; outputs the log says were
+    /// replaced get the same replacement again. Protected outputs are never touched, whatever an
+    /// older log says.
     fn apply_log(&self, plan: &mut Plan<'_>, log: &DecisionLog) {
         for index in 0..plan.outputs.len() {
-            let output = &plan.outputs[index];
+            let output = &mut plan.outputs[index];
             if output.result.compacted.is_some() {
-                plan.reasons[index] = Some(Reason::AlreadyReplaced);
+                output.reason = Some(Reason::AlreadyReplaced);
                 continue;
             }
             if output.protected {
-                plan.reasons[index] = Some(Reason::Protected);
+                output.reason = Some(Reason::Protected);
                 continue;
             }
             if let Some(Decision::Replaced { content, marker }) = log.get(&output.result.call_id) {
                 let unchanged =
                     matches!(&output.result.content, ToolOutput::Text(text) if text == content);
-                plan.reasons[index] = Some(if unchanged {
+                output.reason = Some(if unchanged {
                     Reason::AlreadyReplaced
                 } else {
                     Reason::Frozen
@@ -410,14 +323,13 @@ impl Pruner<'_> {
                 .unwrap_or(plan.outputs.len());
             let mut fresh: Vec<(usize, usize)> = (start..end)
                 .filter(|&index| {
-                    plan.reasons[index].is_none()
-                        && log.get(&plan.outputs[index].result.call_id).is_none()
+                    let output = &plan.outputs[index];
+                    output.reason.is_none()
+                        && !output.protected
+                        && log.get(&output.result.call_id).is_none()
+                        && (output.message < boundary
+                            || context_window.is_some_and(|window| output.tokens > window))
                 })
-                .filter(|&index| {
-                    plan.outputs[index].message < boundary
-                        || context_window.is_some_and(|window| plan.tokens_before[index] > window)
-                })
-                .filter(|&index| !plan.outputs[index].protected)
                 .map(|index| {
                     (
                         index,
@@ -438,7 +350,7 @@ impl Pruner<'_> {
                 }
                 let replacement = self.preview(plan, index, chars, now)?;
                 total = total - chars + replacement.content.chars().count();
-                plan.reasons[index] = Some(Reason::OverTurnBudget);
+                plan.outputs[index].reason = Some(Reason::OverTurnBudget);
                 plan.replacements.push(replacement);
             }
             start = end;
@@ -458,10 +370,9 @@ impl Pruner<'_> {
         let handle = handle_of(&original);
         let text = output.result.content.text();
         let shown = preview(&text, self.settings.preview_bytes);
-        let tokens = plan.tokens_before[index];
         let note = self.settings.preview_note.render(&[
             ("tool", output.tool),
-            ("tokens", &thousands(tokens)),
+            ("tokens", &thousands(output.tokens)),
             ("chars", &thousands(chars)),
             ("handle", &handle),
             ("shown", &thousands(shown.chars().count())),
@@ -469,12 +380,13 @@ impl Pruner<'_> {
         Ok(Replacement {
             output: index,
             content: format!("{shown}{note}"),
-            marker: marker(now, Phase::TurnBudget, tokens, chars, handle),
+            marker: marker(now, Phase::TurnBudget, output.tokens, chars, handle),
             original: Some(original),
         })
     }
 
-    /// opencode's walk, with hermes-agent's duplicates folded in.
+    /// opencode's walk, with hermes-agent's duplicates folded in: judge each output from the
+    /// newest back, then replace the candidates only if together they free the minimum.
     fn walk(
         &self,
         plan: &mut Plan<'_>,
@@ -483,88 +395,62 @@ impl Pruner<'_> {
         thresholds: Thresholds,
         now: u64,
     ) -> Result<WalkOutcome, PruneError> {
-        let mut stopped_at = None;
-        let mut window = 0usize;
-        let mut candidates: Vec<(usize, Option<usize>)> = Vec::new();
-        // Surviving outputs by hash of (tool, text), newest first, to find older duplicates.
-        let mut survivors: HashMap<u64, Vec<usize>> = HashMap::new();
-
+        let mut walk = Walk {
+            settings: self.settings,
+            boundary,
+            protect_tokens: thresholds.protect_tokens,
+            stopped_at: None,
+            window: 0,
+            candidates: Vec::new(),
+            survivors: HashMap::new(),
+        };
         let mut by_message: Vec<Vec<usize>> = vec![Vec::new(); messages.len()];
         for (index, output) in plan.outputs.iter().enumerate() {
             by_message[output.message].push(index);
         }
         for message_index in (0..messages.len()).rev() {
-            if stopped_at.is_none()
-                && message_index < boundary
-                && messages[message_index].is_compaction_summary()
-            {
-                stopped_at = Some(message_index);
-            }
+            walk.stop_at_summary(message_index, &messages[message_index]);
             for &index in by_message[message_index].iter().rev() {
-                let output = &plan.outputs[index];
-                if let Some(reason) = &plan.reasons[index] {
-                    let pruned_before = matches!(reason, Reason::AlreadyReplaced | Reason::Frozen)
-                        && replaced_phase(plan, index) == Some(Phase::Prune);
-                    if pruned_before && message_index < boundary && stopped_at.is_none() {
-                        stopped_at = Some(message_index);
-                    }
-                    continue;
-                }
-                let text = output.result.content.text();
-                // Only outputs long enough to be replaced as duplicates are hashed and remembered.
-                let key = (text.len() >= self.settings.duplicate_min_chars
-                    && text.chars().count() >= self.settings.duplicate_min_chars)
-                    .then(|| duplicate_key(output.tool, &text));
-                if message_index >= boundary {
-                    plan.reasons[index] = Some(Reason::InsideBoundary);
-                    if let Some(key) = key {
-                        survivors.entry(key).or_default().push(index);
-                    }
-                    continue;
-                }
-                if stopped_at.is_some() {
-                    plan.reasons[index] = Some(Reason::BehindEarlierCompaction);
-                    continue;
-                }
-                let newer = key.and_then(|key| survivors.get(&key)).and_then(|same| {
-                    same.iter().copied().find(|&other| {
-                        plan.outputs[other].tool == output.tool
-                            && plan.outputs[other].result.content.text() == text
-                    })
-                });
-                if let Some(newer) = newer {
-                    candidates.push((index, Some(newer)));
-                    continue;
-                }
-                window += plan.tokens_before[index];
-                if window > thresholds.protect_tokens {
-                    candidates.push((index, None));
-                } else {
-                    plan.reasons[index] = Some(Reason::InsideWindow);
-                    if let Some(key) = key {
-                        survivors.entry(key).or_default().push(index);
-                    }
-                }
+                walk.judge(plan, index);
             }
         }
+        let stopped_at = walk.stopped_at;
+        let (reclaimable, applied) =
+            self.apply_minimum(plan, walk.candidates, thresholds.minimum_tokens, now)?;
+        Ok(WalkOutcome {
+            stopped_at,
+            reclaimable,
+            applied,
+        })
+    }
 
+    /// Prune only when the candidates together free more than the minimum (a prune rewrites the
+    /// cached prefix); a placeholder no smaller than its output is never a candidate.
+    fn apply_minimum(
+        &self,
+        plan: &mut Plan<'_>,
+        candidates: Vec<Candidate>,
+        minimum_tokens: usize,
+        now: u64,
+    ) -> Result<(usize, bool), PruneError> {
         let mut replacements = Vec::with_capacity(candidates.len());
         let mut reclaimable = 0usize;
-        for &(index, newer) in &candidates {
+        for (index, newer) in candidates {
             let replacement = self.placeholder(plan, index, newer, now)?;
             let after = self.counter.count_text(&replacement.content);
-            if after >= plan.tokens_before[index] {
+            let before = plan.outputs[index].tokens;
+            if after >= before {
                 // A placeholder is not smaller than this output: replacing it would cost tokens.
-                plan.reasons[index] = Some(Reason::SmallerThanPlaceholder);
+                plan.outputs[index].reason = Some(Reason::SmallerThanPlaceholder);
                 continue;
             }
-            reclaimable += plan.tokens_before[index] - after;
+            reclaimable += before - after;
             replacements.push((replacement, newer));
         }
-        let applied = !replacements.is_empty() && reclaimable > thresholds.minimum_tokens;
+        let applied = !replacements.is_empty() && reclaimable > minimum_tokens;
         for (replacement, newer) in replacements {
             let index = replacement.output;
-            plan.reasons[index] = Some(match (applied, newer) {
+            plan.outputs[index].reason = Some(match (applied, newer) {
                 (false, _) => Reason::BelowMinimum,
                 (true, None) => Reason::Pruned,
                 (true, Some(newer)) => Reason::Duplicate {
@@ -575,11 +461,7 @@ impl Pruner<'_> {
                 plan.replacements.push(replacement);
             }
         }
-        Ok(WalkOutcome {
-            stopped_at,
-            reclaimable,
-            applied,
-        })
+        Ok((reclaimable, applied))
     }
 
     fn placeholder(
@@ -592,11 +474,10 @@ impl Pruner<'_> {
         let output = &plan.outputs[index];
         let original = original_bytes(output)?;
         let handle = handle_of(&original);
-        let tokens = plan.tokens_before[index];
         let chars = output.result.content.text().chars().count();
         let mut values = vec![
             ("tool", output.tool.to_owned()),
-            ("tokens", thousands(tokens)),
+            ("tokens", thousands(output.tokens)),
             ("chars", thousands(chars)),
             ("handle", handle.clone()),
         ];
@@ -614,9 +495,138 @@ impl Pruner<'_> {
         Ok(Replacement {
             output: index,
             content: note.render(&values),
-            marker: marker(now, phase, tokens, chars, handle),
+            marker: marker(now, phase, output.tokens, chars, handle),
             original: Some(original),
         })
+    }
+
+    /// Every original goes to the store before the conversation changes (DESIGN.md: nothing is
+    /// lost); frozen replacements were stored when first decided.
+    fn store_originals(&self, plan: &Plan<'_>) -> Result<(), PruneError> {
+        for replacement in &plan.replacements {
+            if let Some(original) = &replacement.original {
+                let output = &plan.outputs[replacement.output];
+                self.store
+                    .put(&replacement.marker.handle, original)
+                    .map_err(|source| PruneError::Store {
+                        call_id: output.result.call_id.clone(),
+                        message: output.message,
+                        source,
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One row per output, and the tokens freed in all.
+    fn report(&self, plan: &Plan<'_>) -> (Vec<OutputReport>, usize) {
+        let mut after: HashMap<usize, usize> = HashMap::new();
+        for replacement in &plan.replacements {
+            after.insert(
+                replacement.output,
+                self.counter.count_text(&replacement.content),
+            );
+        }
+        let mut tokens_freed = 0;
+        let rows = plan
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(index, output)| {
+                let tokens_after = after.get(&index).copied().unwrap_or(output.tokens);
+                tokens_freed += output.tokens.saturating_sub(tokens_after);
+                OutputReport {
+                    message: output.message,
+                    call_id: output.result.call_id.clone(),
+                    tool: output.tool.to_owned(),
+                    reason: output.reason.clone().unwrap_or(Reason::InsideWindow),
+                    tokens_before: output.tokens,
+                    tokens_after,
+                }
+            })
+            .collect();
+        (rows, tokens_freed)
+    }
+}
+
+/// The walk's state as it goes from the newest output back.
+struct Walk<'s> {
+    settings: &'s PruneSettings,
+    boundary: usize,
+    protect_tokens: usize,
+    /// Where it stopped: at the last compaction summary, or at an output pruned before.
+    stopped_at: Option<usize>,
+    /// Tokens of the newest outputs kept so far (the protect window).
+    window: usize,
+    candidates: Vec<Candidate>,
+    /// Surviving outputs by hash of (tool, text), newest first, to find older duplicates.
+    survivors: HashMap<u64, Vec<usize>>,
+}
+
+impl Walk<'_> {
+    /// opencode stops at the last compaction summary before the boundary.
+    fn stop_at_summary(&mut self, message_index: usize, message: &Message) {
+        if self.stopped_at.is_none()
+            && message_index < self.boundary
+            && message.is_compaction_summary()
+        {
+            self.stopped_at = Some(message_index);
+        }
+    }
+
+    /// One output's fate: already judged (and a stop if it was pruned before), inside the
+    /// boundary, behind the stop, a duplicate of a newer survivor, inside the protect window, or
+    /// a candidate.
+    fn judge(&mut self, plan: &mut Plan<'_>, index: usize) {
+        let output = &plan.outputs[index];
+        let message_index = output.message;
+        if let Some(reason) = &output.reason {
+            let pruned_before = matches!(reason, Reason::AlreadyReplaced | Reason::Frozen)
+                && replaced_phase(plan, index) == Some(Phase::Prune);
+            if pruned_before && message_index < self.boundary && self.stopped_at.is_none() {
+                self.stopped_at = Some(message_index);
+            }
+            return;
+        }
+        let text = output.result.content.text();
+        // Only outputs long enough to be replaced as duplicates are hashed and remembered.
+        let key = (text.len() >= self.settings.duplicate_min_chars
+            && text.chars().count() >= self.settings.duplicate_min_chars)
+            .then(|| duplicate_key(output.tool, &text));
+        if message_index >= self.boundary {
+            plan.outputs[index].reason = Some(Reason::InsideBoundary);
+            self.survive(key, index);
+            return;
+        }
+        if self.stopped_at.is_some() {
+            plan.outputs[index].reason = Some(Reason::BehindEarlierCompaction);
+            return;
+        }
+        let newer = key
+            .and_then(|key| self.survivors.get(&key))
+            .and_then(|same| {
+                same.iter().copied().find(|&other| {
+                    plan.outputs[other].tool == output.tool
+                        && plan.outputs[other].result.content.text() == text
+                })
+            });
+        if let Some(newer) = newer {
+            self.candidates.push((index, Some(newer)));
+            return;
+        }
+        self.window += output.tokens;
+        if self.window > self.protect_tokens {
+            self.candidates.push((index, None));
+        } else {
+            plan.outputs[index].reason = Some(Reason::InsideWindow);
+            self.survive(key, index);
+        }
+    }
+
+    fn survive(&mut self, key: Option<u64>, index: usize) {
+        if let Some(key) = key {
+            self.survivors.entry(key).or_default().push(index);
+        }
     }
 }
 
@@ -626,16 +636,51 @@ struct WalkOutcome {
     applied: bool,
 }
 
-impl<'c> Plan<'c> {
-    fn new(outputs: Vec<Output<'c>>, count: impl Fn(&ToolResult) -> usize) -> Self {
-        let tokens_before = outputs.iter().map(|output| count(output.result)).collect();
-        let reasons = vec![None; outputs.len()];
-        Plan {
-            outputs,
-            reasons,
-            tokens_before,
-            replacements: Vec::new(),
-            kept_fresh: Vec::new(),
+/// A plan's decisions, no longer borrowing the conversation, ready to be written into it.
+struct Decided {
+    /// `(message, part, call id)` of each output.
+    sites: Vec<(usize, usize, String)>,
+    kept: Vec<usize>,
+    replacements: Vec<Replacement>,
+}
+
+impl From<Plan<'_>> for Decided {
+    fn from(plan: Plan<'_>) -> Self {
+        Decided {
+            sites: plan
+                .outputs
+                .iter()
+                .map(|output| (output.message, output.part, output.result.call_id.clone()))
+                .collect(),
+            kept: plan.kept_fresh,
+            replacements: plan.replacements,
+        }
+    }
+}
+
+impl Decided {
+    /// Rewrites the replaced outputs and records every decision. Kept first: an output the
+    /// budget kept may be replaced by the walk in the same call, and then the replacement is its
+    /// fate.
+    fn apply(self, conversation: &mut Conversation, log: &mut DecisionLog) {
+        for index in self.kept {
+            log.record(self.sites[index].2.clone(), Decision::Kept);
+        }
+        for replacement in self.replacements {
+            let (message, part, call_id) = &self.sites[replacement.output];
+            if let Some(Part::ToolResult(result)) =
+                conversation.messages[*message].parts.get_mut(*part)
+            {
+                result.content = ToolOutput::Text(replacement.content.clone());
+                result.compacted = Some(replacement.marker.clone());
+            }
+            log.record(
+                call_id.clone(),
+                Decision::Replaced {
+                    content: replacement.content,
+                    marker: replacement.marker,
+                },
+            );
         }
     }
 }
