@@ -286,10 +286,11 @@ fn write_backup(input: &Path, backup: &Path, read: &[u8]) -> Result<()> {
         .create_new(true)
         .open(backup)
         .with_context(failed)?;
+    // The input's permissions before a byte is written: a private session stays private.
+    keep_mode_and_owner(&file, &metadata);
     file.write_all(read)
         .and_then(|()| file.sync_all())
         .with_context(failed)?;
-    keep_mode_and_owner(&file, &metadata);
     drop(file);
     let back = std::fs::read(backup).with_context(failed)?;
     if back != read {

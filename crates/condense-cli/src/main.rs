@@ -205,12 +205,7 @@ pub enum Verbosity {
 fn main() -> ExitCode {
     // A bug must still end in one line, not a backtrace.
     std::panic::set_hook(Box::new(|info| {
-        let message = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_default();
+        let message = condense_plugin::panic_message(info.payload()).unwrap_or_default();
         let at = info
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))

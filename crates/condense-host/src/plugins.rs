@@ -224,7 +224,8 @@ pub fn register(plugin: &mut dyn Plugin, config_toml: &str) -> Result<LoadedPlug
                 Err(payload) => Err(PluginError::Panicked {
                     plugin: label.to_owned(),
                     function,
-                    message: panic_message(payload.as_ref()),
+                    message: condense_plugin::panic_message(payload.as_ref())
+                        .unwrap_or_else(|| "the plugin panicked".to_owned()),
                 }),
             }
         };
@@ -254,15 +255,6 @@ pub fn register(plugin: &mut dyn Plugin, config_toml: &str) -> Result<LoadedPlug
         Ok(())
     })?;
     Ok(loaded)
-}
-
-/// The text a panic was raised with, when it was a string.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "the plugin panicked".to_owned())
 }
 
 /// Calls one table function with a sink that copies every string it is given.

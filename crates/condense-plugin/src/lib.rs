@@ -148,6 +148,16 @@ pub trait Plugin: Send {
     }
 }
 
+/// The text a panic was raised with (`panic!("…")`, `expect`, an index out of bounds), or
+/// `None` when its payload is not a string. Shared by the SDK's hook, the host's in-process
+/// plugins and the CLI's last-resort hook, which all report a panic in one line.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<String> {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+}
+
 thread_local! {
     /// The last panic's message and place on this thread, kept by the SDK's panic hook for the
     /// error the host reports.
@@ -162,12 +172,8 @@ fn silence_panics() {
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
-            let message = info
-                .payload()
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| info.payload().downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "the plugin panicked".to_owned());
+            let message =
+                panic_message(info.payload()).unwrap_or_else(|| "the plugin panicked".to_owned());
             let at = info
                 .location()
                 .map(|l| format!(" (at {}:{})", l.file(), l.line()))
@@ -203,8 +209,7 @@ pub fn guard<P: Plugin>(
         Err(payload) => {
             let message = LAST_PANIC
                 .with(|last| last.borrow_mut().take())
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .or_else(|| panic_message(payload.as_ref()))
                 .unwrap_or_else(|| "the plugin panicked".to_owned());
             sink(ctx, Str::new(&message));
             Status::PANICKED
