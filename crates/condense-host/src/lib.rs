@@ -33,8 +33,8 @@ pub use report::{CompactReport, CompactionOutcome, FailureKind};
 // What the host's public types mention, so a harness that depends on the host alone can name it.
 pub use condense_compact::{Split, TailRule, TailSettings};
 pub use condense_pruner::{
-    Decision, DecisionLog, DirStore, MemoryStore, OutputReport, PruneReport, PruneSettings, Reason,
-    Store, StoreError, Thresholds,
+    Clock, Decision, DecisionLog, DirStore, FixedClock, MemoryStore, OutputReport, PruneReport,
+    PruneSettings, Reason, Store, StoreError, SystemClock, Thresholds,
 };
 pub use condense_summarize::{SummarizeError, SummarizeErrorKind, Summarizer};
 pub use state::{ReportedUsage, SessionState, StateError};
