@@ -15,7 +15,7 @@ use crate::settings::{config, plugins};
 use crate::spinner::Spinner;
 use crate::{
     Command, ConfigAction, CountArgs, InspectArgs, PluginsAction, RecallArgs, RunArgs,
-    TemplateAction, Verbosity, human,
+    TemplateAction, ToolsAction, Verbosity, human,
 };
 
 pub fn run(command: Command, verbosity: Verbosity) -> Result<()> {
@@ -28,6 +28,7 @@ pub fn run(command: Command, verbosity: Verbosity) -> Result<()> {
         Command::Config(action) => config_command(action, verbosity),
         Command::Plugins(PluginsAction::List(settings)) => list_plugins(&settings, verbosity),
         Command::Template(action) => template(action),
+        Command::Tools(ToolsAction::Schema { format }) => tools_schema(format),
     }
 }
 
@@ -359,6 +360,31 @@ fn list_plugins(settings: &crate::SettingArgs, verbosity: Verbosity) -> Result<(
             }
         );
     }
+    Ok(())
+}
+
+/// The trim tool in the provider's own tool-list shape (Claude Code's format is Anthropic's).
+fn tools_schema(format: condense_formats::Format) -> Result<()> {
+    use condense_pruner::{TRIM_TOOL, TRIM_TOOL_DESCRIPTION, trim_tool_parameters};
+    let tool = match format {
+        condense_formats::Format::OpenAi => serde_json::json!({
+            "type": "function",
+            "function": {
+                "name": TRIM_TOOL,
+                "description": TRIM_TOOL_DESCRIPTION,
+                "parameters": trim_tool_parameters(),
+            }
+        }),
+        _ => serde_json::json!({
+            "name": TRIM_TOOL,
+            "description": TRIM_TOOL_DESCRIPTION,
+            "input_schema": trim_tool_parameters(),
+        }),
+    };
+    say!(
+        "{}",
+        serde_json::to_string_pretty(&tool).context("cannot serialise the tool")?
+    );
     Ok(())
 }
 

@@ -78,6 +78,23 @@ enum Command {
     /// Compaction templates.
     #[command(subcommand, after_help = "Example:\n  condense template show anchored")]
     Template(TemplateAction),
+    /// Tools condense gives the agent.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  condense tools schema --format anthropic"
+    )]
+    Tools(ToolsAction),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ToolsAction {
+    /// The `trim_tool_result` tool as the provider expects it in a request's tool list: the
+    /// agent calls it to replace a result it has used by its own summary.
+    Schema {
+        /// openai (Chat Completions `tools` entry) or anthropic (Messages `tools` entry).
+        #[arg(long, value_parser = parse_format, default_value = "openai")]
+        format: Format,
+    },
 }
 
 /// Settings that override the configuration for one run.

@@ -436,3 +436,49 @@ fn a_compacted_anthropic_request_starts_with_the_summary_as_a_user_message() {
     assert!(first.contains("<prior-conversation-summary>"), "{first}");
     assert!(messages.len() < before["messages"].as_array().unwrap().len());
 }
+
+/// The trim tool, ready to paste into a harness's tool list, in each provider's shape; and a
+/// session whose agent called it comes out with the result trimmed and the call reported.
+#[test]
+fn the_trim_tool_is_printed_for_each_provider_and_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    for format in ["openai", "anthropic"] {
+        let out = condense(dir.path(), &["tools", "schema", "--format", format]);
+        assert!(out.status.success());
+        let tool: Value = serde_json::from_slice(&out.stdout).unwrap();
+        insta::assert_yaml_snapshot!(format!("trim_tool_{format}"), tool);
+    }
+    let session = serde_json::json!([
+        {"role": "user", "content": "what is in notes.txt?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "r", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"notes.txt\"}"}}]},
+        {"role": "tool", "tool_call_id": "r", "content": "line\n".repeat(500)},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "t", "type": "function", "function": {"name": "trim_tool_result", "arguments": "{\"summary\":\"notes.txt is 500 lines of 'line'\"}"}}]},
+        {"role": "tool", "tool_call_id": "t", "content": "trimmed"},
+        {"role": "assistant", "content": "It holds 500 lines."}
+    ]);
+    std::fs::write(dir.path().join("s.json"), session.to_string()).unwrap();
+    let out = condense(
+        dir.path(),
+        &[
+            "prune", "s.json", "-o", "out.json", "--report", "r.json", "-q",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
+    let written: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("out.json")).unwrap()).unwrap();
+    let trimmed = written[2]["content"].as_str().unwrap();
+    assert!(
+        trimmed.starts_with(
+            "[trimmed by the agent: notes.txt is 500 lines of 'line' — original: condense recall "
+        ),
+        "{trimmed}"
+    );
+    assert_eq!(
+        written[4]["content"], "trimmed",
+        "the trim call's own result stays"
+    );
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(report["prune"]["trims"][0]["outcome"], "trimmed");
+    assert_eq!(report["prune"]["trims"][0]["target"], "r");
+}

@@ -12,6 +12,8 @@ pub enum Phase {
     TurnBudget,
     /// Phase 1's duplicate rule: replaced by a pointer to a newer identical output.
     Duplicate,
+    /// The agent replaced it with its own summary (`trim_tool_result`).
+    AgentTrim,
 }
 
 /// The audit marker left on a tool result that condense replaced.

@@ -22,18 +22,15 @@ pub struct Finding {
 /// The ways tool calls and results can fail to pair up.
 pub enum FindingKind {
     /// A result whose call is nowhere in the conversation.
-    /// A result whose call is nowhere in the conversation.
     ResultWithoutCall {
         /// The call id.
         call_id: String,
     },
     /// A call that no result answers.
-    /// A call that no result answers.
     CallWithoutResult {
         /// The call id.
         call_id: String,
     },
-    /// A second call with an id already used by the call in `first`.
     /// A second call with an id already used by the call in `first`.
     DuplicateCallId {
         /// The call id.
@@ -42,14 +39,12 @@ pub enum FindingKind {
         first: usize,
     },
     /// A second result for a call already answered in `first`.
-    /// A second result for a call already answered in `first`.
     DuplicateResult {
         /// The call id.
         call_id: String,
         /// The message of the first one.
         first: usize,
     },
-    /// A result that comes before its call (in message `call`).
     /// A result that comes before its call (in message `call`).
     ResultBeforeCall {
         /// The call id.

@@ -26,6 +26,7 @@ pub use compactor::{Compaction, Compactor};
 pub use config::{
     CompactionConfig, Config, ConfigError, ModelSettings, Origin, PluginSpec, PruneConfig, Setting,
     Settings, Source, Sources, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice,
+    TrimConfig,
 };
 pub use error::HostError;
 pub use plugins::{LoadedPlugin, PluginError};

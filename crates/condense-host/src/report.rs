@@ -16,7 +16,6 @@ pub enum CompactionOutcome {
     /// Due, but the tail is everything after the pinned messages: there is no head.
     NothingToCompact,
     /// Due, but automatic compaction stopped for this session after repeated failures.
-    /// Automatic compaction stopped after repeated failures.
     CircuitOpen {
         /// Failures in a row.
         consecutive_failures: u32,

@@ -21,7 +21,6 @@ pub enum Decision {
     /// Seen fresh and kept by the per-turn budget.
     Kept,
     /// Replaced by `content`, every time.
-    /// Replaced: the same replacement every time.
     Replaced {
         /// The replacement text.
         content: String,

@@ -11,7 +11,9 @@
 //!   characters; the largest are cut to a preview;
 //! - **duplicates** (hermes-agent): an output identical to a newer one points to it;
 //! - **frozen decisions** (Claude Code): a decision, once made, is repeated byte for byte, so a
-//!   provider's prompt cache survives from one request to the next.
+//!   provider's prompt cache survives from one request to the next;
+//! - **agent trims** (the `trim_tool_result` proposal): the agent replaces a result it has used
+//!   with its own summary, by calling a tool ([`TRIM_TOOL`]).
 //!
 //! Originals go to a [`Store`] before the conversation changes: if one cannot be stored, nothing
 //! is replaced.
@@ -24,6 +26,7 @@ mod prune;
 mod report;
 mod settings;
 mod store;
+mod trim;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use decisions::{Decision, DecisionLog, DecisionLogError};
@@ -35,3 +38,6 @@ pub use settings::{
     PREVIEW_VARIABLES, PruneSettings, Thresholds,
 };
 pub use store::{DirStore, MemoryStore, Store, StoreError, handle_of};
+pub use trim::{
+    TRIM_TOOL, TRIM_TOOL_DESCRIPTION, TrimOutcome, TrimRefusal, TrimReport, trim_tool_parameters,
+};

@@ -8,9 +8,10 @@ use condense_tokenizer::TokenCounter;
 use condense_text::thousands;
 
 use crate::note::preview;
+use crate::trim::{self, TRIM_TOOL};
 use crate::{
     Clock, Decision, DecisionLog, OutputReport, PruneReport, PruneSettings, Reason, Store,
-    StoreError, Thresholds, handle_of,
+    StoreError, Thresholds, TrimOutcome, TrimRefusal, TrimReport, handle_of,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -181,6 +182,7 @@ impl Pruner<'_> {
         let messages = &conversation.messages;
         let mut plan = self.plan(messages);
         self.apply_log(&mut plan, log);
+        let trims = self.agent_trims(&mut plan, messages, log, now)?;
         self.turn_budget(&mut plan, log, boundary, context_window, now)?;
         let walk = self.walk(&mut plan, messages, boundary, thresholds, now)?;
         self.store_originals(&plan)?;
@@ -196,6 +198,7 @@ impl Pruner<'_> {
             batch_applied: walk.applied,
             tokens_freed,
             outputs,
+            trims,
         })
     }
 
@@ -301,6 +304,111 @@ impl Pruner<'_> {
                 });
             }
         }
+    }
+
+    /// The agent's own trims, before any rule of condense's: each `trim_tool_result` call
+    /// replaces its target with the agent's summary, or is refused with a reason.
+    fn agent_trims(
+        &self,
+        plan: &mut Plan<'_>,
+        messages: &[Message],
+        log: &DecisionLog,
+        now: u64,
+    ) -> Result<Vec<TrimReport>, PruneError> {
+        let mut reports = Vec::new();
+        for (message_index, message) in messages.iter().enumerate() {
+            for part in &message.parts {
+                let Part::ToolCall(call) = part else { continue };
+                if call.name != TRIM_TOOL {
+                    continue;
+                }
+                let request = trim::request(&call.input);
+                // The results the call can see: those before it, trims' own results aside.
+                let earlier: Vec<usize> = (0..plan.outputs.len())
+                    .filter(|&index| {
+                        plan.outputs[index].message < message_index
+                            && plan.outputs[index].tool != TRIM_TOOL
+                    })
+                    .collect();
+                let most_recent = earlier.last().copied();
+                let target = match &request.target {
+                    Some(id) => earlier
+                        .iter()
+                        .copied()
+                        .find(|&index| plan.outputs[index].result.call_id == *id),
+                    None => most_recent,
+                };
+                let outcome = match (&request.summary, target) {
+                    (None, _) => TrimOutcome::Refused {
+                        reason: TrimRefusal::NoSummary,
+                    },
+                    (_, None) => TrimOutcome::Refused {
+                        reason: TrimRefusal::UnknownTarget,
+                    },
+                    (Some(summary), Some(index)) => {
+                        self.trim_one(plan, index, most_recent, summary, log, now)?
+                    }
+                };
+                reports.push(TrimReport {
+                    call_id: call.id.clone(),
+                    target: target
+                        .map(|index| plan.outputs[index].result.call_id.clone())
+                        .or(request.target),
+                    outcome,
+                });
+            }
+        }
+        Ok(reports)
+    }
+
+    fn trim_one(
+        &self,
+        plan: &mut Plan<'_>,
+        index: usize,
+        most_recent: Option<usize>,
+        summary: &str,
+        log: &DecisionLog,
+        now: u64,
+    ) -> Result<TrimOutcome, PruneError> {
+        let refused = |reason| Ok(TrimOutcome::Refused { reason });
+        let output = &plan.outputs[index];
+        if output.protected {
+            return refused(TrimRefusal::Protected);
+        }
+        let trimmed_before = matches!(
+            log.get(&output.result.call_id),
+            Some(Decision::Replaced { marker, .. }) if marker.phase == Phase::AgentTrim
+        );
+        if trimmed_before {
+            return Ok(TrimOutcome::Frozen);
+        }
+        // Replaced by a rule, by an earlier trim in this call, or a file written back with the
+        // trim's text (its marker lost): never wrapped twice.
+        if output.reason.is_some()
+            || output.result.compacted.is_some()
+            || output
+                .result
+                .content
+                .text()
+                .starts_with("[trimmed by the agent: ")
+        {
+            return refused(TrimRefusal::AlreadyReplaced);
+        }
+        if Some(index) != most_recent && !self.settings.trim_allow_older {
+            return refused(TrimRefusal::NotMostRecent);
+        }
+        let original = original_bytes(output)?;
+        let handle = handle_of(&original);
+        let chars = output.result.content.text().chars().count();
+        let replacement = Replacement {
+            output: index,
+            content: trim::replacement(summary, &handle),
+            marker: marker(now, Phase::AgentTrim, output.tokens, chars, handle),
+            original: Some(original),
+        };
+        plan.outputs[index].reason = Some(Reason::TrimmedByAgent);
+        plan.replacements.push(replacement);
+        Ok(TrimOutcome::Trimmed)
     }
 
     /// Claude Code's per-turn budget over the outputs seen for the first time, before the skip

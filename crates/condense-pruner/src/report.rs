@@ -22,7 +22,6 @@ pub enum Reason {
     /// Replaced by a preview: its turn's fresh results were over the per-turn budget.
     OverTurnBudget,
     /// Replaced by a pointer to a newer identical output.
-    /// A pointer to a newer identical output.
     Duplicate {
         /// The call id of the newer output.
         newer: String,
@@ -33,6 +32,8 @@ pub enum Reason {
     AlreadyReplaced,
     /// Older than a compaction summary or a pruned output, where the walk stops.
     BehindEarlierCompaction,
+    /// Replaced by the agent's own summary (`trim_tool_result`).
+    TrimmedByAgent,
 }
 
 /// What happened to one tool output.
@@ -72,6 +73,9 @@ pub struct PruneReport {
     pub tokens_freed: usize,
     /// One entry per tool output, in conversation order.
     pub outputs: Vec<OutputReport>,
+    /// One entry per `trim_tool_result` call, in conversation order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trims: Vec<crate::TrimReport>,
 }
 
 impl PruneReport {
@@ -86,6 +90,7 @@ impl PruneReport {
                         | Reason::OverTurnBudget
                         | Reason::Duplicate { .. }
                         | Reason::Frozen
+                        | Reason::TrimmedByAgent
                 )
             })
             .count()
@@ -106,6 +111,7 @@ impl std::fmt::Display for Reason {
             Reason::Frozen => f.write_str("replaced again (frozen)"),
             Reason::AlreadyReplaced => f.write_str("already replaced"),
             Reason::BehindEarlierCompaction => f.write_str("behind an earlier compaction"),
+            Reason::TrimmedByAgent => f.write_str("trimmed by the agent"),
         }
     }
 }

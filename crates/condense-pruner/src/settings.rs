@@ -43,6 +43,9 @@ pub struct PruneSettings {
     /// Outputs shorter than this are never replaced as duplicates: the pointer would not be much
     /// shorter than the output.
     pub duplicate_min_chars: usize,
+    /// Whether `trim_tool_result` may trim a result older than the most recent one (off: that
+    /// rewrites the cached prefix from the trimmed result on).
+    pub trim_allow_older: bool,
     /// What stands in for a pruned output.
     pub placeholder: Note,
     /// Appended to a preview.
@@ -63,6 +66,7 @@ impl Default for PruneSettings {
             turn_budget_chars: 200_000,
             preview_bytes: 2_048,
             duplicate_min_chars: 200,
+            trim_allow_older: false,
             placeholder: default_note(DEFAULT_PLACEHOLDER, &[]),
             preview_note: default_note(DEFAULT_PREVIEW_NOTE, PREVIEW_VARIABLES),
             duplicate_note: default_note(DEFAULT_DUPLICATE_NOTE, DUPLICATE_VARIABLES),

@@ -206,6 +206,70 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// An agent's trim, whatever it names: the pairs stay whole, a protected output is never
+    /// trimmed, at most the one target changes (and only to the agent's summary), only the most
+    /// recent result unless older ones are allowed, and the next request repeats it byte for byte.
+    #[test]
+    fn an_agent_trim_touches_its_target_at_most(
+        turns in turns(),
+        target in prop::option::of(0..40usize),
+        allow_older in any::<bool>(),
+    ) {
+        let mut conversation = build(&turns);
+        let ids: Vec<String> = conversation
+            .messages
+            .iter()
+            .flat_map(|m| &m.parts)
+            .filter_map(|p| p.as_tool_result().map(|r| r.call_id.clone()))
+            .collect();
+        let mut input = serde_json::json!({"summary": "what mattered"});
+        if let Some(target) = target {
+            input["tool_call_id"] = ids.get(target).cloned().unwrap_or_else(|| "missing".into()).into();
+        }
+        conversation.messages.push(Message::new(
+            Role::Assistant,
+            vec![condense_core::testing::tool_call("trim", "trim_tool_result", input)],
+        ));
+        conversation.messages.push(result("trim", "ok"));
+        // No other rule may act, so every change is the trim's.
+        let settings = PruneSettings {
+            protect_tokens: usize::MAX,
+            turn_budget_chars: usize::MAX,
+            trim_allow_older: allow_older,
+            protected_tools: ["skill".to_owned()].into(),
+            ..PruneSettings::default()
+        };
+        let original = conversation.clone();
+        let store = MemoryStore::new();
+        let mut log = DecisionLog::new();
+        let report = run(&settings, &mut conversation, &mut log, &store);
+        prop_assert_eq!(conversation.validate(), original.validate());
+        let changed: Vec<&condense_pruner::OutputReport> =
+            report.outputs.iter().filter(|o| o.reason == Reason::TrimmedByAgent).collect();
+        prop_assert!(changed.len() <= 1);
+        let differing = original
+            .messages
+            .iter()
+            .zip(&conversation.messages)
+            .filter(|(a, b)| a != b)
+            .count();
+        prop_assert_eq!(differing, changed.len());
+        if let Some(trimmed) = changed.first() {
+            prop_assert!(trimmed.tool != "skill");
+            let last_output = ids.last().unwrap();
+            prop_assert!(allow_older || &trimmed.call_id == last_output);
+            let text = output_text(&conversation.messages[trimmed.message]);
+            prop_assert!(text.starts_with("[trimmed by the agent: what mattered — original: condense recall "));
+        }
+        let mut again = original.clone();
+        run(&settings, &mut again, &mut log, &store);
+        prop_assert_eq!(bytes(&again), bytes(&conversation));
+    }
+}
+
 fn sites_replaced(conversation: &Conversation) -> BTreeSet<(usize, usize)> {
     let mut sites = BTreeSet::new();
     for (m, message) in conversation.messages.iter().enumerate() {

@@ -504,3 +504,164 @@ fn protected_tools_are_extended_by_configuration() {
     );
     assert!(report.outputs.iter().all(|o| o.reason == Reason::Protected));
 }
+
+/// A `trim_tool_result` call with this input, answered by the harness with "ok".
+fn trim(id: &str, input: serde_json::Value) -> Vec<Message> {
+    vec![
+        Message::new(
+            Role::Assistant,
+            vec![condense_core::testing::tool_call(
+                id,
+                "trim_tool_result",
+                input,
+            )],
+        ),
+        result(id, "ok"),
+    ]
+}
+
+fn trimmed_session(input: serde_json::Value) -> Conversation {
+    let mut messages = vec![
+        user("look at both files"),
+        call("a", "read_file"),
+        result("a", &words(300, "contents of a")),
+        call("s", "skill"),
+        result("s", &words(300, "skill text")),
+        call("b", "read_file"),
+        result("b", &words(300, "contents of b")),
+    ];
+    messages.extend(trim("t", input));
+    Conversation::new(messages)
+}
+
+fn trims(settings: &PruneSettings, conversation: &mut Conversation) -> (PruneReport, DecisionLog) {
+    let mut log = DecisionLog::new();
+    let report = prune(conversation, settings, &mut log, &MemoryStore::new());
+    (report, log)
+}
+
+use condense_pruner::{PruneReport, TrimOutcome, TrimRefusal};
+
+#[test]
+fn the_agent_trims_the_most_recent_result_with_its_own_summary() {
+    let original = trimmed_session(serde_json::json!({"summary": "b defines parse() at line 3"}));
+    let mut conversation = original.clone();
+    let store = MemoryStore::new();
+    let mut log = DecisionLog::new();
+    let report = prune(
+        &mut conversation,
+        &PruneSettings::default(),
+        &mut log,
+        &store,
+    );
+    assert_eq!(report.trims.len(), 1);
+    assert_eq!(report.trims[0].target.as_deref(), Some("b"));
+    assert_eq!(report.trims[0].outcome, TrimOutcome::Trimmed);
+    let text = output_text(&conversation.messages[6]);
+    assert!(
+        text.starts_with(
+            "[trimmed by the agent: b defines parse() at line 3 — original: condense recall "
+        ),
+        "{text}"
+    );
+    let handle = text.trim_end_matches(']').rsplit(' ').next().unwrap();
+    assert_eq!(
+        store.get(handle).unwrap(),
+        output_text(&original.messages[6]).into_bytes()
+    );
+    assert!(
+        matches!(log.get("b"), Some(Decision::Replaced { marker, .. }) if marker.phase == Phase::AgentTrim)
+    );
+    // Everything else is as it was: the other outputs, the trim call and its own result.
+    for index in [0, 1, 2, 3, 4, 5, 7, 8] {
+        assert_eq!(
+            conversation.messages[index], original.messages[index],
+            "message {index}"
+        );
+    }
+    assert!(conversation.validate().is_empty());
+
+    // The next request replays it byte for byte.
+    let mut again = original.clone();
+    let report = prune(&mut again, &PruneSettings::default(), &mut log, &store);
+    assert_eq!(report.trims[0].outcome, TrimOutcome::Frozen);
+    assert_eq!(again.messages[6], conversation.messages[6]);
+}
+
+#[test]
+fn a_trim_that_cannot_be_done_changes_nothing_and_says_why() {
+    let cases = [
+        (
+            serde_json::json!({"summary": "a was long"}),
+            Some("a"),
+            TrimRefusal::NotMostRecent,
+        ),
+        (
+            serde_json::json!({"summary": "a", "tool_call_id": "nope"}),
+            Some("nope"),
+            TrimRefusal::UnknownTarget,
+        ),
+        (
+            serde_json::json!({"summary": "skill", "tool_call_id": "s"}),
+            Some("s"),
+            TrimRefusal::Protected,
+        ),
+        (
+            serde_json::json!({"tool_call_id": "b"}),
+            Some("b"),
+            TrimRefusal::NoSummary,
+        ),
+    ];
+    for (input, target, reason) in cases {
+        let mut input = input;
+        if target == Some("a") {
+            input["tool_call_id"] = "a".into();
+        }
+        let original = trimmed_session(input.clone());
+        let mut conversation = original.clone();
+        let (report, log) = trims(&PruneSettings::default(), &mut conversation);
+        assert_eq!(report.trims[0].target.as_deref(), target, "{input}");
+        assert_eq!(
+            report.trims[0].outcome,
+            TrimOutcome::Refused { reason },
+            "{input}"
+        );
+        assert_eq!(conversation, original, "{input}");
+        assert!(log.is_empty(), "{input}");
+    }
+
+    // allow_older lifts the one refusal that is a policy.
+    let settings = PruneSettings {
+        trim_allow_older: true,
+        ..PruneSettings::default()
+    };
+    let mut conversation =
+        trimmed_session(serde_json::json!({"summary": "a was long", "tool_call_id": "a"}));
+    let (report, _) = trims(&settings, &mut conversation);
+    assert_eq!(report.trims[0].outcome, TrimOutcome::Trimmed);
+    assert!(
+        output_text(&conversation.messages[2]).starts_with("[trimmed by the agent: a was long")
+    );
+
+    // A session written back after a trim (its marker gone) is not trimmed twice.
+    let written_back = conversation.clone();
+    let mut plain = written_back.clone();
+    for message in &mut plain.messages {
+        for part in &mut message.parts {
+            if let condense_core::Part::ToolResult(result) = part {
+                result.compacted = None;
+            }
+        }
+    }
+    let (report, _) = trims(&settings, &mut plain);
+    assert_eq!(
+        report.trims[0].outcome,
+        TrimOutcome::Refused {
+            reason: TrimRefusal::AlreadyReplaced
+        }
+    );
+    assert_eq!(
+        output_text(&plain.messages[2]),
+        output_text(&written_back.messages[2])
+    );
+}

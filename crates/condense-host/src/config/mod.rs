@@ -25,7 +25,7 @@ pub use error::ConfigError;
 pub use layer::{Origin, PluginSpec, Setting, Source};
 pub use typed::{
     CompactionConfig, ModelSettings, PruneConfig, Settings, StoreConfig, SummarizerConfig,
-    SummarizerKind, TemplateChoice,
+    SummarizerKind, TemplateChoice, TrimConfig,
 };
 
 /// The built-in layer: every key with its default.
@@ -188,6 +188,7 @@ impl Config {
             summarizer,
             store,
             prune,
+            ..
         } = &self.settings;
         if model.context_window == 0 {
             return Err(self.bad("model.context_window", "must be more than 0"));
@@ -283,6 +284,7 @@ impl Config {
             turn_budget_chars: prune.turn_budget_chars,
             preview_bytes: prune.preview_bytes,
             duplicate_min_chars: prune.duplicate_min_chars,
+            trim_allow_older: self.settings.trim.allow_older,
             placeholder: note(&prune.placeholder, &[][..]),
             preview_note: note(&prune.preview_note, PREVIEW_VARIABLES),
             duplicate_note: note(&prune.duplicate_note, DUPLICATE_VARIABLES),

@@ -109,7 +109,14 @@ mod tests {
         let sections: Vec<&str> = schema.iter().map(|(s, _)| s.as_str()).collect();
         assert_eq!(
             sections,
-            ["model", "prune", "compaction", "summarizer", "store"]
+            [
+                "model",
+                "prune",
+                "trim",
+                "compaction",
+                "summarizer",
+                "store"
+            ]
         );
         assert_eq!(
             super::kind_of("prune.protected_tools"),

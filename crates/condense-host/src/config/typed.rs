@@ -23,6 +23,8 @@ pub struct Settings {
     pub model: ModelSettings,
     /// `[prune]`: phase 1's rules.
     pub prune: PruneConfig,
+    /// `[trim]`: what the agent may trim with `trim_tool_result`.
+    pub trim: TrimConfig,
     /// `[compaction]`: when and how phase 2 cuts and summarizes.
     pub compaction: CompactionConfig,
     /// `[summarizer]`: who writes the summary.
@@ -74,6 +76,15 @@ pub struct PruneConfig {
     pub preview_note: String,
     /// Stands in for an output identical to a newer one.
     pub duplicate_note: String,
+}
+
+/// `[trim]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct TrimConfig {
+    /// Whether a result older than the most recent one may be trimmed.
+    pub allow_older: bool,
 }
 
 /// `[compaction]`.
