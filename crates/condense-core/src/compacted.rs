@@ -14,6 +14,8 @@ pub enum Phase {
     Duplicate,
     /// The agent replaced it with its own summary (`trim_tool_result`).
     AgentTrim,
+    /// A read made stale by a later call on the same path.
+    Superseded,
 }
 
 /// The audit marker left on a tool result that condense replaced.

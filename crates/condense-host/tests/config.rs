@@ -80,7 +80,7 @@ fn the_schema_and_the_built_in_file_agree() {
     assert!(!shown.contains("  # \n"));
     // Every key of the schema has its value from the built-in file.
     let lines: Vec<&str> = shown.lines().filter(|l| l.contains(" = ")).collect();
-    assert_eq!(lines.len(), 40, "{shown}");
+    assert_eq!(lines.len(), 42, "{shown}");
     assert!(
         lines.iter().all(|line| line.contains("built-in")),
         "{shown}"
@@ -226,6 +226,14 @@ fn the_phase_crates_defaults_are_the_built_in_file_key_by_key() {
     assert_eq!(
         file.trim_allow_older, rust.trim_allow_older,
         "trim.allow_older"
+    );
+    assert_eq!(
+        file.supersede_reads, rust.supersede_reads,
+        "prune.supersede_reads"
+    );
+    assert_eq!(
+        file.superseded_note, rust.superseded_note,
+        "prune.superseded_note"
     );
     assert_eq!(file.placeholder, rust.placeholder, "prune.placeholder");
     assert_eq!(file.preview_note, rust.preview_note, "prune.preview_note");

@@ -51,8 +51,16 @@ fn prune_largest(c: &mut Criterion) {
     let mut group = c.benchmark_group("prune claude-code/5f8cbb78, warm cache");
     for (label, settings, window) in [
         (
-            "defaults (batch below minimum)",
+            "defaults (18 superseded reads replaced)",
             PruneSettings::default(),
+            None,
+        ),
+        (
+            "defaults, supersede_reads off (batch below minimum)",
+            PruneSettings {
+                supersede_reads: false,
+                ..PruneSettings::default()
+            },
             None,
         ),
         (

@@ -34,8 +34,8 @@ pub use note::{Note, NoteError};
 pub use prune::{PruneError, Pruner, boundary, boundary_by_calls, boundary_for};
 pub use report::{OutputReport, PruneReport, Reason};
 pub use settings::{
-    DEFAULT_DUPLICATE_NOTE, DEFAULT_PLACEHOLDER, DEFAULT_PREVIEW_NOTE, DUPLICATE_VARIABLES,
-    PREVIEW_VARIABLES, PruneSettings, Thresholds,
+    DEFAULT_DUPLICATE_NOTE, DEFAULT_PLACEHOLDER, DEFAULT_PREVIEW_NOTE, DEFAULT_SUPERSEDED_NOTE,
+    DUPLICATE_VARIABLES, PREVIEW_VARIABLES, PruneSettings, SUPERSEDED_VARIABLES, Thresholds,
 };
 pub use store::{DirStore, MemoryStore, Store, StoreError, handle_of};
 pub use trim::{

@@ -154,8 +154,26 @@ struct Plan<'c> {
     kept_fresh: Vec<usize>,
 }
 
-/// A candidate of the walk: the output, and the newer identical output it duplicates, if any.
-type Candidate = (usize, Option<usize>);
+/// Why the walk would replace an output.
+#[derive(Debug, Clone)]
+enum Ground {
+    /// Old: past the protect window.
+    Age,
+    /// Identical to this newer surviving output.
+    Duplicate(usize),
+    /// A read made stale by a later call.
+    Superseded(Supersession),
+}
+
+/// The later call that made a read stale.
+#[derive(Debug, Clone)]
+struct Supersession {
+    tool: String,
+    message: usize,
+}
+
+/// A candidate of the walk: the output and why.
+type Candidate = (usize, Ground);
 
 impl Pruner<'_> {
     /// Prunes `conversation` in place and records every new decision in `log`. `context_window`
@@ -503,6 +521,11 @@ impl Pruner<'_> {
         thresholds: Thresholds,
         now: u64,
     ) -> Result<WalkOutcome, PruneError> {
+        let superseded = if self.settings.supersede_reads {
+            superseded_reads(plan, messages)
+        } else {
+            HashMap::new()
+        };
         let mut walk = Walk {
             settings: self.settings,
             boundary,
@@ -511,6 +534,7 @@ impl Pruner<'_> {
             window: 0,
             candidates: Vec::new(),
             survivors: HashMap::new(),
+            superseded,
         };
         let mut by_message: Vec<Vec<usize>> = vec![Vec::new(); messages.len()];
         for (index, output) in plan.outputs.iter().enumerate() {
@@ -543,8 +567,8 @@ impl Pruner<'_> {
     ) -> Result<(usize, bool), PruneError> {
         let mut replacements = Vec::with_capacity(candidates.len());
         let mut reclaimable = 0usize;
-        for (index, newer) in candidates {
-            let replacement = self.placeholder(plan, index, newer, now)?;
+        for (index, ground) in candidates {
+            let replacement = self.placeholder(plan, index, &ground, now)?;
             let after = self.counter.count_text(&replacement.content);
             let before = plan.outputs[index].tokens;
             if after >= before {
@@ -553,16 +577,20 @@ impl Pruner<'_> {
                 continue;
             }
             reclaimable += before - after;
-            replacements.push((replacement, newer));
+            replacements.push((replacement, ground));
         }
         let applied = !replacements.is_empty() && reclaimable > minimum_tokens;
-        for (replacement, newer) in replacements {
+        for (replacement, ground) in replacements {
             let index = replacement.output;
-            plan.outputs[index].reason = Some(match (applied, newer) {
+            plan.outputs[index].reason = Some(match (applied, ground) {
                 (false, _) => Reason::BelowMinimum,
-                (true, None) => Reason::Pruned,
-                (true, Some(newer)) => Reason::Duplicate {
+                (true, Ground::Age) => Reason::Pruned,
+                (true, Ground::Duplicate(newer)) => Reason::Duplicate {
                     newer: plan.outputs[newer].result.call_id.clone(),
+                },
+                (true, Ground::Superseded(by)) => Reason::Superseded {
+                    by: by.tool,
+                    at: by.message,
                 },
             });
             if applied {
@@ -576,7 +604,7 @@ impl Pruner<'_> {
         &self,
         plan: &Plan<'_>,
         index: usize,
-        newer: Option<usize>,
+        ground: &Ground,
         now: u64,
     ) -> Result<Replacement, PruneError> {
         let output = &plan.outputs[index];
@@ -589,12 +617,17 @@ impl Pruner<'_> {
             ("chars", thousands(chars)),
             ("handle", handle.clone()),
         ];
-        let (note, phase) = match newer {
-            Some(newer) => {
-                values.push(("newer", plan.outputs[newer].result.call_id.clone()));
+        let (note, phase) = match ground {
+            Ground::Duplicate(newer) => {
+                values.push(("newer", plan.outputs[*newer].result.call_id.clone()));
                 (&self.settings.duplicate_note, Phase::Duplicate)
             }
-            None => (&self.settings.placeholder, Phase::Prune),
+            Ground::Superseded(by) => {
+                values.push(("by", by.tool.clone()));
+                values.push(("at", by.message.to_string()));
+                (&self.settings.superseded_note, Phase::Superseded)
+            }
+            Ground::Age => (&self.settings.placeholder, Phase::Prune),
         };
         let values: Vec<(&str, &str)> = values
             .iter()
@@ -669,6 +702,8 @@ struct Walk<'s> {
     candidates: Vec<Candidate>,
     /// Surviving outputs by hash of (tool, text), newest first, to find older duplicates.
     survivors: HashMap<u64, Vec<usize>>,
+    /// Reads a later call made stale, by output.
+    superseded: HashMap<usize, Supersession>,
 }
 
 impl Walk<'_> {
@@ -710,6 +745,13 @@ impl Walk<'_> {
             plan.outputs[index].reason = Some(Reason::BehindEarlierCompaction);
             return;
         }
+        // Stale before old: a superseded read is a candidate whatever the protect window says,
+        // and does not use up the window.
+        if let Some(by) = self.superseded.get(&index) {
+            self.candidates
+                .push((index, Ground::Superseded(by.clone())));
+            return;
+        }
         let newer = key
             .and_then(|key| self.survivors.get(&key))
             .and_then(|same| {
@@ -719,12 +761,12 @@ impl Walk<'_> {
                 })
             });
         if let Some(newer) = newer {
-            self.candidates.push((index, Some(newer)));
+            self.candidates.push((index, Ground::Duplicate(newer)));
             return;
         }
         self.window += output.tokens;
         if self.window > self.protect_tokens {
-            self.candidates.push((index, None));
+            self.candidates.push((index, Ground::Age));
         } else {
             plan.outputs[index].reason = Some(Reason::InsideWindow);
             self.survive(key, index);
@@ -736,6 +778,54 @@ impl Walk<'_> {
             self.survivors.entry(key).or_default().push(index);
         }
     }
+}
+
+/// Every read whose path a later call edits, writes or reads again, with the first
+/// such call: the model works from the newest version, so the older output is stale. Paths are
+/// compared absolute, relative ones joined to the session's working directory where the format
+/// records it (Claude Code's `cwd`).
+fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Supersession> {
+    use condense_core::tool_paths::{normalize, shows_content, touched};
+    let by_call: HashMap<&str, usize> = plan
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(index, output)| (output.result.call_id.as_str(), index))
+        .collect();
+    let mut open: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut stale = HashMap::new();
+    for (message_index, message) in messages.iter().enumerate() {
+        let cwd = message
+            .wire
+            .first()
+            .and_then(|record| record.fields.get("cwd"))
+            .and_then(serde_json::Value::as_str);
+        for part in &message.parts {
+            let Part::ToolCall(call) = part else { continue };
+            let (paths, writes) = touched(&call.name, &call.input);
+            let paths: Vec<String> = paths.iter().map(|path| normalize(path, cwd)).collect();
+            let reads = shows_content(&call.name, &call.input);
+            // Only a change to the file or a newer view of it makes a read stale; a search or a
+            // listing that names the path does not.
+            if !writes && !reads {
+                continue;
+            }
+            for path in &paths {
+                for read in open.remove(path).unwrap_or_default() {
+                    stale.entry(read).or_insert_with(|| Supersession {
+                        tool: call.name.clone(),
+                        message: message_index,
+                    });
+                }
+            }
+            if let ([path], true) = (paths.as_slice(), reads)
+                && let Some(&output) = by_call.get(call.id.as_str())
+            {
+                open.entry(path.clone()).or_default().push(output);
+            }
+        }
+    }
+    stale
 }
 
 struct WalkOutcome {

@@ -34,6 +34,13 @@ pub enum Reason {
     BehindEarlierCompaction,
     /// Replaced by the agent's own summary (`trim_tool_result`).
     TrimmedByAgent,
+    /// A read made stale by a later call on the same path, replaced by a placeholder naming it.
+    Superseded {
+        /// The later call's tool.
+        by: String,
+        /// The later call's message.
+        at: usize,
+    },
 }
 
 /// What happened to one tool output.
@@ -91,6 +98,7 @@ impl PruneReport {
                         | Reason::Duplicate { .. }
                         | Reason::Frozen
                         | Reason::TrimmedByAgent
+                        | Reason::Superseded { .. }
                 )
             })
             .count()
@@ -112,6 +120,7 @@ impl std::fmt::Display for Reason {
             Reason::AlreadyReplaced => f.write_str("already replaced"),
             Reason::BehindEarlierCompaction => f.write_str("behind an earlier compaction"),
             Reason::TrimmedByAgent => f.write_str("trimmed by the agent"),
+            Reason::Superseded { by, at } => write!(f, "superseded by {by} at message {at}"),
         }
     }
 }

@@ -10,6 +10,8 @@ use crate::Note;
 pub const DEFAULT_PLACEHOLDER: &str = "[condense: the output of {tool} was pruned ({tokens} tokens). Original: condense recall {handle}]";
 /// Appended to the preview of an output cut by the per-turn budget.
 pub const DEFAULT_PREVIEW_NOTE: &str = "\n[condense: output of {tool} cut to its first {shown} of {chars} characters ({tokens} tokens in all). Full output: condense recall {handle}]";
+/// Stands in for a read that a later call on the same path made stale.
+pub const DEFAULT_SUPERSEDED_NOTE: &str = "[condense: this {tool} output is stale: superseded by {by} at message {at} ({tokens} tokens). Original: condense recall {handle}]";
 /// Stands in for an output that a newer identical one makes redundant.
 pub const DEFAULT_DUPLICATE_NOTE: &str = "[condense: same output as the later {tool} call {newer} ({tokens} tokens). Original: condense recall {handle}]";
 
@@ -43,6 +45,10 @@ pub struct PruneSettings {
     /// Outputs shorter than this are never replaced as duplicates: the pointer would not be much
     /// shorter than the output.
     pub duplicate_min_chars: usize,
+    /// A read whose path a later call edits, writes or reads again is stale (Claude Code's
+    /// supersede stage): it becomes a candidate of the walk before the protect window is
+    /// counted, outside the skip boundary only.
+    pub supersede_reads: bool,
     /// Whether `trim_tool_result` may trim a result older than the most recent one (off: that
     /// rewrites the cached prefix from the trimmed result on).
     pub trim_allow_older: bool,
@@ -52,6 +58,8 @@ pub struct PruneSettings {
     pub preview_note: Note,
     /// Stands in for an output identical to a newer one.
     pub duplicate_note: Note,
+    /// Stands in for a superseded read.
+    pub superseded_note: Note,
 }
 
 impl Default for PruneSettings {
@@ -66,10 +74,12 @@ impl Default for PruneSettings {
             turn_budget_chars: 200_000,
             preview_bytes: 2_048,
             duplicate_min_chars: 200,
+            supersede_reads: true,
             trim_allow_older: false,
             placeholder: default_note(DEFAULT_PLACEHOLDER, &[]),
             preview_note: default_note(DEFAULT_PREVIEW_NOTE, PREVIEW_VARIABLES),
             duplicate_note: default_note(DEFAULT_DUPLICATE_NOTE, DUPLICATE_VARIABLES),
+            superseded_note: default_note(DEFAULT_SUPERSEDED_NOTE, SUPERSEDED_VARIABLES),
         }
     }
 }
@@ -78,6 +88,9 @@ impl Default for PruneSettings {
 pub const PREVIEW_VARIABLES: &[&str] = &["shown"];
 /// Variables a duplicate note may use beyond [`Note::COMMON`].
 pub const DUPLICATE_VARIABLES: &[&str] = &["newer"];
+/// Variables a superseded note may use beyond [`Note::COMMON`]: the later call's tool and its
+/// message.
+pub const SUPERSEDED_VARIABLES: &[&str] = &["by", "at"];
 
 fn default_note(text: &str, extra: &[&str]) -> Note {
     // The built-in texts use only known variables (a unit test checks), so this cannot fail;
@@ -151,6 +164,7 @@ mod tests {
         Note::new(DEFAULT_PLACEHOLDER, &[]).unwrap();
         Note::new(DEFAULT_PREVIEW_NOTE, PREVIEW_VARIABLES).unwrap();
         Note::new(DEFAULT_DUPLICATE_NOTE, DUPLICATE_VARIABLES).unwrap();
+        Note::new(DEFAULT_SUPERSEDED_NOTE, SUPERSEDED_VARIABLES).unwrap();
     }
 
     #[test]

@@ -665,3 +665,124 @@ fn a_trim_that_cannot_be_done_changes_nothing_and_says_why() {
         output_text(&written_back.messages[2])
     );
 }
+
+/// A read is stale once a later call edits the same file (the paths compared absolute, relative
+/// ones joined to the session's working directory): it is replaced first, whatever the protect
+/// window, with a placeholder naming the call that superseded it. A search naming the file does
+/// not make a read stale; nothing after the boundary changes; a protected output never does.
+#[test]
+fn a_read_superseded_by_a_later_edit_is_replaced_first() {
+    let read = |id: &str, path: &str| {
+        Message::new(
+            Role::Assistant,
+            vec![condense_core::testing::tool_call(
+                id,
+                "Read",
+                serde_json::json!({"file_path": path}),
+            )],
+        )
+    };
+    let edit = |id: &str, path: &str| {
+        Message::new(
+            Role::Assistant,
+            vec![condense_core::testing::tool_call(
+                id,
+                "Edit",
+                serde_json::json!({"file_path": path, "old_string": "a", "new_string": "b"}),
+            )],
+        )
+    };
+    let grep = Message::new(
+        Role::Assistant,
+        vec![condense_core::testing::tool_call(
+            "g",
+            "Grep",
+            serde_json::json!({"path": "/w/b.rs", "pattern": "x"}),
+        )],
+    );
+    let mut first = user("fix a.rs");
+    first.wire = vec![condense_core::WireRecord {
+        fields: serde_json::from_value(serde_json::json!({"cwd": "/w"})).unwrap(),
+        parts: 1,
+        shape: condense_core::ContentShape::String,
+    }];
+    let mut edit_relative = edit("e", "src/../a.rs");
+    edit_relative.wire = first.wire.clone();
+    let original = Conversation::new(vec![
+        first,
+        read("ra", "/w/a.rs"),
+        result("ra", &words(300, "a.rs before")),
+        read("rb", "/w/b.rs"),
+        result("rb", &words(300, "b.rs")),
+        grep,
+        result("g", "b.rs:1: x"),
+        edit_relative,
+        result("e", "edited"),
+        user("thanks"),
+        read("late", "/w/a.rs"),
+        result("late", &words(300, "a.rs after")),
+        user("and now?"),
+    ]);
+    let settings = PruneSettings {
+        protect_tokens: 1_000_000,
+        minimum_tokens: 0,
+        ..PruneSettings::default()
+    };
+    let mut conversation = original.clone();
+    let store = MemoryStore::new();
+    let mut log = DecisionLog::new();
+    let report = prune(&mut conversation, &settings, &mut log, &store);
+    let reason = |id: &str| {
+        report
+            .outputs
+            .iter()
+            .find(|o| o.call_id == id)
+            .map(|o| o.reason.clone())
+            .unwrap()
+    };
+    assert_eq!(
+        reason("ra"),
+        Reason::Superseded {
+            by: "Edit".into(),
+            at: 7
+        }
+    );
+    assert_eq!(
+        reason("rb"),
+        Reason::InsideWindow,
+        "a search does not supersede"
+    );
+    assert_eq!(reason("late"), Reason::InsideBoundary);
+    let text = output_text(&conversation.messages[2]);
+    assert!(
+        text.starts_with("[condense: this Read output is stale: superseded by Edit at message 7 ("),
+        "{text}"
+    );
+    assert!(
+        matches!(log.get("ra"), Some(Decision::Replaced { marker, .. }) if marker.phase == Phase::Superseded)
+    );
+    assert_eq!(conversation.messages[4], original.messages[4]);
+    assert_eq!(conversation.messages[11], original.messages[11]);
+
+    let off = PruneSettings {
+        supersede_reads: false,
+        ..settings.clone()
+    };
+    let mut untouched = original.clone();
+    let report = prune(&mut untouched, &off, &mut DecisionLog::new(), &store);
+    assert!(
+        report
+            .outputs
+            .iter()
+            .all(|o| !matches!(o.reason, Reason::Superseded { .. }))
+    );
+    assert_eq!(untouched, original);
+
+    let protected = PruneSettings {
+        protected_tools: ["Read".to_owned()].into(),
+        ..settings
+    };
+    let mut kept = original.clone();
+    prune(&mut kept, &protected, &mut DecisionLog::new(), &store);
+    assert_eq!(kept, original, "a protected tool's read is never replaced");
+}

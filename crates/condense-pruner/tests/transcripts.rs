@@ -45,7 +45,10 @@ fn every_transcript_is_pruned_as_the_rules_say() {
                 let changed = before.content != after.content;
                 let replaced = matches!(
                     output.reason,
-                    Reason::Pruned | Reason::Duplicate { .. } | Reason::OverTurnBudget
+                    Reason::Pruned
+                        | Reason::Duplicate { .. }
+                        | Reason::OverTurnBudget
+                        | Reason::Superseded { .. }
                 );
                 assert_eq!(changed, replaced, "{name}: message {}", output.message);
                 if output.message >= report.boundary {

@@ -18,7 +18,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use condense_compact::TailSettings;
-use condense_pruner::{DUPLICATE_VARIABLES, Note, PREVIEW_VARIABLES, PruneSettings};
+use condense_pruner::{
+    DUPLICATE_VARIABLES, Note, PREVIEW_VARIABLES, PruneSettings, SUPERSEDED_VARIABLES,
+};
 use condense_tokenizer::Encoding;
 
 pub use error::ConfigError;
@@ -236,6 +238,11 @@ impl Config {
                 &prune.duplicate_note,
                 DUPLICATE_VARIABLES,
             ),
+            (
+                "prune.superseded_note",
+                &prune.superseded_note,
+                SUPERSEDED_VARIABLES,
+            ),
         ] {
             Note::new(text, extra).map_err(|error| self.bad(key, error.to_string()))?;
         }
@@ -284,10 +291,12 @@ impl Config {
             turn_budget_chars: prune.turn_budget_chars,
             preview_bytes: prune.preview_bytes,
             duplicate_min_chars: prune.duplicate_min_chars,
+            supersede_reads: prune.supersede_reads,
             trim_allow_older: self.settings.trim.allow_older,
             placeholder: note(&prune.placeholder, &[][..]),
             preview_note: note(&prune.preview_note, PREVIEW_VARIABLES),
             duplicate_note: note(&prune.duplicate_note, DUPLICATE_VARIABLES),
+            superseded_note: note(&prune.superseded_note, SUPERSEDED_VARIABLES),
         }
     }
 

@@ -70,12 +70,16 @@ pub struct PruneConfig {
     pub preview_bytes: usize,
     /// Outputs shorter than this are never replaced as duplicates.
     pub duplicate_min_chars: usize,
+    /// Whether a read made stale by a later call on its path is replaced first.
+    pub supersede_reads: bool,
     /// What stands in for a pruned output.
     pub placeholder: String,
     /// Appended to a preview.
     pub preview_note: String,
     /// Stands in for an output identical to a newer one.
     pub duplicate_note: String,
+    /// Stands in for a superseded read.
+    pub superseded_note: String,
 }
 
 /// `[trim]`.

@@ -2,7 +2,7 @@
 
 use condense_core::{Message, Part, Role, ToolOutput, ToolPairs};
 
-use super::paths;
+use condense_core::tool_paths as paths;
 
 /// One tool call and how it ended.
 #[derive(Debug, Clone)]

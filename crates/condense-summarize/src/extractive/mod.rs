@@ -7,7 +7,6 @@
 //! the summary says where.
 
 mod facts;
-mod paths;
 mod previous;
 
 use std::sync::Arc;

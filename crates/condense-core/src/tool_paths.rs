@@ -1,4 +1,6 @@
-//! Which files a tool call touched, and whether it changed them.
+//! Which files a tool call touched, and whether it read them or changed them: shared by the
+//! extractive summarizer (the files of a summary) and the pruner (a read made stale by a later
+//! call on the same path).
 
 use serde_json::Value;
 
@@ -27,6 +29,63 @@ const WRITING_TOOLS: [&str; 10] = [
     "edit",
 ];
 
+/// Tools whose output shows the content of the file they name.
+const READING_TOOLS: [&str; 6] = ["Read", "read", "read_file", "view_file", "open", "cat"];
+
+/// Whether the call's output showed the content of the files it names (a read, not a listing
+/// or a search): Claude Code's `Read`, opencode's `read`, OpenHands' editor `view` of a file, a
+/// shell `cat`, `head`, `tail` or `nl` of named files.
+pub fn shows_content(tool: &str, input: &Value) -> bool {
+    if READING_TOOLS.contains(&tool) {
+        return true;
+    }
+    if tool == "str_replace_editor" {
+        return input.get("command").and_then(Value::as_str) == Some("view")
+            && input
+                .get("path")
+                .and_then(Value::as_str)
+                .is_some_and(|path| {
+                    path.rsplit('/')
+                        .next()
+                        .is_some_and(|name| name.contains('.'))
+                });
+    }
+    command_of(input).is_some_and(|command| {
+        let first = command.split_whitespace().next().unwrap_or_default();
+        ["cat", "head", "tail", "nl"].contains(&first)
+            && !command.contains('|')
+            && !command.contains('>')
+            && !command.contains("&&")
+            && !command.contains(';')
+    })
+}
+
+/// `path` as an absolute, lexically normal path: relative to `cwd` when it is relative and the
+/// session recorded a working directory, `.` and `..` resolved without touching the disk.
+pub fn normalize(path: &str, cwd: Option<&str>) -> String {
+    let joined = match cwd {
+        Some(cwd) if !path.starts_with('/') && !path.starts_with('~') => format!("{cwd}/{path}"),
+        _ => path.to_owned(),
+    };
+    let absolute = joined.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in joined.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|last| *last != "..") {
+                    parts.pop();
+                } else if !absolute {
+                    parts.push("..");
+                }
+            }
+            part => parts.push(part),
+        }
+    }
+    let body = parts.join("/");
+    if absolute { format!("/{body}") } else { body }
+}
+
 /// Shell commands that change the files they name.
 const WRITING_COMMANDS: [&str; 10] = [
     "sed -i",
@@ -42,7 +101,7 @@ const WRITING_COMMANDS: [&str; 10] = [
 ];
 
 /// The paths in a call's input, and whether the call changed them.
-pub(crate) fn touched(tool: &str, input: &Value) -> (Vec<String>, bool) {
+pub fn touched(tool: &str, input: &Value) -> (Vec<String>, bool) {
     let mut paths = Vec::new();
     if let Value::Object(fields) = input {
         for key in PATH_KEYS {
@@ -77,7 +136,7 @@ pub(crate) fn touched(tool: &str, input: &Value) -> (Vec<String>, bool) {
 }
 
 /// The shell command of a call, for the tools that run one.
-pub(crate) fn command_of(input: &Value) -> Option<&str> {
+pub fn command_of(input: &Value) -> Option<&str> {
     input
         .get("command")
         .or_else(|| input.get("cmd"))
@@ -86,7 +145,7 @@ pub(crate) fn command_of(input: &Value) -> Option<&str> {
 }
 
 /// Words of a shell command that look like file paths: they hold a `/` or end in an extension.
-pub(crate) fn paths_in_command(command: &str) -> Vec<String> {
+pub fn paths_in_command(command: &str) -> Vec<String> {
     command
         .split(|c: char| c.is_whitespace() || ";|&<>()'\"`=,".contains(c))
         .map(|word| word.trim_end_matches([':', '.', ',']))
@@ -143,6 +202,28 @@ mod tests {
         );
         let edit = json!({"command": "str_replace", "path": "/w/src/main.c"});
         assert!(touched("str_replace_editor", &edit).1);
+    }
+
+    #[test]
+    fn reads_and_paths_are_recognised() {
+        assert!(shows_content("Read", &json!({"file_path": "/a.rs"})));
+        assert!(shows_content("bash", &json!({"command": "cat src/lib.rs"})));
+        assert!(!shows_content(
+            "bash",
+            &json!({"command": "cat a.rs | grep x"})
+        ));
+        assert!(!shows_content("Grep", &json!({"pattern": "x"})));
+        assert!(shows_content(
+            "str_replace_editor",
+            &json!({"command": "view", "path": "/w/a.c"})
+        ));
+        assert!(!shows_content(
+            "str_replace_editor",
+            &json!({"command": "view", "path": "/w/src"})
+        ));
+        assert_eq!(normalize("src/../lib.rs", Some("/w")), "/w/lib.rs");
+        assert_eq!(normalize("/w/./a.rs", None), "/w/a.rs");
+        assert_eq!(normalize("a.rs", None), "a.rs");
     }
 
     #[test]
