@@ -115,6 +115,9 @@ struct Http {
 
 impl Http {
     fn new(settings: RemoteSettings) -> Result<Self, SummarizeError> {
+        // TLS needs a process-wide crypto provider; this installs ring's unless the harness
+        // installed one already (then that one is used, and this returns an error we ignore).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .timeout(settings.timeout)
             .build()

@@ -397,3 +397,25 @@ async fn a_large_head_is_summarized_in_chunks_and_merged() {
     })
     .await;
 }
+
+/// TLS works with the ring provider the crate installs: a client for an https server builds,
+/// and a request to a local port that is not TLS fails as a connection error, not a panic
+/// about a missing crypto provider.
+#[tokio::test]
+async fn an_https_endpoint_gets_a_client_with_a_crypto_provider() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let mut settings = RemoteSettings::new(format!("https://127.0.0.1:{port}/v1"), "m");
+    settings.max_attempts = 1;
+    let summarizer = condense_summarize::OpenAi::new(settings).unwrap();
+    let error = summarizer
+        .summarize(&head(), "summarize")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.kind(),
+        condense_summarize::SummarizeErrorKind::Unreachable,
+        "{error}"
+    );
+}
