@@ -6,7 +6,7 @@
 use condense_core::testing::{tool_call, tool_result};
 use std::sync::OnceLock;
 
-use condense_core::{Conversation, Message, Part, Role, ToolCall, ToolOutput, ToolResult};
+use condense_core::{Conversation, Message, Part, Role, ToolOutput};
 use condense_host::{CompactionOutcome, Compactor, Config, SessionState, Sources};
 use condense_pruner::{FixedClock, MemoryStore};
 use libfuzzer_sys::fuzz_target;
