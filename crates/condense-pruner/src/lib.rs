@@ -3,13 +3,15 @@
 //! Tool outputs are the bulk of an agent session and the part the agent needs least once it has
 //! acted on them. The pruner replaces old ones with a short placeholder (what tool, how big, the
 //! handle of the stored original) and leaves everything else — user messages, assistant text,
-//! tool calls — as it was. Four rules decide, each from an agent that uses it in production:
+//! tool calls — as it was. These rules decide, each from an agent or proposal that uses it:
 //!
 //! - the **walk** (opencode): from the end back, skipping the last user turns, keep the newest
 //!   outputs up to a protect window and replace the older ones, if that frees enough;
 //! - the **per-turn budget** (Claude Code): one turn's fresh outputs may not exceed a number of
 //!   characters; the largest are cut to a preview;
 //! - **duplicates** (hermes-agent): an output identical to a newer one points to it;
+//! - **superseded reads** (Claude Code): a read that a later edit, write or read of the same
+//!   path made stale goes first;
 //! - **frozen decisions** (Claude Code): a decision, once made, is repeated byte for byte, so a
 //!   provider's prompt cache survives from one request to the next;
 //! - **agent trims** (the `trim_tool_result` proposal): the agent replaces a result it has used

@@ -64,8 +64,10 @@ pub struct OutputReport {
 /// Every decision of one pruning call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PruneReport {
-    /// The first message that nothing may touch (the user turn `skip_user_turns` from the end);
-    /// `0` when there are fewer user turns than that.
+    /// The first message that nothing may touch: the user turn `skip_user_turns` from the end
+    /// (`0` when there are fewer), or in an autonomous run the call `skip_tool_calls` from the
+    /// end (see [`crate::boundary_for`]). Only an output larger than the whole window is
+    /// touched after it.
     pub boundary: usize,
     /// The protect window and minimum in force.
     pub thresholds: Thresholds,

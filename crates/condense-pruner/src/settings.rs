@@ -22,7 +22,8 @@ pub struct PruneSettings {
     /// Tools whose outputs are never touched (opencode's `PRUNE_PROTECTED_TOOLS`: `skill`).
     /// Configuration and plugins add to it.
     pub protected_tools: BTreeSet<String>,
-    /// Nothing at or after this many user turns from the end is touched (opencode: 2).
+    /// Nothing at or after this many user turns from the end is touched (opencode: 2), except
+    /// an output larger than the whole context window, which becomes a preview.
     pub skip_user_turns: usize,
     /// When what follows the user-turn boundary is more than half the context window (an
     /// autonomous run: one task, hundreds of steps), the boundary is the call this many tool
