@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 use condense_core::{Conversation, Part};
-use condense_host::{Compaction, CompactionOutcome, Compactor};
+use condense_host::{Clock, Compaction, CompactionOutcome, Compactor, FixedClock, SystemClock};
 use condense_pruner::{DirStore, MemoryStore, Reason, Store};
 use condense_template::{BUILTIN, Template};
 use condense_tokenizer::{Tiktoken, TokenCounter};
@@ -39,6 +39,14 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
+/// The wall clock, or the time `--now` gave.
+fn clock(now: Option<u64>) -> Box<dyn Clock> {
+    match now {
+        Some(ms) => Box::new(FixedClock(ms)),
+        None => Box::new(SystemClock),
+    }
+}
+
 fn compact(args: RunArgs, verbosity: Verbosity, summarize: bool) -> Result<()> {
     // Every file the run touches is checked against the others before anything is read or
     // written: a report or output naming the input must not cost the user their session.
@@ -57,7 +65,9 @@ fn compact(args: RunArgs, verbosity: Verbosity, summarize: bool) -> Result<()> {
     } else {
         Box::new(DirStore::new(config.store_dir()))
     };
-    let compactor = Compactor::with_plugins(&config, &plugins)?.with_store(store);
+    let compactor = Compactor::with_plugins(&config, &plugins)?
+        .with_store(store)
+        .with_clock(clock(args.now));
 
     let remote = config.summarizer_kind().is_remote();
     let result = {
@@ -192,8 +202,9 @@ fn inspect(args: InspectArgs, verbosity: Verbosity) -> Result<()> {
     if config.summarizer_kind().is_remote() {
         preview = config_with_extractive(&args)?;
     }
-    let compactor =
-        Compactor::with_plugins(&preview, &plugins)?.with_store(Box::new(MemoryStore::new()));
+    let compactor = Compactor::with_plugins(&preview, &plugins)?
+        .with_store(Box::new(MemoryStore::new()))
+        .with_clock(clock(args.now));
     let Compaction { report, .. } = runtime()?
         .block_on(compactor.compact(conversation.clone()))
         .with_context(|| label(&input))?;

@@ -6,6 +6,15 @@ pub use condense_text::thousands;
 
 use crate::Verbosity;
 
+/// An idle gap people read at a glance: minutes, hours or days.
+fn idle(minutes: u64) -> String {
+    match minutes {
+        0..120 => format!("{minutes} min"),
+        120..2_880 => format!("{} h", minutes / 60),
+        _ => format!("{} days", thousands((minutes / 1_440) as usize)),
+    }
+}
+
 pub fn report(
     input: &str,
     format: Format,
@@ -40,6 +49,15 @@ pub fn report(
         thousands(prune.tokens_freed),
         thousands(report.tokens_after_prune)
     ));
+    if let Some(micro) = prune.microcompact.as_ref().filter(|micro| micro.cache_cold) {
+        out.push_str(&format!(
+            "  microcompact: idle {} since the previous request (over {} min, the provider's cache has expired): {} old tool outputs cleared
+",
+            idle(micro.idle_minutes),
+            micro.threshold_minutes,
+            micro.cleared
+        ));
+    }
     let compact = match &report.compaction {
         CompactionOutcome::PruneOnly => None,
         CompactionOutcome::NotDue => {

@@ -146,6 +146,10 @@ pub struct RunArgs {
     /// instead of failing.
     #[arg(long)]
     allow_over_threshold: bool,
+    /// The time of this request (RFC 3339, e.g. 2025-07-16T21:00:00Z) instead of the wall
+    /// clock: time-based microcompact measures the idle gap up to it (tests, replays).
+    #[arg(long, value_name = "TIME", value_parser = parse_now)]
+    now: Option<u64>,
     #[command(flatten)]
     settings: SettingArgs,
 }
@@ -167,6 +171,9 @@ pub struct InspectArgs {
     input: PathBuf,
     #[arg(long, value_parser = parse_format)]
     format: Option<Format>,
+    /// The time of this request (RFC 3339) instead of the wall clock, as for `compact`.
+    #[arg(long, value_name = "TIME", value_parser = parse_now)]
+    now: Option<u64>,
     #[command(flatten)]
     settings: SettingArgs,
 }
@@ -204,6 +211,10 @@ pub enum TemplateAction {
     List,
     /// A built-in template's text.
     Show { name: String },
+}
+
+fn parse_now(text: &str) -> Result<u64, String> {
+    condense_core::time::parse_rfc3339(text)
 }
 
 fn parse_format(text: &str) -> Result<Format, String> {

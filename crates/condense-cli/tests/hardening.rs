@@ -351,15 +351,19 @@ fn a_pruned_claude_code_file_keeps_no_copy_of_a_pruned_output() {
         let Some(blocks) = value["message"]["content"].as_array() else {
             continue;
         };
+        // Any rule's placeholder: the walk's ("was pruned") or microcompact's ("cleared").
         let placeholder = blocks.iter().any(|block| {
-            block["type"] == "tool_result" && block["content"].to_string().contains("was pruned")
+            block["type"] == "tool_result"
+                && block["content"]
+                    .to_string()
+                    .contains("Original: condense recall")
         });
         if placeholder && value.get("toolUseResult").is_some() {
             pruned_lines += 1;
             let copy = &value["toolUseResult"];
             assert!(
                 copy.as_str()
-                    .is_some_and(|text| text.contains("was pruned")),
+                    .is_some_and(|text| text.contains("Original: condense recall")),
                 "a pruned output's copy survives: {}",
                 &copy.to_string()[..copy.to_string().len().min(200)]
             );

@@ -16,6 +16,8 @@ pub enum Phase {
     AgentTrim,
     /// A read made stale by a later call on the same path.
     Superseded,
+    /// Time-based microcompact: cleared because the provider's cache had expired.
+    Microcompact,
 }
 
 /// The audit marker left on a tool result that condense replaced.

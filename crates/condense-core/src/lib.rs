@@ -13,6 +13,7 @@ mod pairs;
 mod part;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod time;
 pub mod tool_paths;
 mod turns;
 mod validate;

@@ -127,6 +127,17 @@ impl Message {
         })
     }
 
+    /// When the message was written, where its format records it (Claude Code's `timestamp` on
+    /// every line; the latest of its lines when a reply spans several), in milliseconds since the
+    /// epoch. `None` when no record carries a readable one.
+    pub fn timestamp_ms(&self) -> Option<u64> {
+        self.wire
+            .iter()
+            .rev()
+            .filter_map(|record| record.fields.get("timestamp")?.as_str())
+            .find_map(|text| crate::time::parse_rfc3339(text).ok())
+    }
+
     /// The message's own text parts joined by newlines (tool calls and results left out).
     pub fn plain_text(&self) -> String {
         let texts: Vec<&str> = self

@@ -7,7 +7,7 @@ use condense_compact::{
     TailRule, TailSettings, carried, is_due, previous_summary, reassemble, split,
 };
 use condense_core::Conversation;
-use condense_pruner::{Clock, DirStore, PruneSettings, Pruner, Store, SystemClock};
+use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
 use condense_summarize::{Anthropic, Extractive, OpenAi, Summarizer};
 use condense_template::{PromptVars, Template, parse_summary};
 use condense_tokenizer::{Tiktoken, TokenCounter};
@@ -167,11 +167,12 @@ impl Compactor {
             store: self.store.as_ref(),
             clock: self.clock.as_ref(),
         };
-        let prune = pruner.prune(
-            &mut conversation,
-            &mut state.log,
-            Some(self.tail.context_window),
-        )?;
+        let request = PruneRequest {
+            context_window: Some(self.tail.context_window),
+            previous_request_ms: state.last_request_ms,
+        };
+        let prune = pruner.prune(&mut conversation, &mut state.log, request)?;
+        state.last_request_ms = Some(self.clock.now_ms());
         let tokens_after_prune = counter.count_conversation(&conversation);
         // Provider usage counts what pruning just removed; take that off with our own count.
         let due_tokens = match measured {
@@ -265,7 +266,7 @@ impl Compactor {
             custom_instructions: self.custom_instructions.clone(),
             previous_summary: previous_summary(head),
             context_window: self.tail.context_window,
-            date: date_of(self.clock.now_ms()),
+            date: condense_core::time::date_of(self.clock.now_ms()),
         };
         let prompt = self.template.render_prompt(&vars)?;
         let name = self.summarizer.name().to_owned();
@@ -399,32 +400,4 @@ fn remote_settings(
     let mut settings = config.remote_settings();
     settings.counter = counter;
     settings
-}
-
-/// `YYYY-MM-DD` of a time in milliseconds since the epoch (UTC), for the prompt's `date`.
-pub(crate) fn date_of(ms: u64) -> String {
-    // Howard Hinnant's days-to-civil algorithm.
-    let days = (ms / 86_400_000) as i64;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::date_of;
-
-    #[test]
-    fn dates_are_civil_dates() {
-        assert_eq!(date_of(0), "1970-01-01");
-        assert_eq!(date_of(1_763_700_000_000), "2025-11-21");
-        assert_eq!(date_of(951_782_400_000), "2000-02-29");
-    }
 }

@@ -24,9 +24,9 @@ mod usage;
 
 pub use compactor::{Compaction, Compactor};
 pub use config::{
-    CompactionConfig, Config, ConfigError, ModelSettings, Origin, PluginSpec, PruneConfig, Setting,
-    Settings, Source, Sources, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice,
-    TrimConfig,
+    CompactionConfig, Config, ConfigError, MicrocompactConfig, ModelSettings, Origin, PluginSpec,
+    PruneConfig, Setting, Settings, Source, Sources, StoreConfig, SummarizerConfig, SummarizerKind,
+    TemplateChoice, TrimConfig,
 };
 pub use error::HostError;
 pub use plugins::{LoadedPlugin, PluginError};
@@ -34,8 +34,9 @@ pub use report::{CompactReport, CompactionOutcome, FailureKind};
 // What the host's public types mention, so a harness that depends on the host alone can name it.
 pub use condense_compact::{Split, TailRule, TailSettings};
 pub use condense_pruner::{
-    Clock, Decision, DecisionLog, DirStore, FixedClock, MemoryStore, OutputReport, PruneReport,
-    PruneSettings, Reason, Store, StoreError, SystemClock, Thresholds,
+    Clock, Decision, DecisionLog, DirStore, FixedClock, MemoryStore, MicrocompactReport,
+    MicrocompactSettings, OutputReport, PreviousRequest, PruneReport, PruneRequest, PruneSettings,
+    Reason, Store, StoreError, SystemClock, Thresholds,
 };
 pub use condense_summarize::{SummarizeError, SummarizeErrorKind, Summarizer};
 pub use state::{ReportedUsage, SessionState, StateError};

@@ -2,7 +2,8 @@ use condense_pruner::DecisionLog;
 use serde::{Deserialize, Serialize};
 
 /// What a harness keeps between requests of one session: the frozen decisions (so the prompt
-/// cache keeps its prefix), the circuit breaker's count, and the provider's last reported usage.
+/// cache keeps its prefix), the circuit breaker's count, the provider's last reported usage and
+/// the time of the last request.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionState {
     /// Every decision made so far, replayed on each request.
@@ -12,6 +13,11 @@ pub struct SessionState {
     /// Usage the provider reported, when the harness has it and the conversation does not carry
     /// it (Claude Code logs carry it on every assistant message).
     pub reported_usage: Option<ReportedUsage>,
+    /// When the previous request was prepared (milliseconds since the epoch): time-based
+    /// microcompact measures the idle gap from it when the conversation carries no timestamps.
+    /// Absent from states saved before it existed.
+    #[serde(default)]
+    pub last_request_ms: Option<u64>,
 }
 
 /// The provider's count of the request that produced the message at `message`: its whole input

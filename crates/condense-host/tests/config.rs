@@ -80,7 +80,7 @@ fn the_schema_and_the_built_in_file_agree() {
     assert!(!shown.contains("  # \n"));
     // Every key of the schema has its value from the built-in file.
     let lines: Vec<&str> = shown.lines().filter(|l| l.contains(" = ")).collect();
-    assert_eq!(lines.len(), 42, "{shown}");
+    assert_eq!(lines.len(), 47, "{shown}");
     assert!(
         lines.iter().all(|line| line.contains("built-in")),
         "{shown}"
@@ -241,6 +241,18 @@ fn the_phase_crates_defaults_are_the_built_in_file_key_by_key() {
         file.duplicate_note, rust.duplicate_note,
         "prune.duplicate_note"
     );
+    let (micro, rust_micro) = (&file.microcompact, &rust.microcompact);
+    assert_eq!(micro.enabled, rust_micro.enabled, "microcompact.enabled");
+    assert_eq!(
+        micro.idle_minutes, rust_micro.idle_minutes,
+        "microcompact.idle_minutes"
+    );
+    assert_eq!(
+        micro.keep_recent, rust_micro.keep_recent,
+        "microcompact.keep_recent"
+    );
+    assert_eq!(micro.tools, rust_micro.tools, "microcompact.tools");
+    assert_eq!(micro.note, rust_micro.note, "microcompact.note");
 
     let (file, rust) = (config.tail_settings(), TailSettings::default());
     assert_eq!(

@@ -9,7 +9,7 @@ use std::hint::black_box;
 
 use condense_core::testing::transcript;
 use condense_core::{Conversation, Message, Role};
-use condense_pruner::{DecisionLog, FixedClock, MemoryStore, PruneSettings, Pruner};
+use condense_pruner::{DecisionLog, FixedClock, MemoryStore, PruneRequest, PruneSettings, Pruner};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
@@ -81,7 +81,11 @@ fn prune_largest(c: &mut Criterion) {
         group.bench_function(format!("first call, {label}"), |b| {
             b.iter_batched_ref(
                 || (conversation.clone(), DecisionLog::new()),
-                |(conversation, log)| pruner.prune(black_box(conversation), log, window).unwrap(),
+                |(conversation, log)| {
+                    pruner
+                        .prune(black_box(conversation), log, PruneRequest::window(window))
+                        .unwrap()
+                },
                 BatchSize::LargeInput,
             )
         });
@@ -104,7 +108,9 @@ fn prune_largest(c: &mut Criterion) {
     ] {
         let mut base = Conversation::new(conversation.messages[..length].to_vec());
         let mut log = DecisionLog::new();
-        pruner.prune(&mut base, &mut log, Some(32_000)).unwrap();
+        pruner
+            .prune(&mut base, &mut log, PruneRequest::window(Some(32_000)))
+            .unwrap();
         let nonce = Cell::new(0u64);
         group.bench_function(
             format!("call after one new turn, {label} ({length} messages)"),
@@ -116,7 +122,11 @@ fn prune_largest(c: &mut Criterion) {
                         append_turn(&mut grown, nonce.get());
                         (grown, log.clone())
                     },
-                    |(grown, log)| pruner.prune(black_box(grown), log, Some(32_000)).unwrap(),
+                    |(grown, log)| {
+                        pruner
+                            .prune(black_box(grown), log, PruneRequest::window(Some(32_000)))
+                            .unwrap()
+                    },
                     BatchSize::LargeInput,
                 )
             },

@@ -15,7 +15,10 @@
 //! - **frozen decisions** (Claude Code): a decision, once made, is repeated byte for byte, so a
 //!   provider's prompt cache survives from one request to the next;
 //! - **agent trims** (the `trim_tool_result` proposal): the agent replaces a result it has used
-//!   with its own summary, by calling a tool ([`TRIM_TOOL`]).
+//!   with its own summary, by calling a tool ([`TRIM_TOOL`]);
+//! - **time-based microcompact** (Claude Code): after an idle gap longer than the provider's
+//!   cache lives, the old results of common tools are cleared at once, and the budget and the
+//!   walk wait for the next request.
 //!
 //! Originals go to a [`Store`] before the conversation changes: if one cannot be stored, nothing
 //! is replaced.
@@ -23,6 +26,7 @@
 #![warn(missing_docs)]
 mod clock;
 mod decisions;
+mod microcompact;
 mod note;
 mod prune;
 mod report;
@@ -32,8 +36,12 @@ mod trim;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use decisions::{Decision, DecisionLog, DecisionLogError};
+pub use microcompact::{
+    DEFAULT_MICROCOMPACT_NOTE, DEFAULT_MICROCOMPACT_TOOLS, MicrocompactReport,
+    MicrocompactSettings, PreviousRequest,
+};
 pub use note::{Note, NoteError};
-pub use prune::{PruneError, Pruner, boundary, boundary_by_calls, boundary_for};
+pub use prune::{PruneError, PruneRequest, Pruner, boundary, boundary_by_calls, boundary_for};
 pub use report::{OutputReport, PruneReport, Reason};
 pub use settings::{
     DEFAULT_DUPLICATE_NOTE, DEFAULT_PLACEHOLDER, DEFAULT_PREVIEW_NOTE, DEFAULT_SUPERSEDED_NOTE,

@@ -25,6 +25,9 @@ pub enum NoteError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Note {
     text: String,
+    /// The literal text between the variables, braces unescaped: what every rendering contains,
+    /// in this order (see [`Note::recognises`]).
+    pieces: Vec<String>,
 }
 
 impl Note {
@@ -44,14 +47,25 @@ impl Note {
                 });
             }
         }
-        Ok(Note { text })
+        Ok(Note::verbatim(&text))
     }
 
     /// A note taken as it is, variables unchecked. Only for texts known to be valid.
     pub(crate) fn verbatim(text: &str) -> Self {
-        Note {
+        const HOLE: char = '\u{0}';
+        let mut note = Note {
             text: text.to_owned(),
-        }
+            pieces: Vec::new(),
+        };
+        let names = variables(text).unwrap_or_default();
+        let hole = HOLE.to_string();
+        let values: Vec<(&str, &str)> = names.iter().map(|name| (*name, hole.as_str())).collect();
+        note.pieces = note
+            .render(&values)
+            .split(HOLE)
+            .map(str::to_owned)
+            .collect();
+        note
     }
 
     /// The text as written.
@@ -83,6 +97,32 @@ impl Note {
         }
         out.push_str(rest);
         out
+    }
+}
+
+impl Note {
+    /// Whether `text` is this note as rendered with any values: its literal pieces appear in
+    /// order and it ends with the last one. Files do not keep condense's markers, so this is how
+    /// a placeholder read back from disk is told from an output (and never replaced again, which
+    /// would bury the handle of the original under a second one).
+    pub fn recognises(&self, text: &str) -> bool {
+        let [middle @ .., last] = self.pieces.as_slice() else {
+            return false;
+        };
+        if middle.is_empty() {
+            return text == last;
+        }
+        // The end first: it rules out almost every real output without scanning it.
+        let Some(mut rest) = text.strip_suffix(last.as_str()) else {
+            return false;
+        };
+        for piece in middle.iter().rev() {
+            match rest.rfind(piece.as_str()) {
+                Some(at) => rest = &rest[..at],
+                None => return false,
+            }
+        }
+        true
     }
 }
 
@@ -125,6 +165,27 @@ mod tests {
             note.render(&[("tool", "read_file"), ("tokens", "1,024")]),
             "[read_file: 1,024 tokens, {literal}]"
         );
+    }
+
+    #[test]
+    fn a_rendered_note_is_recognised_and_an_output_is_not() {
+        let note = Note::new(crate::DEFAULT_PLACEHOLDER, &[]).unwrap();
+        let rendered = note.render(&[
+            ("tool", "Read"),
+            ("tokens", "1,204"),
+            ("handle", "0123456789abcdef"),
+        ]);
+        assert!(note.recognises(&rendered));
+        assert!(!note.recognises("fn main() {}"));
+        assert!(!note.recognises(&format!("{rendered} and more")));
+        let preview = Note::new(crate::DEFAULT_PREVIEW_NOTE, crate::PREVIEW_VARIABLES).unwrap();
+        let cut = format!(
+            "line one\n{}",
+            preview.render(&[("tool", "Bash"), ("shown", "9"), ("handle", "ab")])
+        );
+        assert!(preview.recognises(&cut));
+        let fixed = Note::new("[gone]", &[]).unwrap();
+        assert!(fixed.recognises("[gone]") && !fixed.recognises("[gone] "));
     }
 
     #[test]

@@ -10,8 +10,9 @@ use condense_text::thousands;
 use crate::note::preview;
 use crate::trim::{self, TRIM_TOOL};
 use crate::{
-    Clock, Decision, DecisionLog, OutputReport, PruneReport, PruneSettings, Reason, Store,
-    StoreError, Thresholds, TrimOutcome, TrimRefusal, TrimReport, handle_of,
+    Clock, Decision, DecisionLog, MicrocompactReport, OutputReport, PreviousRequest, PruneReport,
+    PruneSettings, Reason, Store, StoreError, Thresholds, TrimOutcome, TrimRefusal, TrimReport,
+    handle_of,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +64,28 @@ impl std::fmt::Debug for Pruner<'_> {
         f.debug_struct("Pruner")
             .field("settings", self.settings)
             .finish_non_exhaustive()
+    }
+}
+
+/// What one call knows about the request it prepares, beyond the conversation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PruneRequest {
+    /// The model's context window: adaptive thresholds, the autonomous-run boundary and the one
+    /// exception to the skip boundary need it.
+    pub context_window: Option<usize>,
+    /// When the harness sent its previous request (milliseconds since the epoch), for
+    /// time-based microcompact. A conversation whose format timestamps its messages (Claude
+    /// Code) tells it itself; this is used when it does not.
+    pub previous_request_ms: Option<u64>,
+}
+
+impl PruneRequest {
+    /// A request to a model with this window, with no previous request known.
+    pub fn window(context_window: Option<usize>) -> PruneRequest {
+        PruneRequest {
+            context_window,
+            previous_request_ms: None,
+        }
     }
 }
 
@@ -163,6 +186,9 @@ enum Ground {
     Duplicate(usize),
     /// A read made stale by a later call.
     Superseded(Supersession),
+    /// Time-based microcompact: the cache had expired (not the walk's, but the same kind of
+    /// placeholder).
+    CacheCold,
 }
 
 /// The later call that made a read stale.
@@ -176,18 +202,19 @@ struct Supersession {
 type Candidate = (usize, Ground);
 
 impl Pruner<'_> {
-    /// Prunes `conversation` in place and records every new decision in `log`. `context_window`
-    /// matters for adaptive thresholds, the autonomous-run boundary and the one exception to the
-    /// skip boundary. On error neither the conversation nor the log has changed.
+    /// Prunes `conversation` in place and records every new decision in `log`. On error neither
+    /// the conversation nor the log has changed.
     ///
-    /// The steps are DESIGN.md's rules in order: frozen decisions first, then the per-turn
-    /// budget, then the walk; every original is stored before anything changes.
+    /// The steps are DESIGN.md's rules in order: frozen decisions first, the agent's trims, then
+    /// time-based microcompact (which, when it clears anything, ends the call's rules there), the
+    /// per-turn budget, and the walk; every original is stored before anything changes.
     pub fn prune(
         &self,
         conversation: &mut Conversation,
         log: &mut DecisionLog,
-        context_window: Option<usize>,
+        request: PruneRequest,
     ) -> Result<PruneReport, PruneError> {
+        let context_window = request.context_window;
         let thresholds = Thresholds::for_window(self.settings, context_window);
         let boundary = boundary_for(
             &conversation.messages,
@@ -201,8 +228,14 @@ impl Pruner<'_> {
         let mut plan = self.plan(messages);
         self.apply_log(&mut plan, log);
         let trims = self.agent_trims(&mut plan, messages, log, now)?;
-        self.turn_budget(&mut plan, log, boundary, context_window, now)?;
-        let walk = self.walk(&mut plan, messages, boundary, thresholds, now)?;
+        let microcompact = self.microcompact(&mut plan, messages, boundary, request, now)?;
+        let walk = if microcompact.as_ref().is_some_and(|micro| micro.cleared > 0) {
+            // Claude Code: the time-based clear short-circuits the other rules for this request.
+            WalkOutcome::default()
+        } else {
+            self.turn_budget(&mut plan, log, boundary, context_window, now)?;
+            self.walk(&mut plan, messages, boundary, thresholds, now)?
+        };
         self.store_originals(&plan)?;
         let (outputs, tokens_freed) = self.report(&plan);
         let decided = Decided::from(plan);
@@ -217,6 +250,7 @@ impl Pruner<'_> {
             tokens_freed,
             outputs,
             trims,
+            microcompact,
         })
     }
 
@@ -304,7 +338,13 @@ impl Pruner<'_> {
                 output.reason = Some(Reason::Protected);
                 continue;
             }
-            if let Some(Decision::Replaced { content, marker }) = log.get(&output.result.call_id) {
+            let decision = log.get(&output.result.call_id);
+            if decision.is_none() && self.is_placeholder(&output.result.content) {
+                // Replaced before and written to a file, which does not keep the marker.
+                output.reason = Some(Reason::AlreadyReplaced);
+                continue;
+            }
+            if let Some(Decision::Replaced { content, marker }) = decision {
                 let unchanged =
                     matches!(&output.result.content, ToolOutput::Text(text) if text == content);
                 output.reason = Some(if unchanged {
@@ -322,6 +362,25 @@ impl Pruner<'_> {
                 });
             }
         }
+    }
+
+    /// Whether an output is one of condense's own placeholders (any rule's, as configured), read
+    /// back without its marker.
+    fn is_placeholder(&self, content: &ToolOutput) -> bool {
+        let ToolOutput::Text(text) = content else {
+            return false;
+        };
+        let settings = self.settings;
+        text.starts_with(trim::TRIMMED_PREFIX)
+            || [
+                &settings.placeholder,
+                &settings.preview_note,
+                &settings.duplicate_note,
+                &settings.superseded_note,
+                &settings.microcompact.note,
+            ]
+            .iter()
+            .any(|note| note.recognises(text))
     }
 
     /// The agent's own trims, before any rule of condense's: each `trim_tool_result` call
@@ -408,7 +467,7 @@ impl Pruner<'_> {
                 .result
                 .content
                 .text()
-                .starts_with("[trimmed by the agent: ")
+                .starts_with(trim::TRIMMED_PREFIX)
         {
             return refused(TrimRefusal::AlreadyReplaced);
         }
@@ -427,6 +486,90 @@ impl Pruner<'_> {
         plan.outputs[index].reason = Some(Reason::TrimmedByAgent);
         plan.replacements.push(replacement);
         Ok(TrimOutcome::Trimmed)
+    }
+
+    /// Time-based microcompact: when the gap since the previous request is longer than the
+    /// provider keeps its cache, every result of a compactable tool before the boundary, except
+    /// the most recent few, is cleared (its original stored). `None` when the rule is off or the
+    /// time of the previous request is unknown.
+    fn microcompact(
+        &self,
+        plan: &mut Plan<'_>,
+        messages: &[Message],
+        boundary: usize,
+        request: PruneRequest,
+        now: u64,
+    ) -> Result<Option<MicrocompactReport>, PruneError> {
+        let settings = &self.settings.microcompact;
+        if !settings.enabled {
+            return Ok(None);
+        }
+        let last_assistant = messages
+            .iter()
+            .rev()
+            .find(|message| message.role == condense_core::Role::Assistant)
+            .and_then(Message::timestamp_ms);
+        let (previous, source) = match (last_assistant, request.previous_request_ms) {
+            (Some(at), _) => (at, PreviousRequest::LastAssistantMessage),
+            (None, Some(at)) => (at, PreviousRequest::State),
+            (None, None) => return Ok(None),
+        };
+        let gap = now.saturating_sub(previous);
+        let mut report = MicrocompactReport {
+            previous: source,
+            idle_minutes: gap / 60_000,
+            threshold_minutes: settings.idle_minutes,
+            cache_cold: settings.is_cold(gap),
+            cleared: 0,
+        };
+        if !report.cache_cold {
+            return Ok(Some(report));
+        }
+        // Which results count: Claude Code keeps the most recent of all compactable results,
+        // cleared or not, so the kept set does not shift as results are cleared.
+        let compactable: Vec<usize> = (0..plan.outputs.len())
+            .filter(|&index| {
+                let output = &plan.outputs[index];
+                !output.protected && settings.tools.contains(output.tool)
+            })
+            .collect();
+        let kept_from = compactable.len().saturating_sub(settings.keep());
+        let mut cleared = Vec::new();
+        for (rank, &index) in compactable.iter().enumerate() {
+            let output = &plan.outputs[index];
+            if output.reason.is_some() || output.message >= boundary {
+                continue;
+            }
+            if rank >= kept_from {
+                plan.outputs[index].reason = Some(Reason::KeptRecent);
+                continue;
+            }
+            let replacement = self.placeholder(plan, index, &Ground::CacheCold, now)?;
+            if self.counter.count_text(&replacement.content) >= output.tokens {
+                plan.outputs[index].reason = Some(Reason::SmallerThanPlaceholder);
+                continue;
+            }
+            cleared.push(replacement);
+        }
+        report.cleared = cleared.len();
+        if cleared.is_empty() {
+            return Ok(Some(report));
+        }
+        for replacement in cleared {
+            plan.outputs[replacement.output].reason = Some(Reason::Microcompacted);
+            plan.replacements.push(replacement);
+        }
+        // The other rules do not run: say why each output they would have judged stays.
+        for output in &mut plan.outputs {
+            if output.reason.is_none() {
+                output.reason = Some(if output.message >= boundary {
+                    Reason::InsideBoundary
+                } else {
+                    Reason::NotCompactable
+                });
+            }
+        }
+        Ok(Some(report))
     }
 
     /// Claude Code's per-turn budget over the outputs seen for the first time, before the skip
@@ -592,6 +735,7 @@ impl Pruner<'_> {
                     by: by.tool,
                     at: by.message,
                 },
+                (true, Ground::CacheCold) => Reason::Microcompacted,
             });
             if applied {
                 plan.replacements.push(replacement);
@@ -628,6 +772,7 @@ impl Pruner<'_> {
                 (&self.settings.superseded_note, Phase::Superseded)
             }
             Ground::Age => (&self.settings.placeholder, Phase::Prune),
+            Ground::CacheCold => (&self.settings.microcompact.note, Phase::Microcompact),
         };
         let values: Vec<(&str, &str)> = values
             .iter()
@@ -828,6 +973,7 @@ fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Sup
     stale
 }
 
+#[derive(Default)]
 struct WalkOutcome {
     stopped_at: Option<usize>,
     reclaimable: usize,

@@ -41,6 +41,13 @@ pub enum Reason {
         /// The later call's message.
         at: usize,
     },
+    /// Cleared by time-based microcompact: the provider's cache had expired.
+    Microcompacted,
+    /// Kept by time-based microcompact: among the most recent results of its tools.
+    KeptRecent,
+    /// Not judged: microcompact fired and short-circuits the other rules, and its tool is not
+    /// one it clears.
+    NotCompactable,
 }
 
 /// What happened to one tool output.
@@ -85,6 +92,10 @@ pub struct PruneReport {
     /// One entry per `trim_tool_result` call, in conversation order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trims: Vec<crate::TrimReport>,
+    /// What time-based microcompact saw and did; absent when it is off or no previous request
+    /// time is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub microcompact: Option<crate::MicrocompactReport>,
 }
 
 impl PruneReport {
@@ -101,6 +112,7 @@ impl PruneReport {
                         | Reason::Frozen
                         | Reason::TrimmedByAgent
                         | Reason::Superseded { .. }
+                        | Reason::Microcompacted
                 )
             })
             .count()
@@ -123,6 +135,9 @@ impl std::fmt::Display for Reason {
             Reason::BehindEarlierCompaction => f.write_str("behind an earlier compaction"),
             Reason::TrimmedByAgent => f.write_str("trimmed by the agent"),
             Reason::Superseded { by, at } => write!(f, "superseded by {by} at message {at}"),
+            Reason::Microcompacted => f.write_str("cleared: the cache had expired"),
+            Reason::KeptRecent => f.write_str("kept: among the most recent (microcompact)"),
+            Reason::NotCompactable => f.write_str("kept: not a tool microcompact clears"),
         }
     }
 }
@@ -136,6 +151,21 @@ impl std::fmt::Display for PruneReport {
             "boundary: message {}; protect window {} tokens; minimum {} tokens",
             self.boundary, self.thresholds.protect_tokens, self.thresholds.minimum_tokens
         )?;
+        // A warm cache changes nothing; the JSON report still says what was measured.
+        if let Some(micro) = self.microcompact.as_ref().filter(|micro| micro.cache_cold) {
+            writeln!(
+                f,
+                "microcompact: idle {} min since the previous request (over {}): {} outputs cleared{}",
+                micro.idle_minutes,
+                micro.threshold_minutes,
+                micro.cleared,
+                if micro.cleared > 0 {
+                    "; the budget and the walk wait for the next request"
+                } else {
+                    ""
+                }
+            )?;
+        }
         if let Some(stop) = self.walk_stopped_at {
             writeln!(f, "walk stopped at message {stop}")?;
         }

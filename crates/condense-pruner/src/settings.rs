@@ -61,6 +61,8 @@ pub struct PruneSettings {
     pub duplicate_note: Note,
     /// Stands in for a superseded read.
     pub superseded_note: Note,
+    /// Time-based microcompact: what it clears once the provider's cache has expired.
+    pub microcompact: crate::MicrocompactSettings,
 }
 
 impl Default for PruneSettings {
@@ -81,6 +83,7 @@ impl Default for PruneSettings {
             preview_note: default_note(DEFAULT_PREVIEW_NOTE, PREVIEW_VARIABLES),
             duplicate_note: default_note(DEFAULT_DUPLICATE_NOTE, DUPLICATE_VARIABLES),
             superseded_note: default_note(DEFAULT_SUPERSEDED_NOTE, SUPERSEDED_VARIABLES),
+            microcompact: crate::MicrocompactSettings::default(),
         }
     }
 }
@@ -93,7 +96,7 @@ pub const DUPLICATE_VARIABLES: &[&str] = &["newer"];
 /// message.
 pub const SUPERSEDED_VARIABLES: &[&str] = &["by", "at"];
 
-fn default_note(text: &str, extra: &[&str]) -> Note {
+pub(crate) fn default_note(text: &str, extra: &[&str]) -> Note {
     // The built-in texts use only known variables (a unit test checks), so this cannot fail;
     // falling back to the bare text keeps library code free of panics all the same.
     Note::new(text, extra).unwrap_or_else(|_| Note::verbatim(text))

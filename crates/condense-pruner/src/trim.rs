@@ -13,6 +13,9 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+/// How a trimmed result starts: a result that does is never trimmed or replaced again.
+pub(crate) const TRIMMED_PREFIX: &str = "[trimmed by the agent: ";
+
 /// The tool's name, as the agent calls it.
 pub const TRIM_TOOL: &str = "trim_tool_result";
 
@@ -107,7 +110,7 @@ pub(crate) fn request(input: &Value) -> Request {
 
 /// The replacement text.
 pub(crate) fn replacement(summary: &str, handle: &str) -> String {
-    format!("[trimmed by the agent: {summary} — original: condense recall {handle}]")
+    format!("{TRIMMED_PREFIX}{summary} — original: condense recall {handle}]")
 }
 
 #[cfg(test)]

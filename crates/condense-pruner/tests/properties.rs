@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use common::*;
 use condense_core::{Conversation, Message, Part, Role, ToolOutput};
 use condense_pruner::{
-    DecisionLog, FixedClock, MemoryStore, PruneReport, PruneSettings, Pruner, Reason, Store,
+    DecisionLog, FixedClock, MemoryStore, PruneReport, PruneRequest, PruneSettings, Pruner, Reason,
+    Store,
 };
 use condense_tokenizer::Tiktoken;
 use proptest::prelude::*;
@@ -94,13 +95,16 @@ fn build(turns: &[Turn]) -> Conversation {
     Conversation::new(messages)
 }
 
+/// The clock of every run: ten hours after the epoch, so a previous request at 0 is long cold.
+const CLOCK_MS: u64 = 36_000_000;
+
 fn run(
     settings: &PruneSettings,
     conversation: &mut Conversation,
     log: &mut DecisionLog,
     store: &dyn Store,
 ) -> PruneReport {
-    run_in(settings, conversation, log, store, None)
+    run_in(settings, conversation, log, store, PruneRequest::default())
 }
 
 fn run_in(
@@ -108,16 +112,21 @@ fn run_in(
     conversation: &mut Conversation,
     log: &mut DecisionLog,
     store: &dyn Store,
-    window: Option<usize>,
+    request: PruneRequest,
 ) -> PruneReport {
     let counter = Tiktoken::default();
     let pruner = Pruner {
         settings,
         counter: &counter,
         store,
-        clock: &FixedClock(1_000),
+        clock: &FixedClock(CLOCK_MS),
     };
-    pruner.prune(conversation, log, window).unwrap()
+    pruner.prune(conversation, log, request).unwrap()
+}
+
+/// No previous request known, a warm cache (a minute ago) or a cold one (ten hours ago).
+fn previous() -> impl Strategy<Value = Option<u64>> {
+    prop_oneof![Just(None), Just(Some(CLOCK_MS - 60_000)), Just(Some(0))]
 }
 
 fn bytes(conversation: &Conversation) -> String {
@@ -132,12 +141,26 @@ proptest! {
         turns in turns(),
         settings in settings(),
         window in prop::option::of(200..20_000usize),
+        previous in previous(),
     ) {
         let original = build(&turns);
         let mut pruned = original.clone();
         let store = MemoryStore::new();
-        let report = run_in(&settings, &mut pruned, &mut DecisionLog::new(), &store, window);
+        let request = PruneRequest { context_window: window, previous_request_ms: previous };
+        let report = run_in(&settings, &mut pruned, &mut DecisionLog::new(), &store, request);
         let boundary = report.boundary;
+        // Microcompact: only a cold cache clears, and never the most recent results of its tools.
+        let micro = &settings.microcompact;
+        let compactable: Vec<&condense_pruner::OutputReport> = report
+            .outputs
+            .iter()
+            .filter(|o| micro.tools.contains(&o.tool) && !settings.protected_tools.contains(&o.tool))
+            .collect();
+        let cleared = report.outputs.iter().filter(|o| o.reason == Reason::Microcompacted).count();
+        prop_assert!(cleared == 0 || previous == Some(0), "cleared {} with a warm cache", cleared);
+        for recent in compactable.iter().rev().take(micro.keep_recent.max(1)) {
+            prop_assert!(recent.reason != Reason::Microcompacted, "a recent result was cleared");
+        }
 
         prop_assert_eq!(pruned.validate(), original.validate());
         prop_assert_eq!(pruned.messages.len(), original.messages.len());
@@ -181,20 +204,47 @@ proptest! {
         prop_assert_eq!(report.tokens_freed, 0);
     }
 
+    /// A cold cache twice in a row (no request in between): the second call clears nothing new,
+    /// and everything the first cleared comes back byte for byte.
+    #[test]
+    fn microcompact_never_clears_twice(turns in turns(), settings in settings()) {
+        let mut conversation = build(&turns);
+        let mut log = DecisionLog::new();
+        let store = MemoryStore::new();
+        let cold = PruneRequest { context_window: None, previous_request_ms: Some(0) };
+        let first = run_in(&settings, &mut conversation, &mut log, &store, cold);
+        let once = conversation.clone();
+        let second = run_in(&settings, &mut conversation, &mut log, &store, cold);
+        prop_assert_eq!(second.microcompact.map(|m| m.cleared), Some(0));
+        prop_assert!(second.outputs.iter().all(|o| o.reason != Reason::Microcompacted));
+        for (before, after) in first.outputs.iter().zip(&second.outputs) {
+            if before.reason == Reason::Microcompacted {
+                prop_assert_eq!(&after.reason, &Reason::AlreadyReplaced);
+                prop_assert_eq!(&conversation.messages[before.message], &once.messages[before.message]);
+            }
+        }
+    }
+
     /// A harness keeps the log between requests and sends the conversation again, longer: with the
     /// same log, two runs give the same bytes, and every earlier replacement comes back identical.
     #[test]
-    fn the_same_log_gives_the_same_bytes(turns in turns(), settings in settings(), cut in 0.0..1.0f64) {
+    fn the_same_log_gives_the_same_bytes(
+        turns in turns(),
+        settings in settings(),
+        cut in 0.0..1.0f64,
+        previous in previous(),
+    ) {
         let full = build(&turns);
         let mut prefix = Conversation::new(full.messages[..(full.messages.len() as f64 * cut) as usize].to_vec());
         let mut log = DecisionLog::new();
         let store = MemoryStore::new();
-        run(&settings, &mut prefix, &mut log, &store);
+        let request = PruneRequest { context_window: None, previous_request_ms: previous };
+        run_in(&settings, &mut prefix, &mut log, &store, request);
 
         let (mut first, mut second) = (full.clone(), full.clone());
         let (mut log_a, mut log_b) = (log.clone(), log.clone());
-        let report_a = run(&settings, &mut first, &mut log_a, &store);
-        let report_b = run(&settings, &mut second, &mut log_b, &store);
+        let report_a = run_in(&settings, &mut first, &mut log_a, &store, request);
+        let report_b = run_in(&settings, &mut second, &mut log_b, &store, request);
         prop_assert_eq!(bytes(&first), bytes(&second));
         prop_assert_eq!(log_a.to_json(), log_b.to_json());
         prop_assert_eq!(report_a, report_b);
@@ -291,6 +341,7 @@ fn the_generators_exercise_every_rule() {
 
     let mut runner = TestRunner::deterministic();
     let (mut pruned, mut previews, mut duplicates, mut frozen_cases) = (0, 0, 0, 0);
+    let mut cleared = 0;
     for _ in 0..200 {
         let turns = turns().new_tree(&mut runner).unwrap().current();
         let settings = settings().new_tree(&mut runner).unwrap().current();
@@ -306,7 +357,24 @@ fn the_generators_exercise_every_rule() {
         previews += usize::from(has(|r| *r == Reason::OverTurnBudget));
         duplicates += usize::from(has(|r| matches!(r, Reason::Duplicate { .. })));
         frozen_cases += usize::from(report.replaced() > 0);
+        let cold = PruneRequest {
+            context_window: None,
+            previous_request_ms: Some(0),
+        };
+        let mut conversation = build(&turns);
+        let report = run_in(
+            &settings,
+            &mut conversation,
+            &mut DecisionLog::new(),
+            &MemoryStore::new(),
+            cold,
+        );
+        cleared += usize::from(report.microcompact.is_some_and(|m| m.cleared > 0));
     }
+    assert!(
+        cleared >= 40,
+        "only {cleared} of 200 cases cleared anything on a cold cache"
+    );
     assert!(pruned >= 40, "only {pruned} of 200 cases pruned anything");
     assert!(
         previews >= 20,

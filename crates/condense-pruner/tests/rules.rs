@@ -6,8 +6,8 @@ mod common;
 use common::*;
 use condense_core::{Conversation, Message, Phase, Role};
 use condense_pruner::{
-    Decision, DecisionLog, FixedClock, MemoryStore, PruneSettings, Pruner, Reason, Store,
-    StoreError,
+    Decision, DecisionLog, FixedClock, MemoryStore, PruneRequest, PruneSettings, Pruner, Reason,
+    Store, StoreError,
 };
 use condense_tokenizer::Tiktoken;
 
@@ -26,7 +26,9 @@ fn prune(
         store,
         clock: &FixedClock(NOW),
     };
-    pruner.prune(conversation, log, None).unwrap()
+    pruner
+        .prune(conversation, log, PruneRequest::default())
+        .unwrap()
 }
 
 fn t9() -> PruneSettings {
@@ -73,7 +75,11 @@ fn after_the_boundary_only_an_output_larger_than_the_window_is_cut() {
             clock: &FixedClock(NOW),
         };
         pruner
-            .prune(conversation, &mut DecisionLog::new(), window)
+            .prune(
+                conversation,
+                &mut DecisionLog::new(),
+                PruneRequest::window(window),
+            )
             .unwrap()
     };
     let mut untouched = fresh();
@@ -447,7 +453,9 @@ fn a_store_that_cannot_be_written_leaves_everything_unchanged() {
         store: &BrokenStore,
         clock: &FixedClock(NOW),
     };
-    let error = pruner.prune(&mut conversation, &mut log, None).unwrap_err();
+    let error = pruner
+        .prune(&mut conversation, &mut log, PruneRequest::default())
+        .unwrap_err();
     assert!(
         error
             .to_string()

@@ -4,7 +4,9 @@
 
 use condense_core::testing::transcripts;
 use condense_core::{Part, ToolOutput};
-use condense_pruner::{DecisionLog, FixedClock, MemoryStore, PruneSettings, Pruner, Reason, Store};
+use condense_pruner::{
+    DecisionLog, FixedClock, MemoryStore, PruneRequest, PruneSettings, Pruner, Reason, Store,
+};
 use condense_tokenizer::Tiktoken;
 
 #[test]
@@ -26,7 +28,11 @@ fn every_transcript_is_pruned_as_the_rules_say() {
                 clock: &FixedClock(0),
             };
             let report = pruner
-                .prune(&mut conversation, &mut DecisionLog::new(), Some(window))
+                .prune(
+                    &mut conversation,
+                    &mut DecisionLog::new(),
+                    PruneRequest::window(Some(window)),
+                )
                 .unwrap();
             let name = format!("{}@{}k", transcript.name.replace('/', "__"), window / 1000);
             insta::assert_snapshot!(name.clone(), report.to_string());

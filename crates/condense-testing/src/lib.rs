@@ -13,8 +13,12 @@
 //! it (role, tool, tokens, the text cut to a readable length, placeholders and the summary in
 //! full), then the
 //! report, with what varies (the elapsed time, absolute paths) redacted. Variants:
-//! `window = 32_000` sets the context window, `prune_only = true` runs phase 1 alone. Paths are
-//! relative to the crate under test. Works in `#[test]` and `#[tokio::test]` alike: the
+//! `window = 32_000` sets the context window, `prune_only = true` runs phase 1 alone, and
+//! `now = "2025-07-17T21:00:00Z"` compacts as of that time instead of [`FIXED_NOW_MS`] (which is
+//! months after any recorded session, so time-based microcompact clears old outputs of sessions
+//! whose format timestamps its messages, as it would for a person resuming one; a time minutes
+//! after the session's last reply snapshots a warm cache instead). Paths are relative to the
+//! crate under test. Works in `#[test]` and `#[tokio::test]` alike: the
 //! compaction runs on a thread of its own.
 
 #![warn(missing_docs)]
@@ -45,6 +49,8 @@ pub struct Options {
     pub context_window: Option<usize>,
     /// Phase 1 alone.
     pub prune_only: bool,
+    /// The time of the request (RFC 3339) instead of [`FIXED_NOW_MS`].
+    pub now: Option<String>,
 }
 
 /// Why a session could not be rendered.
@@ -76,6 +82,9 @@ pub enum TestingError {
     /// A plugin could not be loaded.
     #[error(transparent)]
     Plugin(#[from] condense_host::PluginError),
+    /// `now` is not an RFC 3339 time.
+    #[error("now: {0}")]
+    Now(String),
     /// The runtime could not start, or the compaction thread died.
     #[error("{0}")]
     Runtime(String),
@@ -105,11 +114,15 @@ pub fn render(base: &Path, session: &Path, options: &Options) -> Result<String, 
             window.to_string(),
         ));
     }
+    let now = match &options.now {
+        Some(text) => condense_core::time::parse_rfc3339(text).map_err(TestingError::Now)?,
+        None => FIXED_NOW_MS,
+    };
     let config = Config::load(&sources)?;
     let (plugins, _warnings) = load_all(&config.plugins)?;
     let compactor = Compactor::with_plugins(&config, &plugins)?
         .with_store(Box::new(MemoryStore::new()))
-        .with_clock(Box::new(condense_host::FixedClock(FIXED_NOW_MS)));
+        .with_clock(Box::new(condense_host::FixedClock(now)));
     let prune_only = options.prune_only;
     let input = conversation.clone();
     // A thread of its own, so that a #[tokio::test] can call this without nesting runtimes.
@@ -256,5 +269,8 @@ macro_rules! assert_compaction {
     };
     (@set $options:ident, prune_only, $value:expr) => {
         $options.prune_only = $value;
+    };
+    (@set $options:ident, now, $value:expr) => {
+        $options.now = Some(::std::string::String::from($value));
     };
 }

@@ -16,11 +16,14 @@ async fn the_readme_s_three_lines_on_the_example_session() {
     );
 }
 
+/// Ten minutes after the session's last reply: the cache is warm, so the walk decides (the
+/// README's example, at the fixed time months later, shows microcompact instead).
 #[test]
 fn prune_only_in_a_plain_test() {
     condense_testing::assert_compaction!(
         "../../examples/claude-code-d7d349f9.jsonl",
         prune_only = true,
+        now = "2025-07-17T21:25:00Z",
         config = "tests/fixtures/small-reply.toml"
     );
 }

@@ -38,8 +38,14 @@ pub fn command(dir: &Path, args: &[&str]) -> Command {
     command
 }
 
-/// `condense compact INPUT` for a model with a 32,000-token window and 4,096 tokens of reply,
-/// followed by `extra`.
+/// The "now" of the CLI tests that print reports (they print the idle time since the session's
+/// last reply, which the wall clock would change every day). It is months after every shared
+/// session, so time-based microcompact fires where the format has timestamps, as it does for a
+/// person resuming an old session.
+pub const FIXED_NOW: &str = "2026-01-01T00:00:00Z";
+
+/// `condense compact INPUT` for a model with a 32,000-token window and 4,096 tokens of reply, at
+/// [`FIXED_NOW`], followed by `extra`.
 pub fn compact_for_32k(dir: &Path, input: &str, extra: &[&str]) -> Output {
     let mut args = vec![
         "compact",
@@ -48,6 +54,8 @@ pub fn compact_for_32k(dir: &Path, input: &str, extra: &[&str]) -> Output {
         "32000",
         "--max-output-tokens",
         "4096",
+        "--now",
+        FIXED_NOW,
     ];
     args.extend_from_slice(extra);
     condense(dir, &args)

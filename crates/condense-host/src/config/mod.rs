@@ -19,15 +19,16 @@ use std::time::Duration;
 
 use condense_compact::TailSettings;
 use condense_pruner::{
-    DUPLICATE_VARIABLES, Note, PREVIEW_VARIABLES, PruneSettings, SUPERSEDED_VARIABLES,
+    DUPLICATE_VARIABLES, MicrocompactSettings, Note, PREVIEW_VARIABLES, PruneSettings,
+    SUPERSEDED_VARIABLES,
 };
 use condense_tokenizer::Encoding;
 
 pub use error::ConfigError;
 pub use layer::{Origin, PluginSpec, Setting, Source};
 pub use typed::{
-    CompactionConfig, ModelSettings, PruneConfig, Settings, StoreConfig, SummarizerConfig,
-    SummarizerKind, TemplateChoice, TrimConfig,
+    CompactionConfig, MicrocompactConfig, ModelSettings, PruneConfig, Settings, StoreConfig,
+    SummarizerConfig, SummarizerKind, TemplateChoice, TrimConfig,
 };
 
 /// The built-in layer: every key with its default.
@@ -243,6 +244,11 @@ impl Config {
                 &prune.superseded_note,
                 SUPERSEDED_VARIABLES,
             ),
+            (
+                "microcompact.note",
+                &self.settings.microcompact.note,
+                &[][..],
+            ),
         ] {
             Note::new(text, extra).map_err(|error| self.bad(key, error.to_string()))?;
         }
@@ -273,6 +279,7 @@ impl Config {
     /// Phase 1's rules.
     pub fn prune_settings(&self) -> PruneSettings {
         let prune = &self.settings.prune;
+        let micro = &self.settings.microcompact;
         // `validate` parsed each note already; the fallback is never taken.
         let note = |text: &str, extra| {
             Note::new(text, extra).unwrap_or_else(|_| PruneSettings::default().placeholder)
@@ -297,6 +304,13 @@ impl Config {
             preview_note: note(&prune.preview_note, PREVIEW_VARIABLES),
             duplicate_note: note(&prune.duplicate_note, DUPLICATE_VARIABLES),
             superseded_note: note(&prune.superseded_note, SUPERSEDED_VARIABLES),
+            microcompact: MicrocompactSettings {
+                enabled: micro.enabled,
+                idle_minutes: micro.idle_minutes,
+                keep_recent: micro.keep_recent,
+                tools: micro.tools.iter().cloned().collect(),
+                note: note(&micro.note, &[][..]),
+            },
         }
     }
 

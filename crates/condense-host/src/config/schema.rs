@@ -113,6 +113,7 @@ mod tests {
                 "model",
                 "prune",
                 "trim",
+                "microcompact",
                 "compaction",
                 "summarizer",
                 "store"

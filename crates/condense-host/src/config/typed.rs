@@ -25,6 +25,8 @@ pub struct Settings {
     pub prune: PruneConfig,
     /// `[trim]`: what the agent may trim with `trim_tool_result`.
     pub trim: TrimConfig,
+    /// `[microcompact]`: what is cleared once the provider's cache has expired.
+    pub microcompact: MicrocompactConfig,
     /// `[compaction]`: when and how phase 2 cuts and summarizes.
     pub compaction: CompactionConfig,
     /// `[summarizer]`: who writes the summary.
@@ -89,6 +91,23 @@ pub struct PruneConfig {
 pub struct TrimConfig {
     /// Whether a result older than the most recent one may be trimmed.
     pub allow_older: bool,
+}
+
+/// `[microcompact]`; [`condense_pruner::MicrocompactSettings`] is built from it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct MicrocompactConfig {
+    /// Whether the rule runs.
+    pub enabled: bool,
+    /// Minutes of idle before the cache counts as cold.
+    pub idle_minutes: u64,
+    /// The most recent results of the tools that stay (at least 1).
+    pub keep_recent: usize,
+    /// The tools whose results are cleared (the last layer's list wins).
+    pub tools: Vec<String>,
+    /// What stands in for a cleared result.
+    pub note: String,
 }
 
 /// `[compaction]`.
