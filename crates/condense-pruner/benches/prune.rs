@@ -91,6 +91,29 @@ fn prune_largest(c: &mut Criterion) {
         });
     }
 
+    // Time-based microcompact on a cold cache: the session's last reply is months before the
+    // clock, so the rule clears and the budget and the walk do not run.
+    let cold_clock = FixedClock(1_767_225_600_000);
+    let settings = PruneSettings::default();
+    let pruner = Pruner {
+        settings: &settings,
+        counter: &counter,
+        store: &store,
+        clock: &cold_clock,
+    };
+    group.bench_function("first call, defaults, cache cold (microcompact clears 69)", |b| {
+        b.iter_batched_ref(
+            || (conversation.clone(), DecisionLog::new()),
+            |(conversation, log)| {
+                let report = pruner
+                    .prune(black_box(conversation), log, PruneRequest::default())
+                    .unwrap();
+                assert_eq!(report.microcompact.map(|m| m.cleared), Some(69));
+            },
+            BatchSize::LargeInput,
+        )
+    });
+
     // The harness's loop: prune, then one more turn arrives, then prune again with the same log.
     let settings = PruneSettings {
         adaptive_thresholds: true,
