@@ -12,6 +12,7 @@ use condense_summarize::{Anthropic, Extractive, OpenAi, Summarizer};
 use condense_template::{PromptVars, Template, parse_summary};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 
+use crate::head::{self, message_hash};
 use crate::report::{CompactReport, CompactionOutcome, FailureKind};
 use crate::state::SessionState;
 use crate::usage::{Measure, measure};
@@ -158,6 +159,10 @@ impl Compactor {
         let started = Instant::now();
         let counter = self.counter.as_ref();
         let usable = condense_compact::usable(&self.tail);
+        // The client's own messages, before anything replaces them: what a frozen head is
+        // recognised by, now and on the next request.
+        let hashes: Vec<u64> = conversation.messages.iter().map(message_hash).collect();
+        let (head, placed) = head::apply(&mut state.head, &mut conversation, &hashes);
         let measured = measure(&conversation, state.reported_usage, counter);
         let tokens_before = counter.count_conversation(&conversation);
 
@@ -195,7 +200,22 @@ impl Compactor {
         } else {
             let automatic = phases == Phases::Both { automatic: true };
             let (outcome, compacted) = self.summarize(&conversation, state, automatic).await?;
-            if let Some(compacted) = compacted {
+            if let (
+                Some(compacted),
+                CompactionOutcome::Summarized {
+                    split,
+                    carried_messages,
+                    ..
+                },
+            ) = (compacted, &outcome)
+            {
+                state.head = head::freeze(
+                    split.tail_start,
+                    split.pinned + 1 + carried_messages,
+                    placed,
+                    &compacted.messages,
+                    &hashes,
+                );
                 conversation = compacted;
             }
             outcome
@@ -212,6 +232,7 @@ impl Compactor {
         Ok(Compaction {
             conversation,
             report: CompactReport {
+                head,
                 measured,
                 usable,
                 tokens_before,

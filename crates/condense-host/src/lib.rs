@@ -17,6 +17,7 @@
 mod compactor;
 pub mod config;
 mod error;
+mod head;
 pub mod plugins;
 mod report;
 mod state;
@@ -29,6 +30,7 @@ pub use config::{
     TemplateChoice, TrimConfig,
 };
 pub use error::HostError;
+pub use head::{FrozenHead, HeadOutcome, message_hash};
 pub use plugins::{LoadedPlugin, PluginError};
 pub use report::{CompactReport, CompactionOutcome, FailureKind};
 // What the host's public types mention, so a harness that depends on the host alone can name it.

@@ -65,6 +65,10 @@ pub enum FailureKind {
 /// Everything one call did, with the tokens before and after each phase.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompactReport {
+    /// Whether an earlier summary's head was put back in place, or dropped because the client's
+    /// history no longer starts with it; absent when the session has none.
+    #[serde(flatten)]
+    pub head: Option<crate::HeadOutcome>,
     /// The trigger's count before anything was done, and where it came from.
     pub measured: Measure,
     /// Compaction is due at this many tokens (`context_window - reserved`).

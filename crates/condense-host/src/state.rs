@@ -18,6 +18,10 @@ pub struct SessionState {
     /// Absent from states saved before it existed.
     #[serde(default)]
     pub last_request_ms: Option<u64>,
+    /// The last summary and the client's messages it stands for: a harness or proxy that resends
+    /// the whole history gets the same summary in their place on every later request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<crate::FrozenHead>,
 }
 
 /// The provider's count of the request that produced the message at `message`: its whole input

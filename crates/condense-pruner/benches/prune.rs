@@ -101,18 +101,21 @@ fn prune_largest(c: &mut Criterion) {
         store: &store,
         clock: &cold_clock,
     };
-    group.bench_function("first call, defaults, cache cold (microcompact clears 69)", |b| {
-        b.iter_batched_ref(
-            || (conversation.clone(), DecisionLog::new()),
-            |(conversation, log)| {
-                let report = pruner
-                    .prune(black_box(conversation), log, PruneRequest::default())
-                    .unwrap();
-                assert_eq!(report.microcompact.map(|m| m.cleared), Some(69));
-            },
-            BatchSize::LargeInput,
-        )
-    });
+    group.bench_function(
+        "first call, defaults, cache cold (microcompact clears 69)",
+        |b| {
+            b.iter_batched_ref(
+                || (conversation.clone(), DecisionLog::new()),
+                |(conversation, log)| {
+                    let report = pruner
+                        .prune(black_box(conversation), log, PruneRequest::default())
+                        .unwrap();
+                    assert_eq!(report.microcompact.map(|m| m.cleared), Some(69));
+                },
+                BatchSize::LargeInput,
+            )
+        },
+    );
 
     // The harness's loop: prune, then one more turn arrives, then prune again with the same log.
     let settings = PruneSettings {

@@ -1,0 +1,143 @@
+//! A client that resends its whole, uncompacted history with every request (every SDK, every
+//! agent behind a proxy): a summary made for one request comes back byte for byte on the next,
+//! and a new one is made only when the compacted form crosses the threshold again.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use condense_core::testing::transcript;
+use condense_core::{Conversation, Message, Role};
+use condense_host::{CompactionOutcome, Compactor, Config, HeadOutcome, SessionState, Sources};
+use condense_pruner::{FixedClock, MemoryStore};
+
+fn compactor() -> Compactor {
+    let config = Config::load(&Sources {
+        env: vec![
+            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "32000".into()),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+        ],
+        ..Sources::default()
+    })
+    .unwrap();
+    Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()))
+        .with_clock(Box::new(FixedClock(1_763_700_000_000)))
+}
+
+/// The session's requests: each assistant step is one, its input everything before it.
+fn requests(conversation: &Conversation) -> Vec<Conversation> {
+    conversation
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(index, message)| *index > 0 && message.role == Role::Assistant)
+        .map(|(index, _)| Conversation {
+            messages: conversation.messages[..index].to_vec(),
+            envelope: conversation.envelope.clone(),
+            side: conversation.side.clone(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_request_after_a_summary_starts_with_the_same_bytes() {
+    // An autonomous run in OpenAI format (no timestamps: the clock alone never makes
+    // microcompact fire), long enough to need several summaries at 32K.
+    let (_, session) = condense_formats::read(
+        &transcript("openai/mini-swe-agent-sympy__sympy-13091")
+            .unwrap()
+            .bytes,
+        None,
+    )
+    .unwrap();
+    let compactor = compactor();
+    let mut state = SessionState::default();
+    let mut previous: Option<Vec<Message>> = None;
+    let (mut summaries, mut reused, mut judged) = (0, 0, 0);
+    for request in requests(&session) {
+        let prepared = compactor.prepare(request, &mut state).await.unwrap();
+        let report = &prepared.report;
+        judged += 1;
+        assert!(report.under_threshold, "{:?}", report.note);
+        if let Some(HeadOutcome::Reused { replaced_by, .. }) = report.head {
+            reused += 1;
+            let before = previous.as_ref().unwrap();
+            if !matches!(report.compaction, CompactionOutcome::Summarized { .. }) {
+                // No new summary: the whole replacement is the previous request's, byte for byte.
+                assert_eq!(
+                    &prepared.conversation.messages[..replaced_by],
+                    &before[..replaced_by],
+                    "request {judged}"
+                );
+            }
+        }
+        assert!(!matches!(report.head, Some(HeadOutcome::Diverged { .. })));
+        if matches!(report.compaction, CompactionOutcome::Summarized { .. }) {
+            summaries += 1;
+            // The summary folds the previous one in: the earlier summary was in its head.
+            let head = state.head.as_ref().unwrap();
+            assert!(head.replacement.iter().any(Message::is_compaction_summary));
+        }
+        previous = Some(prepared.conversation.messages);
+    }
+    eprintln!("{judged} requests: {summaries} summaries, {reused} reused the frozen head");
+    // Without the frozen head every request past the first summary would summarize again.
+    assert!(summaries >= 2, "{summaries} summaries");
+    assert!(
+        summaries * 5 < reused,
+        "{summaries} summaries, {reused} reuses of {judged}"
+    );
+}
+
+#[tokio::test]
+async fn an_edited_history_is_judged_afresh_and_says_so() {
+    let (_, session) = condense_formats::read(
+        &transcript("openai/mini-swe-agent-sympy__sympy-13091")
+            .unwrap()
+            .bytes,
+        None,
+    )
+    .unwrap();
+    let compactor = compactor();
+    let mut state = SessionState::default();
+    let all = requests(&session);
+    let mut summarized_at = None;
+    for (index, request) in all.iter().enumerate() {
+        let prepared = compactor
+            .prepare(request.clone(), &mut state)
+            .await
+            .unwrap();
+        if matches!(
+            prepared.report.compaction,
+            CompactionOutcome::Summarized { .. }
+        ) {
+            summarized_at = Some(index);
+            break;
+        }
+    }
+    let index = summarized_at.expect("a summary at 32K");
+    let old_summary = state
+        .head
+        .as_ref()
+        .unwrap()
+        .replacement
+        .iter()
+        .find(|message| message.is_compaction_summary())
+        .cloned()
+        .unwrap();
+    let mut edited = all[index + 1].clone();
+    let first_user = edited
+        .messages
+        .iter()
+        .position(Message::is_user_turn)
+        .unwrap();
+    edited.messages[first_user] = Message::text(Role::User, "a different task");
+    let prepared = compactor.prepare(edited, &mut state).await.unwrap();
+    assert_eq!(
+        prepared.report.head,
+        Some(HeadOutcome::Diverged { at: first_user })
+    );
+    let json = serde_json::to_value(&prepared.report).unwrap();
+    assert_eq!(json["head"], "diverged");
+    // The old summary, made of the history before the edit, is gone.
+    assert!(!prepared.conversation.messages.contains(&old_summary));
+}
