@@ -29,6 +29,7 @@ pub fn run(command: Command, verbosity: Verbosity) -> Result<()> {
         Command::Plugins(PluginsAction::List(settings)) => list_plugins(&settings, verbosity),
         Command::Template(action) => template(action),
         Command::Tools(ToolsAction::Schema { format }) => tools_schema(format),
+        Command::Serve(args) => crate::serve::serve(args, verbosity),
     }
 }
 

@@ -20,6 +20,7 @@ macro_rules! say_raw {
 mod commands;
 mod human;
 mod io;
+mod serve;
 mod settings;
 mod spinner;
 mod temp;
@@ -78,6 +79,11 @@ enum Command {
     /// Compaction templates.
     #[command(subcommand, after_help = "Example:\n  condense template show anchored")]
     Template(TemplateAction),
+    /// A compacting proxy: point an agent's base URL at it.
+    #[command(
+        after_help = "Example:\n  condense serve --listen 127.0.0.1:8787 --anthropic-upstream https://api.anthropic.com\n  ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude"
+    )]
+    Serve(ServeArgs),
     /// Tools condense gives the agent.
     #[command(
         subcommand,
@@ -95,6 +101,24 @@ pub enum ToolsAction {
         #[arg(long, value_parser = parse_format, default_value = "openai")]
         format: Format,
     },
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Where to listen (serve.listen).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// The OpenAI-compatible upstream's origin, e.g. https://api.openai.com (serve.openai_upstream).
+    #[arg(long, value_name = "URL")]
+    openai_upstream: Option<String>,
+    /// The Anthropic upstream's origin, e.g. https://api.anthropic.com (serve.anthropic_upstream).
+    #[arg(long, value_name = "URL")]
+    anthropic_upstream: Option<String>,
+    /// The sessions' state: a directory (serve.state).
+    #[arg(long, value_name = "PATH")]
+    state: Option<String>,
+    #[command(flatten)]
+    settings: SettingArgs,
 }
 
 /// Settings that override the configuration for one run.
@@ -271,7 +295,10 @@ fn main() -> ExitCode {
         (_, true) => Verbosity::Verbose,
         _ => Verbosity::Normal,
     };
-    temp::install_signal_cleanup();
+    // The proxy handles its own signals: SIGTERM lets in-flight requests finish.
+    if !matches!(cli.command, Command::Serve(_)) {
+        temp::install_signal_cleanup();
+    }
     match std::panic::catch_unwind(|| commands::run(cli.command, verbosity)) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         // A reader that went away (`condense inspect … | head -1`) is not a failure.

@@ -264,7 +264,12 @@ fn write_message(message: &Message, out: &mut Vec<Value>) {
     let mut fields = record
         .map(|record| record.fields.clone())
         .unwrap_or_default();
-    let shape = record.map(|record| record.shape).unwrap_or_default();
+    // A message condense made (a summary, a continuation) has no wire record: a plain string
+    // when it is text alone, the form every Chat Completions server accepts (llama.cpp's server,
+    // for one, refuses a list of blocks in a system message).
+    let shape = record
+        .map(|record| record.shape)
+        .unwrap_or(ContentShape::String);
     let role = role_string(message.role, &fields);
     fields.shift_remove("role");
 
@@ -393,4 +398,36 @@ fn call_value(call: &ToolCall) -> Value {
     object.append(&mut extra);
     object.insert("function".into(), Value::Object(head));
     Value::Object(object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A summary or continuation condense adds is written as a plain string, which every Chat
+    /// Completions server accepts; a message read from the wire keeps the shape it came in.
+    #[test]
+    fn messages_condense_makes_are_plain_strings() {
+        let mut conversation = Conversation::new(vec![
+            Message::text(
+                Role::System,
+                "<prior-conversation-summary>x</prior-conversation-summary>",
+            ),
+            Message::text(Role::User, "Continue."),
+        ]);
+        let value = to_value(&conversation);
+        assert_eq!(
+            value[0]["content"],
+            "<prior-conversation-summary>x</prior-conversation-summary>"
+        );
+        assert_eq!(value[1]["content"], "Continue.");
+
+        conversation.messages[1].wire = vec![condense_core::WireRecord {
+            fields: JsonMap::new(),
+            parts: 1,
+            shape: ContentShape::Blocks,
+        }];
+        let value = to_value(&conversation);
+        assert_eq!(value[1]["content"][0]["text"], "Continue.");
+    }
 }

@@ -26,8 +26,8 @@ mod usage;
 pub use compactor::{Compaction, Compactor};
 pub use config::{
     CompactionConfig, Config, ConfigError, MicrocompactConfig, ModelSettings, Origin, PluginSpec,
-    PruneConfig, Setting, Settings, Source, Sources, StoreConfig, SummarizerConfig, SummarizerKind,
-    TemplateChoice, TrimConfig,
+    PruneConfig, ServeConfig, Setting, Settings, Source, Sources, StoreConfig, SummarizerConfig,
+    SummarizerKind, TemplateChoice, TrimConfig,
 };
 pub use error::HostError;
 pub use head::{FrozenHead, HeadOutcome, message_hash};

@@ -27,8 +27,8 @@ use condense_tokenizer::Encoding;
 pub use error::ConfigError;
 pub use layer::{Origin, PluginSpec, Setting, Source};
 pub use typed::{
-    CompactionConfig, MicrocompactConfig, ModelSettings, PruneConfig, Settings, StoreConfig,
-    SummarizerConfig, SummarizerKind, TemplateChoice, TrimConfig,
+    CompactionConfig, MicrocompactConfig, ModelSettings, PruneConfig, ServeConfig, Settings,
+    StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice, TrimConfig,
 };
 
 /// The built-in layer: every key with its default.

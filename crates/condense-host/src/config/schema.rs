@@ -116,7 +116,8 @@ mod tests {
                 "microcompact",
                 "compaction",
                 "summarizer",
-                "store"
+                "store",
+                "serve"
             ]
         );
         assert_eq!(

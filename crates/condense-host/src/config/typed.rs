@@ -33,6 +33,8 @@ pub struct Settings {
     pub summarizer: SummarizerConfig,
     /// `[store]`: where originals are kept.
     pub store: StoreConfig,
+    /// `[serve]`: the compacting proxy.
+    pub serve: ServeConfig,
 }
 
 /// `[model]`.
@@ -177,6 +179,25 @@ pub struct SummarizerConfig {
 pub struct StoreConfig {
     /// Where originals of replaced outputs are kept.
     pub dir: PathBuf,
+}
+
+/// `[serve]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ServeConfig {
+    /// The address the proxy listens on.
+    pub listen: String,
+    /// The OpenAI-compatible upstream's origin.
+    pub openai_upstream: String,
+    /// The Anthropic upstream's origin.
+    pub anthropic_upstream: String,
+    /// The sessions' state directory; `""` for the user's state directory.
+    pub state: String,
+    /// The largest request body accepted.
+    pub body_limit_bytes: usize,
+    /// The longest the upstream may stay silent.
+    pub upstream_timeout_secs: u64,
 }
 
 /// The summarizer `summarizer.kind` names.

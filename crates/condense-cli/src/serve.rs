@@ -1,0 +1,116 @@
+//! `condense serve`: the compacting proxy, with its settings from the configuration and flags.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use condense_host::Compactor;
+use condense_serve::{DirSessionStore, Proxy, ProxySettings, SessionStore};
+
+use crate::settings::{plugins, sources};
+use crate::{ServeArgs, Verbosity, usage_error};
+
+pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
+    let mut sources = sources(&args.settings)?;
+    for (flag, key, value) in [
+        ("--listen", "serve.listen", &args.listen),
+        (
+            "--openai-upstream",
+            "serve.openai_upstream",
+            &args.openai_upstream,
+        ),
+        (
+            "--anthropic-upstream",
+            "serve.anthropic_upstream",
+            &args.anthropic_upstream,
+        ),
+        ("--state", "serve.state", &args.state),
+    ] {
+        if let Some(value) = value {
+            sources.flags.push((flag.into(), key.into(), value.clone()));
+        }
+    }
+    let config = condense_host::Config::load(&sources)?;
+    let serve = config.settings().serve.clone();
+    let listen: SocketAddr = serve.listen.parse().map_err(|_| {
+        usage_error(format!(
+            "serve.listen: `{}` is not an address and port (e.g. 127.0.0.1:8787)",
+            serve.listen
+        ))
+    })?;
+    for (key, url) in [
+        ("serve.openai_upstream", &serve.openai_upstream),
+        ("serve.anthropic_upstream", &serve.anthropic_upstream),
+    ] {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(usage_error(format!(
+                "{key}: `{url}` is not an http:// or https:// origin"
+            )));
+        }
+    }
+    if serve.body_limit_bytes == 0 {
+        return Err(usage_error("serve.body_limit_bytes: must be more than 0"));
+    }
+    let store: Arc<dyn SessionStore> = if serve.state.starts_with("redis://") {
+        return Err(usage_error(format!(
+            "serve.state: `{}`: Redis is not supported by this build yet; use a directory",
+            serve.state
+        )));
+    } else if serve.state.is_empty() {
+        Arc::new(DirSessionStore::new(DirSessionStore::default_dir()))
+    } else {
+        Arc::new(DirSessionStore::new(PathBuf::from(&serve.state)))
+    };
+    let plugins = plugins(&config, verbosity)?;
+    let compactor = Compactor::with_plugins(&config, &plugins)?;
+    let level = match verbosity {
+        Verbosity::Quiet => tracing::Level::WARN,
+        Verbosity::Normal => tracing::Level::INFO,
+        Verbosity::Verbose => tracing::Level::DEBUG,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+    let proxy = Arc::new(Proxy::new(
+        ProxySettings::from_config(&serve),
+        compactor,
+        store.clone(),
+    )?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("cannot listen on {listen}"))?;
+        let bound = listener.local_addr().unwrap_or(listen);
+        // Tests and scripts read this line to learn the port when they asked for port 0.
+        eprintln!(
+            "condense serve: listening on http://{bound} (OpenAI upstream {}, Anthropic upstream {}, state {store:?})",
+            serve.openai_upstream, serve.anthropic_upstream
+        );
+        condense_serve::run(listener, proxy, shutdown_signal()).await?;
+        eprintln!("condense serve: stopped");
+        anyhow::Ok(())
+    })
+}
+
+/// SIGTERM or SIGINT: stop accepting, let in-flight requests and streams finish.
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate => {}
+    }
+}

@@ -1,0 +1,50 @@
+//! `condense serve`: a compacting proxy in front of an OpenAI- or Anthropic-compatible
+//! provider, so that any agent that accepts a base URL gets condense without a line of its code
+//! changed.
+//!
+//! `POST /v1/chat/completions` (OpenAI) and `POST /v1/messages` (Anthropic) are compacted: the
+//! session's state is loaded, [`condense_host::Compactor::prepare`] runs (frozen decisions, agent
+//! trims, time-based microcompact from the real gap since the session's previous request, the
+//! pruner, a summary when due, and the frozen summary of earlier requests put back in place),
+//! the state is saved, and the request goes upstream. The response comes back unchanged, a
+//! stream chunk by chunk as it arrives; the provider's usage is read on the way and kept for the
+//! next trigger. Every other path is passed through untouched. Headers are forwarded as they
+//! came, credentials included, and never logged or stored.
+//!
+//! The proxy owns no compaction rule: every rule is the library's, so the CLI, a harness that
+//! links condense and the proxy behave alike.
+//!
+//! **Fail open**: when anything about compacting a request fails, the client's own bytes go
+//! upstream and the failure is logged and counted; a request never fails because of condense.
+//! condense's own refusals use the provider's error shape: 400 for a body that is not JSON or
+//! not a chat request, 413 over `serve.body_limit_bytes`, 502 when the upstream cannot be
+//! reached, 504 when it stays silent past `serve.upstream_timeout_secs`.
+//!
+//! Sessions: the `x-condense-session` header when the client sends one, otherwise a key derived
+//! from the system prompt and the first user message ([`derived_session`]).
+
+#![warn(missing_docs)]
+
+mod metrics;
+mod proxy;
+mod state;
+mod wire;
+
+pub use metrics::Metrics;
+pub use proxy::{Proxy, ProxyError, ProxySettings, SESSION_HEADER};
+pub use state::{DirSessionStore, Saved, SessionStore, StateStoreError, Versioned};
+pub use wire::{Provider, UsageScanner, derived_session};
+
+/// Serves `proxy` on `listener` until `shutdown` resolves; then in-flight requests and streams
+/// finish, and the usage of every finished response is saved, before it returns.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    proxy: std::sync::Arc<Proxy>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, proxy.clone().router())
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    proxy.flushed().await;
+    Ok(())
+}

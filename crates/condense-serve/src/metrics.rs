@@ -1,0 +1,168 @@
+//! `GET /metrics` in Prometheus' text format: counters kept with atomics (no lock on the request
+//! path) and one histogram, the latency condense adds to a request.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Upper bounds of the added-latency buckets, in milliseconds.
+const BUCKETS_MS: [f64; 10] = [
+    1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 1_000.0, 10_000.0,
+];
+
+/// Everything `/metrics` reports.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// Compactable requests, by provider: OpenAI, Anthropic.
+    pub requests: [AtomicU64; 2],
+    /// Requests passed through untouched.
+    pub passthrough: AtomicU64,
+    /// Requests whose conversation changed, by what changed it.
+    pub pruned: AtomicU64,
+    /// Requests where time-based microcompact cleared outputs.
+    pub microcompacted: AtomicU64,
+    /// Requests that got a new summary.
+    pub summarized: AtomicU64,
+    /// Requests whose earlier summary was put back in place.
+    pub head_reused: AtomicU64,
+    /// Summarizer failures (the request went on pruned).
+    pub summarizer_failures: AtomicU64,
+    /// Compactions that failed, the request forwarded unchanged (fail open).
+    pub failed_open: AtomicU64,
+    /// Requests refused by condense itself (malformed, too large).
+    pub refused: AtomicU64,
+    /// Upstream unreachable or timed out.
+    pub upstream_errors: AtomicU64,
+    /// Tokens of the conversations as the clients sent them.
+    pub tokens_before: AtomicU64,
+    /// Tokens of the conversations as forwarded.
+    pub tokens_after: AtomicU64,
+    /// Cumulative bucket counts of the added latency.
+    latency_buckets: [AtomicU64; BUCKETS_MS.len()],
+    latency_count: AtomicU64,
+    /// Sum of the added latency, in microseconds.
+    latency_sum_us: AtomicU64,
+}
+
+impl Metrics {
+    /// Counts one.
+    pub fn add(counter: &AtomicU64, by: u64) {
+        counter.fetch_add(by, Ordering::Relaxed);
+    }
+
+    /// Records the latency condense added to one request.
+    pub fn observe_added(&self, micros: u64) {
+        let ms = micros as f64 / 1_000.0;
+        for (bound, bucket) in BUCKETS_MS.iter().zip(&self.latency_buckets) {
+            if ms <= *bound {
+                bucket.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.latency_count.fetch_add(1, Ordering::Relaxed);
+        self.latency_sum_us.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    /// The text `/metrics` serves.
+    pub fn render(&self) -> String {
+        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let mut out = String::new();
+        let mut counter = |name: &str, help: &str, samples: &[(&str, u64)]| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            for (labels, value) in samples {
+                let _ = writeln!(out, "{name}{labels} {value}");
+            }
+        };
+        counter(
+            "condense_requests_total",
+            "Compactable requests received.",
+            &[
+                ("{provider=\"openai\"}", get(&self.requests[0])),
+                ("{provider=\"anthropic\"}", get(&self.requests[1])),
+            ],
+        );
+        counter(
+            "condense_passthrough_requests_total",
+            "Requests passed through untouched.",
+            &[("", get(&self.passthrough))],
+        );
+        counter(
+            "condense_compactions_total",
+            "Requests changed by condense, by phase.",
+            &[
+                ("{phase=\"prune\"}", get(&self.pruned)),
+                ("{phase=\"microcompact\"}", get(&self.microcompacted)),
+                ("{phase=\"summary\"}", get(&self.summarized)),
+                ("{phase=\"frozen_summary\"}", get(&self.head_reused)),
+            ],
+        );
+        counter(
+            "condense_summarizer_failures_total",
+            "Summaries that failed; the request went on pruned.",
+            &[("", get(&self.summarizer_failures))],
+        );
+        counter(
+            "condense_failed_open_total",
+            "Compactions that failed; the request was forwarded unchanged.",
+            &[("", get(&self.failed_open))],
+        );
+        counter(
+            "condense_refused_total",
+            "Requests condense refused (malformed or too large).",
+            &[("", get(&self.refused))],
+        );
+        counter(
+            "condense_upstream_errors_total",
+            "Upstream unreachable or timed out.",
+            &[("", get(&self.upstream_errors))],
+        );
+        counter(
+            "condense_tokens_total",
+            "Tokens of the conversations, as received and as forwarded.",
+            &[
+                ("{stage=\"before\"}", get(&self.tokens_before)),
+                ("{stage=\"after\"}", get(&self.tokens_after)),
+            ],
+        );
+        let name = "condense_added_latency_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Time condense adds to a request before forwarding it.\n# TYPE {name} histogram"
+        );
+        for (bound, bucket) in BUCKETS_MS.iter().zip(&self.latency_buckets) {
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{le=\"{}\"}} {}",
+                bound / 1_000.0,
+                get(bucket)
+            );
+        }
+        let count = get(&self.latency_count);
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
+        let _ = writeln!(
+            out,
+            "{name}_sum {}",
+            get(&self.latency_sum_us) as f64 / 1_000_000.0
+        );
+        let _ = writeln!(out, "{name}_count {count}");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_histogram_is_cumulative_and_the_text_is_prometheus() {
+        let metrics = Metrics::default();
+        metrics.observe_added(1_500);
+        metrics.observe_added(30_000);
+        Metrics::add(&metrics.requests[1], 2);
+        let text = metrics.render();
+        assert!(text.contains("condense_requests_total{provider=\"anthropic\"} 2"));
+        assert!(text.contains("condense_added_latency_seconds_bucket{le=\"0.001\"} 0"));
+        assert!(text.contains("condense_added_latency_seconds_bucket{le=\"0.002\"} 1"));
+        assert!(text.contains("condense_added_latency_seconds_bucket{le=\"0.05\"} 2"));
+        assert!(text.contains("condense_added_latency_seconds_count 2"));
+        assert!(text.contains("condense_added_latency_seconds_sum 0.0315"));
+    }
+}

@@ -1,0 +1,621 @@
+//! The request path: read, prepare with the session's state, forward, relay.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, Method, StatusCode, header};
+use axum::response::Response;
+use axum::routing::{get, post};
+use condense_host::{
+    CompactionOutcome, Compactor, HeadOutcome, ReportedUsage, ServeConfig, SessionState,
+};
+use futures_util::Stream;
+use serde_json::Value;
+
+use crate::metrics::Metrics;
+use crate::state::{Saved, SessionStore};
+use crate::wire::{Provider, UsageScanner, derived_session};
+
+/// The header a client may send to name its session.
+pub const SESSION_HEADER: &str = "x-condense-session";
+
+/// How many times a save that lost a compare-and-set is prepared again on the winner's state.
+const SAVE_ATTEMPTS: usize = 3;
+
+/// Where requests go and what the proxy accepts.
+#[derive(Debug, Clone)]
+pub struct ProxySettings {
+    /// The OpenAI-compatible upstream's origin.
+    pub openai_upstream: String,
+    /// The Anthropic upstream's origin.
+    pub anthropic_upstream: String,
+    /// The largest request body accepted on the compacted routes.
+    pub body_limit_bytes: usize,
+    /// The longest the upstream may stay silent.
+    pub upstream_timeout: Duration,
+}
+
+impl ProxySettings {
+    /// The `[serve]` configuration's values.
+    pub fn from_config(config: &ServeConfig) -> Self {
+        ProxySettings {
+            openai_upstream: config.openai_upstream.clone(),
+            anthropic_upstream: config.anthropic_upstream.clone(),
+            body_limit_bytes: config.body_limit_bytes,
+            upstream_timeout: Duration::from_secs(config.upstream_timeout_secs),
+        }
+    }
+
+    fn upstream(&self, provider: Provider) -> &str {
+        match provider {
+            Provider::OpenAi => &self.openai_upstream,
+            Provider::Anthropic => &self.anthropic_upstream,
+        }
+    }
+}
+
+/// Why a proxy could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProxyError {
+    /// The HTTP client could not be built.
+    #[error("cannot build the upstream HTTP client: {0}")]
+    Client(String),
+}
+
+/// The proxy: one compactor for every session, each session's state in the store.
+pub struct Proxy {
+    settings: ProxySettings,
+    compactor: Compactor,
+    store: Arc<dyn SessionStore>,
+    client: reqwest::Client,
+    /// One lock per session: two requests of one session on this replica are prepared one after
+    /// the other (across replicas the store's compare-and-set decides).
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Usage recordings still running after their response ended; shutdown waits for them.
+    pending: Arc<Pending>,
+    /// What `/metrics` reports.
+    pub metrics: Metrics,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("settings", &self.settings)
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    count: AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+impl Proxy {
+    /// A proxy forwarding as `settings` say, compacting with `compactor`, keeping states in
+    /// `store`.
+    pub fn new(
+        settings: ProxySettings,
+        compactor: Compactor,
+        store: Arc<dyn SessionStore>,
+    ) -> Result<Self, ProxyError> {
+        // TLS needs a process-wide crypto provider; ring's, unless one is installed already.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(settings.upstream_timeout)
+            .build()
+            .map_err(|error| ProxyError::Client(error.to_string()))?;
+        Ok(Proxy {
+            settings,
+            compactor,
+            store,
+            client,
+            locks: Mutex::new(HashMap::new()),
+            pending: Arc::new(Pending::default()),
+            metrics: Metrics::default(),
+        })
+    }
+
+    /// The routes: the two compacted ones, `/healthz`, `/metrics`, and everything else passed
+    /// through.
+    pub fn router(self: Arc<Self>) -> Router {
+        Router::new()
+            .route("/healthz", get(|| async { "ok\n" }))
+            .route(
+                "/metrics",
+                get(|State(proxy): State<Arc<Proxy>>| async move { proxy.metrics.render() }),
+            )
+            .route(
+                "/v1/chat/completions",
+                post(
+                    |State(proxy): State<Arc<Proxy>>, request: Request| async move {
+                        proxy.compacted(Provider::OpenAi, request).await
+                    },
+                ),
+            )
+            .route(
+                "/v1/messages",
+                post(
+                    |State(proxy): State<Arc<Proxy>>, request: Request| async move {
+                        proxy.compacted(Provider::Anthropic, request).await
+                    },
+                ),
+            )
+            .fallback(
+                |State(proxy): State<Arc<Proxy>>, request: Request| async move {
+                    proxy.passthrough(request).await
+                },
+            )
+            .with_state(self)
+    }
+
+    /// Waits until every usage recording of a finished response is saved.
+    pub async fn flushed(&self) {
+        loop {
+            let idle = self.pending.idle.notified();
+            if self.pending.count.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+
+    async fn compacted(self: Arc<Self>, provider: Provider, request: Request) -> Response {
+        let started = Instant::now();
+        let index = usize::from(provider == Provider::Anthropic);
+        Metrics::add(&self.metrics.requests[index], 1);
+        let (parts, body) = request.into_parts();
+        let bytes = match axum::body::to_bytes(body, self.settings.body_limit_bytes).await {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                Metrics::add(&self.metrics.refused, 1);
+                let too_large = std::error::Error::source(&error)
+                    .is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
+                return if too_large {
+                    provider.error(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        &format!(
+                            "the request body is larger than condense's limit of {} bytes (serve.body_limit_bytes)",
+                            self.settings.body_limit_bytes
+                        ),
+                    )
+                } else {
+                    provider.error(
+                        StatusCode::BAD_REQUEST,
+                        &format!("the request body could not be read: {error}"),
+                    )
+                };
+            }
+        };
+        let value: Value = match serde_json::from_slice(&bytes) {
+            Ok(value) => value,
+            Err(error) => {
+                Metrics::add(&self.metrics.refused, 1);
+                return provider.error(
+                    StatusCode::BAD_REQUEST,
+                    &format!(
+                        "the request body is not valid JSON (line {}, column {}): {error}",
+                        error.line(),
+                        error.column()
+                    ),
+                );
+            }
+        };
+        if !value.get("messages").is_some_and(Value::is_array) {
+            Metrics::add(&self.metrics.refused, 1);
+            return provider.error(
+                StatusCode::BAD_REQUEST,
+                "not a chat request: the body has no `messages` array",
+            );
+        }
+        let named = parts
+            .headers
+            .get(SESSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .filter(|value| !value.is_empty())
+            .map(str::to_owned);
+        let prepared = self.prepare(provider, named, &bytes).await;
+        let added = started.elapsed();
+        self.metrics
+            .observe_added(u64::try_from(added.as_micros()).unwrap_or(u64::MAX));
+        let usage = prepared.sent_messages.map(|sent| UsageSink {
+            proxy: self.clone(),
+            session: prepared.session.clone(),
+            message: sent,
+        });
+        tracing::info!(
+            session = %prepared.session,
+            provider = provider.name(),
+            tokens_before = prepared.tokens.0,
+            tokens_after = prepared.tokens.1,
+            fired = %prepared.fired,
+            added_ms = added.as_secs_f64() * 1_000.0,
+            "request"
+        );
+        let upstream = self.settings.upstream(provider).to_owned();
+        self.forward(
+            Some(provider),
+            &upstream,
+            parts.method,
+            parts
+                .uri
+                .path_and_query()
+                .map(|p| p.as_str())
+                .unwrap_or("/"),
+            &parts.headers,
+            reqwest::Body::from(prepared.body),
+            Some((provider, usage)),
+        )
+        .await
+    }
+
+    async fn passthrough(self: Arc<Self>, request: Request) -> Response {
+        Metrics::add(&self.metrics.passthrough, 1);
+        let (parts, body) = request.into_parts();
+        let provider = if parts.headers.contains_key("x-api-key")
+            || parts.headers.contains_key("anthropic-version")
+        {
+            Provider::Anthropic
+        } else {
+            Provider::OpenAi
+        };
+        let upstream = self.settings.upstream(provider).to_owned();
+        let body = reqwest::Body::wrap_stream(body.into_data_stream());
+        self.forward(
+            Some(provider),
+            &upstream,
+            parts.method,
+            parts
+                .uri
+                .path_and_query()
+                .map(|p| p.as_str())
+                .unwrap_or("/"),
+            &parts.headers,
+            body,
+            None,
+        )
+        .await
+    }
+
+    /// The body to forward: the prepared conversation, or, when anything about preparing it
+    /// fails, the client's own bytes (fail open: condense never fails a request).
+    async fn prepare(&self, provider: Provider, named: Option<String>, bytes: &Bytes) -> Prepared {
+        let format = provider.format();
+        let conversation = match condense_formats::read(bytes, Some(format)) {
+            Ok((_, conversation)) => conversation,
+            Err(error) => {
+                return self.failed_open(named.unwrap_or_default(), bytes, "read", &error);
+            }
+        };
+        let session = named.unwrap_or_else(|| derived_session(&conversation));
+        let lock = self.session_lock(&session);
+        let _guard = lock.lock().await;
+        for _ in 0..SAVE_ATTEMPTS {
+            let store = self.store.clone();
+            let key = session.clone();
+            let loaded = tokio::task::spawn_blocking(move || store.load(&key)).await;
+            let versioned = match loaded {
+                Ok(Ok(versioned)) => versioned,
+                Ok(Err(error)) => return self.failed_open(session, bytes, "load state", &error),
+                Err(error) => return self.failed_open(session, bytes, "load state", &error),
+            };
+            let mut state = versioned.state;
+            let compaction = match self
+                .compactor
+                .prepare(conversation.clone(), &mut state)
+                .await
+            {
+                Ok(compaction) => compaction,
+                Err(error) => return self.failed_open(session, bytes, "prepare", &error),
+            };
+            let body = match condense_formats::write(format, &compaction.conversation) {
+                Ok(body) => body,
+                Err(error) => return self.failed_open(session, bytes, "write", &error),
+            };
+            let saved = self.save(&session, state, versioned.version).await;
+            match saved {
+                Ok(Saved::Conflict) => continue,
+                Ok(Saved::Stored(_)) => {}
+                // The compacted body is right; only the next request loses its frozen form.
+                Err(error) => tracing::warn!(%session, %error, "the session state was not saved"),
+            }
+            let report = &compaction.report;
+            let mut fired = Vec::new();
+            if matches!(report.head, Some(HeadOutcome::Reused { .. })) {
+                Metrics::add(&self.metrics.head_reused, 1);
+                fired.push("frozen summary");
+            }
+            if report
+                .prune
+                .microcompact
+                .as_ref()
+                .is_some_and(|m| m.cleared > 0)
+            {
+                Metrics::add(&self.metrics.microcompacted, 1);
+                fired.push("microcompact");
+            }
+            if report.prune.replaced() > 0 {
+                Metrics::add(&self.metrics.pruned, 1);
+                fired.push("prune");
+            }
+            match &report.compaction {
+                CompactionOutcome::Summarized { .. } => {
+                    Metrics::add(&self.metrics.summarized, 1);
+                    fired.push("summary");
+                }
+                CompactionOutcome::Failed { .. } => {
+                    Metrics::add(&self.metrics.summarizer_failures, 1);
+                    fired.push("summary failed");
+                }
+                _ => {}
+            }
+            if matches!(report.head, Some(HeadOutcome::Diverged { .. })) {
+                fired.push("history diverged: judged afresh");
+            }
+            let tokens_after = report.tokens_after as u64;
+            Metrics::add(&self.metrics.tokens_before, report.tokens_before as u64);
+            Metrics::add(&self.metrics.tokens_after, tokens_after);
+            return Prepared {
+                session,
+                body: Bytes::from(body),
+                sent_messages: Some(compaction.conversation.messages.len()),
+                tokens: (report.tokens_before, report.tokens_after),
+                fired: if fired.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    fired.join(", ")
+                },
+            };
+        }
+        let conflict = format!("lost the session state's compare-and-set {SAVE_ATTEMPTS} times");
+        self.failed_open(session, bytes, "save state", &conflict)
+    }
+
+    fn failed_open(
+        &self,
+        session: String,
+        bytes: &Bytes,
+        step: &str,
+        error: &dyn std::fmt::Display,
+    ) -> Prepared {
+        Metrics::add(&self.metrics.failed_open, 1);
+        tracing::warn!(%session, step, %error, "compaction failed; forwarding the request unchanged");
+        Prepared {
+            session,
+            body: bytes.clone(),
+            sent_messages: None,
+            tokens: (0, 0),
+            fired: format!("failed open at {step}"),
+        }
+    }
+
+    fn session_lock(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self
+            .locks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Forget the locks nobody holds, so the map does not grow with every session ever seen.
+        if locks.len() > 1_024 {
+            locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+        }
+        locks.entry(session.to_owned()).or_default().clone()
+    }
+
+    async fn save(
+        &self,
+        session: &str,
+        state: SessionState,
+        version: u64,
+    ) -> Result<Saved, String> {
+        let store = self.store.clone();
+        let key = session.to_owned();
+        tokio::task::spawn_blocking(move || store.save(&key, &state, version))
+            .await
+            .map_err(|error| error.to_string())?
+            .map_err(|error| error.to_string())
+    }
+
+    /// Records the provider's usage of a request in its session, for the next trigger.
+    async fn record_usage(&self, session: String, message: usize, tokens: u64) {
+        let lock = self.session_lock(&session);
+        let _guard = lock.lock().await;
+        for _ in 0..SAVE_ATTEMPTS {
+            let store = self.store.clone();
+            let key = session.clone();
+            let Ok(Ok(mut versioned)) = tokio::task::spawn_blocking(move || store.load(&key)).await
+            else {
+                return;
+            };
+            versioned.state.reported_usage = Some(ReportedUsage {
+                message,
+                tokens: usize::try_from(tokens).unwrap_or(usize::MAX),
+            });
+            match self
+                .save(&session, versioned.state, versioned.version)
+                .await
+            {
+                Ok(Saved::Conflict) => continue,
+                Ok(Saved::Stored(_)) => return,
+                Err(error) => {
+                    tracing::warn!(%session, %error, "the provider's usage was not saved");
+                    return;
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn forward(
+        &self,
+        provider: Option<Provider>,
+        upstream: &str,
+        method: Method,
+        path: &str,
+        headers: &HeaderMap,
+        body: reqwest::Body,
+        usage: Option<(Provider, Option<UsageSink>)>,
+    ) -> Response {
+        let url = format!("{}{}", upstream.trim_end_matches('/'), path);
+        let mut request = self.client.request(method, &url).body(body);
+        for (name, value) in headers {
+            if forwarded(name) {
+                request = request.header(name, value);
+            }
+        }
+        let shape = provider.unwrap_or(Provider::OpenAi);
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(error) => {
+                Metrics::add(&self.metrics.upstream_errors, 1);
+                tracing::warn!(upstream, %error, "upstream request failed");
+                let status = if error.is_timeout() {
+                    StatusCode::GATEWAY_TIMEOUT
+                } else {
+                    StatusCode::BAD_GATEWAY
+                };
+                let what = if error.is_timeout() {
+                    "did not answer in time"
+                } else {
+                    "could not be reached"
+                };
+                return shape.error(
+                    status,
+                    &format!("condense: the upstream {upstream} {what}: {error}"),
+                );
+            }
+        };
+        let status = response.status();
+        let mut builder = Response::builder().status(status.as_u16());
+        let sse = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("text/event-stream"));
+        for (name, value) in response.headers() {
+            if forwarded(name) {
+                builder = builder.header(name, value);
+            }
+        }
+        let (scanner, sink) = match usage {
+            Some((provider, Some(sink))) if status.is_success() => {
+                (Some(UsageScanner::new(provider, sse)), Some(sink))
+            }
+            _ => (None, None),
+        };
+        let relay = Relay {
+            inner: Box::pin(response.bytes_stream()),
+            scanner,
+            sink,
+        };
+        builder
+            .body(Body::from_stream(relay))
+            .unwrap_or_else(|error| {
+                shape.error(
+                    StatusCode::BAD_GATEWAY,
+                    &format!("condense: the upstream's response could not be relayed: {error}"),
+                )
+            })
+    }
+}
+
+/// What preparing a request gave.
+struct Prepared {
+    session: String,
+    body: Bytes,
+    /// How many messages were sent (the reply's index in the next request), when the request
+    /// was compacted.
+    sent_messages: Option<usize>,
+    tokens: (usize, usize),
+    fired: String,
+}
+
+/// Where a finished response's usage goes.
+struct UsageSink {
+    proxy: Arc<Proxy>,
+    session: String,
+    message: usize,
+}
+
+impl UsageSink {
+    fn record(self, tokens: u64) {
+        let pending = self.proxy.pending.clone();
+        pending.count.fetch_add(1, Ordering::SeqCst);
+        tokio::spawn(async move {
+            self.proxy
+                .record_usage(self.session, self.message, tokens)
+                .await;
+            if pending.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+                pending.idle.notify_waiters();
+            }
+        });
+    }
+}
+
+/// The upstream's body, chunk by chunk as it arrives, read for usage on the way.
+struct Relay {
+    inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    scanner: Option<UsageScanner>,
+    sink: Option<UsageSink>,
+}
+
+impl Stream for Relay {
+    type Item = reqwest::Result<Bytes>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.inner.as_mut().poll_next(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(chunk))) => {
+                if let Some(scanner) = self.scanner.as_mut() {
+                    scanner.feed(chunk);
+                }
+            }
+            Poll::Ready(None) => {
+                if let (Some(scanner), Some(sink)) = (self.scanner.take(), self.sink.take())
+                    && let Some(tokens) = scanner.finish()
+                {
+                    sink.record(tokens);
+                }
+            }
+            // An upstream that fails mid-stream: the client's stream ends with the error (its
+            // connection is cut), and no usage is recorded.
+            Poll::Ready(Some(Err(error))) => {
+                tracing::warn!(%error, "the upstream's stream failed");
+                self.scanner = None;
+                self.sink = None;
+            }
+            Poll::Pending => {}
+        }
+        polled
+    }
+}
+
+/// Headers that belong to one hop, not to the request: never forwarded either way. The
+/// client's `accept-encoding` is dropped too, so the upstream answers uncompressed and the
+/// proxy can read its usage; the bytes relayed are the upstream's own.
+fn forwarded(name: &HeaderName) -> bool {
+    !matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "host"
+            | "content-length"
+            | "accept-encoding"
+            | SESSION_HEADER
+    )
+}

@@ -1,0 +1,240 @@
+//! Where each session's state lives between requests: frozen decisions, the frozen summary, the
+//! last request's time, the provider's reported usage and the circuit breaker.
+//!
+//! Every save is a compare-and-set on a version, so two replicas that prepared the same session
+//! at once cannot both win: the loser reloads and prepares again on the winner's state.
+
+use std::path::{Path, PathBuf};
+
+use condense_host::SessionState;
+use sha2::{Digest, Sha256};
+
+/// A session's state and the version it was read at (`0`: never saved).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Versioned {
+    /// The state.
+    pub state: SessionState,
+    /// What a save must name to win.
+    pub version: u64,
+}
+
+/// The outcome of a save.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saved {
+    /// Stored; the new version.
+    Stored(u64),
+    /// Someone saved first: the version was no longer the one read.
+    Conflict,
+}
+
+/// Why a state could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateStoreError {
+    /// The file system said no.
+    #[error("session state {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A saved state that does not parse.
+    #[error("session state {path} is damaged: {reason}")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Keeps sessions' states. Blocking calls: the proxy runs them off the async threads.
+pub trait SessionStore: Send + Sync + std::fmt::Debug {
+    /// The session's state, or a fresh one at version 0.
+    fn load(&self, session: &str) -> Result<Versioned, StateStoreError>;
+    /// Stores `state` if the session is still at `expected`.
+    fn save(
+        &self,
+        session: &str,
+        state: &SessionState,
+        expected: u64,
+    ) -> Result<Saved, StateStoreError>;
+}
+
+/// The embedded store: one JSON file per session in a directory, written atomically (a
+/// temporary file renamed over the old one), named by a hash of the session key so that any
+/// key is a safe file name. The version check is made by the one process that owns the
+/// directory; replicas on several machines share Redis instead.
+#[derive(Debug)]
+pub struct DirSessionStore {
+    dir: PathBuf,
+    /// Serializes compare-and-set within the process.
+    lock: std::sync::Mutex<()>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Stored {
+    version: u64,
+    state: SessionState,
+}
+
+impl DirSessionStore {
+    /// A store in `dir` (made when first written).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        DirSessionStore {
+            dir: dir.into(),
+            lock: std::sync::Mutex::new(()),
+        }
+    }
+
+    /// The default directory: `$XDG_STATE_HOME/condense/sessions`, else
+    /// `~/.local/state/condense/sessions`, else `.condense/sessions`.
+    pub fn default_dir() -> PathBuf {
+        let base = std::env::var_os("XDG_STATE_HOME")
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|value| !value.is_empty())
+                    .map(|home| Path::new(&home).join(".local/state"))
+            });
+        match base {
+            Some(base) => base.join("condense/sessions"),
+            None => PathBuf::from(".condense/sessions"),
+        }
+    }
+
+    fn path(&self, session: &str) -> PathBuf {
+        let digest = Sha256::digest(session.as_bytes());
+        let name: String = digest[..16]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        self.dir.join(format!("{name}.json"))
+    }
+
+    fn read(&self, path: &Path) -> Result<Versioned, StateStoreError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Versioned::default());
+            }
+            Err(source) => {
+                return Err(StateStoreError::Io {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        };
+        let stored: Stored =
+            serde_json::from_str(&text).map_err(|error| StateStoreError::Damaged {
+                path: path.to_owned(),
+                reason: error.to_string(),
+            })?;
+        Ok(Versioned {
+            state: stored.state,
+            version: stored.version,
+        })
+    }
+}
+
+impl SessionStore for DirSessionStore {
+    fn load(&self, session: &str) -> Result<Versioned, StateStoreError> {
+        self.read(&self.path(session))
+    }
+
+    fn save(
+        &self,
+        session: &str,
+        state: &SessionState,
+        expected: u64,
+    ) -> Result<Saved, StateStoreError> {
+        let path = self.path(session);
+        let _guard = self
+            .lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A damaged file is overwritten: the state is a cache of decisions, and a fresh one is
+        // always safe (the session is judged afresh).
+        let current = self.read(&path).map(|v| v.version).unwrap_or(expected);
+        if current != expected {
+            return Ok(Saved::Conflict);
+        }
+        let io = |source| StateStoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let version = expected + 1;
+        let text = serde_json::to_vec(&Stored {
+            version,
+            state: state.clone(),
+        })
+        .map_err(|error| StateStoreError::Damaged {
+            path: path.clone(),
+            reason: error.to_string(),
+        })?;
+        let temp = self.dir.join(format!(
+            ".{}.{}.tmp",
+            path.file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            std::process::id()
+        ));
+        std::fs::write(&temp, &text).map_err(io)?;
+        std::fs::rename(&temp, &path).map_err(|source| {
+            let _ = std::fs::remove_file(&temp);
+            io(source)
+        })?;
+        Ok(Saved::Stored(version))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_save_wins_only_at_the_version_it_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirSessionStore::new(dir.path().join("sessions"));
+        let fresh = store.load("s/../weird key").unwrap();
+        assert_eq!(fresh.version, 0);
+        let state = SessionState {
+            consecutive_failures: 2,
+            ..SessionState::default()
+        };
+        assert_eq!(
+            store.save("s/../weird key", &state, 0).unwrap(),
+            Saved::Stored(1)
+        );
+        assert_eq!(
+            store.save("s/../weird key", &state, 0).unwrap(),
+            Saved::Conflict
+        );
+        let loaded = store.load("s/../weird key").unwrap();
+        assert_eq!((loaded.version, loaded.state), (1, state));
+        assert_eq!(store.load("another").unwrap().version, 0);
+        // One file, named by hash, inside the directory.
+        let files: Vec<_> = std::fs::read_dir(dir.path().join("sessions"))
+            .unwrap()
+            .collect();
+        assert_eq!(files.len(), 1);
+    }
+
+    #[test]
+    fn a_damaged_state_is_an_error_on_load_and_replaced_on_save() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirSessionStore::new(dir.path());
+        let path = store.path("s");
+        std::fs::write(&path, "{not json").unwrap();
+        let error = store.load("s").unwrap_err().to_string();
+        assert!(error.contains("damaged"), "{error}");
+        assert_eq!(
+            store.save("s", &SessionState::default(), 0).unwrap(),
+            Saved::Stored(1)
+        );
+        assert_eq!(store.load("s").unwrap().version, 1);
+    }
+}

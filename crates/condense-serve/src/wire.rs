@@ -1,0 +1,286 @@
+//! What the proxy needs to know of each provider's wire: its request format, its error shape,
+//! where it reports usage, and how a session is recognised without a header.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use condense_core::{Conversation, Role};
+use condense_formats::Format;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// The two APIs the proxy compacts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// OpenAI Chat Completions (`POST /v1/chat/completions`), and every server that speaks it.
+    OpenAi,
+    /// Anthropic Messages (`POST /v1/messages`).
+    Anthropic,
+}
+
+impl Provider {
+    /// The wire format of its request bodies.
+    pub fn format(self) -> Format {
+        match self {
+            Provider::OpenAi => Format::OpenAi,
+            Provider::Anthropic => Format::Anthropic,
+        }
+    }
+
+    /// The name logs and metrics use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+
+    /// An error of condense's own, in this provider's shape, so a client's SDK raises it as it
+    /// would the provider's.
+    pub fn error(self, status: StatusCode, message: &str) -> Response {
+        let body = match self {
+            Provider::OpenAi => json!({
+                "error": {
+                    "message": message,
+                    "type": openai_type(status),
+                    "param": null,
+                    "code": null,
+                }
+            }),
+            Provider::Anthropic => json!({
+                "type": "error",
+                "error": {"type": anthropic_type(status), "message": message},
+            }),
+        };
+        (
+            status,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response()
+    }
+}
+
+fn openai_type(status: StatusCode) -> &'static str {
+    if status.is_server_error() {
+        "server_error"
+    } else {
+        "invalid_request_error"
+    }
+}
+
+fn anthropic_type(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::PAYLOAD_TOO_LARGE => "request_too_large",
+        StatusCode::GATEWAY_TIMEOUT => "timeout_error",
+        status if status.is_server_error() => "api_error",
+        _ => "invalid_request_error",
+    }
+}
+
+/// A session key for a client that sends no `x-condense-session`: the same for every request
+/// of one conversation, different for another. It hashes what a conversation starts with and
+/// never changes as it grows: the system prompt and the first user message (their text only, so
+/// a client that re-serializes them differently still lands in the same session).
+pub fn derived_session(conversation: &Conversation) -> String {
+    let mut hasher = Sha256::new();
+    let first = |role: Role| {
+        conversation
+            .messages
+            .iter()
+            .find(|message| message.role == role && !message.plain_text().is_empty())
+            .map(|message| message.plain_text())
+            .unwrap_or_default()
+    };
+    hasher.update(first(Role::System).as_bytes());
+    hasher.update([0]);
+    hasher.update(first(Role::User).as_bytes());
+    let digest = hasher.finalize();
+    let hex: String = digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("auto-{hex}")
+}
+
+/// Reads the provider's usage out of a response as it streams by: JSON bodies whole (kept up
+/// to a limit), server-sent events line by line. The total is the request's whole input (cached
+/// or not) plus its output: what the next request's input starts from.
+#[derive(Debug)]
+pub struct UsageScanner {
+    provider: Provider,
+    sse: bool,
+    /// A JSON body so far, or the unfinished last line of an event stream.
+    buffer: Vec<u8>,
+    /// Input tokens reported (Anthropic reports them at the start of a stream).
+    input: Option<u64>,
+    /// Output tokens reported (cumulative in Anthropic's stream).
+    output: Option<u64>,
+}
+
+/// A JSON body larger than this is relayed but not scanned for usage.
+const JSON_SCAN_LIMIT: usize = 8 << 20;
+
+impl UsageScanner {
+    /// A scanner for a response of this provider; `sse` when its content type is
+    /// `text/event-stream`.
+    pub fn new(provider: Provider, sse: bool) -> Self {
+        UsageScanner {
+            provider,
+            sse,
+            buffer: Vec::new(),
+            input: None,
+            output: None,
+        }
+    }
+
+    /// Feeds the next chunk of the body.
+    pub fn feed(&mut self, chunk: &[u8]) {
+        if !self.sse {
+            if self.buffer.len() + chunk.len() <= JSON_SCAN_LIMIT {
+                self.buffer.extend_from_slice(chunk);
+            }
+            return;
+        }
+        self.buffer.extend_from_slice(chunk);
+        while let Some(end) = self.buffer.iter().position(|&byte| byte == b'\n') {
+            let line: Vec<u8> = self.buffer.drain(..=end).collect();
+            self.line(&line);
+        }
+    }
+
+    /// The total once the body has ended, if the provider reported one.
+    pub fn finish(mut self) -> Option<u64> {
+        if self.sse {
+            let rest = std::mem::take(&mut self.buffer);
+            self.line(&rest);
+        } else if let Ok(value) = serde_json::from_slice::<Value>(&self.buffer) {
+            self.read(&value);
+        }
+        match (self.input, self.output) {
+            (None, None) => None,
+            (input, output) => Some(input.unwrap_or(0) + output.unwrap_or(0)),
+        }
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        let Some(data) = std::str::from_utf8(line)
+            .ok()
+            .and_then(|line| line.trim().strip_prefix("data:"))
+        else {
+            return;
+        };
+        if let Ok(value) = serde_json::from_str::<Value>(data.trim()) {
+            self.read(&value);
+        }
+    }
+
+    fn read(&mut self, value: &Value) {
+        let number = |value: &Value, key: &str| value.get(key).and_then(Value::as_u64);
+        match self.provider {
+            Provider::OpenAi => {
+                if let Some(usage) = value.get("usage").filter(|usage| usage.is_object()) {
+                    self.input = number(usage, "prompt_tokens").or(self.input);
+                    self.output = number(usage, "completion_tokens").or(self.output);
+                }
+            }
+            Provider::Anthropic => {
+                // A whole message, or a stream's `message_start` (which nests it) and
+                // `message_delta` (which carries the output so far).
+                let usage = value
+                    .get("usage")
+                    .or_else(|| value.get("message").and_then(|m| m.get("usage")));
+                if let Some(usage) = usage.filter(|usage| usage.is_object()) {
+                    let input: u64 = [
+                        "input_tokens",
+                        "cache_creation_input_tokens",
+                        "cache_read_input_tokens",
+                    ]
+                    .iter()
+                    .filter_map(|key| number(usage, key))
+                    .sum();
+                    if usage.get("input_tokens").is_some() {
+                        self.input = Some(input);
+                    }
+                    self.output = number(usage, "output_tokens").or(self.output);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan(provider: Provider, sse: bool, chunks: &[&str]) -> Option<u64> {
+        let mut scanner = UsageScanner::new(provider, sse);
+        for chunk in chunks {
+            scanner.feed(chunk.as_bytes());
+        }
+        scanner.finish()
+    }
+
+    #[test]
+    fn usage_is_read_from_json_and_from_streams_split_anywhere() {
+        assert_eq!(
+            scan(
+                Provider::OpenAi,
+                false,
+                &[
+                    r#"{"id":"x","usage":{"prompt_tokens":10"#,
+                    r#","completion_tokens":5}}"#
+                ]
+            ),
+            Some(15)
+        );
+        assert_eq!(
+            scan(
+                Provider::OpenAi,
+                true,
+                &[
+                    "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\n",
+                    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,",
+                    "\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"
+                ]
+            ),
+            Some(9)
+        );
+        let anthropic = [
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"cache_read_input_tokens\":100,\"output_tokens\":1}}}\n\n",
+            "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":12}}\n\n",
+        ];
+        assert_eq!(scan(Provider::Anthropic, true, &anthropic), Some(115));
+        assert_eq!(
+            scan(
+                Provider::Anthropic,
+                false,
+                &[r#"{"usage":{"input_tokens":20,"output_tokens":4}}"#]
+            ),
+            Some(24)
+        );
+        assert_eq!(scan(Provider::OpenAi, false, &["not json"]), None);
+        assert_eq!(scan(Provider::OpenAi, true, &["data: [DONE]\n"]), None);
+    }
+
+    #[test]
+    fn the_derived_session_ignores_what_comes_after_the_first_user_message() {
+        let conversation = |extra: &[&str]| {
+            let mut messages = vec![
+                condense_core::Message::text(Role::System, "be brief"),
+                condense_core::Message::text(Role::User, "fix the bug"),
+            ];
+            for text in extra {
+                messages.push(condense_core::Message::text(Role::Assistant, *text));
+            }
+            Conversation::new(messages)
+        };
+        assert_eq!(
+            derived_session(&conversation(&[])),
+            derived_session(&conversation(&["done", "more"]))
+        );
+        let mut other = conversation(&[]);
+        other.messages[1] = condense_core::Message::text(Role::User, "write docs");
+        assert_ne!(derived_session(&other), derived_session(&conversation(&[])));
+        assert!(derived_session(&other).starts_with("auto-"));
+    }
+}

@@ -1,0 +1,672 @@
+//! The proxy between a real HTTP client (reqwest) and a scripted upstream on 127.0.0.1 that
+//! speaks each provider's exact wire format and records every body it receives.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::{get, post};
+use condense_core::testing::transcript;
+use condense_host::{Compactor, Config, SessionState, Sources};
+use condense_pruner::{FixedClock, MemoryStore};
+use condense_serve::{DirSessionStore, Proxy, ProxySettings, SessionStore};
+use serde_json::{Value, json};
+
+/// What the scripted upstream received: path, headers, body.
+type Received = Arc<Mutex<Vec<(String, HeaderMap, Bytes)>>>;
+
+const OPENAI_REPLY: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":3,"total_tokens":903}}"#;
+const ANTHROPIC_REPLY: &str = r#"{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"cache_read_input_tokens":800,"output_tokens":2}}"#;
+
+fn openai_stream() -> Vec<String> {
+    vec![
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}],\"usage\":null}\n\n".into(),
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":null}],\"usage\":null}\n\n".into(),
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":null}\n\n".into(),
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":700,\"completion_tokens\":1,\"total_tokens\":701}}\n\n".into(),
+        "data: [DONE]\n\n".into(),
+    ]
+}
+
+fn anthropic_stream() -> Vec<String> {
+    vec![
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":12,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":500,\"output_tokens\":1}}}\n\n".into(),
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n".into(),
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"ok\"}}\n\n".into(),
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n".into(),
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n".into(),
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n".into(),
+    ]
+}
+
+/// The scripted upstream. `x-test` on a request picks a misbehaviour: `slow` answers after
+/// three seconds, `cut` closes a stream after its first event.
+async fn upstream() -> (SocketAddr, Received) {
+    let received: Received = Arc::default();
+    let record = |received: Received| {
+        move |uri: axum::http::Uri, headers: HeaderMap, body: Bytes| {
+            let received = received.clone();
+            async move {
+                received.lock().unwrap().push((
+                    uri.path().to_owned(),
+                    headers.clone(),
+                    body.clone(),
+                ));
+                let behaviour = headers
+                    .get("x-test")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                if behaviour == "slow" {
+                    tokio::time::sleep(Duration::from_secs(3)).await;
+                }
+                let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let anthropic = uri.path() == "/v1/messages";
+                let stream = request["stream"] == true;
+                if !stream {
+                    let reply = if anthropic {
+                        ANTHROPIC_REPLY
+                    } else {
+                        OPENAI_REPLY
+                    };
+                    return Response::builder()
+                        .header("content-type", "application/json")
+                        .header("x-upstream", "scripted")
+                        .body(Body::from(reply))
+                        .unwrap();
+                }
+                let mut events = if anthropic {
+                    anthropic_stream()
+                } else {
+                    openai_stream()
+                };
+                let cut = behaviour == "cut";
+                if cut {
+                    events.truncate(1);
+                }
+                let chunks = futures_util::stream::unfold(
+                    (events.into_iter(), cut),
+                    |(mut events, cut)| async move {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        match events.next() {
+                            Some(event) => Some((Ok(Bytes::from(event)), (events, cut))),
+                            None if cut => Some((
+                                Err(std::io::Error::other("upstream closed mid-stream")),
+                                (events, false),
+                            )),
+                            None => None,
+                        }
+                    },
+                );
+                Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(Body::from_stream(chunks))
+                    .unwrap()
+            }
+        }
+    };
+    let app = Router::new()
+        .route("/v1/chat/completions", post(record(received.clone())))
+        .route("/v1/messages", post(record(received.clone())))
+        .route(
+            "/v1/models",
+            get(|headers: HeaderMap| async move {
+                let auth = headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                format!("{{\"object\":\"list\",\"data\":[],\"auth\":\"{auth}\"}}")
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (address, received)
+}
+
+struct Running {
+    url: String,
+    proxy: Arc<Proxy>,
+    store: Arc<DirSessionStore>,
+    _dir: tempfile::TempDir,
+}
+
+async fn proxy_to(
+    upstream: SocketAddr,
+    window: usize,
+    settings: impl FnOnce(&mut ProxySettings),
+) -> Running {
+    proxy_with(upstream, window, &[], settings).await
+}
+
+async fn proxy_with(
+    upstream: SocketAddr,
+    window: usize,
+    extra: &[(&str, &str)],
+    settings: impl FnOnce(&mut ProxySettings),
+) -> Running {
+    let mut env: Vec<(String, String)> = extra
+        .iter()
+        .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+        .collect();
+    env.extend([
+        ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), window.to_string()),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+        // A small window needs the protect window and minimum scaled to it.
+        ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS".into(), "true".into()),
+    ]);
+    let config = Config::load(&Sources {
+        env,
+        ..Sources::default()
+    })
+    .unwrap();
+    let compactor = Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()))
+        .with_clock(Box::new(FixedClock(1_763_700_000_000)));
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(DirSessionStore::new(dir.path().join("sessions")));
+    let mut proxy_settings = ProxySettings {
+        openai_upstream: format!("http://{upstream}"),
+        anthropic_upstream: format!("http://{upstream}"),
+        body_limit_bytes: 32 << 20,
+        upstream_timeout: Duration::from_secs(30),
+    };
+    settings(&mut proxy_settings);
+    let proxy = Arc::new(Proxy::new(proxy_settings, compactor, store.clone()).unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let serving = proxy.clone();
+    tokio::spawn(
+        async move { condense_serve::run(listener, serving, std::future::pending()).await },
+    );
+    Running {
+        url,
+        proxy,
+        store,
+        _dir: dir,
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+/// The messages of a shared transcript as JSON, as a client would send them.
+fn messages(name: &str) -> Vec<Value> {
+    let value: Value = serde_json::from_slice(&transcript(name).unwrap().bytes).unwrap();
+    value["messages"].as_array().unwrap().clone()
+}
+
+fn tokens(messages: &[Value]) -> usize {
+    let body = json!({"messages": messages});
+    let (_, conversation) = condense_formats::read(
+        body.to_string().as_bytes(),
+        Some(condense_formats::Format::OpenAi),
+    )
+    .unwrap();
+    use condense_tokenizer::TokenCounter;
+    condense_tokenizer::Tiktoken::default().count_conversation(&conversation)
+}
+
+fn state(running: &Running, session: &str) -> SessionState {
+    running.store.load(session).unwrap().state
+}
+
+/// A long autonomous run (OpenHands, OpenAI format) replayed request by request through the
+/// proxy at a 16K window: every body the upstream receives is under the threshold with its
+/// pairs valid, every reply reaches the client exactly as the upstream sent it, decisions once
+/// made come back byte for byte, and summaries are few (the frozen head is reused).
+#[tokio::test]
+async fn a_long_session_replayed_request_by_request_stays_under_the_window() {
+    let (upstream, received) = upstream().await;
+    let running = proxy_to(upstream, 16_000, |_| {}).await;
+    let all = messages("openai/openhands-ponylang__ponyc-4588");
+    let mut requests = 0;
+    let mut frozen = Frozen::default();
+    for end in 2..=all.len() {
+        if all[end - 1]["role"] != "assistant" {
+            continue;
+        }
+        let body = json!({"model": "m", "messages": &all[..end - 1]});
+        let response = client()
+            .post(format!("{}/v1/chat/completions", running.url))
+            .header("authorization", "Bearer sk-test-secret")
+            .header("x-condense-session", "replay")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["x-upstream"], "scripted");
+        assert_eq!(
+            response.text().await.unwrap(),
+            OPENAI_REPLY,
+            "relayed unchanged"
+        );
+        requests += 1;
+
+        let (path, headers, sent) = received.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(path, "/v1/chat/completions");
+        assert_eq!(headers["authorization"], "Bearer sk-test-secret");
+        assert!(!headers.contains_key("x-condense-session"));
+        let sent: Value = serde_json::from_slice(&sent).unwrap();
+        assert_eq!(sent["model"], "m");
+        let sent_messages = sent["messages"].as_array().unwrap();
+        assert!(tokens(sent_messages) < 16_000 - 4_096, "request {requests}");
+        let (_, conversation) = condense_formats::read(
+            sent.to_string().as_bytes(),
+            Some(condense_formats::Format::OpenAi),
+        )
+        .unwrap();
+        assert!(
+            conversation.validate().is_empty(),
+            "request {requests}: {:?}",
+            conversation.validate()
+        );
+        frozen.check(requests, tool_results(sent_messages));
+    }
+    assert!(requests > 30, "{requests}");
+    let metrics = running.proxy.metrics.render();
+    let summaries = metric(&metrics, "condense_compactions_total{phase=\"summary\"}");
+    let reused = metric(
+        &metrics,
+        "condense_compactions_total{phase=\"frozen_summary\"}",
+    );
+    assert!(
+        summaries >= 1 && summaries * 3 < reused,
+        "{summaries} summaries, {reused} reused"
+    );
+    assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
+    // The provider's usage of the last reply is in the state for the next trigger; the
+    // credentials are nowhere in it.
+    let saved = state(&running, "replay");
+    assert_eq!(saved.reported_usage.map(|usage| usage.tokens), Some(903));
+    let files = std::fs::read_dir(running._dir.path().join("sessions")).unwrap();
+    for file in files {
+        let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+        assert!(!text.contains("sk-test-secret"));
+    }
+}
+
+/// Every tool result of a request body, by call id: OpenAI's `tool` messages and Anthropic's
+/// `tool_result` blocks.
+fn tool_results(messages: &[Value]) -> Vec<(String, Value)> {
+    let mut results = Vec::new();
+    for message in messages {
+        if let (Some(id), Some(content)) =
+            (message["tool_call_id"].as_str(), message.get("content"))
+        {
+            results.push((id.to_owned(), content.clone()));
+        }
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                let id = block["tool_use_id"].as_str().unwrap_or_default().to_owned();
+                results.push((id, block["content"].clone()));
+            }
+        }
+    }
+    results
+}
+
+/// Replacements seen so far: a tool result replaced on an earlier request must be the same
+/// bytes on every later one, for as long as it is sent (a summary may absorb it).
+#[derive(Default)]
+struct Frozen {
+    replaced: std::collections::BTreeMap<String, Value>,
+}
+
+impl Frozen {
+    fn check(&mut self, request: usize, results: Vec<(String, Value)>) {
+        for (id, content) in results {
+            if let Some(before) = self.replaced.get(&id) {
+                assert_eq!(before, &content, "request {request}: {id} changed");
+            }
+            if content.to_string().contains("condense recall") {
+                self.replaced.insert(id, content);
+            }
+        }
+    }
+}
+
+/// A Claude Code session as Anthropic request bodies, replayed request by request at the
+/// default 200K window: the walk prunes (superseded reads, then old outputs) and every pruned
+/// result comes back byte for byte on every later request; each body is valid.
+#[tokio::test]
+async fn pruned_outputs_stay_frozen_across_an_anthropic_replay() {
+    let (upstream, received) = upstream().await;
+    // A minimum the growing prefixes reach early, so that decisions made on early requests
+    // have many later requests to stay frozen through.
+    let running = proxy_with(
+        upstream,
+        200_000,
+        &[("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000")],
+        |_| {},
+    )
+    .await;
+    let value: Value =
+        serde_json::from_slice(&transcript("anthropic/claude-code-5f8cbb78").unwrap().bytes)
+            .unwrap();
+    let all = value["messages"].as_array().unwrap().clone();
+    let mut frozen = Frozen::default();
+    let mut requests = 0;
+    // Every fourth assistant step, to keep the test quick in a debug build.
+    let mut ends: Vec<usize> = (1..all.len())
+        .filter(|&end| all[end]["role"] == "assistant")
+        .step_by(4)
+        .collect();
+    ends.push(all.len());
+    for end in ends {
+        let mut body = value.clone();
+        body["messages"] = Value::Array(all[..end].to_vec());
+        let response = client()
+            .post(format!("{}/v1/messages", running.url))
+            .header("x-api-key", "sk-ant-test")
+            .header("anthropic-version", "2023-06-01")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.text().await.unwrap(), ANTHROPIC_REPLY);
+        requests += 1;
+        let (_, headers, sent) = received.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(headers["x-api-key"], "sk-ant-test");
+        let sent: Value = serde_json::from_slice(&sent).unwrap();
+        assert_eq!(sent["system"], value["system"]);
+        let (_, conversation) = condense_formats::read(
+            sent.to_string().as_bytes(),
+            Some(condense_formats::Format::Anthropic),
+        )
+        .unwrap();
+        assert!(conversation.validate().is_empty(), "request {requests}");
+        frozen.check(requests, tool_results(sent["messages"].as_array().unwrap()));
+    }
+    assert!(
+        frozen.replaced.len() >= 18,
+        "{} outputs replaced over {requests} requests",
+        frozen.replaced.len()
+    );
+    let metrics = running.proxy.metrics.render();
+    assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
+    assert!(metric(&metrics, "condense_compactions_total{phase=\"prune\"}") > 0);
+}
+
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+}
+
+/// Streams are relayed chunk by chunk and byte for byte, in both formats, and the usage in the
+/// closing events is recorded.
+#[tokio::test]
+async fn streams_are_relayed_as_they_arrive_and_their_usage_recorded() {
+    let (upstream, _received) = upstream().await;
+    let running = proxy_to(upstream, 200_000, |_| {}).await;
+
+    let body = json!({"model": "m", "stream": true, "stream_options": {"include_usage": true},
+        "messages": [{"role": "user", "content": "hello"}]});
+    let mut response = client()
+        .post(format!("{}/v1/chat/completions", running.url))
+        .header("x-condense-session", "s-openai")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut chunks = Vec::new();
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        chunks.push(chunk);
+    }
+    assert!(
+        chunks.len() >= 3,
+        "{} chunks: not buffered whole",
+        chunks.len()
+    );
+    assert_eq!(chunks.concat(), openai_stream().concat().into_bytes());
+
+    let body = json!({"model": "m", "max_tokens": 100, "stream": true,
+        "messages": [{"role": "user", "content": "hello"}]});
+    let response = client()
+        .post(format!("{}/v1/messages", running.url))
+        .header("x-api-key", "sk-ant-secret")
+        .header("anthropic-version", "2023-06-01")
+        .header("x-condense-session", "s-anthropic")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.bytes().await.unwrap(),
+        anthropic_stream().concat().into_bytes()
+    );
+    running.proxy.flushed().await;
+    assert_eq!(
+        state(&running, "s-openai")
+            .reported_usage
+            .map(|u| (u.message, u.tokens)),
+        Some((1, 701))
+    );
+    assert_eq!(
+        state(&running, "s-anthropic")
+            .reported_usage
+            .map(|u| (u.message, u.tokens)),
+        Some((1, 517))
+    );
+}
+
+/// Bad input over HTTP gets condense's answer in the provider's error shape, the upstream's own
+/// failures are told apart (unreachable, silent, cut mid-stream), and the proxy keeps serving.
+#[tokio::test]
+async fn bad_requests_and_failing_upstreams_get_the_documented_answers() {
+    let (upstream, received) = upstream().await;
+    let running = proxy_to(upstream, 200_000, |settings| {
+        settings.body_limit_bytes = 4_096;
+        settings.upstream_timeout = Duration::from_secs(1);
+    })
+    .await;
+    let post = |path: &str, body: String| {
+        client()
+            .post(format!("{}{path}", running.url))
+            .header("content-type", "application/json")
+            .body(body)
+    };
+
+    let response = post("/v1/chat/completions", "{not json".into())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["type"], "invalid_request_error");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON")
+    );
+
+    let response = post("/v1/messages", "[1, 2]".into()).send().await.unwrap();
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["type"], "error");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a chat request")
+    );
+
+    let huge = json!({"messages": [{"role": "user", "content": "x".repeat(10_000)}]});
+    let response = post("/v1/messages", huge.to_string()).send().await.unwrap();
+    assert_eq!(response.status(), 413);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["type"], "request_too_large");
+
+    let small = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+    let response = post("/v1/chat/completions", small.to_string())
+        .header("x-test", "slow")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 504);
+
+    let stream =
+        json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+    let mut response = post("/v1/chat/completions", stream.to_string())
+        .header("x-test", "cut")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut got = Vec::new();
+    let ended = loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => got.extend_from_slice(&chunk),
+            Ok(None) => break "clean",
+            Err(_) => break "cut",
+        }
+    };
+    assert_eq!(
+        ended, "cut",
+        "a stream the upstream cut is cut for the client too"
+    );
+    assert_eq!(got, openai_stream()[0].as_bytes());
+
+    // Nothing listens there: 502.
+    let dead = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead_address = dead.local_addr().unwrap();
+    drop(dead);
+    let gone = proxy_to(dead_address, 200_000, |_| {}).await;
+    let response = client()
+        .post(format!("{}/v1/chat/completions", gone.url))
+        .json(&small)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 502);
+    let error: Value = response.json().await.unwrap();
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("could not be reached")
+    );
+
+    // Still serving, and nothing bad reached the upstream.
+    let health = client()
+        .get(format!("{}/healthz", running.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.text().await.unwrap(), "ok\n");
+    let paths: Vec<String> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(p, _, _)| p.clone())
+        .collect();
+    assert_eq!(
+        paths,
+        ["/v1/chat/completions", "/v1/chat/completions"],
+        "the slow and the cut"
+    );
+    let metrics = running.proxy.metrics.render();
+    assert_eq!(metric(&metrics, "condense_refused_total"), 3);
+    assert_eq!(metric(&metrics, "condense_upstream_errors_total"), 1);
+}
+
+/// Other paths go upstream untouched, credentials and all; a state that cannot be read fails
+/// open: the client's own request goes upstream.
+#[tokio::test]
+async fn other_paths_pass_through_and_a_broken_state_fails_open() {
+    let (upstream, received) = upstream().await;
+    let running = proxy_to(upstream, 200_000, |_| {}).await;
+    let response = client()
+        .get(format!("{}/v1/models", running.url))
+        .header("authorization", "Bearer sk-pass")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.text().await.unwrap(),
+        "{\"object\":\"list\",\"data\":[],\"auth\":\"Bearer sk-pass\"}"
+    );
+
+    // A state file that is not JSON: the request still succeeds, unchanged.
+    let session = "broken";
+    running
+        .store
+        .save(session, &SessionState::default(), 0)
+        .unwrap();
+    for entry in std::fs::read_dir(running._dir.path().join("sessions")).unwrap() {
+        std::fs::write(entry.unwrap().path(), "{damaged").unwrap();
+    }
+    let body =
+        json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "extra": 1.50});
+    let raw = body.to_string();
+    let response = client()
+        .post(format!("{}/v1/chat/completions", running.url))
+        .header("x-condense-session", session)
+        .header("content-type", "application/json")
+        .body(raw.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(sent, raw.as_bytes(), "forwarded byte for byte");
+    assert_eq!(
+        metric(
+            &running.proxy.metrics.render(),
+            "condense_failed_open_total"
+        ),
+        1
+    );
+}
+
+/// Two requests of one session at once on one replica: both are answered, and the state holds
+/// one coherent history (the second prepared on the first's saved state).
+#[tokio::test]
+async fn concurrent_requests_of_one_session_lose_nothing() {
+    let (upstream, _received) = upstream().await;
+    let running = proxy_to(upstream, 16_000, |_| {}).await;
+    let all = messages("openai/openhands-ponylang__ponyc-4593");
+    let mut tasks = Vec::new();
+    for end in [all.len() / 2, all.len() - 1] {
+        let body = json!({"model": "m", "messages": &all[..end]});
+        let url = format!("{}/v1/chat/completions", running.url);
+        tasks.push(tokio::spawn(async move {
+            client()
+                .post(url)
+                .header("x-condense-session", "together")
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }));
+    }
+    for task in tasks {
+        assert_eq!(task.await.unwrap(), 200);
+    }
+    running.proxy.flushed().await;
+    let saved = running.store.load("together").unwrap();
+    // Two prepares and two usage recordings, each on the state the one before saved.
+    assert_eq!(saved.version, 4);
+    assert!(saved.state.last_request_ms.is_some());
+    assert_eq!(
+        saved.state.reported_usage.map(|usage| usage.tokens),
+        Some(903)
+    );
+}

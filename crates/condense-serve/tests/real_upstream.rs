@@ -1,0 +1,121 @@
+//! The proxy in front of a real OpenAI-compatible server: llama.cpp's SmolLM2-135M with its
+//! 8,192-token window, started by `../shared/llm/serve.sh` (`.ci/run` starts it and requires
+//! it; elsewhere the test says it was skipped). A session the server alone refuses as too long
+//! gets a real completion through the proxy.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use condense_host::{Compactor, Config, Sources};
+use condense_pruner::MemoryStore;
+use condense_serve::{DirSessionStore, Proxy, ProxySettings};
+use serde_json::{Value, json};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_too_long_for_the_real_server_succeeds_through_the_proxy() {
+    let Some(base_url) = condense_core::testing::required_url(
+        "a_session_too_long_for_the_real_server_succeeds_through_the_proxy",
+        "CONDENSE_LLM_URL",
+        "CONDENSE_REQUIRE_LLM",
+    ) else {
+        return;
+    };
+    let origin = base_url
+        .trim_end_matches('/')
+        .trim_end_matches("/v1")
+        .to_owned();
+    let transcript =
+        condense_core::testing::transcript("openai/openhands-ponylang__ponyc-4595").unwrap();
+    let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
+    let body = json!({
+        "model": "smollm2",
+        "max_tokens": 16,
+        "temperature": 0,
+        "messages": session["messages"],
+    });
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(600))
+        .build()
+        .unwrap();
+
+    // The server alone refuses it.
+    let direct = client
+        .post(format!("{origin}/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(direct.status(), 400);
+    let refusal: Value = direct.json().await.unwrap();
+    assert_eq!(
+        refusal["error"]["code"], "context_length_exceeded",
+        "{refusal}"
+    );
+
+    // Through the proxy. condense counts with o200k, and SmolLM2's tokenizer makes about twice
+    // as many tokens of the same code, so the configured window is half the model's.
+    let config = Config::load(&Sources {
+        env: vec![
+            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "4096".into()),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "256".into()),
+            ("CONDENSE_COMPACTION_MIN_TAIL_TOKENS".into(), "500".into()),
+            ("CONDENSE_COMPACTION_MAX_TAIL_TOKENS".into(), "1000".into()),
+            ("CONDENSE_COMPACTION_MIN_TAIL_TURNS".into(), "0".into()),
+            ("CONDENSE_SUMMARIZER_BUDGET_TOKENS".into(), "1200".into()),
+            ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS".into(), "true".into()),
+        ],
+        ..Sources::default()
+    })
+    .unwrap();
+    let compactor = Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()));
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = Arc::new(
+        Proxy::new(
+            ProxySettings {
+                openai_upstream: origin.clone(),
+                anthropic_upstream: origin.clone(),
+                body_limit_bytes: 32 << 20,
+                upstream_timeout: Duration::from_secs(600),
+            },
+            compactor,
+            Arc::new(DirSessionStore::new(dir.path())),
+        )
+        .unwrap(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let serving = proxy.clone();
+    tokio::spawn(
+        async move { condense_serve::run(listener, serving, std::future::pending()).await },
+    );
+
+    let response = client
+        .post(format!("{url}/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["object"], "chat.completion");
+    assert!(
+        answer["choices"][0]["message"]["content"].is_string(),
+        "{answer}"
+    );
+    let prompt_tokens = answer["usage"]["prompt_tokens"].as_u64().unwrap();
+    assert!(prompt_tokens < 8_192, "{prompt_tokens}");
+    eprintln!(
+        "through the proxy: {prompt_tokens} prompt tokens (the server counted 36K+ alone); reply {:?}",
+        answer["choices"][0]["message"]["content"]
+    );
+    let metrics = proxy.metrics.render();
+    assert!(
+        metrics.contains("condense_compactions_total{phase=\"summary\"} 1"),
+        "{metrics}"
+    );
+}
