@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use condense_host::Compactor;
-use condense_serve::{DirSessionStore, Proxy, ProxySettings, SessionStore};
+use condense_serve::{DirSessionStore, Proxy, ProxySettings, RedisSessionStore, SessionStore};
 
 use crate::settings::{plugins, sources};
 use crate::{ServeArgs, Verbosity, usage_error};
@@ -52,11 +52,23 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     if serve.body_limit_bytes == 0 {
         return Err(usage_error("serve.body_limit_bytes: must be more than 0"));
     }
-    let store: Arc<dyn SessionStore> = if serve.state.starts_with("redis://") {
-        return Err(usage_error(format!(
-            "serve.state: `{}`: Redis is not supported by this build yet; use a directory",
-            serve.state
-        )));
+    let state_label = if serve.state.is_empty() {
+        DirSessionStore::default_dir().display().to_string()
+    } else {
+        // A Redis URL's password is never printed.
+        match serve.state.split_once('@') {
+            Some((scheme, host)) if scheme.starts_with("redis") => {
+                format!("redis://…@{host}")
+            }
+            _ => serve.state.clone(),
+        }
+    };
+    let store: Arc<dyn SessionStore> = if serve.state.starts_with("redis://")
+        || serve.state.starts_with("rediss://")
+    {
+        Arc::new(
+            RedisSessionStore::new(&serve.state).map_err(|error| usage_error(error.to_string()))?,
+        )
     } else if serve.state.is_empty() {
         Arc::new(DirSessionStore::new(DirSessionStore::default_dir()))
     } else {
@@ -77,7 +89,7 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     let proxy = Arc::new(Proxy::new(
         ProxySettings::from_config(&serve),
         compactor,
-        store.clone(),
+        store,
     )?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -90,7 +102,7 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
         let bound = listener.local_addr().unwrap_or(listen);
         // Tests and scripts read this line to learn the port when they asked for port 0.
         eprintln!(
-            "condense serve: listening on http://{bound} (OpenAI upstream {}, Anthropic upstream {}, state {store:?})",
+            "condense serve: listening on http://{bound} (OpenAI upstream {}, Anthropic upstream {}, state {state_label})",
             serve.openai_upstream, serve.anthropic_upstream
         );
         condense_serve::run(listener, proxy, shutdown_signal()).await?;

@@ -28,11 +28,15 @@
 mod metrics;
 mod proxy;
 mod state;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod wire;
 
 pub use metrics::Metrics;
 pub use proxy::{Proxy, ProxyError, ProxySettings, SESSION_HEADER};
-pub use state::{DirSessionStore, Saved, SessionStore, StateStoreError, Versioned};
+pub use state::{
+    DirSessionStore, RedisSessionStore, Saved, SessionStore, StateStoreError, Versioned,
+};
 pub use wire::{Provider, UsageScanner, derived_session};
 
 /// Serves `proxy` on `listener` until `shutdown` resolves; then in-flight requests and streams

@@ -39,6 +39,14 @@ pub enum StateStoreError {
         /// Why.
         source: std::io::Error,
     },
+    /// Redis refused or could not be reached.
+    #[error("session state in Redis ({url}): {reason}")]
+    Redis {
+        /// The server, without its password.
+        url: String,
+        /// Why.
+        reason: String,
+    },
     /// A saved state that does not parse.
     #[error("session state {path} is damaged: {reason}")]
     Damaged {
@@ -188,6 +196,142 @@ impl SessionStore for DirSessionStore {
             io(source)
         })?;
         Ok(Saved::Stored(version))
+    }
+}
+
+/// Sessions in Redis, shared by every proxy replica behind a load balancer. Each session is a
+/// hash (`version`, `state`) under `condense:session:<sha-256 of the key>`; a save is a Lua
+/// script that compares the version and writes in one step, so two replicas preparing the same
+/// session at once cannot both win (the loser prepares again on the winner's state).
+pub struct RedisSessionStore {
+    client: redis::Client,
+    /// The URL without credentials, for messages.
+    shown: String,
+    connection: std::sync::Mutex<Option<redis::Connection>>,
+    script: redis::Script,
+}
+
+impl std::fmt::Debug for RedisSessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisSessionStore")
+            .field("url", &self.shown)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Compare the version, then write version and state together.
+const SAVE_SCRIPT: &str = r"
+local current = redis.call('HGET', KEYS[1], 'version')
+if not current then current = '0' end
+if current ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'state', ARGV[3])
+return 1
+";
+
+impl RedisSessionStore {
+    /// A store on the Redis server at `url` (`redis://HOST:PORT/DB`); the connection is made on
+    /// first use and made again after an error.
+    pub fn new(url: &str) -> Result<Self, StateStoreError> {
+        let shown = match url.split_once('@') {
+            Some((_, host)) => format!("redis://…@{host}"),
+            None => url.to_owned(),
+        };
+        let client = redis::Client::open(url).map_err(|error| StateStoreError::Redis {
+            url: shown.clone(),
+            reason: error.to_string(),
+        })?;
+        Ok(RedisSessionStore {
+            client,
+            shown,
+            connection: std::sync::Mutex::new(None),
+            script: redis::Script::new(SAVE_SCRIPT),
+        })
+    }
+
+    fn key(session: &str) -> String {
+        let digest = Sha256::digest(session.as_bytes());
+        let name: String = digest[..16]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        format!("condense:session:{name}")
+    }
+
+    fn error(&self, error: impl std::fmt::Display) -> StateStoreError {
+        StateStoreError::Redis {
+            url: self.shown.clone(),
+            reason: error.to_string(),
+        }
+    }
+
+    /// Runs `work` on the shared connection, connecting first if there is none; a failed call
+    /// drops the connection so the next one reconnects.
+    fn with<T>(
+        &self,
+        work: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, StateStoreError> {
+        let mut slot = self
+            .connection
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slot.is_none() {
+            let connection = self
+                .client
+                .get_connection_with_timeout(std::time::Duration::from_secs(5))
+                .map_err(|error| self.error(error))?;
+            *slot = Some(connection);
+        }
+        let Some(connection) = slot.as_mut() else {
+            return Err(self.error("no connection"));
+        };
+        work(connection).map_err(|error| {
+            *slot = None;
+            self.error(error)
+        })
+    }
+}
+
+impl SessionStore for RedisSessionStore {
+    fn load(&self, session: &str) -> Result<Versioned, StateStoreError> {
+        let key = Self::key(session);
+        let (version, state): (Option<u64>, Option<String>) = self.with(|connection| {
+            redis::cmd("HMGET")
+                .arg(&key)
+                .arg("version")
+                .arg("state")
+                .query(connection)
+        })?;
+        let (Some(version), Some(state)) = (version, state) else {
+            return Ok(Versioned::default());
+        };
+        let state = serde_json::from_str(&state).map_err(|error| StateStoreError::Damaged {
+            path: PathBuf::from(format!("{}/{key}", self.shown)),
+            reason: error.to_string(),
+        })?;
+        Ok(Versioned { state, version })
+    }
+
+    fn save(
+        &self,
+        session: &str,
+        state: &SessionState,
+        expected: u64,
+    ) -> Result<Saved, StateStoreError> {
+        let key = Self::key(session);
+        let text = serde_json::to_string(state).map_err(|error| self.error(error))?;
+        let won: i64 = self.with(|connection| {
+            self.script
+                .key(&key)
+                .arg(expected.to_string())
+                .arg((expected + 1).to_string())
+                .arg(&text)
+                .invoke(connection)
+        })?;
+        Ok(if won == 1 {
+            Saved::Stored(expected + 1)
+        } else {
+            Saved::Conflict
+        })
     }
 }
 

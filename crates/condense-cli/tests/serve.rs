@@ -1,0 +1,187 @@
+//! `condense serve` as a process: two replicas sharing one real Redis, and a graceful stop.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use common::command;
+use condense_core::testing::transcript;
+use condense_serve::testing::{ANTHROPIC_REPLY, Frozen, OPENAI_REPLY, tool_results, upstream};
+use serde_json::Value;
+
+/// A running `condense serve` and the URL it printed.
+struct Replica {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(dir: &Path, upstream: &str, state: &str, extra: &[&str]) -> Replica {
+    let mut args = vec![
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--openai-upstream",
+        upstream,
+        "--anthropic-upstream",
+        upstream,
+        "--state",
+        state,
+        "--store",
+        "originals",
+    ];
+    args.extend_from_slice(extra);
+    let mut child = command(dir, &args)
+        .env("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let url = first
+        .split("listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_owned();
+    // Keep draining stderr so the process never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Replica { child, url }
+}
+
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
+/// Two replicas behind an imaginary load balancer, one Redis: a session's requests alternate
+/// between them, and every output either replica replaced comes back byte for byte from the
+/// other on every later request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_on_one_redis_keep_one_sessions_decisions() {
+    let Some(redis) = condense_core::testing::required_url(
+        "two_replicas_on_one_redis_keep_one_sessions_decisions",
+        "CONDENSE_REDIS_URL",
+        "CONDENSE_REQUIRE_REDIS",
+    ) else {
+        return;
+    };
+    let (upstream, received) = upstream().await;
+    let upstream = format!("http://{upstream}");
+    let dir = tempfile::tempdir().unwrap();
+    let replicas = [
+        start(dir.path(), &upstream, &redis, &["-q"]),
+        start(dir.path(), &upstream, &redis, &["-q"]),
+    ];
+    let value: Value =
+        serde_json::from_slice(&transcript("anthropic/claude-code-5f8cbb78").unwrap().bytes)
+            .unwrap();
+    let all = value["messages"].as_array().unwrap().clone();
+    // A session name of its own, so that reruns on the same Redis start afresh.
+    let session = format!("replicas-{}", std::process::id());
+    let mut ends: Vec<usize> = (1..all.len())
+        .filter(|&end| all[end]["role"] == "assistant")
+        .step_by(4)
+        .collect();
+    ends.push(all.len());
+    let mut frozen = Frozen::default();
+    let requests = ends.len();
+    for (request, end) in ends.into_iter().enumerate() {
+        let mut body = value.clone();
+        body["messages"] = Value::Array(all[..end].to_vec());
+        let replica = &replicas[request % 2];
+        let response = client()
+            .post(format!("{}/v1/messages", replica.url))
+            .header("x-api-key", "sk-ant-test")
+            .header("anthropic-version", "2023-06-01")
+            .header("x-condense-session", &session)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.text().await.unwrap(), ANTHROPIC_REPLY);
+        let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+        let sent: Value = serde_json::from_slice(&sent).unwrap();
+        frozen.check(request, tool_results(sent["messages"].as_array().unwrap()));
+    }
+    assert!(frozen.replaced.len() >= 18, "{}", frozen.replaced.len());
+    // One state, written by both: every request saved on the version the other left (the
+    // usage recordings add theirs).
+    use condense_serve::SessionStore;
+    let shared = condense_serve::RedisSessionStore::new(&redis).unwrap();
+    let saved = shared.load(&session).unwrap();
+    assert!(
+        saved.version as usize >= requests,
+        "{} < {requests}",
+        saved.version
+    );
+    assert!(saved.state.log.len() >= frozen.replaced.len());
+}
+
+/// SIGTERM while a request is in flight: the request is answered, then the process exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_the_request_in_flight_finish() {
+    let (upstream, _received) = upstream().await;
+    let upstream = format!("http://{upstream}");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("sessions");
+    let mut replica = start(dir.path(), &upstream, state.to_str().unwrap(), &[]);
+    let url = replica.url.clone();
+    let in_flight = tokio::spawn(async move {
+        client()
+            .post(format!("{url}/v1/chat/completions"))
+            .header("x-test", "slow")
+            .json(
+                &serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+            )
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pid = replica.child.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(in_flight.await.unwrap(), OPENAI_REPLY);
+    let status = replica.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    // The state of the session it served was saved.
+    assert_eq!(std::fs::read_dir(&state).unwrap().count(), 1);
+}
+
+#[test]
+fn a_bad_address_or_upstream_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::condense(dir.path(), &["serve", "--listen", "localhost"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("serve.listen") && said.contains("localhost"),
+        "{said}"
+    );
+    let out = common::condense(
+        dir.path(),
+        &["serve", "--openai-upstream", "api.openai.com"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("serve.openai_upstream"));
+}

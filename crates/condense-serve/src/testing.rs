@@ -1,0 +1,174 @@
+//! A scripted upstream for tests (the `testing` feature): it speaks both providers' exact wire
+//! formats, JSON and server-sent events, and records every request it receives. Not for
+//! production use.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::{get, post};
+use serde_json::Value;
+
+/// What the scripted upstream received: path, headers, body.
+pub type Received = Arc<Mutex<Vec<(String, HeaderMap, Bytes)>>>;
+
+/// The scripted upstream's Chat Completions answer.
+pub const OPENAI_REPLY: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":3,"total_tokens":903}}"#;
+/// The scripted upstream's Messages answer.
+pub const ANTHROPIC_REPLY: &str = r#"{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"cache_read_input_tokens":800,"output_tokens":2}}"#;
+
+/// The scripted upstream's Chat Completions stream, event by event.
+pub fn openai_stream() -> Vec<String> {
+    vec![
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}],\"usage\":null}\n\n".into(),
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":null}],\"usage\":null}\n\n".into(),
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":null}\n\n".into(),
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":700,\"completion_tokens\":1,\"total_tokens\":701}}\n\n".into(),
+        "data: [DONE]\n\n".into(),
+    ]
+}
+
+/// The scripted upstream's Messages stream, event by event.
+pub fn anthropic_stream() -> Vec<String> {
+    vec![
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":12,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":500,\"output_tokens\":1}}}\n\n".into(),
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n".into(),
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"ok\"}}\n\n".into(),
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n".into(),
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n".into(),
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n".into(),
+    ]
+}
+
+/// Starts the scripted upstream on a free 127.0.0.1 port. `x-test` on a request picks a misbehaviour: `slow` answers after
+/// three seconds, `cut` closes a stream after its first event.
+pub async fn upstream() -> (SocketAddr, Received) {
+    let received: Received = Arc::default();
+    let record = |received: Received| {
+        move |uri: axum::http::Uri, headers: HeaderMap, body: Bytes| {
+            let received = received.clone();
+            async move {
+                received.lock().unwrap().push((
+                    uri.path().to_owned(),
+                    headers.clone(),
+                    body.clone(),
+                ));
+                let behaviour = headers
+                    .get("x-test")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                if behaviour == "slow" {
+                    tokio::time::sleep(Duration::from_secs(3)).await;
+                }
+                let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let anthropic = uri.path() == "/v1/messages";
+                let stream = request["stream"] == true;
+                if !stream {
+                    let reply = if anthropic {
+                        ANTHROPIC_REPLY
+                    } else {
+                        OPENAI_REPLY
+                    };
+                    return Response::builder()
+                        .header("content-type", "application/json")
+                        .header("x-upstream", "scripted")
+                        .body(Body::from(reply))
+                        .unwrap();
+                }
+                let mut events = if anthropic {
+                    anthropic_stream()
+                } else {
+                    openai_stream()
+                };
+                let cut = behaviour == "cut";
+                if cut {
+                    events.truncate(1);
+                }
+                let chunks = futures_util::stream::unfold(
+                    (events.into_iter(), cut),
+                    |(mut events, cut)| async move {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        match events.next() {
+                            Some(event) => Some((Ok(Bytes::from(event)), (events, cut))),
+                            None if cut => Some((
+                                Err(std::io::Error::other("upstream closed mid-stream")),
+                                (events, false),
+                            )),
+                            None => None,
+                        }
+                    },
+                );
+                Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(Body::from_stream(chunks))
+                    .unwrap()
+            }
+        }
+    };
+    let app = Router::new()
+        .route("/v1/chat/completions", post(record(received.clone())))
+        .route("/v1/messages", post(record(received.clone())))
+        .route(
+            "/v1/models",
+            get(|headers: HeaderMap| async move {
+                let auth = headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                format!("{{\"object\":\"list\",\"data\":[],\"auth\":\"{auth}\"}}")
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (address, received)
+}
+
+/// Every tool result of a request body, by call id: OpenAI's `tool` messages and Anthropic's
+/// `tool_result` blocks.
+pub fn tool_results(messages: &[Value]) -> Vec<(String, Value)> {
+    let mut results = Vec::new();
+    for message in messages {
+        if let (Some(id), Some(content)) =
+            (message["tool_call_id"].as_str(), message.get("content"))
+        {
+            results.push((id.to_owned(), content.clone()));
+        }
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                let id = block["tool_use_id"].as_str().unwrap_or_default().to_owned();
+                results.push((id, block["content"].clone()));
+            }
+        }
+    }
+    results
+}
+
+/// Replacements seen so far: a tool result replaced on an earlier request must be the same
+/// bytes on every later one, for as long as it is sent (a summary may absorb it).
+#[derive(Debug, Default)]
+pub struct Frozen {
+    /// Each replaced result's content, by call id.
+    pub replaced: std::collections::BTreeMap<String, Value>,
+}
+
+impl Frozen {
+    /// Checks one request's results and remembers its replacements.
+    pub fn check(&mut self, request: usize, results: Vec<(String, Value)>) {
+        for (id, content) in results {
+            if let Some(before) = self.replaced.get(&id) {
+                assert_eq!(before, &content, "request {request}: {id} changed");
+            }
+            if content.to_string().contains("condense recall") {
+                self.replaced.insert(id, content);
+            }
+        }
+    }
+}
