@@ -1,0 +1,87 @@
+"""The official OpenAI and Anthropic Python SDKs talking to `condense serve`.
+
+Run by tests/sdk_clients.rs with the proxy's URL and a shared transcript (an Anthropic request
+body); prints one JSON object of what each call returned, for the Rust test to check against
+what the scripted upstream sent.
+"""
+
+import json
+import sys
+
+import anthropic
+import openai
+
+url, transcript = sys.argv[1], sys.argv[2]
+out = {}
+
+oa = openai.OpenAI(base_url=f"{url}/v1", api_key="sk-openai-test", max_retries=0)
+reply = oa.chat.completions.create(
+    model="m", messages=[{"role": "user", "content": "hello"}]
+)
+out["openai"] = {
+    "content": reply.choices[0].message.content,
+    "usage": reply.usage.total_tokens,
+}
+chunks = []
+for chunk in oa.chat.completions.create(
+    model="m",
+    messages=[{"role": "user", "content": "hello"}],
+    stream=True,
+    stream_options={"include_usage": True},
+):
+    chunks.append(chunk.model_dump(exclude_none=True))
+out["openai_stream"] = chunks
+
+an = anthropic.Anthropic(base_url=url, api_key="sk-ant-test", max_retries=0)
+message = an.messages.create(
+    model="m", max_tokens=10, messages=[{"role": "user", "content": "hello"}]
+)
+out["anthropic"] = {
+    "text": message.content[0].text,
+    "input": message.usage.input_tokens,
+    "cache_read": message.usage.cache_read_input_tokens,
+}
+events = []
+with an.messages.stream(
+    model="m", max_tokens=10, messages=[{"role": "user", "content": "hello"}]
+) as stream:
+    for event in stream:
+        events.append(event.type)
+    final = stream.get_final_message()
+out["anthropic_stream"] = {"events": events, "text": final.content[0].text,
+                           "output": final.usage.output_tokens}
+
+# A long session, request by request, as an agent built on the SDK sends it.
+body = json.load(open(transcript))
+messages = body["messages"]
+sent = 0
+steps = [end for end in range(1, len(messages)) if messages[end]["role"] == "assistant"]
+# Every fourth step and the last, to keep the test quick.
+for end in steps[::4] + [len(messages)]:
+    an.messages.create(
+        model=body["model"],
+        max_tokens=1024,
+        system=body["system"],
+        messages=messages[:end],
+        extra_headers={"x-condense-session": "sdk-replay"},
+    )
+    sent += 1
+out["replayed"] = sent
+
+# condense's own refusal, in the provider's shape: the SDK raises it as the provider's error.
+try:
+    an.messages.create(
+        model="m", max_tokens=10,
+        messages=[{"role": "user", "content": "x" * 2_100_000}],
+    )
+    out["too_large"] = None
+except anthropic.APIStatusError as error:
+    out["too_large"] = {"status": error.status_code, "type": error.body["error"]["type"],
+                        "message": error.message}
+try:
+    oa.chat.completions.create(model="m", messages=[{"role": "user", "content": "x" * 2_100_000}])
+    out["openai_too_large"] = None
+except openai.APIStatusError as error:
+    out["openai_too_large"] = {"status": error.status_code, "message": error.message}
+
+print(json.dumps(out))

@@ -1,0 +1,140 @@
+//! The official Python SDKs (`openai`, `anthropic`) as the proxy's clients: `.ci/run` installs
+//! them in a virtualenv with `scripts/python-sdks.sh` and sets `CONDENSE_PYTHON`; elsewhere the
+//! test says it was skipped. The upstream is the scripted one, which records every body.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use condense_host::{Compactor, Config, Sources};
+use condense_pruner::{FixedClock, MemoryStore};
+use condense_serve::testing::{Frozen, tool_results, upstream};
+use condense_serve::{DirSessionStore, Proxy, ProxySettings};
+use serde_json::Value;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_sdks_get_what_the_upstream_sent() {
+    let Some(python) = condense_core::testing::required_url(
+        "the_official_sdks_get_what_the_upstream_sent",
+        "CONDENSE_PYTHON",
+        "CONDENSE_REQUIRE_PYTHON_SDKS",
+    ) else {
+        return;
+    };
+    let (upstream, received) = upstream().await;
+    let config = Config::load(&Sources {
+        // Thresholds the replayed session crosses early, so decisions have later requests to
+        // stay frozen through.
+        env: vec![
+            ("CONDENSE_PRUNE_MINIMUM_TOKENS".into(), "2000".into()),
+            ("CONDENSE_PRUNE_PROTECT_TOKENS".into(), "5000".into()),
+        ],
+        ..Sources::default()
+    })
+    .unwrap();
+    let compactor = Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()))
+        .with_clock(Box::new(FixedClock(1_763_700_000_000)));
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = Arc::new(
+        Proxy::new(
+            ProxySettings {
+                openai_upstream: format!("http://{upstream}"),
+                anthropic_upstream: format!("http://{upstream}"),
+                body_limit_bytes: 2_000_000,
+                upstream_timeout: Duration::from_secs(30),
+            },
+            compactor,
+            Arc::new(DirSessionStore::new(dir.path())),
+        )
+        .unwrap(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(condense_serve::run(
+        listener,
+        proxy.clone(),
+        std::future::pending(),
+    ));
+
+    let transcript =
+        condense_core::testing::transcripts_dir().join("anthropic/claude-code-5f8cbb78.json");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/sdks.py");
+    // The SDKs block; the proxy runs on this runtime's other threads meanwhile.
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&python)
+            .arg(script)
+            .arg(&url)
+            .arg(&transcript)
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let out: Value = serde_json::from_slice(&output.stdout).unwrap();
+
+    assert_eq!(out["openai"]["content"], "ok");
+    assert_eq!(out["openai"]["usage"], 903);
+    let chunks = out["openai_stream"].as_array().unwrap();
+    assert_eq!(chunks.len(), 4, "{chunks:?}");
+    assert_eq!(chunks[1]["choices"][0]["delta"]["content"], "ok");
+    assert_eq!(chunks[3]["usage"]["total_tokens"], 701);
+    assert_eq!(out["anthropic"]["text"], "ok");
+    assert_eq!(out["anthropic"]["cache_read"], 800);
+    let events: Vec<&str> = out["anthropic_stream"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        events.contains(&"message_start") && events.contains(&"message_stop"),
+        "{events:?}"
+    );
+    assert_eq!(out["anthropic_stream"]["text"], "ok");
+    assert_eq!(out["anthropic_stream"]["output"], 5);
+
+    assert_eq!(out["too_large"]["status"], 413);
+    assert_eq!(out["too_large"]["type"], "request_too_large");
+    assert!(
+        out["too_large"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("serve.body_limit_bytes")
+    );
+    assert_eq!(out["openai_too_large"]["status"], 413);
+
+    // What the SDK sent for the replayed session arrived compacted, valid and frozen.
+    let replayed = out["replayed"].as_u64().unwrap();
+    assert!(replayed >= 5, "{replayed}");
+    let mut frozen = Frozen::default();
+    let bodies: Vec<Value> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(path, headers, _)| {
+            path == "/v1/messages" && headers.contains_key("anthropic-version")
+        })
+        .filter_map(|(_, _, body)| serde_json::from_slice::<Value>(body).ok())
+        // The replay's requests are the ones with the session's system prompt.
+        .filter(|body| body["system"] == "You are a coding agent.")
+        .collect();
+    assert_eq!(bodies.len() as u64, replayed);
+    for (request, body) in bodies.iter().enumerate() {
+        let (_, conversation) = condense_formats::read(
+            body.to_string().as_bytes(),
+            Some(condense_formats::Format::Anthropic),
+        )
+        .unwrap();
+        assert!(conversation.validate().is_empty(), "request {request}");
+        frozen.check(request, tool_results(body["messages"].as_array().unwrap()));
+    }
+    eprintln!(
+        "{replayed} SDK requests, {} outputs replaced",
+        frozen.replaced.len()
+    );
+    assert!(frozen.replaced.len() >= 18, "{}", frozen.replaced.len());
+}
