@@ -92,6 +92,26 @@ pub fn read(bytes: &[u8], format: Option<Format>) -> Result<(Format, Conversatio
     }
 }
 
+/// Reads a JSON document already parsed, as `format`: what a proxy does with a request body it
+/// has parsed once to check it. A Claude Code value is read as a one-line log.
+pub fn read_json(format: Format, value: serde_json::Value) -> Result<Conversation, FormatError> {
+    match format {
+        Format::ClaudeCode => claude_code::read(value.to_string().as_bytes()),
+        format => from_value(format, value),
+    }
+}
+
+/// Writes `conversation` in `format` compactly, with no whitespace: a request body for a
+/// provider rather than a file for a person (Claude Code's JSONL is compact already).
+pub fn write_compact(format: Format, conversation: &Conversation) -> Result<Vec<u8>, FormatError> {
+    let value = match format {
+        Format::ClaudeCode => return claude_code::write(conversation),
+        Format::OpenAi => openai::to_value(conversation),
+        Format::Anthropic => anthropic::to_value(conversation),
+    };
+    serde_json::to_vec(&value).map_err(|error| FormatError::Write(error.to_string()))
+}
+
 /// Writes `conversation` in `format`: JSON documents pretty-printed, JSONL one record a line.
 pub fn write(format: Format, conversation: &Conversation) -> Result<Vec<u8>, FormatError> {
     let value = match format {

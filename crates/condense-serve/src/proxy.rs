@@ -224,7 +224,7 @@ impl Proxy {
             .and_then(|value| value.to_str().ok())
             .filter(|value| !value.is_empty())
             .map(str::to_owned);
-        let prepared = self.prepare(provider, named, &bytes).await;
+        let prepared = self.prepare(provider, named, &bytes, value).await;
         let added = started.elapsed();
         self.metrics
             .observe_added(u64::try_from(added.as_micros()).unwrap_or(u64::MAX));
@@ -289,10 +289,17 @@ impl Proxy {
 
     /// The body to forward: the prepared conversation, or, when anything about preparing it
     /// fails, the client's own bytes (fail open: condense never fails a request).
-    async fn prepare(&self, provider: Provider, named: Option<String>, bytes: &Bytes) -> Prepared {
+    async fn prepare(
+        &self,
+        provider: Provider,
+        named: Option<String>,
+        bytes: &Bytes,
+        value: Value,
+    ) -> Prepared {
         let format = provider.format();
-        let conversation = match condense_formats::read(bytes, Some(format)) {
-            Ok((_, conversation)) => conversation,
+        // The body was parsed once already, to check it: read from that value, not the bytes.
+        let conversation = match condense_formats::read_json(format, value) {
+            Ok(conversation) => conversation,
             Err(error) => {
                 return self.failed_open(named.unwrap_or_default(), bytes, "read", &error);
             }
@@ -300,7 +307,17 @@ impl Proxy {
         let session = named.unwrap_or_else(|| derived_session(&conversation));
         let lock = self.session_lock(&session);
         let _guard = lock.lock().await;
+        // Prepared again only after a lost compare-and-set, from the client's bytes: the first
+        // attempt takes the conversation without copying it.
+        let mut first = Some(conversation);
         for _ in 0..SAVE_ATTEMPTS {
+            let conversation = match first.take() {
+                Some(conversation) => conversation,
+                None => match condense_formats::read(bytes, Some(format)) {
+                    Ok((_, conversation)) => conversation,
+                    Err(error) => return self.failed_open(session, bytes, "read", &error),
+                },
+            };
             let store = self.store.clone();
             let key = session.clone();
             let loaded = tokio::task::spawn_blocking(move || store.load(&key)).await;
@@ -318,9 +335,19 @@ impl Proxy {
                 Ok(compaction) => compaction,
                 Err(error) => return self.failed_open(session, bytes, "prepare", &error),
             };
-            let body = match condense_formats::write(format, &compaction.conversation) {
-                Ok(body) => body,
-                Err(error) => return self.failed_open(session, bytes, "write", &error),
+            let report = &compaction.report;
+            // Nothing replaced, nothing summarized: the client's own bytes go upstream, as they
+            // came and without the cost of writing them again.
+            let unchanged = !matches!(report.head, Some(HeadOutcome::Reused { .. }))
+                && report.prune.replaced() == 0
+                && !matches!(report.compaction, CompactionOutcome::Summarized { .. });
+            let body = if unchanged {
+                bytes.clone()
+            } else {
+                match condense_formats::write_compact(format, &compaction.conversation) {
+                    Ok(body) => Bytes::from(body),
+                    Err(error) => return self.failed_open(session, bytes, "write", &error),
+                }
             };
             let saved = self.save(&session, state, versioned.version).await;
             match saved {
@@ -329,7 +356,6 @@ impl Proxy {
                 // The compacted body is right; only the next request loses its frozen form.
                 Err(error) => tracing::warn!(%session, %error, "the session state was not saved"),
             }
-            let report = &compaction.report;
             let mut fired = Vec::new();
             if matches!(report.head, Some(HeadOutcome::Reused { .. })) {
                 Metrics::add(&self.metrics.head_reused, 1);
@@ -367,7 +393,7 @@ impl Proxy {
             Metrics::add(&self.metrics.tokens_after, tokens_after);
             return Prepared {
                 session,
-                body: Bytes::from(body),
+                body,
                 sent_messages: Some(compaction.conversation.messages.len()),
                 tokens: (report.tokens_before, report.tokens_after),
                 fired: if fired.is_empty() {

@@ -46,7 +46,8 @@ pub fn anthropic_stream() -> Vec<String> {
 }
 
 /// Starts the scripted upstream on a free 127.0.0.1 port. `x-test` on a request picks a misbehaviour: `slow` answers after
-/// three seconds, `cut` closes a stream after its first event.
+/// three seconds, `cut` closes a stream after its first event, `long` streams for about a
+/// second.
 pub async fn upstream() -> (SocketAddr, Received) {
     let received: Received = Arc::default();
     let record = |received: Received| {
@@ -89,6 +90,13 @@ pub async fn upstream() -> (SocketAddr, Received) {
                 let cut = behaviour == "cut";
                 if cut {
                     events.truncate(1);
+                }
+                if behaviour == "long" {
+                    // Two hundred more content events before the end: a stream to walk away from.
+                    let delta = events[1].clone();
+                    for _ in 0..200 {
+                        events.insert(1, delta.clone());
+                    }
                 }
                 let chunks = futures_util::stream::unfold(
                     (events.into_iter(), cut),

@@ -253,7 +253,7 @@ fn metric(text: &str, name: &str) -> u64 {
 /// closing events is recorded.
 #[tokio::test]
 async fn streams_are_relayed_as_they_arrive_and_their_usage_recorded() {
-    let (upstream, _received) = upstream().await;
+    let (upstream, received) = upstream().await;
     let running = proxy_to(upstream, 200_000, |_| {}).await;
 
     let body = json!({"model": "m", "stream": true, "stream_options": {"include_usage": true},
@@ -514,4 +514,91 @@ async fn concurrent_requests_of_one_session_lose_nothing() {
         saved.state.reported_usage.map(|usage| usage.tokens),
         Some(903)
     );
+}
+
+/// A client that walks away in the middle of a stream: the proxy drops the upstream stream,
+/// records no usage for it, keeps serving, and the session's state is intact for its next
+/// request.
+#[tokio::test]
+async fn a_client_that_disconnects_mid_stream_costs_nothing() {
+    let (upstream, _received) = upstream().await;
+    let running = proxy_to(upstream, 200_000, |_| {}).await;
+    let body =
+        json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+    let mut response = client()
+        .post(format!("{}/v1/chat/completions", running.url))
+        .header("x-condense-session", "walks-away")
+        .header("x-test", "long")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.chunk().await.unwrap().is_some());
+    drop(response);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    running.proxy.flushed().await;
+    let saved = running.store.load("walks-away").unwrap();
+    assert_eq!(
+        saved.version, 1,
+        "prepared and saved once, no usage recorded"
+    );
+    assert_eq!(saved.state.reported_usage, None);
+
+    let again = client()
+        .post(format!("{}/v1/chat/completions", running.url))
+        .header("x-condense-session", "walks-away")
+        .json(&json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 200);
+    assert_eq!(again.text().await.unwrap(), OPENAI_REPLY);
+    running.proxy.flushed().await;
+    assert_eq!(running.store.load("walks-away").unwrap().version, 3);
+}
+
+/// A bounded load on loopback: 64 sessions at once, each replaying a shared transcript request
+/// by request. No request fails, and no session loses a save: each ends with one version per
+/// prepare and one per recorded usage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_sessions_at_once_lose_nothing() {
+    let (upstream, _received) = upstream().await;
+    let running = Arc::new(proxy_to(upstream, 200_000, |_| {}).await);
+    let all = messages("openai/swe-agent-marshmallow-1867");
+    let ends: Vec<usize> = (1..all.len())
+        .filter(|&end| all[end]["role"] == "assistant")
+        .collect();
+    let mut sessions = Vec::new();
+    for session in 0..64 {
+        let running = running.clone();
+        let all = all.clone();
+        let ends = ends.clone();
+        sessions.push(tokio::spawn(async move {
+            let client = client();
+            for &end in &ends {
+                let response = client
+                    .post(format!("{}/v1/chat/completions", running.url))
+                    .header("x-condense-session", format!("load-{session}"))
+                    .json(&json!({"model": "m", "messages": &all[..end]}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status(), 200);
+                assert_eq!(response.text().await.unwrap(), OPENAI_REPLY);
+            }
+        }));
+    }
+    for session in sessions {
+        session.await.unwrap();
+    }
+    running.proxy.flushed().await;
+    for session in 0..64 {
+        let saved = running.store.load(&format!("load-{session}")).unwrap();
+        assert_eq!(saved.version as usize, 2 * ends.len(), "session {session}");
+        assert_eq!(saved.state.reported_usage.map(|u| u.tokens), Some(903));
+    }
+    let metrics = running.proxy.metrics.render();
+    assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
+    assert_eq!(metric(&metrics, "condense_upstream_errors_total"), 0);
 }
