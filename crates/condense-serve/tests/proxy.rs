@@ -276,6 +276,9 @@ async fn streams_are_relayed_as_they_arrive_and_their_usage_recorded() {
         "{} chunks: not buffered whole",
         chunks.len()
     );
+    // Nothing to compact: the client's own bytes went upstream.
+    let (_, _, forwarded) = received.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(forwarded, serde_json::to_vec(&body).unwrap());
     assert_eq!(chunks.concat(), openai_stream().concat().into_bytes());
 
     let body = json!({"model": "m", "max_tokens": 100, "stream": true,
