@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use common::command;
 use condense_core::testing::transcript;
-use condense_serve::testing::{ANTHROPIC_REPLY, Frozen, OPENAI_REPLY, tool_results, upstream};
+use condense_serve::testing::{
+    ANTHROPIC_REPLY, Frozen, OPENAI_REPLY, replay_ends, tool_results, upstream,
+};
 use serde_json::Value;
 
 /// A running `condense serve` and the URL it printed.
@@ -89,11 +91,7 @@ async fn two_replicas_on_one_redis_keep_one_sessions_decisions() {
     let all = value["messages"].as_array().unwrap().clone();
     // A session name of its own, so that reruns on the same Redis start afresh.
     let session = format!("replicas-{}", std::process::id());
-    let mut ends: Vec<usize> = (1..all.len())
-        .filter(|&end| all[end]["role"] == "assistant")
-        .step_by(4)
-        .collect();
-    ends.push(all.len());
+    let ends = replay_ends(&all, 4);
     let mut frozen = Frozen::default();
     let requests = ends.len();
     for (request, end) in ends.into_iter().enumerate() {

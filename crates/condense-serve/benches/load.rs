@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use condense_host::{Compactor, Config, Sources};
 use condense_pruner::MemoryStore;
-use condense_serve::testing::upstream;
-use condense_serve::{DirSessionStore, Proxy, ProxySettings, RedisSessionStore, SessionStore};
+use condense_serve::testing::{settings_for, spawn, upstream};
+use condense_serve::{DirSessionStore, Proxy, RedisSessionStore, SessionStore};
 use serde_json::Value;
 
 const SESSIONS: usize = 64;
@@ -133,26 +133,8 @@ async fn proxy(upstream: &str, store: Arc<dyn SessionStore>) -> (String, Arc<Pro
     let compactor = Compactor::from_config(&config)
         .unwrap()
         .with_store(Box::new(MemoryStore::new()));
-    let proxy = Arc::new(
-        Proxy::new(
-            ProxySettings {
-                openai_upstream: upstream.to_owned(),
-                anthropic_upstream: upstream.to_owned(),
-                body_limit_bytes: 32 << 20,
-                upstream_timeout: Duration::from_secs(60),
-            },
-            compactor,
-            store,
-        )
-        .unwrap(),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(condense_serve::run(
-        listener,
-        proxy.clone(),
-        std::future::pending(),
-    ));
+    let proxy = Arc::new(Proxy::new(settings_for(upstream), compactor, store).unwrap());
+    let url = spawn(proxy.clone()).await;
     (url, proxy)
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderName, Method, StatusCode, header};
+use axum::http::{HeaderName, StatusCode, header};
 use axum::response::Response;
 use axum::routing::{get, post};
 use condense_host::{
@@ -242,21 +242,8 @@ impl Proxy {
             added_ms = added.as_secs_f64() * 1_000.0,
             "request"
         );
-        let upstream = self.settings.upstream(provider).to_owned();
-        self.forward(
-            Some(provider),
-            &upstream,
-            parts.method,
-            parts
-                .uri
-                .path_and_query()
-                .map(|p| p.as_str())
-                .unwrap_or("/"),
-            &parts.headers,
-            reqwest::Body::from(prepared.body),
-            Some((provider, usage)),
-        )
-        .await
+        self.forward(provider, parts, reqwest::Body::from(prepared.body), usage)
+            .await
     }
 
     async fn passthrough(self: Arc<Self>, request: Request) -> Response {
@@ -269,22 +256,8 @@ impl Proxy {
         } else {
             Provider::OpenAi
         };
-        let upstream = self.settings.upstream(provider).to_owned();
         let body = reqwest::Body::wrap_stream(body.into_data_stream());
-        self.forward(
-            Some(provider),
-            &upstream,
-            parts.method,
-            parts
-                .uri
-                .path_and_query()
-                .map(|p| p.as_str())
-                .unwrap_or("/"),
-            &parts.headers,
-            body,
-            None,
-        )
-        .await
+        self.forward(provider, parts, body, None).await
     }
 
     /// The body to forward: the prepared conversation, or, when anything about preparing it
@@ -480,25 +453,24 @@ impl Proxy {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Sends the request to `provider`'s upstream, at the path it came to, with its headers,
+    /// and relays the answer; `usage` is where a successful answer's usage goes.
     async fn forward(
         &self,
-        provider: Option<Provider>,
-        upstream: &str,
-        method: Method,
-        path: &str,
-        headers: &HeaderMap,
+        provider: Provider,
+        parts: axum::http::request::Parts,
         body: reqwest::Body,
-        usage: Option<(Provider, Option<UsageSink>)>,
+        usage: Option<UsageSink>,
     ) -> Response {
+        let upstream = self.settings.upstream(provider);
+        let path = parts.uri.path_and_query().map_or("/", |path| path.as_str());
         let url = format!("{}{}", upstream.trim_end_matches('/'), path);
-        let mut request = self.client.request(method, &url).body(body);
-        for (name, value) in headers {
+        let mut request = self.client.request(parts.method, &url).body(body);
+        for (name, value) in &parts.headers {
             if forwarded(name) {
                 request = request.header(name, value);
             }
         }
-        let shape = provider.unwrap_or(Provider::OpenAi);
         let response = match request.send().await {
             Ok(response) => response,
             Err(error) => {
@@ -514,7 +486,7 @@ impl Proxy {
                 } else {
                     "could not be reached"
                 };
-                return shape.error(
+                return provider.error(
                     status,
                     &format!("condense: the upstream {upstream} {what}: {error}"),
                 );
@@ -533,7 +505,7 @@ impl Proxy {
             }
         }
         let (scanner, sink) = match usage {
-            Some((provider, Some(sink))) if status.is_success() => {
+            Some(sink) if status.is_success() => {
                 (Some(UsageScanner::new(provider, sse)), Some(sink))
             }
             _ => (None, None),
@@ -546,7 +518,7 @@ impl Proxy {
         builder
             .body(Body::from_stream(relay))
             .unwrap_or_else(|error| {
-                shape.error(
+                provider.error(
                     StatusCode::BAD_GATEWAY,
                     &format!("condense: the upstream's response could not be relayed: {error}"),
                 )

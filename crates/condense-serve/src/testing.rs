@@ -14,6 +14,38 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::Value;
 
+use crate::{Proxy, ProxySettings};
+
+/// Settings that send both providers to `upstream` (an origin), with a 32 MiB body limit and a
+/// 30-second silence limit.
+pub fn settings_for(upstream: &str) -> ProxySettings {
+    ProxySettings {
+        openai_upstream: upstream.to_owned(),
+        anthropic_upstream: upstream.to_owned(),
+        body_limit_bytes: 32 << 20,
+        upstream_timeout: Duration::from_secs(30),
+    }
+}
+
+/// Serves `proxy` on a free 127.0.0.1 port for as long as the runtime lives; its base URL.
+pub async fn spawn(proxy: Arc<Proxy>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(crate::run(listener, proxy, std::future::pending()));
+    url
+}
+
+/// The request ends of a recorded session replayed every `step`-th assistant step: each
+/// request is the messages before that step; the whole session is the last.
+pub fn replay_ends(messages: &[Value], step: usize) -> Vec<usize> {
+    let mut ends: Vec<usize> = (1..messages.len())
+        .filter(|&end| messages[end]["role"] == "assistant")
+        .step_by(step)
+        .collect();
+    ends.push(messages.len());
+    ends
+}
+
 /// What the scripted upstream received: path, headers, body.
 pub type Received = Arc<Mutex<Vec<(String, HeaderMap, Bytes)>>>;
 

@@ -10,7 +10,8 @@ use condense_core::testing::transcript;
 use condense_host::{Compactor, Config, SessionState, Sources};
 use condense_pruner::{FixedClock, MemoryStore};
 use condense_serve::testing::{
-    ANTHROPIC_REPLY, Frozen, OPENAI_REPLY, anthropic_stream, openai_stream, tool_results, upstream,
+    ANTHROPIC_REPLY, Frozen, OPENAI_REPLY, anthropic_stream, openai_stream, replay_ends,
+    settings_for, spawn, tool_results, upstream,
 };
 use condense_serve::{DirSessionStore, Proxy, ProxySettings, SessionStore};
 use serde_json::{Value, json};
@@ -57,20 +58,10 @@ async fn proxy_with(
         .with_clock(Box::new(FixedClock(1_763_700_000_000)));
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(DirSessionStore::new(dir.path().join("sessions")));
-    let mut proxy_settings = ProxySettings {
-        openai_upstream: format!("http://{upstream}"),
-        anthropic_upstream: format!("http://{upstream}"),
-        body_limit_bytes: 32 << 20,
-        upstream_timeout: Duration::from_secs(30),
-    };
+    let mut proxy_settings = settings_for(&format!("http://{upstream}"));
     settings(&mut proxy_settings);
     let proxy = Arc::new(Proxy::new(proxy_settings, compactor, store.clone()).unwrap());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let serving = proxy.clone();
-    tokio::spawn(
-        async move { condense_serve::run(listener, serving, std::future::pending()).await },
-    );
+    let url = spawn(proxy.clone()).await;
     Running {
         url,
         proxy,
@@ -202,11 +193,7 @@ async fn pruned_outputs_stay_frozen_across_an_anthropic_replay() {
     let mut frozen = Frozen::default();
     let mut requests = 0;
     // Every fourth assistant step, to keep the test quick in a debug build.
-    let mut ends: Vec<usize> = (1..all.len())
-        .filter(|&end| all[end]["role"] == "assistant")
-        .step_by(4)
-        .collect();
-    ends.push(all.len());
+    let ends = replay_ends(&all, 4);
     for end in ends {
         let mut body = value.clone();
         body["messages"] = Value::Array(all[..end].to_vec());

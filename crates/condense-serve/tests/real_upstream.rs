@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use condense_host::{Compactor, Config, Sources};
 use condense_pruner::MemoryStore;
-use condense_serve::{DirSessionStore, Proxy, ProxySettings};
+use condense_serve::testing::{settings_for, spawn};
+use condense_serve::{DirSessionStore, Proxy};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -73,25 +74,17 @@ async fn a_session_too_long_for_the_real_server_succeeds_through_the_proxy() {
         .unwrap()
         .with_store(Box::new(MemoryStore::new()));
     let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings_for(&origin);
+    settings.upstream_timeout = Duration::from_secs(600);
     let proxy = Arc::new(
         Proxy::new(
-            ProxySettings {
-                openai_upstream: origin.clone(),
-                anthropic_upstream: origin.clone(),
-                body_limit_bytes: 32 << 20,
-                upstream_timeout: Duration::from_secs(600),
-            },
+            settings,
             compactor,
             Arc::new(DirSessionStore::new(dir.path())),
         )
         .unwrap(),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let serving = proxy.clone();
-    tokio::spawn(
-        async move { condense_serve::run(listener, serving, std::future::pending()).await },
-    );
+    let url = spawn(proxy.clone()).await;
 
     let response = client
         .post(format!("{url}/v1/chat/completions"))

@@ -4,12 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use condense_host::{Compactor, Config, Sources};
 use condense_pruner::{FixedClock, MemoryStore};
-use condense_serve::testing::{Frozen, tool_results, upstream};
-use condense_serve::{DirSessionStore, Proxy, ProxySettings};
+use condense_serve::testing::{Frozen, settings_for, spawn, tool_results, upstream};
+use condense_serve::{DirSessionStore, Proxy};
 use serde_json::Value;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -37,26 +36,17 @@ async fn the_official_sdks_get_what_the_upstream_sent() {
         .with_store(Box::new(MemoryStore::new()))
         .with_clock(Box::new(FixedClock(1_763_700_000_000)));
     let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings_for(&format!("http://{upstream}"));
+    settings.body_limit_bytes = 2_000_000;
     let proxy = Arc::new(
         Proxy::new(
-            ProxySettings {
-                openai_upstream: format!("http://{upstream}"),
-                anthropic_upstream: format!("http://{upstream}"),
-                body_limit_bytes: 2_000_000,
-                upstream_timeout: Duration::from_secs(30),
-            },
+            settings,
             compactor,
             Arc::new(DirSessionStore::new(dir.path())),
         )
         .unwrap(),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(condense_serve::run(
-        listener,
-        proxy.clone(),
-        std::future::pending(),
-    ));
+    let url = spawn(proxy.clone()).await;
 
     let transcript =
         condense_core::testing::transcripts_dir().join("anthropic/claude-code-5f8cbb78.json");
