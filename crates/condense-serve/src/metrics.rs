@@ -16,7 +16,7 @@ pub struct Metrics {
     pub requests: [AtomicU64; 2],
     /// Requests passed through untouched.
     pub passthrough: AtomicU64,
-    /// Requests whose conversation changed, by what changed it.
+    /// Requests where phase 1 replaced outputs (frozen replays included).
     pub pruned: AtomicU64,
     /// Requests where time-based microcompact cleared outputs.
     pub microcompacted: AtomicU64,
