@@ -57,6 +57,15 @@ pub enum StateStoreError {
     },
 }
 
+/// A session key as a name any store accepts (a file name, a Redis key): the first 16 bytes of
+/// its SHA-256, in hex. Keys come from clients and may hold anything.
+fn digest(session: &str) -> String {
+    Sha256::digest(session.as_bytes())[..16]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
 /// Keeps sessions' states. Blocking calls: the proxy runs them off the async threads.
 pub trait SessionStore: Send + Sync + std::fmt::Debug {
     /// The session's state, or a fresh one at version 0.
@@ -114,12 +123,7 @@ impl DirSessionStore {
     }
 
     fn path(&self, session: &str) -> PathBuf {
-        let digest = Sha256::digest(session.as_bytes());
-        let name: String = digest[..16]
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect();
-        self.dir.join(format!("{name}.json"))
+        self.dir.join(format!("{}.json", digest(session)))
     }
 
     fn read(&self, path: &Path) -> Result<Versioned, StateStoreError> {
@@ -249,12 +253,7 @@ impl RedisSessionStore {
     }
 
     fn key(session: &str) -> String {
-        let digest = Sha256::digest(session.as_bytes());
-        let name: String = digest[..16]
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect();
-        format!("condense:session:{name}")
+        format!("condense:session:{}", digest(session))
     }
 
     fn error(&self, error: impl std::fmt::Display) -> StateStoreError {
