@@ -52,17 +52,6 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     if serve.body_limit_bytes == 0 {
         return Err(usage_error("serve.body_limit_bytes: must be more than 0"));
     }
-    let state_label = if serve.state.is_empty() {
-        DirSessionStore::default_dir().display().to_string()
-    } else {
-        // A Redis URL's password is never printed.
-        match serve.state.split_once('@') {
-            Some((scheme, host)) if scheme.starts_with("redis") => {
-                format!("redis://…@{host}")
-            }
-            _ => serve.state.clone(),
-        }
-    };
     let store: Arc<dyn SessionStore> = if serve.state.starts_with("redis://")
         || serve.state.starts_with("rediss://")
     {
@@ -86,6 +75,7 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .try_init();
+    let state_label = store.location();
     let proxy = Arc::new(Proxy::new(
         ProxySettings::from_config(&serve),
         compactor,

@@ -68,6 +68,8 @@ fn digest(session: &str) -> String {
 
 /// Keeps sessions' states. Blocking calls: the proxy runs them off the async threads.
 pub trait SessionStore: Send + Sync + std::fmt::Debug {
+    /// Where the states are, as logs may show it (a Redis password is never part of it).
+    fn location(&self) -> String;
     /// The session's state, or a fresh one at version 0.
     fn load(&self, session: &str) -> Result<Versioned, StateStoreError>;
     /// Stores `state` if the session is still at `expected`.
@@ -152,6 +154,10 @@ impl DirSessionStore {
 }
 
 impl SessionStore for DirSessionStore {
+    fn location(&self) -> String {
+        self.dir.display().to_string()
+    }
+
     fn load(&self, session: &str) -> Result<Versioned, StateStoreError> {
         self.read(&self.path(session))
     }
@@ -291,6 +297,10 @@ impl RedisSessionStore {
 }
 
 impl SessionStore for RedisSessionStore {
+    fn location(&self) -> String {
+        self.shown.clone()
+    }
+
     fn load(&self, session: &str) -> Result<Versioned, StateStoreError> {
         let key = Self::key(session);
         let (version, state): (Option<u64>, Option<String>) = self.with(|connection| {

@@ -200,6 +200,15 @@ pub struct Frozen {
 }
 
 impl Frozen {
+    /// Checks one forwarded body: it reads as `format` with every tool call and result paired,
+    /// and its replacements are those of earlier requests.
+    pub fn check_body(&mut self, request: usize, format: condense_formats::Format, body: &Value) {
+        let conversation = condense_formats::read_json(format, body.clone()).unwrap();
+        let findings = conversation.validate();
+        assert!(findings.is_empty(), "request {request}: {findings:?}");
+        self.check(request, tool_results(body["messages"].as_array().unwrap()));
+    }
+
     /// Checks one request's results and remembers its replacements.
     pub fn check(&mut self, request: usize, results: Vec<(String, Value)>) {
         for (id, content) in results {

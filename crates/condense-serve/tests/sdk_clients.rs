@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use condense_host::{Compactor, Config, Sources};
 use condense_pruner::{FixedClock, MemoryStore};
-use condense_serve::testing::{Frozen, settings_for, spawn, tool_results, upstream};
+use condense_serve::testing::{Frozen, settings_for, spawn, upstream};
 use condense_serve::{DirSessionStore, Proxy};
 use serde_json::Value;
 
@@ -114,13 +114,7 @@ async fn the_official_sdks_get_what_the_upstream_sent() {
         .collect();
     assert_eq!(bodies.len() as u64, replayed);
     for (request, body) in bodies.iter().enumerate() {
-        let (_, conversation) = condense_formats::read(
-            body.to_string().as_bytes(),
-            Some(condense_formats::Format::Anthropic),
-        )
-        .unwrap();
-        assert!(conversation.validate().is_empty(), "request {request}");
-        frozen.check(request, tool_results(body["messages"].as_array().unwrap()));
+        frozen.check_body(request, condense_formats::Format::Anthropic, body);
     }
     eprintln!(
         "{replayed} SDK requests, {} outputs replaced",
