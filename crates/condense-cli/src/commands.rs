@@ -30,6 +30,7 @@ pub fn run(command: Command, verbosity: Verbosity) -> Result<()> {
         Command::Template(action) => template(action),
         Command::Tools(ToolsAction::Schema { format }) => tools_schema(format),
         Command::Serve(args) => crate::serve::serve(args, verbosity),
+        Command::Replay(args) => crate::replay::replay(args, verbosity),
     }
 }
 

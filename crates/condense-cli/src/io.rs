@@ -203,29 +203,36 @@ impl Plan {
         if let Some(report) = report {
             named.push(("--report", report));
         }
-        let identities: Vec<Identity> = named.iter().map(|(_, path)| identity(path)).collect();
-        for later in 1..named.len() {
-            for earlier in 0..later {
-                if same(&identities[earlier], &identities[later]) {
-                    let hint = if named[earlier].0 == "the input" && named[later].0 == "--output" {
-                        "; use --in-place to replace the input (it keeps a backup)"
-                    } else {
-                        ""
-                    };
-                    return Err(usage_error(format!(
-                        "{} and {} are the same file ({}); nothing was written{hint}",
-                        named[earlier].0,
-                        named[later].0,
-                        named[later].1.display()
-                    )));
-                }
-            }
-        }
+        refuse_same(&named)?;
         Ok(Plan {
             destination,
             report: report.map(Path::to_path_buf),
         })
     }
+}
+
+/// Refuses any two of `named` (what the user calls each, and its path) that are one file:
+/// compared by device and inode where they exist, so a link or a `./` spelling is caught too.
+pub fn refuse_same(named: &[(&str, &Path)]) -> Result<()> {
+    let identities: Vec<Identity> = named.iter().map(|(_, path)| identity(path)).collect();
+    for later in 1..named.len() {
+        for earlier in 0..later {
+            if same(&identities[earlier], &identities[later]) {
+                let hint = if named[earlier].0 == "the input" && named[later].0 == "--output" {
+                    "; use --in-place to replace the input (it keeps a backup)"
+                } else {
+                    ""
+                };
+                return Err(usage_error(format!(
+                    "{} and {} are the same file ({}); nothing was written{hint}",
+                    named[earlier].0,
+                    named[later].0,
+                    named[later].1.display()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `FILE.bak`, else `FILE.1.bak`, `FILE.2.bak`, …: the first name that is free and is not the

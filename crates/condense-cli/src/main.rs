@@ -20,6 +20,7 @@ macro_rules! say_raw {
 mod commands;
 mod human;
 mod io;
+mod replay;
 mod serve;
 mod settings;
 mod spinner;
@@ -84,6 +85,12 @@ enum Command {
         after_help = "Example:\n  condense serve --listen 127.0.0.1:8787 --anthropic-upstream https://api.anthropic.com\n  ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude"
     )]
     Serve(ServeArgs),
+    /// What each compaction policy would have cost on a recorded session, request by request,
+    /// with the provider's prompt cache.
+    #[command(
+        after_help = "Example:\n  condense replay session.jsonl --context-window 64000 --plot replay.svg\n  condense replay session.json --provider openai --policy recorded --policy condense --json"
+    )]
+    Replay(ReplayArgs),
     /// Tools condense gives the agent.
     #[command(
         subcommand,
@@ -203,6 +210,38 @@ pub struct InspectArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The session file; `-` or nothing reads stdin.
+    input: Option<PathBuf>,
+    #[arg(long, value_parser = parse_format)]
+    format: Option<Format>,
+    /// recorded, none, claude-code, opencode, hermes, condense, condense-b (repeatable; all
+    /// when none is named).
+    #[arg(long, value_name = "NAME")]
+    policy: Vec<String>,
+    /// Whose prompt cache and prices: anthropic or openai.
+    #[arg(long, default_value = "anthropic", value_parser = parse_provider)]
+    provider: condense_replay::Provider,
+    /// Prices and cache rules read on top of config/prices.toml.
+    #[arg(long, value_name = "FILE")]
+    prices: Option<PathBuf>,
+    /// The cache lifetime: 5m or 1h (Anthropic's extended cache, written at 2x).
+    #[arg(long, default_value = "5m", value_parser = parse_ttl)]
+    ttl: condense_replay::Ttl,
+    /// A second configuration of condense, in place of --config: replayed as `condense-b`.
+    #[arg(long, value_name = "FILE")]
+    config_b: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// Draw context per request and cumulative cost for each policy (.svg, or .html).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    settings: SettingArgs,
+}
+
+#[derive(Args, Debug)]
 pub struct RecallArgs {
     handle: String,
     /// The wire form for an output of several blocks (text and images): anthropic (the
@@ -239,6 +278,14 @@ pub enum TemplateAction {
 
 fn parse_now(text: &str) -> Result<u64, String> {
     condense_core::time::parse_rfc3339(text)
+}
+
+fn parse_provider(text: &str) -> Result<condense_replay::Provider, String> {
+    text.parse()
+}
+
+fn parse_ttl(text: &str) -> Result<condense_replay::Ttl, String> {
+    text.parse()
 }
 
 fn parse_format(text: &str) -> Result<Format, String> {

@@ -482,3 +482,166 @@ fn the_trim_tool_is_printed_for_each_provider_and_applied() {
     assert_eq!(report["prune"]["trims"][0]["outcome"], "trimmed");
     assert_eq!(report["prune"]["trims"][0]["target"], "r");
 }
+
+#[test]
+fn replay_prices_every_policy_and_draws_the_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = transcripts().join("openai/swe-agent-marshmallow-1867.json");
+    let input = input.to_str().unwrap();
+    let out = condense(
+        dir.path(),
+        &[
+            "replay",
+            input,
+            "--context-window",
+            "8000",
+            "--max-output-tokens",
+            "1024",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    insta::assert_snapshot!("replay_swe_agent_8k", text(&out.stdout, dir.path()));
+
+    let json = condense(
+        dir.path(),
+        &[
+            "replay",
+            input,
+            "--provider",
+            "openai",
+            "--json",
+            "--plot",
+            "chart.svg",
+        ],
+    );
+    assert!(
+        json.status.success(),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(value["provider"], "openai");
+    let policies = value["policies"].as_array().unwrap();
+    let names: Vec<&str> = policies
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "recorded",
+            "none",
+            "claude-code",
+            "opencode",
+            "hermes",
+            "condense"
+        ]
+    );
+    for policy in policies {
+        for key in [
+            "requests",
+            "failures",
+            "compactions",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "uncached_tokens",
+            "output_tokens",
+            "cost_usd",
+        ] {
+            assert!(policy[key].is_number(), "{key} in {policy}");
+        }
+    }
+    let chart = std::fs::read_to_string(dir.path().join("chart.svg")).unwrap();
+    assert!(
+        chart.starts_with("<svg"),
+        "{}",
+        &chart[..100.min(chart.len())]
+    );
+    for name in names {
+        assert!(chart.contains(name), "the legend names {name}");
+    }
+}
+
+#[test]
+fn replay_of_a_claude_code_log_reports_the_logs_own_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = transcripts().join("claude-code/e80aa543-6eff-4cb5-91e0-6d4e8e7951e9.jsonl");
+    let out = condense(
+        dir.path(),
+        &[
+            "replay",
+            input.to_str().unwrap(),
+            "--policy",
+            "recorded",
+            "--policy",
+            "condense",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let recorded = &value["policies"][0];
+    assert_eq!(recorded["name"], "recorded");
+    assert_eq!(recorded["recorded_requests"], 17);
+    assert_eq!(recorded["recorded_cache_read_tokens"], 327_261);
+    assert_eq!(recorded["recorded_cache_write_tokens"], 31_928);
+    assert_eq!(recorded["recorded_uncached_tokens"], 59);
+    assert_eq!(recorded["cost_vs_recorded"], 1.0);
+    assert!(value["policies"][1].get("recorded_requests").is_none());
+}
+
+#[test]
+fn replay_refuses_what_it_cannot_do_before_writing_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = transcripts().join("openai/swe-agent-marshmallow-1867.json");
+    let input = input.to_str().unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (&["--policy", "aider"], "unknown policy `aider`"),
+        (&["--policy", "condense-b"], "needs --config-b"),
+        (&["--provider", "gemini"], "unknown provider `gemini`"),
+        (&["--ttl", "10m"], "use 5m or 1h"),
+        (&["--plot", "chart.png"], "written as .svg or .html"),
+        (
+            &["--config-b", "missing.toml"],
+            "no such configuration file",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let mut args = vec!["replay", input];
+        args.extend_from_slice(extra);
+        let out = condense(dir.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(expected), "{extra:?}: {stderr}");
+    }
+    // The chart never replaces the session it is drawn from.
+    let copy = dir.path().join("session.svg");
+    std::fs::copy(input, &copy).unwrap();
+    let out = condense(
+        dir.path(),
+        &[
+            "replay",
+            "session.svg",
+            "--format",
+            "openai",
+            "--plot",
+            "session.svg",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("same file"));
+    assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(input).unwrap());
+    let bad = dir.path().join("prices.toml");
+    std::fs::write(&bad, "[anthropic]\ninput_per_mtok = \"three\"\n").unwrap();
+    let out = condense(dir.path(), &["replay", input, "--prices", "prices.toml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("prices.toml"));
+}

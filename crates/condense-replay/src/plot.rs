@@ -1,0 +1,152 @@
+//! The replay as a chart: context tokens per request for each policy (where a policy fires, its
+//! line drops) above the cumulative cost of each. SVG, or the same SVG in a self-contained HTML
+//! page.
+
+use plotters::prelude::*;
+
+use crate::ReplayError;
+use crate::run::{Replay, RowKind};
+
+/// Colours that stay apart on a white page, one per policy in order.
+const COLOURS: [RGBColor; 8] = [
+    RGBColor(0, 0, 0),
+    RGBColor(214, 39, 40),
+    RGBColor(31, 119, 180),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(23, 190, 207),
+];
+
+/// The chart of `replay` as an SVG document.
+pub fn svg(replay: &Replay, title: &str) -> Result<String, ReplayError> {
+    let mut out = String::new();
+    draw(replay, title, &mut out).map_err(|error| ReplayError::Plot(error.to_string()))?;
+    Ok(out)
+}
+
+/// The chart in an HTML page that needs nothing else (no script, no network).
+pub fn html(replay: &Replay, title: &str) -> Result<String, ReplayError> {
+    let chart = svg(replay, title)?;
+    let escaped = title
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    Ok(format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{escaped}</title></head>\n<body style=\"font-family: sans-serif\">\n{chart}\n</body></html>\n"
+    ))
+}
+
+fn draw(replay: &Replay, title: &str, out: &mut String) -> Result<(), Box<dyn std::error::Error>> {
+    let requests = replay.agent_requests.max(1);
+    let peak = replay
+        .policies
+        .iter()
+        .map(|policy| policy.peak_context_tokens)
+        .max()
+        .unwrap_or(0)
+        .max(replay.context_window as u64)
+        .max(1);
+    let most = replay
+        .policies
+        .iter()
+        .map(|policy| policy.cost_usd)
+        .fold(0.0, f64::max)
+        .max(0.01);
+    let root = SVGBackend::with_string(out, (1100, 800)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (top, bottom) = root.split_vertically(420);
+
+    let mut context = ChartBuilder::on(&top)
+        .caption(format!("{title}: context per request"), ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0..requests, 0..peak + peak / 20)?;
+    context
+        .configure_mesh()
+        .x_desc("request")
+        .y_desc("input tokens")
+        .draw()?;
+    let window = replay.context_window as u64;
+    context
+        .draw_series(LineSeries::new(
+            [(0, window), (requests, window)],
+            RGBColor(160, 160, 160).stroke_width(1),
+        ))?
+        .label(format!("context window ({window})"))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(160, 160, 160)));
+    for (index, policy) in replay.policies.iter().enumerate() {
+        let colour = COLOURS[index % COLOURS.len()];
+        let points = policy
+            .rows
+            .iter()
+            .filter(|row| row.kind == RowKind::Agent)
+            .map(|row| (row.step, row.context_tokens));
+        context
+            .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
+            .label(policy.name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
+        // A dot at each request a summary was made for: where the policy fired.
+        let fired = policy
+            .rows
+            .iter()
+            .filter(|row| row.kind == RowKind::Summarizer)
+            .filter_map(|row| {
+                policy
+                    .rows
+                    .iter()
+                    .find(|agent| agent.kind == RowKind::Agent && agent.step == row.step)
+                    .map(|agent| (agent.step, agent.context_tokens))
+            });
+        context.draw_series(fired.map(|point| Circle::new(point, 4, colour.filled())))?;
+    }
+    context
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.85))
+        .draw()?;
+
+    let mut spend = ChartBuilder::on(&bottom)
+        .caption(
+            format!(
+                "cumulative cost, US dollars ({}, {})",
+                replay.provider, replay.model
+            ),
+            ("sans-serif", 20),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0..requests, 0.0..most * 1.05)?;
+    spend
+        .configure_mesh()
+        .x_desc("request")
+        .y_desc("dollars")
+        .draw()?;
+    for (index, policy) in replay.policies.iter().enumerate() {
+        let colour = COLOURS[index % COLOURS.len()];
+        let mut total = 0.0;
+        let mut points = Vec::with_capacity(replay.agent_requests);
+        for row in &policy.rows {
+            total += row.cost_usd;
+            if row.kind == RowKind::Agent {
+                points.push((row.step, total));
+            }
+        }
+        spend
+            .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
+            .label(format!("{} ${:.2}", policy.name, policy.cost_usd))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
+    }
+    spend
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.85))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

@@ -1,0 +1,327 @@
+//! Compaction policies: what a harness does to its history before each request.
+//!
+//! A policy sees the history as the harness recorded it up to a request and returns that
+//! request's input as the policy would have sent it. It keeps its own state from one request to
+//! the next, as the harness it models does: outputs once cleared stay cleared, a summary stands
+//! in for the head from the request it was made for onwards.
+
+mod claude_code;
+mod condense;
+mod hermes;
+mod none;
+mod opencode;
+mod recorded;
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use condense_core::{Message, Part, Role, ToolOutput, ToolPairs};
+use condense_summarize::{Extractive, ExtractiveSettings};
+use condense_template::Template;
+use condense_tokenizer::TokenCounter;
+
+use crate::ReplayError;
+use crate::prompt::Calibration;
+
+pub use claude_code::ClaudeCode;
+pub use condense::Condense;
+pub use hermes::Hermes;
+pub use none::NoCompaction;
+pub use opencode::OpenCode;
+pub use recorded::Recorded;
+
+/// The policies `condense replay` knows by name, in the order it shows them. `condense` (and a
+/// second configuration, `condense-b`) needs a configured [`condense_host::Compactor`]: see
+/// [`Condense::new`].
+pub const NAMES: [&str; 6] = [
+    "recorded",
+    "none",
+    "claude-code",
+    "opencode",
+    "hermes",
+    "condense",
+];
+
+/// The policy called `name`, other than condense's own; `None` for an unknown name.
+pub fn named(name: &str, counter: Arc<dyn TokenCounter>) -> Option<Box<dyn Policy>> {
+    Some(match name {
+        "recorded" => Box::new(Recorded),
+        "none" => Box::new(NoCompaction),
+        "claude-code" => Box::new(ClaudeCode::new(counter)),
+        "opencode" => Box::new(OpenCode::new(counter)),
+        "hermes" => Box::new(Hermes::new(counter)),
+        _ => return None,
+    })
+}
+
+/// What a policy knows of the model it prepares requests for.
+#[derive(Clone, Copy)]
+pub struct Model<'a> {
+    /// Counts messages (with its cache: policies count the same messages again and again).
+    pub counter: &'a dyn TokenCounter,
+    /// The context window, in the provider's tokens.
+    pub context_window: usize,
+    /// The most the model writes in one reply.
+    pub max_output_tokens: usize,
+    /// condense's counts in the provider's tokens, with the prompt the log does not show.
+    pub calibration: Calibration,
+}
+
+impl std::fmt::Debug for Model<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("context_window", &self.context_window)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .field("calibration", &self.calibration)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Model<'_> {
+    /// What the provider would count for a request of `messages`: the thresholds of every
+    /// harness are measured on the provider's usage, which this stands for.
+    pub fn tokens(&self, messages: &[Message]) -> usize {
+        let counted: usize = self.counter.count_each(messages).iter().sum();
+        (self.calibration.hidden_prefix + self.calibration.scaled(counted)) as usize
+    }
+}
+
+/// One request's input, as a policy would send it.
+#[derive(Debug, Clone, Default)]
+pub struct Prepared<'h> {
+    /// The messages sent: borrowed from the history when the policy changed nothing.
+    pub input: Cow<'h, [Message]>,
+    /// The summarizer call made before it, when the policy summarized for this request.
+    pub summarizer: Option<SummarizerCall>,
+    /// Outputs the policy cleared or pruned for this request (not counting earlier ones kept
+    /// cleared).
+    pub pruned_outputs: usize,
+}
+
+/// A summarizer call: a request of its own.
+#[derive(Debug, Clone)]
+pub struct SummarizerCall {
+    /// What it sent.
+    pub input: SummarizerInput,
+    /// The summary's tokens (condense's count).
+    pub output_tokens: usize,
+}
+
+/// How a summarizer call's input relates to the agent's requests.
+#[derive(Debug, Clone)]
+pub enum SummarizerInput {
+    /// The agent's own messages with the summary prompt after them (Claude Code's cache-sharing
+    /// fork): it reads the agent's cached prefix.
+    Forked(Vec<Message>),
+    /// A prompt of its own (the head flattened into one text, another system prompt): this many
+    /// condense tokens, sharing nothing with the cache.
+    Separate(usize),
+}
+
+/// A compaction policy, replayed request by request.
+pub trait Policy {
+    /// Its name in reports (`recorded`, `claude-code`, …).
+    fn name(&self) -> &str;
+
+    /// The input of the request whose recorded history is `history` (everything before the
+    /// answer), sent at `now_ms` when the log records times.
+    fn prepare<'h>(
+        &mut self,
+        history: &'h [Message],
+        now_ms: Option<u64>,
+        model: &Model<'_>,
+    ) -> Result<Prepared<'h>, ReplayError>;
+
+    /// What the provider reported for the request just prepared: its input and output tokens.
+    /// A harness that reads the provider's usage (condense's proxy does) calibrates its next
+    /// trigger with it; the others ignore it.
+    fn observe(&mut self, _input_tokens: u64, _output_tokens: u64) {}
+}
+
+/// The part of the history a harness still sends: copies of the messages it made or froze
+/// (`front`: the system prompt, a summary), then the recorded history from `from` on, with the
+/// outputs it cleared replaced by their placeholders.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Live {
+    pub front: Vec<Message>,
+    pub from: usize,
+    /// Cleared outputs by call id, and what stands in for each.
+    pub cleared: HashMap<String, String>,
+}
+
+impl Live {
+    /// A view that starts with `history`'s leading System messages and sends the rest as it is.
+    pub fn new() -> Self {
+        Live::default()
+    }
+
+    /// What is sent now: the history itself while the policy has changed nothing.
+    pub fn input<'h>(&self, history: &'h [Message]) -> Cow<'h, [Message]> {
+        let from = self.from.min(history.len());
+        if self.front.is_empty() && self.cleared.is_empty() {
+            return Cow::Borrowed(&history[from..]);
+        }
+        let mut input = self.front.clone();
+        input.extend(
+            history[self.from.min(history.len())..]
+                .iter()
+                .map(|message| {
+                    let mut message = message.clone();
+                    if !self.cleared.is_empty() {
+                        for part in &mut message.parts {
+                            if let Part::ToolResult(result) = part
+                                && let Some(placeholder) = self.cleared.get(&result.call_id)
+                            {
+                                result.content = ToolOutput::Text(placeholder.clone());
+                            }
+                        }
+                    }
+                    message
+                }),
+        );
+        Cow::Owned(input)
+    }
+
+    /// After a summary of everything sent so far: the leading System messages, then `summary`.
+    pub fn summarized(&mut self, history: &[Message], summary: Vec<Message>) {
+        let system: Vec<Message> = self
+            .input(history)
+            .iter()
+            .take_while(|message| message.role == Role::System)
+            .cloned()
+            .collect();
+        self.front = system;
+        self.front.extend(summary);
+        self.from = history.len();
+    }
+}
+
+/// One tool output of a request's input.
+#[derive(Debug, Clone)]
+pub(crate) struct Output {
+    /// The message that holds it.
+    pub message: usize,
+    /// Its call's id.
+    pub call_id: String,
+    /// The tool that produced it ("" when its call is not in the input).
+    pub tool: String,
+    /// Characters of its text.
+    pub chars: usize,
+}
+
+/// The tool outputs of `messages`, in order.
+pub(crate) fn outputs(messages: &[Message]) -> Vec<Output> {
+    let pairs = ToolPairs::index(messages);
+    let mut found = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        for part in &message.parts {
+            if let Part::ToolResult(result) = part {
+                found.push(Output {
+                    message: index,
+                    call_id: result.call_id.clone(),
+                    tool: pairs
+                        .tool_name(messages, result)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    chars: result.content.text().chars().count(),
+                });
+            }
+        }
+    }
+    found
+}
+
+/// The extractive summary of `head` with the built-in template `template`; `None` when there is
+/// nothing in it to summarize.
+pub(crate) fn summary_of(
+    head: &[Message],
+    template: &str,
+    counter: std::sync::Arc<dyn TokenCounter>,
+) -> Result<Option<String>, ReplayError> {
+    let template = Template::builtin(template).map_err(|error| ReplayError::Policy {
+        policy: template.to_owned(),
+        message: error.to_string(),
+    })?;
+    let settings = ExtractiveSettings {
+        counter,
+        ..ExtractiveSettings::default()
+    };
+    match Extractive::new(template, settings).summary_of(head) {
+        Ok(summary) => Ok(Some(summary)),
+        Err(condense_summarize::SummarizeError::NothingToSummarize) => Ok(None),
+        Err(error) => Err(ReplayError::Policy {
+            policy: "extractive summary".to_owned(),
+            message: error.to_string(),
+        }),
+    }
+}
+
+/// The opencode/hermes pruning walk: from the newest output back, skipping everything after the
+/// `skip_user_turns`-th user turn from the end, the newest `protect` tokens of outputs stay and
+/// older ones are candidates; an output already cleared ends the walk (what is older was dealt
+/// with). Returns the candidates and their tokens; the caller applies its minimum.
+pub(crate) fn walk_back(
+    input: &[Message],
+    outputs: &[Output],
+    skip_user_turns: usize,
+    protect: usize,
+    protected: &[&str],
+    is_cleared: impl Fn(&Output) -> bool,
+    estimate: impl Fn(&Output) -> usize,
+) -> (Vec<String>, usize) {
+    let mut turns = 0;
+    let boundary = input
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, message)| {
+            if message.is_user_turn() {
+                turns += 1;
+            }
+            turns >= skip_user_turns
+        })
+        .map(|(index, _)| index);
+    let Some(boundary) = boundary else {
+        return (Vec::new(), 0);
+    };
+    let mut kept = 0;
+    let mut pruned = 0;
+    let mut candidates = Vec::new();
+    for output in outputs.iter().rev().filter(|o| o.message < boundary) {
+        if is_cleared(output) {
+            break;
+        }
+        if protected.contains(&output.tool.as_str()) {
+            continue;
+        }
+        let tokens = estimate(output);
+        kept += tokens;
+        if kept > protect {
+            pruned += tokens;
+            candidates.push(output.call_id.clone());
+        }
+    }
+    (candidates, pruned)
+}
+
+/// The latest cut at or before `at` after which every tool result still has its call: a cut
+/// between a call and its result moves back to take the call along.
+pub(crate) fn pair_safe_start(messages: &[Message], mut at: usize) -> usize {
+    let pairs = ToolPairs::index(messages);
+    loop {
+        let moved = messages[at.min(messages.len())..].iter().any(|message| {
+            message.parts.iter().any(|part| {
+                part.as_tool_result().is_some_and(|result| {
+                    pairs
+                        .call_site(&result.call_id)
+                        .is_some_and(|call| call.message < at)
+                })
+            })
+        });
+        if !moved || at == 0 {
+            return at;
+        }
+        at -= 1;
+    }
+}

@@ -1,0 +1,199 @@
+//! The price table: what a token costs and the rules of each provider's cache.
+//!
+//! Every number lives in `config/prices.toml`; a user's file of the same shape is read on top of
+//! it, key by key, so that a contract price or a newer model is one line of TOML.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ReplayError;
+
+/// `config/prices.toml`, the one place the numbers are written.
+pub const BUILT_IN_PRICES: &str = include_str!("../../../config/prices.toml");
+
+/// Both providers' prices.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceTable {
+    /// Anthropic's Messages API.
+    pub anthropic: AnthropicPrices,
+    /// OpenAI's Chat Completions.
+    pub openai: OpenAiPrices,
+}
+
+/// Anthropic: explicit breakpoints, writes at a premium, reads at a discount.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnthropicPrices {
+    /// The model the prices are for.
+    pub model: String,
+    /// When the figures were checked.
+    pub checked: String,
+    /// Where they come from.
+    pub source: String,
+    /// Dollars per million uncached input tokens.
+    pub input_per_mtok: f64,
+    /// Dollars per million output tokens.
+    pub output_per_mtok: f64,
+    /// A 5-minute cache write costs the input price times this.
+    pub cache_write_5m_multiplier: f64,
+    /// A 1-hour cache write costs the input price times this.
+    pub cache_write_1h_multiplier: f64,
+    /// A cache hit costs the input price times this.
+    pub cache_read_multiplier: f64,
+    /// Shorter prefixes are never cached.
+    pub min_cacheable_tokens: u64,
+    /// How many content blocks before a breakpoint the provider looks for a cached prefix.
+    pub lookback_blocks: u64,
+}
+
+/// OpenAI: automatic prefix caching, no write premium.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenAiPrices {
+    /// The model the prices are for.
+    pub model: String,
+    /// When the figures were checked.
+    pub checked: String,
+    /// Where they come from.
+    pub source: String,
+    /// Dollars per million uncached input tokens.
+    pub input_per_mtok: f64,
+    /// Dollars per million cached input tokens.
+    pub cached_input_per_mtok: f64,
+    /// Dollars per million output tokens.
+    pub output_per_mtok: f64,
+    /// Prompts shorter than this are never cached.
+    pub min_cached_tokens: u64,
+    /// A hit covers the shared prefix rounded down to the minimum plus a multiple of this.
+    pub cache_step_tokens: u64,
+}
+
+impl PriceTable {
+    /// The built-in table.
+    pub fn built_in() -> Result<PriceTable, ReplayError> {
+        PriceTable::layered(None)
+    }
+
+    /// The built-in table with `overrides` (the text of a user's file named `path`) read on top.
+    pub fn with_overrides(path: &str, overrides: &str) -> Result<PriceTable, ReplayError> {
+        PriceTable::layered(Some((path, overrides)))
+    }
+
+    fn layered(overrides: Option<(&str, &str)>) -> Result<PriceTable, ReplayError> {
+        let parse = |name: &str, text: &str| {
+            text.parse::<toml::Table>()
+                .map_err(|error| ReplayError::Prices {
+                    path: name.to_owned(),
+                    message: error.to_string(),
+                })
+        };
+        let mut table = parse("config/prices.toml (built in)", BUILT_IN_PRICES)?;
+        let name = overrides.map_or("config/prices.toml (built in)", |(path, _)| path);
+        if let Some((path, text)) = overrides {
+            merge(&mut table, parse(path, text)?);
+        }
+        let prices: PriceTable =
+            toml::Value::Table(table)
+                .try_into()
+                .map_err(|error: toml::de::Error| ReplayError::Prices {
+                    path: name.to_owned(),
+                    message: error.message().to_owned(),
+                })?;
+        prices.check(name)?;
+        Ok(prices)
+    }
+
+    /// Prices are finite and not negative; the cache's step is not zero.
+    fn check(&self, path: &str) -> Result<(), ReplayError> {
+        let a = &self.anthropic;
+        let o = &self.openai;
+        let numbers = [
+            ("anthropic.input_per_mtok", a.input_per_mtok),
+            ("anthropic.output_per_mtok", a.output_per_mtok),
+            (
+                "anthropic.cache_write_5m_multiplier",
+                a.cache_write_5m_multiplier,
+            ),
+            (
+                "anthropic.cache_write_1h_multiplier",
+                a.cache_write_1h_multiplier,
+            ),
+            ("anthropic.cache_read_multiplier", a.cache_read_multiplier),
+            ("openai.input_per_mtok", o.input_per_mtok),
+            ("openai.cached_input_per_mtok", o.cached_input_per_mtok),
+            ("openai.output_per_mtok", o.output_per_mtok),
+        ];
+        for (key, value) in numbers {
+            if !value.is_finite() || value < 0.0 {
+                return Err(ReplayError::Prices {
+                    path: path.to_owned(),
+                    message: format!("`{key}` must be a price of zero or more, not {value}"),
+                });
+            }
+        }
+        if o.cache_step_tokens == 0 {
+            return Err(ReplayError::Prices {
+                path: path.to_owned(),
+                message: "`openai.cache_step_tokens` must be at least 1".to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// `over`'s keys replace `base`'s, table by table.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(inner)), toml::Value::Table(value)) => merge(inner, value),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_table_reads_and_holds_the_published_multipliers() {
+        let prices = PriceTable::built_in().unwrap();
+        assert_eq!(prices.anthropic.cache_write_5m_multiplier, 1.25);
+        assert_eq!(prices.anthropic.cache_write_1h_multiplier, 2.0);
+        assert_eq!(prices.anthropic.cache_read_multiplier, 0.1);
+        assert_eq!(prices.anthropic.lookback_blocks, 20);
+        assert_eq!(prices.openai.min_cached_tokens, 1024);
+        assert_eq!(prices.openai.cache_step_tokens, 128);
+    }
+
+    #[test]
+    fn a_users_file_overrides_only_what_it_names() {
+        let prices =
+            PriceTable::with_overrides("mine.toml", "[anthropic]\ninput_per_mtok = 15.0\n")
+                .unwrap();
+        assert_eq!(prices.anthropic.input_per_mtok, 15.0);
+        assert_eq!(prices.anthropic.output_per_mtok, 15.0);
+        assert_eq!(prices.openai, PriceTable::built_in().unwrap().openai);
+    }
+
+    #[test]
+    fn a_misspelt_key_or_a_negative_price_is_an_error_naming_the_file() {
+        let error = PriceTable::with_overrides("mine.toml", "[anthropic]\ninput_per_mtk = 1.0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("mine.toml") && error.contains("input_per_mtk"),
+            "{error}"
+        );
+        let error = PriceTable::with_overrides("mine.toml", "[openai]\noutput_per_mtok = -1.0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("openai.output_per_mtok"), "{error}");
+        let error = PriceTable::with_overrides("mine.toml", "[openai\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("mine.toml"), "{error}");
+    }
+}

@@ -1,0 +1,272 @@
+//! A request as the prompt cache sees it: a chain of prefixes, each ending at a message boundary.
+//!
+//! A provider caches a prefix of the prompt: it hits only when every byte before the cached point
+//! is the same. Each message's end is one candidate point, named by a hash chained over every
+//! message up to it (so two requests share a point exactly when they share the whole prefix),
+//! with the tokens and the content blocks up to it (Anthropic's look-back counts blocks).
+
+use condense_core::{Message, Part, Role, ToolOutput};
+use condense_tokenizer::TokenCounter;
+use serde::Serialize;
+use xxhash_rust::xxh3::{Xxh3, xxh3_64};
+
+/// How condense's token counts are turned into the provider's, fitted on the log's own accounting
+/// where it has some ([`Calibration::fit`]).
+///
+/// Claude Code sends a system prompt and tool definitions that its log does not record (about 14K
+/// tokens on the shared sessions), and Anthropic's tokenizer counts the same text differently from
+/// o200k. Both show in the recorded input totals: `recorded ≈ hidden_prefix + scale × ours`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Calibration {
+    /// Tokens every request carries before its first recorded message (system prompt and tools
+    /// the log leaves out), in the provider's tokens.
+    pub hidden_prefix: u64,
+    /// Provider tokens per condense token.
+    pub scale: f64,
+    /// Requests the fit was made on (0: no recorded usage, the identity).
+    pub fitted_on: usize,
+    /// The part of the hidden prefix that was already cached when the session began: Claude
+    /// Code's base system prompt and tools are the same for every session, so a session started
+    /// soon after another reads them (the log's first request reads this many tokens). 0 when
+    /// the first request read nothing.
+    pub warm_prefix: u64,
+}
+
+impl Default for Calibration {
+    fn default() -> Self {
+        Calibration {
+            hidden_prefix: 0,
+            scale: 1.0,
+            fitted_on: 0,
+            warm_prefix: 0,
+        }
+    }
+}
+
+impl Calibration {
+    /// The least-squares line through `(ours, recorded)` pairs of whole requests. Fewer than two
+    /// distinct points, or a fit that makes no sense (a negative slope or intercept), fall back
+    /// to the scale 1 and the mean difference as the hidden prefix.
+    pub fn fit(points: &[(u64, u64)]) -> Calibration {
+        let n = points.len();
+        if n == 0 {
+            return Calibration::default();
+        }
+        let count = n as f64;
+        let mean_x = points.iter().map(|(x, _)| *x as f64).sum::<f64>() / count;
+        let mean_y = points.iter().map(|(_, y)| *y as f64).sum::<f64>() / count;
+        let var: f64 = points
+            .iter()
+            .map(|(x, _)| (*x as f64 - mean_x).powi(2))
+            .sum();
+        let cov: f64 = points
+            .iter()
+            .map(|(x, y)| (*x as f64 - mean_x) * (*y as f64 - mean_y))
+            .sum();
+        let (scale, prefix) = if var > 0.0 {
+            let scale = cov / var;
+            (scale, mean_y - scale * mean_x)
+        } else {
+            (0.0, 0.0)
+        };
+        if var > 0.0 && scale > 0.0 && prefix >= 0.0 {
+            return Calibration {
+                hidden_prefix: prefix.round() as u64,
+                scale,
+                fitted_on: n,
+                warm_prefix: 0,
+            };
+        }
+        Calibration {
+            hidden_prefix: (mean_y - mean_x).max(0.0).round() as u64,
+            scale: 1.0,
+            fitted_on: n,
+            warm_prefix: 0,
+        }
+    }
+
+    /// `tokens` of condense's count in the provider's.
+    pub fn scaled(&self, tokens: usize) -> u64 {
+        (tokens as f64 * self.scale).round() as u64
+    }
+
+    /// The same calibration for a provider whose tokenizer is condense's (OpenAI's o200k): the
+    /// hidden prefix in condense tokens, no scaling.
+    pub fn unscaled(&self) -> Calibration {
+        let unscale = |tokens: u64| {
+            if self.scale > 0.0 {
+                (tokens as f64 / self.scale).round() as u64
+            } else {
+                tokens
+            }
+        };
+        Calibration {
+            hidden_prefix: unscale(self.hidden_prefix),
+            scale: 1.0,
+            fitted_on: self.fitted_on,
+            warm_prefix: unscale(self.warm_prefix),
+        }
+    }
+}
+
+/// One candidate cache point: the end of a message (or of the hidden prefix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Point {
+    /// Names the whole prefix up to here.
+    pub chain: u64,
+    /// Tokens from the start of the prompt to here.
+    pub tokens: u64,
+    /// Content blocks from the start of the prompt to here.
+    pub blocks: u64,
+}
+
+/// A request's prompt as the cache sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prompt {
+    /// One point per message end, in order.
+    pub points: Vec<Point>,
+    /// The points a harness marks for caching (Claude Code: the end of the system prompt and the
+    /// last message). Indexes into `points`, ascending.
+    pub breakpoints: Vec<usize>,
+}
+
+impl Prompt {
+    /// The prompt of a request whose messages are `messages`, after the hidden prefix, sent to
+    /// the model named by `model` (a hash of its name: each model has a cache of its own).
+    pub fn of(
+        messages: &[Message],
+        counter: &dyn TokenCounter,
+        calibration: &Calibration,
+        model: u64,
+    ) -> Self {
+        let counts = counter.count_each(messages);
+        let mut points = Vec::with_capacity(messages.len() + 2);
+        let mut chain = model;
+        let mut tokens = 0u64;
+        let mut blocks = 0u64;
+        let link = |chain: u64, next: u64| {
+            let mut bytes = [0u8; 16];
+            bytes[..8].copy_from_slice(&chain.to_le_bytes());
+            bytes[8..].copy_from_slice(&next.to_le_bytes());
+            xxh3_64(&bytes)
+        };
+        let warm = calibration.warm_prefix.min(calibration.hidden_prefix);
+        if warm > 0 {
+            chain = link(
+                chain,
+                xxh3_64(b"condense-replay: the harness's shared system prompt"),
+            );
+            tokens = warm;
+            blocks = 1;
+            points.push(Point {
+                chain,
+                tokens,
+                blocks,
+            });
+        }
+        if calibration.hidden_prefix > warm {
+            chain = link(
+                chain,
+                xxh3_64(b"condense-replay: the session's system prompt"),
+            );
+            tokens = calibration.hidden_prefix;
+            blocks += 1;
+            points.push(Point {
+                chain,
+                tokens,
+                blocks,
+            });
+        }
+        let hidden_points = points.len();
+        for (message, count) in messages.iter().zip(counts) {
+            chain = link(chain, content_hash(message));
+            tokens += calibration.scaled(count);
+            blocks += message.parts.len().max(1) as u64;
+            points.push(Point {
+                chain,
+                tokens,
+                blocks,
+            });
+        }
+        // The system part: the hidden prefix and the leading System messages.
+        let leading_system = messages
+            .iter()
+            .take_while(|message| message.role == Role::System)
+            .count();
+        let system_end = hidden_points + leading_system;
+        let mut breakpoints = Vec::with_capacity(2);
+        if system_end > 0 {
+            breakpoints.push(system_end - 1);
+        }
+        if let Some(last) = points.len().checked_sub(1)
+            && breakpoints.last() != Some(&last)
+        {
+            breakpoints.push(last);
+        }
+        Prompt {
+            points,
+            breakpoints,
+        }
+    }
+
+    /// All the prompt's tokens.
+    pub fn tokens(&self) -> u64 {
+        self.points.last().map_or(0, |point| point.tokens)
+    }
+}
+
+/// A hash of what the provider sees of `message`: its role and its parts, not the log's own
+/// fields around them (times, ids), which never reach the model. Texts are hashed as bytes, so
+/// this runs at memory speed on every message of every request.
+pub fn content_hash(message: &Message) -> u64 {
+    let mut hasher = Xxh3::new();
+    hasher.update(message.role.as_str().as_bytes());
+    for part in &message.parts {
+        hash_part(&mut hasher, part);
+    }
+    hasher.digest()
+}
+
+fn hash_part(hasher: &mut Xxh3, part: &Part) {
+    // Each field is followed by its length, so that no two different parts feed the same bytes.
+    let mut field = |bytes: &[u8]| {
+        hasher.update(bytes);
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+    };
+    match part {
+        Part::Text(text) => {
+            field(b"text");
+            field(text.text.as_bytes());
+        }
+        Part::Thinking(thinking) => {
+            field(b"thinking");
+            field(thinking.text.as_bytes());
+        }
+        Part::ToolCall(call) => {
+            field(b"call");
+            field(call.id.as_bytes());
+            field(call.name.as_bytes());
+            field(call.input.to_string().as_bytes());
+        }
+        Part::ToolResult(result) => {
+            field(b"result");
+            field(result.call_id.as_bytes());
+            match &result.content {
+                ToolOutput::Text(text) => field(text.as_bytes()),
+                ToolOutput::Parts(parts) => {
+                    for inner in parts {
+                        hash_part(hasher, inner);
+                    }
+                }
+            }
+        }
+        Part::Image(image) => {
+            field(b"image");
+            field(image.source.to_string().as_bytes());
+        }
+        Part::Opaque { value } => {
+            field(b"opaque");
+            field(value.to_string().as_bytes());
+        }
+    }
+}

@@ -1,0 +1,529 @@
+//! The replay itself: every policy over every request, priced.
+
+use std::sync::Arc;
+
+use condense_tokenizer::TokenCounter;
+use serde::Serialize;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::cache::{AnthropicCache, OpenAiCache, Ttl, Usage};
+use crate::policy::{Model, Policy, Recorded, SummarizerInput};
+use crate::prices::PriceTable;
+use crate::prompt::{Calibration, Point, Prompt};
+use crate::recording::{Recording, Step};
+use crate::{RecordedUsage, ReplayError};
+
+/// Whose cache and prices the requests are sent against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// Explicit breakpoints, 20-block look-back, writes at a premium.
+    Anthropic,
+    /// Automatic prefix caching.
+    #[serde(rename = "openai")]
+    OpenAi,
+}
+
+impl std::str::FromStr for Provider {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "anthropic" => Ok(Provider::Anthropic),
+            "openai" => Ok(Provider::OpenAi),
+            other => Err(format!(
+                "unknown provider `{other}`: use anthropic or openai"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Provider::Anthropic => "anthropic",
+            Provider::OpenAi => "openai",
+        })
+    }
+}
+
+/// What a replay is run against.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Whose cache model and prices.
+    pub provider: Provider,
+    /// The cache lifetime (Anthropic's 5 minutes or 1 hour).
+    pub ttl: Ttl,
+    /// The prices and cache rules.
+    pub prices: PriceTable,
+    /// The model's context window: a request over it fails.
+    pub context_window: usize,
+    /// The most the model writes in one reply (the harnesses' reserves depend on it).
+    pub max_output_tokens: usize,
+}
+
+/// Where a replay is, for a progress display.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// The policy being replayed.
+    pub policy: &'a str,
+    /// Its position among the policies, from 0.
+    pub policy_index: usize,
+    /// How many policies.
+    pub policies: usize,
+    /// Requests done for this policy.
+    pub done: usize,
+    /// Requests in all.
+    pub requests: usize,
+}
+
+/// What a row of the replay is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowKind {
+    /// One of the agent's own requests.
+    Agent,
+    /// A summarizer call the policy made before the agent's request of the same step.
+    Summarizer,
+}
+
+/// One request of one policy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// The recorded request it belongs to (0-based).
+    pub step: usize,
+    /// The agent's request or a summarizer call.
+    pub kind: RowKind,
+    /// Its input, in the provider's tokens.
+    pub context_tokens: u64,
+    /// How that input was billed (all zero for a failed request).
+    pub usage: Usage,
+    /// Its output tokens.
+    pub output_tokens: u64,
+    /// What it cost.
+    pub cost_usd: f64,
+    /// Over the context window: the provider refuses it (and charges nothing).
+    pub failed: bool,
+}
+
+/// The provider's own accounting, summed over the log's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RecordedFigures {
+    /// Requests that carried usage.
+    pub recorded_requests: usize,
+    /// Sum of `cache_read_input_tokens`.
+    pub recorded_cache_read_tokens: u64,
+    /// Sum of `cache_creation_input_tokens`.
+    pub recorded_cache_write_tokens: u64,
+    /// Sum of `input_tokens`.
+    pub recorded_uncached_tokens: u64,
+    /// Sum of `output_tokens`.
+    pub recorded_output_tokens: u64,
+    /// Those figures at the table's prices.
+    pub recorded_cost_usd: f64,
+}
+
+/// One policy's totals.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyResult {
+    /// The policy.
+    pub name: String,
+    /// Requests sent: the agent's, plus the summarizer calls.
+    pub requests: usize,
+    /// Of those, summarizer calls.
+    pub summarizer_requests: usize,
+    /// Agent requests over the context window.
+    pub failures: usize,
+    /// Summaries made.
+    pub compactions: usize,
+    /// Outputs pruned or cleared, each counted once.
+    pub pruned_outputs: usize,
+    /// The largest agent request, in tokens.
+    pub peak_context_tokens: u64,
+    /// The mean agent request, in tokens.
+    pub mean_context_tokens: u64,
+    /// Input read from the cache.
+    pub cache_read_tokens: u64,
+    /// Input written to the cache.
+    pub cache_write_tokens: u64,
+    /// Input neither read nor written.
+    pub uncached_tokens: u64,
+    /// Output.
+    pub output_tokens: u64,
+    /// The total, in US dollars.
+    pub cost_usd: f64,
+    /// `cost_usd` over the `recorded` policy's, when it was replayed.
+    pub cost_vs_recorded: Option<f64>,
+    /// The log's own figures (the `recorded` policy, on a log that has them).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<RecordedFigures>,
+    /// Every request, in order (for charts and checks; not in the JSON summary).
+    #[serde(skip)]
+    pub rows: Vec<Row>,
+}
+
+/// A whole replay.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Replay {
+    /// Whose cache and prices.
+    pub provider: Provider,
+    /// The model the prices are for.
+    pub model: String,
+    /// The cache lifetime.
+    pub ttl: Ttl,
+    /// The context window.
+    pub context_window: usize,
+    /// The agent's requests in the log.
+    pub agent_requests: usize,
+    /// How condense's counts were turned into the provider's.
+    pub calibration: Calibration,
+    /// One result per policy, in the order asked.
+    pub policies: Vec<PolicyResult>,
+}
+
+/// Replays `recording` under each policy. `counter` is the tokenizer the policies count with;
+/// `progress` is told after every request.
+pub fn replay(
+    recording: &Recording,
+    policies: &mut [Box<dyn Policy>],
+    settings: &Settings,
+    counter: Arc<dyn TokenCounter>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Replay, ReplayError> {
+    let mut fitted = calibrate(recording, counter.as_ref());
+    if let Some(first) = recording.steps.first().and_then(|step| step.recorded) {
+        fitted.warm_prefix = first.cache_read.min(fitted.hidden_prefix);
+    }
+    let calibration = match settings.provider {
+        Provider::Anthropic => fitted,
+        Provider::OpenAi => fitted.unscaled(),
+    };
+    let model = Model {
+        counter: counter.as_ref(),
+        context_window: settings.context_window,
+        max_output_tokens: settings.max_output_tokens,
+        calibration,
+    };
+    let count = policies.len();
+    let mut results = Vec::with_capacity(count);
+    for (index, policy) in policies.iter_mut().enumerate() {
+        let name = policy.name().to_owned();
+        let result = run_policy(recording, policy.as_mut(), settings, &model, &mut |done| {
+            progress(Progress {
+                policy: &name,
+                policy_index: index,
+                policies: count,
+                done,
+                requests: recording.steps.len(),
+            })
+        })?;
+        results.push(result);
+    }
+    let baseline = results
+        .iter()
+        .find(|result| result.name == "recorded")
+        .map(|result| result.cost_usd);
+    for result in &mut results {
+        result.cost_vs_recorded = baseline
+            .filter(|cost| *cost > 0.0)
+            .map(|cost| result.cost_usd / cost);
+        if result.name == "recorded" {
+            result.recorded = recorded_figures(recording, settings);
+        }
+    }
+    let model_name = match settings.provider {
+        Provider::Anthropic => settings.prices.anthropic.model.clone(),
+        Provider::OpenAi => settings.prices.openai.model.clone(),
+    };
+    Ok(Replay {
+        provider: settings.provider,
+        model: model_name,
+        ttl: settings.ttl,
+        context_window: settings.context_window,
+        agent_requests: recording.steps.len(),
+        calibration,
+        policies: results,
+    })
+}
+
+/// The provider's cache for one policy's run.
+enum Cache {
+    Anthropic(AnthropicCache),
+    OpenAi(OpenAiCache),
+}
+
+impl Cache {
+    fn request(&mut self, prompt: &Prompt, now_ms: u64) -> Usage {
+        match self {
+            Cache::Anthropic(cache) => cache.request(prompt, now_ms),
+            Cache::OpenAi(cache) => cache.request(prompt, now_ms),
+        }
+    }
+
+    fn warm(&mut self, point: Point, now_ms: u64) {
+        match self {
+            Cache::Anthropic(cache) => cache.warm(point, now_ms),
+            Cache::OpenAi(cache) => cache.warm(point, now_ms),
+        }
+    }
+}
+
+/// Names the cache of the model that answered `step` (one per model).
+fn model_key(step: &Step) -> u64 {
+    xxh3_64(step.model.as_deref().unwrap_or_default().as_bytes())
+}
+
+fn run_policy(
+    recording: &Recording,
+    policy: &mut dyn Policy,
+    settings: &Settings,
+    model: &Model<'_>,
+    progress: &mut dyn FnMut(usize),
+) -> Result<PolicyResult, ReplayError> {
+    let counter = model.counter;
+    let calibration = model.calibration;
+    let mut cache = match settings.provider {
+        Provider::Anthropic => Cache::Anthropic(AnthropicCache::new(
+            &settings.prices.anthropic,
+            settings.ttl,
+        )),
+        Provider::OpenAi => Cache::OpenAi(OpenAiCache::new(&settings.prices.openai, settings.ttl)),
+    };
+    let messages = &recording.conversation.messages;
+    let mut rows = Vec::with_capacity(recording.steps.len());
+    let mut pruned_outputs = 0;
+    // Times the log does not give are taken as "right after the previous request".
+    let mut clock = 0;
+    if let Some(first) = recording.steps.first()
+        && calibration.warm_prefix > 0
+    {
+        let prefix = Prompt::of(&[], counter, &calibration, model_key(first));
+        if let Some(shared) = prefix.points.first() {
+            cache.warm(*shared, first.time_ms.unwrap_or(0));
+        }
+    }
+    for (index, step) in recording.steps.iter().enumerate() {
+        clock = step.time_ms.unwrap_or(clock);
+        let key = model_key(step);
+        let history = &messages[..step.answer];
+        let prepared = policy.prepare(history, step.time_ms, model)?;
+        pruned_outputs += prepared.pruned_outputs;
+        if let Some(call) = prepared.summarizer {
+            let usage = match &call.input {
+                SummarizerInput::Forked(input) => {
+                    cache.request(&Prompt::of(input, counter, &calibration, key), clock)
+                }
+                SummarizerInput::Separate(tokens) => Usage::uncached(calibration.scaled(*tokens)),
+            };
+            let output_tokens = calibration.scaled(call.output_tokens);
+            rows.push(Row {
+                step: index,
+                kind: RowKind::Summarizer,
+                context_tokens: usage.input(),
+                usage,
+                output_tokens,
+                cost_usd: cost(settings, &usage, output_tokens),
+                failed: false,
+            });
+        }
+        let prompt = Prompt::of(&prepared.input, counter, &calibration, key);
+        let context_tokens = prompt.tokens();
+        let output_tokens = calibration.scaled(counter.count_message(&messages[step.answer]));
+        let failed = context_tokens > settings.context_window as u64;
+        let usage = if failed {
+            Usage::default()
+        } else {
+            cache.request(&prompt, clock)
+        };
+        policy.observe(context_tokens, output_tokens);
+        rows.push(Row {
+            step: index,
+            kind: RowKind::Agent,
+            context_tokens,
+            usage,
+            output_tokens: if failed { 0 } else { output_tokens },
+            cost_usd: if failed {
+                0.0
+            } else {
+                cost(settings, &usage, output_tokens)
+            },
+            failed,
+        });
+        progress(index + 1);
+    }
+    Ok(totals(policy.name(), rows, pruned_outputs))
+}
+
+fn totals(name: &str, rows: Vec<Row>, pruned_outputs: usize) -> PolicyResult {
+    let agent: Vec<&Row> = rows
+        .iter()
+        .filter(|row| row.kind == RowKind::Agent)
+        .collect();
+    let sum = |field: fn(&Row) -> u64| rows.iter().map(field).sum::<u64>();
+    let summarizer_requests = rows.len() - agent.len();
+    PolicyResult {
+        name: name.to_owned(),
+        requests: rows.len(),
+        summarizer_requests,
+        failures: agent.iter().filter(|row| row.failed).count(),
+        compactions: summarizer_requests,
+        pruned_outputs,
+        peak_context_tokens: agent
+            .iter()
+            .map(|row| row.context_tokens)
+            .max()
+            .unwrap_or(0),
+        mean_context_tokens: if agent.is_empty() {
+            0
+        } else {
+            agent.iter().map(|row| row.context_tokens).sum::<u64>() / agent.len() as u64
+        },
+        cache_read_tokens: sum(|row| row.usage.cache_read),
+        cache_write_tokens: sum(|row| row.usage.cache_write),
+        uncached_tokens: sum(|row| row.usage.uncached),
+        output_tokens: sum(|row| row.output_tokens),
+        cost_usd: rows.iter().fold(0.0, |total, row| total + row.cost_usd),
+        cost_vs_recorded: None,
+        recorded: None,
+        rows,
+    }
+}
+
+/// Dollars for `usage` and `output` tokens.
+fn cost(settings: &Settings, usage: &Usage, output: u64) -> f64 {
+    let per_token = |per_mtok: f64| per_mtok / 1_000_000.0;
+    match settings.provider {
+        Provider::Anthropic => {
+            let prices = &settings.prices.anthropic;
+            let write = match settings.ttl {
+                Ttl::FiveMinutes => prices.cache_write_5m_multiplier,
+                Ttl::OneHour => prices.cache_write_1h_multiplier,
+            };
+            let input = per_token(prices.input_per_mtok);
+            usage.uncached as f64 * input
+                + usage.cache_write as f64 * input * write
+                + usage.cache_read as f64 * input * prices.cache_read_multiplier
+                + output as f64 * per_token(prices.output_per_mtok)
+        }
+        Provider::OpenAi => {
+            let prices = &settings.prices.openai;
+            usage.uncached as f64 * per_token(prices.input_per_mtok)
+                + usage.cache_read as f64 * per_token(prices.cached_input_per_mtok)
+                + output as f64 * per_token(prices.output_per_mtok)
+        }
+    }
+}
+
+/// The line through the log's own totals (see [`Calibration`]): condense's count of each
+/// recorded request's input against the provider's.
+fn calibrate(recording: &Recording, counter: &dyn TokenCounter) -> Calibration {
+    let messages = &recording.conversation.messages;
+    // Each message is counted once; a request's count is a sum over the messages it sent.
+    let counts = counter.count_each(messages);
+    let points: Vec<(u64, u64)> = recording
+        .steps
+        .iter()
+        .filter_map(|step| {
+            let recorded = step.recorded?;
+            let sent = Recorded::sent(&messages[..step.answer]);
+            let ours: usize = sent.map(|index| counts[index]).sum();
+            Some((ours as u64, recorded.input()))
+        })
+        .collect();
+    Calibration::fit(&points)
+}
+
+fn recorded_figures(recording: &Recording, settings: &Settings) -> Option<RecordedFigures> {
+    let usages: Vec<RecordedUsage> = recording
+        .steps
+        .iter()
+        .filter_map(|step| step.recorded)
+        .collect();
+    if usages.is_empty() {
+        return None;
+    }
+    let sum = |field: fn(&RecordedUsage) -> u64| usages.iter().map(field).sum::<u64>();
+    let usage = Usage {
+        cache_read: sum(|u| u.cache_read),
+        cache_write: sum(|u| u.cache_write),
+        uncached: sum(|u| u.uncached),
+    };
+    let output = sum(|u| u.output);
+    let anthropic = Settings {
+        provider: Provider::Anthropic,
+        ..settings.clone()
+    };
+    Some(RecordedFigures {
+        recorded_requests: usages.len(),
+        recorded_cache_read_tokens: usage.cache_read,
+        recorded_cache_write_tokens: usage.cache_write,
+        recorded_uncached_tokens: usage.uncached,
+        recorded_output_tokens: output,
+        recorded_cost_usd: cost(&anthropic, &usage, output),
+    })
+}
+
+/// How closely the `recorded` policy's simulated cache reproduces the log's own accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Agreement {
+    /// Requests compared (those with recorded usage that did not fail).
+    pub requests: usize,
+    /// Cache reads ÷ all input, as recorded.
+    pub recorded_hit_share: f64,
+    /// The same share, simulated.
+    pub simulated_hit_share: f64,
+    /// Requests with a large recorded cache write ([`Agreement::is_large_write`]).
+    pub large_writes: usize,
+    /// Of those, how many the simulation also wrote at least half as much for.
+    pub large_writes_flagged: usize,
+}
+
+impl Agreement {
+    /// A large write: at least 2,048 tokens and a tenth of the request's input. A cold cache
+    /// (the first request, one after an idle gap) writes the whole prompt, a compaction the
+    /// whole new prefix; an ordinary step writes only the last answer and its tool results.
+    pub fn is_large_write(usage: &RecordedUsage) -> bool {
+        usage.cache_write >= 2_048 && usage.cache_write * 10 >= usage.input()
+    }
+
+    /// The agreement of `result` (the `recorded` policy's, replayed against Anthropic's cache)
+    /// with `recording`'s own figures; `None` when the log has none.
+    pub fn of(recording: &Recording, result: &PolicyResult) -> Option<Agreement> {
+        let agent = result.rows.iter().filter(|row| row.kind == RowKind::Agent);
+        let mut recorded = (0u64, 0u64);
+        let mut simulated = (0u64, 0u64);
+        let mut requests = 0;
+        let mut large_writes = 0;
+        let mut large_writes_flagged = 0;
+        for (step, row) in recording.steps.iter().zip(agent) {
+            let Some(usage) = step.recorded.filter(|_| !row.failed) else {
+                continue;
+            };
+            requests += 1;
+            recorded.0 += usage.cache_read;
+            recorded.1 += usage.input();
+            simulated.0 += row.usage.cache_read;
+            simulated.1 += row.usage.input();
+            if Agreement::is_large_write(&usage) {
+                large_writes += 1;
+                if row.usage.cache_write * 2 >= usage.cache_write {
+                    large_writes_flagged += 1;
+                }
+            }
+        }
+        let share = |(read, all): (u64, u64)| {
+            if all == 0 {
+                0.0
+            } else {
+                read as f64 / all as f64
+            }
+        };
+        (requests > 0).then(|| Agreement {
+            requests,
+            recorded_hit_share: share(recorded),
+            simulated_hit_share: share(simulated),
+            large_writes,
+            large_writes_flagged,
+        })
+    }
+}
