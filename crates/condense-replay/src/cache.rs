@@ -74,13 +74,37 @@ struct Entry {
     expires_ms: u64,
 }
 
+/// Cached prefixes by their chain hash.
+#[derive(Debug, Clone, Default)]
+struct Entries(HashMap<u64, Entry>);
+
+impl Entries {
+    /// Caches (or keeps) `point` until `expires_ms`.
+    fn hold(&mut self, point: Point, expires_ms: u64) {
+        self.0.insert(
+            point.chain,
+            Entry {
+                tokens: point.tokens,
+                expires_ms,
+            },
+        );
+    }
+
+    /// The entry for `point`, when it is cached and alive at `now_ms`.
+    fn live(&mut self, point: &Point, now_ms: u64) -> Option<&mut Entry> {
+        self.0
+            .get_mut(&point.chain)
+            .filter(|entry| entry.expires_ms > now_ms && entry.tokens == point.tokens)
+    }
+}
+
 /// Anthropic's cache: a prefix is written at each breakpoint the request marks, and a later
 /// request reads the longest cached prefix that ends at a block boundary at most
 /// `lookback_blocks` blocks before one of its own breakpoints. An entry lives `ttl` after its
 /// last write or read.
 #[derive(Debug, Clone)]
 pub struct AnthropicCache {
-    entries: HashMap<u64, Entry>,
+    entries: Entries,
     ttl_ms: u64,
     lookback_blocks: u64,
     min_tokens: u64,
@@ -90,7 +114,7 @@ impl AnthropicCache {
     /// An empty cache with `prices`' rules.
     pub fn new(prices: &AnthropicPrices, ttl: Ttl) -> Self {
         AnthropicCache {
-            entries: HashMap::new(),
+            entries: Entries::default(),
             ttl_ms: ttl.ms(),
             lookback_blocks: prices.lookback_blocks,
             min_tokens: prices.min_cacheable_tokens,
@@ -99,13 +123,7 @@ impl AnthropicCache {
 
     /// Holds `point` from `now_ms` as if an earlier request had written it.
     pub fn warm(&mut self, point: Point, now_ms: u64) {
-        self.entries.insert(
-            point.chain,
-            Entry {
-                tokens: point.tokens,
-                expires_ms: now_ms + self.ttl_ms,
-            },
-        );
+        self.entries.hold(point, now_ms + self.ttl_ms);
     }
 
     /// Sends `prompt` at `now_ms`: what it read, wrote and paid in full.
@@ -119,10 +137,7 @@ impl AnthropicCache {
                 if end - point.blocks > self.lookback_blocks {
                     break;
                 }
-                if let Some(entry) = self.entries.get_mut(&point.chain)
-                    && entry.expires_ms > now_ms
-                    && entry.tokens == point.tokens
-                {
+                if let Some(entry) = self.entries.live(point, now_ms) {
                     entry.expires_ms = now_ms + self.ttl_ms;
                     read = read.max(point.tokens);
                     break;
@@ -135,13 +150,7 @@ impl AnthropicCache {
             if point.tokens < self.min_tokens {
                 continue;
             }
-            self.entries.insert(
-                point.chain,
-                Entry {
-                    tokens: point.tokens,
-                    expires_ms: now_ms + self.ttl_ms,
-                },
-            );
+            self.entries.hold(point, now_ms + self.ttl_ms);
             written_to = written_to.max(point.tokens);
         }
         Usage {
@@ -158,7 +167,7 @@ impl AnthropicCache {
 /// differs later is not counted: slightly fewer hits than the provider's token-level match).
 #[derive(Debug, Clone)]
 pub struct OpenAiCache {
-    entries: HashMap<u64, Entry>,
+    entries: Entries,
     ttl_ms: u64,
     min_tokens: u64,
     step_tokens: u64,
@@ -168,7 +177,7 @@ impl OpenAiCache {
     /// An empty cache with `prices`' rules.
     pub fn new(prices: &OpenAiPrices, ttl: Ttl) -> Self {
         OpenAiCache {
-            entries: HashMap::new(),
+            entries: Entries::default(),
             ttl_ms: ttl.ms(),
             min_tokens: prices.min_cached_tokens,
             step_tokens: prices.cache_step_tokens.max(1),
@@ -177,13 +186,7 @@ impl OpenAiCache {
 
     /// Holds `point` from `now_ms` as if an earlier request had sent it.
     pub fn warm(&mut self, point: Point, now_ms: u64) {
-        self.entries.insert(
-            point.chain,
-            Entry {
-                tokens: point.tokens,
-                expires_ms: now_ms + self.ttl_ms,
-            },
-        );
+        self.entries.hold(point, now_ms + self.ttl_ms);
     }
 
     /// Sends `prompt` at `now_ms`.
@@ -193,11 +196,7 @@ impl OpenAiCache {
             .points
             .iter()
             .rev()
-            .find(|point| {
-                self.entries
-                    .get(&point.chain)
-                    .is_some_and(|entry| entry.expires_ms > now_ms && entry.tokens == point.tokens)
-            })
+            .find(|point| self.entries.live(point, now_ms).is_some())
             .map_or(0, |point| point.tokens);
         let read = if shared >= self.min_tokens {
             self.min_tokens + (shared - self.min_tokens) / self.step_tokens * self.step_tokens
@@ -206,13 +205,7 @@ impl OpenAiCache {
         };
         if total >= self.min_tokens {
             for point in &prompt.points {
-                self.entries.insert(
-                    point.chain,
-                    Entry {
-                        tokens: point.tokens,
-                        expires_ms: now_ms + self.ttl_ms,
-                    },
-                );
+                self.entries.hold(*point, now_ms + self.ttl_ms);
             }
         }
         Usage {

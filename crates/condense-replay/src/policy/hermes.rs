@@ -14,8 +14,8 @@ use condense_core::{Message, Role, ToolPairs};
 use condense_tokenizer::TokenCounter;
 
 use super::{
-    Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, outputs, pair_safe_start,
-    summary_of, walk_back,
+    Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, Walk, pair_safe_start,
+    summary_of,
 };
 use crate::ReplayError;
 
@@ -54,32 +54,15 @@ impl Hermes {
     }
 
     fn prune(&mut self, history: &[Message]) -> usize {
-        let input = self.live.input(history);
-        let found = outputs(&input);
-        let (candidates, pruned) = walk_back(
-            &input,
-            &found,
-            0,
-            PRUNE_PROTECT,
-            NEVER_PRUNE,
-            |output| self.live.cleared.contains_key(&output.call_id),
-            |output| output.chars / 4,
-        );
-        if pruned <= PRUNE_MINIMUM {
-            return 0;
-        }
-        let chars: std::collections::HashMap<&str, usize> = found
-            .iter()
-            .map(|output| (output.call_id.as_str(), output.chars))
-            .collect();
-        for id in &candidates {
-            let was = chars.get(id.as_str()).copied().unwrap_or(0);
-            self.live.cleared.insert(
-                id.clone(),
-                format!("[Tool output pruned — was {was} chars]"),
-            );
-        }
-        candidates.len()
+        let walk = Walk {
+            skip_user_turns: 0,
+            protect: PRUNE_PROTECT,
+            minimum: PRUNE_MINIMUM,
+            protected: NEVER_PRUNE,
+        };
+        self.live.prune(history, walk, |chars| {
+            format!("[Tool output pruned — was {chars} chars]")
+        })
     }
 
     /// Summarizes the middle of the current input; `None` when there is no middle.

@@ -257,52 +257,69 @@ pub(crate) fn summary_of(
     }
 }
 
-/// The opencode/hermes pruning walk: from the newest output back, skipping everything after the
-/// `skip_user_turns`-th user turn from the end, the newest `protect` tokens of outputs stay and
-/// older ones are candidates; an output already cleared ends the walk (what is older was dealt
-/// with). Returns the candidates and their tokens; the caller applies its minimum.
-pub(crate) fn walk_back(
-    input: &[Message],
-    outputs: &[Output],
-    skip_user_turns: usize,
-    protect: usize,
-    protected: &[&str],
-    is_cleared: impl Fn(&Output) -> bool,
-    estimate: impl Fn(&Output) -> usize,
-) -> (Vec<String>, usize) {
-    let mut turns = 0;
-    let boundary = input
-        .iter()
-        .enumerate()
-        .rev()
-        .find(|(_, message)| {
+/// The numbers of the opencode/hermes pruning walk.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Walk<'a> {
+    /// Everything after this many user turns from the end is skipped (0: only the last message).
+    pub skip_user_turns: usize,
+    /// The newest outputs up to this many estimated tokens stay.
+    pub protect: usize,
+    /// Older ones are pruned only if together they come to more than this.
+    pub minimum: usize,
+    /// Tools whose outputs are never pruned.
+    pub protected: &'a [&'a str],
+}
+
+impl Live {
+    /// The opencode/hermes pruning walk: from the newest output back, past the skip boundary,
+    /// the newest `protect` tokens of outputs stay (tokens estimated as characters ÷ 4, as both
+    /// do) and older ones are candidates; an output already cleared ends the walk (what is older
+    /// was dealt with). The candidates are cleared, each with `placeholder(its characters)`, if
+    /// together they come to more than the minimum. Returns how many were cleared.
+    pub fn prune(
+        &mut self,
+        history: &[Message],
+        walk: Walk<'_>,
+        placeholder: impl Fn(usize) -> String,
+    ) -> usize {
+        let input = self.input(history);
+        let found = outputs(&input);
+        let mut turns = 0;
+        let boundary = input.iter().enumerate().rev().find(|(_, message)| {
             if message.is_user_turn() {
                 turns += 1;
             }
-            turns >= skip_user_turns
-        })
-        .map(|(index, _)| index);
-    let Some(boundary) = boundary else {
-        return (Vec::new(), 0);
-    };
-    let mut kept = 0;
-    let mut pruned = 0;
-    let mut candidates = Vec::new();
-    for output in outputs.iter().rev().filter(|o| o.message < boundary) {
-        if is_cleared(output) {
-            break;
+            turns >= walk.skip_user_turns
+        });
+        let Some((boundary, _)) = boundary else {
+            return 0;
+        };
+        let mut kept = 0;
+        let mut pruned = 0;
+        let mut candidates = Vec::new();
+        for output in found.iter().rev().filter(|o| o.message < boundary) {
+            if self.cleared.contains_key(&output.call_id) {
+                break;
+            }
+            if walk.protected.contains(&output.tool.as_str()) {
+                continue;
+            }
+            let tokens = output.chars / 4;
+            kept += tokens;
+            if kept > walk.protect {
+                pruned += tokens;
+                candidates.push((output.call_id.clone(), output.chars));
+            }
         }
-        if protected.contains(&output.tool.as_str()) {
-            continue;
+        if pruned <= walk.minimum {
+            return 0;
         }
-        let tokens = estimate(output);
-        kept += tokens;
-        if kept > protect {
-            pruned += tokens;
-            candidates.push(output.call_id.clone());
+        let count = candidates.len();
+        for (id, chars) in candidates {
+            self.cleared.insert(id, placeholder(chars));
         }
+        count
     }
-    (candidates, pruned)
 }
 
 /// The latest cut at or before `at` after which every tool result still has its call: a cut

@@ -17,9 +17,7 @@ use condense_compact::DEFAULT_CONTINUATION;
 use condense_core::{Message, Role};
 use condense_tokenizer::TokenCounter;
 
-use super::{
-    Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, outputs, summary_of, walk_back,
-};
+use super::{Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, Walk, summary_of};
 use crate::ReplayError;
 
 /// `PRUNE_PROTECT`.
@@ -60,24 +58,13 @@ impl OpenCode {
     }
 
     fn prune(&mut self, history: &[Message]) -> usize {
-        let input = self.live.input(history);
-        let found = outputs(&input);
-        let (candidates, pruned) = walk_back(
-            &input,
-            &found,
-            SKIP_USER_TURNS,
-            PRUNE_PROTECT,
-            PROTECTED_TOOLS,
-            |output| self.live.cleared.contains_key(&output.call_id),
-            |output| output.chars / 4,
-        );
-        if pruned <= PRUNE_MINIMUM {
-            return 0;
-        }
-        for id in &candidates {
-            self.live.cleared.insert(id.clone(), CLEARED.to_owned());
-        }
-        candidates.len()
+        let walk = Walk {
+            skip_user_turns: SKIP_USER_TURNS,
+            protect: PRUNE_PROTECT,
+            minimum: PRUNE_MINIMUM,
+            protected: PROTECTED_TOOLS,
+        };
+        self.live.prune(history, walk, |_| CLEARED.to_owned())
     }
 }
 
