@@ -73,19 +73,23 @@ fn draw(replay: &Replay, title: &str, out: &mut String) -> Result<(), Box<dyn st
     context
         .draw_series(LineSeries::new(
             [(0, window), (requests, window)],
-            RGBColor(160, 160, 160).stroke_width(1),
+            RGBColor(120, 120, 120).stroke_width(3),
         ))?
-        .label(format!("context window ({window})"))
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(160, 160, 160)));
+        .label(format!(
+            "context window ({window}): above it, a request fails"
+        ))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(120, 120, 120)));
     for (index, policy) in replay.policies.iter().enumerate() {
         let colour = COLOURS[index % COLOURS.len()];
+        // The first policy (usually `recorded`) is drawn wider: others that match it lie on top.
+        let width = if index == 0 { 5 } else { 2 };
         let points = policy
             .rows
             .iter()
             .filter(|row| row.kind == RowKind::Agent)
             .map(|row| (row.step, row.context_tokens));
         context
-            .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
+            .draw_series(LineSeries::new(points, colour.stroke_width(width)))?
             .label(policy.name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
         // A dot at each request a summary was made for: where the policy fired.
@@ -136,8 +140,9 @@ fn draw(replay: &Replay, title: &str, out: &mut String) -> Result<(), Box<dyn st
                 points.push((row.step, total));
             }
         }
+        let width = if index == 0 { 5 } else { 2 };
         spend
-            .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
+            .draw_series(LineSeries::new(points, colour.stroke_width(width)))?
             .label(format!("{} ${:.2}", policy.name, policy.cost_usd))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
     }

@@ -1,0 +1,165 @@
+//! What must hold for any session, on generated ones: every policy's requests keep tool calls
+//! with their results, the cache never bills more or less input than was sent, nothing is read
+//! that was not sent before, a request fails exactly when it is over the window, and the same
+//! session gives the same figures.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use condense_core::testing::{tool_call, tool_result};
+use condense_core::{Conversation, Message, Part, Role};
+use condense_host::{Compactor, Config, Sources};
+use condense_replay::{
+    PriceTable, Provider, Recording, Replay, RowKind, Settings, Ttl, policy, replay,
+};
+use condense_tokenizer::{Tiktoken, TokenCounter};
+use proptest::prelude::*;
+
+const TOOLS: [&str; 4] = ["Read", "Bash", "skill", "grep"];
+
+/// One person's turn: how many steps, each calling one tool whose output has a size.
+fn session() -> impl Strategy<Value = Vec<(bool, Vec<(usize, usize)>)>> {
+    let step = (
+        0..TOOLS.len(),
+        prop_oneof![Just(20usize), Just(300), Just(2_000)],
+    );
+    let turn = (prop::bool::weighted(0.7), prop::collection::vec(step, 0..6));
+    prop::collection::vec(turn, 1..8)
+}
+
+fn build(turns: &[(bool, Vec<(usize, usize)>)]) -> Conversation {
+    let mut messages = vec![Message::text(Role::System, "You are a coding agent.")];
+    let mut id = 0;
+    for (index, (person, steps)) in turns.iter().enumerate() {
+        if *person || index == 0 {
+            messages.push(Message::text(Role::User, format!("task {index}: fix it")));
+        }
+        for (tool, size) in steps {
+            id += 1;
+            let call = format!("call_{id}");
+            messages.push(Message::new(
+                Role::Assistant,
+                vec![
+                    Part::text(format!("step {id}")),
+                    tool_call(
+                        &call,
+                        TOOLS[*tool],
+                        serde_json::json!({"path": format!("f{id}.rs")}),
+                    ),
+                ],
+            ));
+            let output = format!("line {id} of the output\n").repeat(size / 20 + 1);
+            messages.push(Message::new(Role::Tool, vec![tool_result(&call, output)]));
+        }
+        messages.push(Message::text(Role::Assistant, format!("done with {index}")));
+    }
+    Conversation::new(messages)
+}
+
+fn run(conversation: &Conversation, provider: Provider, window: usize) -> Replay {
+    let recording = Recording::of(conversation.clone());
+    let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+    let mut policies: Vec<Box<dyn condense_replay::Policy>> = policy::NAMES
+        .iter()
+        .filter_map(|name| policy::named(name, counter.clone()))
+        .collect();
+    let config = Config::load(&Sources {
+        flags: vec![
+            (
+                "t".into(),
+                "model.context_window".into(),
+                window.to_string(),
+            ),
+            ("t".into(), "model.max_output_tokens".into(), "1000".into()),
+        ],
+        ..Sources::default()
+    })
+    .unwrap();
+    let compactor = Compactor::from_config(&config).unwrap();
+    policies.push(Box::new(
+        policy::Condense::new("condense", compactor).unwrap(),
+    ));
+    let settings = Settings {
+        provider,
+        ttl: Ttl::FiveMinutes,
+        prices: PriceTable::built_in().unwrap(),
+        context_window: window,
+        max_output_tokens: 1_000,
+    };
+    replay(&recording, &mut policies, &settings, counter, &mut |_| {}).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn every_policy_sends_valid_requests_and_is_billed_for_exactly_what_it_sent(
+        turns in session(),
+        window in prop_oneof![Just(3_000usize), Just(8_000), Just(200_000)],
+        openai in any::<bool>(),
+    ) {
+        let conversation = build(&turns);
+        let provider = if openai { Provider::OpenAi } else { Provider::Anthropic };
+
+        // The requests themselves: pairs kept, whatever the policy did.
+        let recording = Recording::of(conversation.clone());
+        let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+        let model = condense_replay::Model {
+            counter: counter.as_ref(),
+            context_window: window,
+            max_output_tokens: 1_000,
+            calibration: condense_replay::Calibration::default(),
+        };
+        for name in ["claude-code", "opencode", "hermes"] {
+            let mut policy = policy::named(name, counter.clone()).unwrap();
+            for step in &recording.steps {
+                let history = &conversation.messages[..step.answer];
+                let prepared = policy.prepare(history, None, &model).unwrap();
+                let findings = condense_core::validate(&prepared.input);
+                prop_assert!(findings.is_empty(), "{name}: {findings:?}");
+            }
+        }
+
+        let replay = run(&conversation, provider, window);
+        let mut summaries = 0;
+        for result in &replay.policies {
+            let mut sent_before = 0u64;
+            for row in &result.rows {
+                if row.failed {
+                    prop_assert_eq!(row.kind, RowKind::Agent);
+                    prop_assert!(row.context_tokens > window as u64);
+                    prop_assert_eq!(row.cost_usd, 0.0);
+                    continue;
+                }
+                if row.kind == RowKind::Agent {
+                    prop_assert!(row.context_tokens <= window as u64, "{}", result.name);
+                    prop_assert_eq!(row.usage.input(), row.context_tokens, "{}", result.name);
+                }
+                // Nothing is read that no earlier request sent.
+                prop_assert!(row.usage.cache_read <= sent_before, "{}", result.name);
+                if provider == Provider::OpenAi {
+                    prop_assert_eq!(row.usage.cache_write, 0);
+                }
+                prop_assert!(row.cost_usd >= 0.0);
+                sent_before = sent_before.max(row.context_tokens);
+            }
+            prop_assert_eq!(
+                result.failures,
+                result.rows.iter().filter(|row| row.failed).count()
+            );
+            summaries += result.compactions;
+        }
+        if window == 3_000 && conversation.messages.len() > 40 {
+            prop_assert!(summaries > 0, "a long session in a tiny window and no policy summarized");
+        }
+        // The recorded policy is the session as it was: no policy of its own.
+        let recorded = &replay.policies[0];
+        let none = &replay.policies[1];
+        prop_assert_eq!(&recorded.rows, &none.rows);
+        // The same session, the same figures.
+        prop_assert_eq!(
+            serde_json::to_string(&replay).unwrap(),
+            serde_json::to_string(&run(&conversation, provider, window)).unwrap()
+        );
+    }
+}
