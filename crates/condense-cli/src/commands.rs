@@ -11,7 +11,7 @@ use condense_tokenizer::{Tiktoken, TokenCounter};
 use serde::Serialize;
 
 use crate::io::{Plan, input_path, label, read_session, write_file};
-use crate::settings::{config, plugins};
+use crate::settings::{config, plugins, refuse_upstream};
 use crate::spinner::Spinner;
 use crate::{
     Command, ConfigAction, CountArgs, InspectArgs, PluginsAction, RecallArgs, RunArgs,
@@ -60,6 +60,9 @@ fn compact(args: RunArgs, verbosity: Verbosity, summarize: bool) -> Result<()> {
         args.dry_run,
     )?;
     let config = config(&args.settings)?;
+    if summarize {
+        refuse_upstream(&config, "compact")?;
+    }
     let plugins = plugins(&config, verbosity)?;
     let session = read_session(&args.input, args.format)?;
     let store: Box<dyn Store> = if args.dry_run {

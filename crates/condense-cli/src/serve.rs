@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use condense_host::Compactor;
+use condense_host::{Compactor, SummarizerKind};
 use condense_serve::{DirSessionStore, Proxy, ProxySettings, RedisSessionStore, SessionStore};
 
 use crate::settings::{plugins, sources};
@@ -76,11 +76,11 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
         .with_ansi(false)
         .try_init();
     let state_label = store.location();
-    let proxy = Arc::new(Proxy::new(
-        ProxySettings::from_config(&serve),
-        compactor,
-        store,
-    )?);
+    let mut settings = ProxySettings::from_config(&serve);
+    if config.summarizer_kind() == SummarizerKind::Upstream {
+        settings.upstream_summarizer = Some(config.remote_settings());
+    }
+    let proxy = Arc::new(Proxy::new(settings, compactor, store)?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -2,9 +2,9 @@
 
 use anyhow::{Context, Result};
 use condense_host::plugins::load_all;
-use condense_host::{Config, LoadedPlugin, Sources};
+use condense_host::{Config, LoadedPlugin, Sources, SummarizerKind};
 
-use crate::{SettingArgs, Verbosity};
+use crate::{SettingArgs, Verbosity, usage_error};
 
 pub fn sources(args: &SettingArgs) -> Result<Sources> {
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
@@ -43,6 +43,20 @@ pub fn sources(args: &SettingArgs) -> Result<Sources> {
 
 pub fn config(args: &SettingArgs) -> Result<Config> {
     Ok(Config::load(&sources(args)?)?)
+}
+
+/// `summarizer.kind = "upstream"` summarizes with a client's request, which only the proxy has:
+/// a command that summarizes a saved session says so before it starts.
+pub fn refuse_upstream(config: &Config, command: &str) -> Result<()> {
+    if config.summarizer_kind() == SummarizerKind::Upstream {
+        return Err(usage_error(format!(
+            "summarizer.kind = \"upstream\" (from {}) asks the request's own upstream with the client's credentials: only `condense serve` has them; `condense {command}` needs extractive, openai or anthropic (--summarizer extractive)",
+            config
+                .origin("summarizer.kind")
+                .map_or_else(|| "the configuration".to_owned(), ToString::to_string)
+        )));
+    }
+    Ok(())
 }
 
 /// The configured plugins; optional ones that fail are reported and skipped.

@@ -645,3 +645,44 @@ fn replay_refuses_what_it_cannot_do_before_writing_anything() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("prices.toml"));
 }
+
+#[test]
+fn the_upstream_summarizer_is_refused_outside_the_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = transcripts().join("openai/swe-agent-marshmallow-1867.json");
+    let out = condense(
+        dir.path(),
+        &[
+            "compact",
+            input.to_str().unwrap(),
+            "--summarizer",
+            "upstream",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("only `condense serve` has them"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--summarizer"),
+        "says where the kind came from: {stderr}"
+    );
+    // Pruning summarizes nothing, so it runs.
+    let out = condense(
+        dir.path(),
+        &[
+            "prune",
+            input.to_str().unwrap(),
+            "--summarizer",
+            "upstream",
+            "--dry-run",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

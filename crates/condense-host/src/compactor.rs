@@ -124,6 +124,7 @@ impl Compactor {
             conversation,
             &mut SessionState::default(),
             Phases::Both { automatic: false },
+            None,
         )
         .await
     }
@@ -134,6 +135,7 @@ impl Compactor {
             conversation,
             &mut SessionState::default(),
             Phases::PruneOnly,
+            None,
         )
         .await
     }
@@ -146,8 +148,26 @@ impl Compactor {
         conversation: Conversation,
         state: &mut SessionState,
     ) -> Result<Compaction, HostError> {
-        self.run(conversation, state, Phases::Both { automatic: true })
+        self.run(conversation, state, Phases::Both { automatic: true }, None)
             .await
+    }
+
+    /// [`Compactor::prepare`] with `summarizer` for this request only: the proxy's
+    /// `summarizer.kind = "upstream"` asks the request's own upstream with the client's own
+    /// credentials, which only the request knows.
+    pub async fn prepare_with(
+        &self,
+        conversation: Conversation,
+        state: &mut SessionState,
+        summarizer: &dyn Summarizer,
+    ) -> Result<Compaction, HostError> {
+        self.run(
+            conversation,
+            state,
+            Phases::Both { automatic: true },
+            Some(summarizer),
+        )
+        .await
     }
 
     async fn run(
@@ -155,8 +175,10 @@ impl Compactor {
         mut conversation: Conversation,
         state: &mut SessionState,
         phases: Phases,
+        summarizer: Option<&dyn Summarizer>,
     ) -> Result<Compaction, HostError> {
         let started = Instant::now();
+        let summarizer = summarizer.unwrap_or(self.summarizer.as_ref());
         let counter = self.counter.as_ref();
         let usable = condense_compact::usable(&self.tail);
         // The client's own messages, before anything replaces them: what a frozen head is
@@ -199,7 +221,9 @@ impl Compactor {
             }
         } else {
             let automatic = phases == Phases::Both { automatic: true };
-            let (outcome, compacted) = self.summarize(&conversation, state, automatic).await?;
+            let (outcome, compacted) = self
+                .summarize(&conversation, state, automatic, summarizer)
+                .await?;
             if let (
                 Some(compacted),
                 CompactionOutcome::Summarized {
@@ -253,6 +277,7 @@ impl Compactor {
         conversation: &Conversation,
         state: &mut SessionState,
         automatic: bool,
+        summarizer: &dyn Summarizer,
     ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
         let counter = self.counter.as_ref();
         let cut = split(&conversation.messages, counter, &self.tail);
@@ -290,9 +315,8 @@ impl Compactor {
             date: condense_core::time::date_of(self.clock.now_ms()),
         };
         let prompt = self.template.render_prompt(&vars)?;
-        let name = self.summarizer.name().to_owned();
-        let answer = self
-            .summarizer
+        let name = summarizer.name().to_owned();
+        let answer = summarizer
             .summarize(head, &prompt)
             .await
             .map_err(|error| (FailureKind::Summarizer(error.kind()), error.to_string()));
@@ -405,12 +429,36 @@ fn summarizer_for(
     Ok(match config.summarizer_kind() {
         SummarizerKind::OpenAi => Box::new(OpenAi::new(remote_settings(config, counter))?),
         SummarizerKind::Anthropic => Box::new(Anthropic::new(remote_settings(config, counter))?),
+        SummarizerKind::Upstream => Box::new(NeedsUpstream),
         SummarizerKind::Extractive => {
             let mut settings = config.extractive_settings();
             settings.counter = counter;
             Box::new(Extractive::new(template.clone(), settings))
         }
     })
+}
+
+/// `summarizer.kind = "upstream"` outside the proxy: there is no client request to summarize
+/// with, so every summary fails with a message saying so (the proxy passes its own summarizer
+/// to [`Compactor::prepare_with`] instead).
+#[derive(Debug)]
+struct NeedsUpstream;
+
+#[async_trait::async_trait]
+impl Summarizer for NeedsUpstream {
+    fn name(&self) -> &str {
+        "upstream"
+    }
+
+    async fn summarize(
+        &self,
+        _head: &[condense_core::Message],
+        _prompt: &str,
+    ) -> Result<String, condense_summarize::SummarizeError> {
+        Err(condense_summarize::SummarizeError::Client {
+            message: "summarizer.kind = \"upstream\" summarizes through condense serve's upstream with the client's own credentials; outside the proxy choose extractive, openai or anthropic".to_owned(),
+        })
+    }
 }
 
 /// The configured remote settings, sizing chunks with the pipeline's own (warm) counter.

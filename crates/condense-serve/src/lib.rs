@@ -30,6 +30,7 @@ mod proxy;
 mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod upstream;
 mod wire;
 
 pub use metrics::Metrics;

@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::metrics::Metrics;
 use crate::state::{Saved, SessionStore};
+use crate::upstream::UpstreamSummarizer;
 use crate::wire::{Provider, UsageScanner, derived_session};
 
 /// The header a client may send to name its session.
@@ -40,6 +41,10 @@ pub struct ProxySettings {
     pub body_limit_bytes: usize,
     /// The longest the upstream may stay silent.
     pub upstream_timeout: Duration,
+    /// `summarizer.kind = "upstream"`: summaries are asked of the request's own upstream with
+    /// the client's credentials and model, with these settings for the rest (timeouts,
+    /// retries, `compaction_model`). `None`: the compactor's own summarizer.
+    pub upstream_summarizer: Option<condense_summarize::RemoteSettings>,
 }
 
 impl ProxySettings {
@@ -50,6 +55,7 @@ impl ProxySettings {
             anthropic_upstream: config.anthropic_upstream.clone(),
             body_limit_bytes: config.body_limit_bytes,
             upstream_timeout: Duration::from_secs(config.upstream_timeout_secs),
+            upstream_summarizer: None,
         }
     }
 
@@ -224,7 +230,18 @@ impl Proxy {
             .and_then(|value| value.to_str().ok())
             .filter(|value| !value.is_empty())
             .map(str::to_owned);
-        let prepared = self.prepare(provider, named, &bytes, value).await;
+        let summarizer = self.settings.upstream_summarizer.as_ref().map(|template| {
+            UpstreamSummarizer::for_request(
+                template,
+                provider,
+                self.settings.upstream(provider),
+                &parts.headers,
+                value.get("model").and_then(Value::as_str),
+            )
+        });
+        let prepared = self
+            .prepare(provider, named, &bytes, value, summarizer.as_ref())
+            .await;
         let added = started.elapsed();
         self.metrics
             .observe_added(u64::try_from(added.as_micros()).unwrap_or(u64::MAX));
@@ -268,6 +285,7 @@ impl Proxy {
         named: Option<String>,
         bytes: &Bytes,
         value: Value,
+        summarizer: Option<&UpstreamSummarizer>,
     ) -> Prepared {
         let format = provider.format();
         // The body was parsed once already, to check it: read from that value, not the bytes.
@@ -300,11 +318,19 @@ impl Proxy {
                 Err(error) => return self.failed_open(session, bytes, "load state", &error),
             };
             let mut state = versioned.state;
-            let compaction = match self
-                .compactor
-                .prepare(conversation.clone(), &mut state)
-                .await
-            {
+            let prepared = match summarizer {
+                Some(summarizer) => {
+                    self.compactor
+                        .prepare_with(conversation.clone(), &mut state, summarizer)
+                        .await
+                }
+                None => {
+                    self.compactor
+                        .prepare(conversation.clone(), &mut state)
+                        .await
+                }
+            };
+            let compaction = match prepared {
                 Ok(compaction) => compaction,
                 Err(error) => return self.failed_open(session, bytes, "prepare", &error),
             };

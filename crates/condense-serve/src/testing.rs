@@ -24,6 +24,7 @@ pub fn settings_for(upstream: &str) -> ProxySettings {
         anthropic_upstream: upstream.to_owned(),
         body_limit_bytes: 32 << 20,
         upstream_timeout: Duration::from_secs(30),
+        upstream_summarizer: None,
     }
 }
 

@@ -576,3 +576,98 @@ async fn sixty_four_sessions_at_once_lose_nothing() {
     assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
     assert_eq!(metric(&metrics, "condense_upstream_errors_total"), 0);
 }
+
+/// `summarizer.kind = "upstream"`: a due summary is asked of the request's own upstream, with
+/// the client's own credentials and model (or `compaction_model`), before the compacted request
+/// goes there too; the summary it writes is the one the compacted request carries. Neither the
+/// state nor anything else keeps the credentials.
+#[tokio::test]
+async fn summaries_are_asked_of_the_upstream_with_the_clients_own_credentials() {
+    for (provider, compaction_model) in [("openai", None), ("anthropic", Some("cheap-model"))] {
+        let (upstream, received) = upstream().await;
+        let running = proxy_with(
+            upstream,
+            16_000,
+            &[("CONDENSE_SUMMARIZER_KIND", "upstream")],
+            |settings| {
+                let mut template = condense_summarize::RemoteSettings::new("unused", "unused");
+                template.compaction_model = compaction_model.map(str::to_owned);
+                settings.upstream_summarizer = Some(template);
+            },
+        )
+        .await;
+        let (path, body, request) = if provider == "openai" {
+            let all = messages("openai/openhands-ponylang__ponyc-4588");
+            let body = json!({"model": "client-model", "messages": all});
+            let request = client()
+                .post(format!("{}/v1/chat/completions", running.url))
+                .header("authorization", "Bearer sk-client-secret");
+            ("/v1/chat/completions", body, request)
+        } else {
+            let mut body: Value = serde_json::from_slice(
+                &transcript("anthropic/claude-code-5f8cbb78").unwrap().bytes,
+            )
+            .unwrap();
+            body["model"] = json!("client-model");
+            let request = client()
+                .post(format!("{}/v1/messages", running.url))
+                .header("x-api-key", "sk-client-secret")
+                .header("anthropic-version", "2023-06-01");
+            ("/v1/messages", body, request)
+        };
+        let response = request
+            .header("x-condense-session", "upstream")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{provider}");
+
+        let received = received.lock().unwrap().clone();
+        assert_eq!(
+            received.len(),
+            2,
+            "{provider}: the summary, then the request"
+        );
+        let (summary_path, headers, summary_body) = &received[0];
+        assert_eq!(summary_path, path);
+        if provider == "openai" {
+            assert_eq!(headers["authorization"], "Bearer sk-client-secret");
+        } else {
+            assert_eq!(headers["x-api-key"], "sk-client-secret");
+            assert_eq!(headers["anthropic-version"], "2023-06-01");
+        }
+        let summary_body: Value = serde_json::from_slice(summary_body).unwrap();
+        assert_eq!(
+            summary_body["model"],
+            compaction_model.unwrap_or("client-model"),
+            "{provider}"
+        );
+        assert!(
+            summary_body
+                .to_string()
+                .contains("You are writing the memory"),
+            "{provider}: the summary prompt"
+        );
+        // The scripted upstream answers "ok": that is the summary the request carries.
+        let (_, _, sent) = &received[1];
+        let sent: Value = serde_json::from_slice(sent).unwrap();
+        assert_eq!(sent["model"], "client-model");
+        assert!(
+            sent.to_string()
+                .contains("<prior-conversation-summary>\\nok\\n</prior-conversation-summary>"),
+            "{provider}: {}",
+            &sent.to_string()[..400]
+        );
+        let metrics = running.proxy.metrics.render();
+        assert_eq!(
+            metric(&metrics, "condense_compactions_total{phase=\"summary\"}"),
+            1
+        );
+        assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
+        for file in std::fs::read_dir(running._dir.path().join("sessions")).unwrap() {
+            let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+            assert!(!text.contains("sk-client-secret"));
+        }
+    }
+}

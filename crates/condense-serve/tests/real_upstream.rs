@@ -15,11 +15,28 @@ use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_too_long_for_the_real_server_succeeds_through_the_proxy() {
-    let Some(base_url) = condense_core::testing::required_url(
+    through_the_proxy(
         "a_session_too_long_for_the_real_server_succeeds_through_the_proxy",
-        "CONDENSE_LLM_URL",
-        "CONDENSE_REQUIRE_LLM",
-    ) else {
+        false,
+    )
+    .await;
+}
+
+/// The same with `summarizer.kind = "upstream"`: the real server writes the summary too, asked
+/// with the request's own model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_server_writes_the_summary_when_the_summarizer_is_the_upstream() {
+    through_the_proxy(
+        "the_real_server_writes_the_summary_when_the_summarizer_is_the_upstream",
+        true,
+    )
+    .await;
+}
+
+async fn through_the_proxy(test: &str, upstream_summarizer: bool) {
+    let Some(base_url) =
+        condense_core::testing::required_url(test, "CONDENSE_LLM_URL", "CONDENSE_REQUIRE_LLM")
+    else {
         return;
     };
     let origin = base_url
@@ -76,6 +93,16 @@ async fn a_session_too_long_for_the_real_server_succeeds_through_the_proxy() {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = settings_for(&origin);
     settings.upstream_timeout = Duration::from_secs(600);
+    if upstream_summarizer {
+        // The head in chunks the small model can read, each summary short: a summary, not a
+        // good one, is what this checks.
+        let mut template = config.remote_settings();
+        template.context_window = 3_000;
+        template.max_summary_tokens = 128;
+        template.tool_output_chars = 300;
+        template.max_attempts = 1;
+        settings.upstream_summarizer = Some(template);
+    }
     let proxy = Arc::new(
         Proxy::new(
             settings,
@@ -109,6 +136,10 @@ async fn a_session_too_long_for_the_real_server_succeeds_through_the_proxy() {
     let metrics = proxy.metrics.render();
     assert!(
         metrics.contains("condense_compactions_total{phase=\"summary\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("condense_failed_open_total 0"),
         "{metrics}"
     );
 }

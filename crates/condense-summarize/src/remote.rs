@@ -41,6 +41,10 @@ pub struct RemoteSettings {
     pub max_summary_tokens: usize,
     /// Counts the head to size chunks; the server may count differently, hence a margin.
     pub counter: Arc<dyn TokenCounter>,
+    /// Headers sent with every request (lowercase names). `condense serve` puts the client's
+    /// own credentials here for `summarizer.kind = "upstream"`; a header named here is not
+    /// added again from `api_key_env`. Never printed: `Debug` leaves them out.
+    pub headers: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for RemoteSettings {
@@ -72,7 +76,32 @@ impl RemoteSettings {
             context_window: 128_000,
             max_summary_tokens: 4_096,
             counter: Arc::new(Tiktoken::default()),
+            headers: Vec::new(),
         }
+    }
+
+    fn has_header(&self, name: &str) -> bool {
+        self.headers
+            .iter()
+            .any(|(set, _)| set.eq_ignore_ascii_case(name))
+    }
+
+    /// The configured headers, then `name: value` unless one of them is named so already.
+    fn headers_with(&self, defaults: Vec<(&'static str, String)>) -> Vec<(&str, String)> {
+        let mut headers: Vec<(&str, String)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.clone()))
+            .collect();
+        for (name, value) in defaults {
+            if !headers
+                .iter()
+                .any(|(set, _)| set.eq_ignore_ascii_case(name))
+            {
+                headers.push((name, value));
+            }
+        }
+        headers
     }
 
     fn model(&self) -> &str {
@@ -313,10 +342,13 @@ impl Complete for OpenAi {
     async fn complete(&self, turns: Vec<Turn>) -> Result<String, SummarizeError> {
         let settings = &self.http.settings;
         let url = self.http.url("/chat/completions");
-        let mut headers = Vec::new();
-        if let Some(key) = settings.api_key()? {
-            headers.push(("authorization", format!("Bearer {key}")));
+        let mut defaults = Vec::new();
+        if !settings.has_header("authorization")
+            && let Some(key) = settings.api_key()?
+        {
+            defaults.push(("authorization", format!("Bearer {key}")));
         }
+        let headers = settings.headers_with(defaults);
         let messages = chat_messages(&turns);
         let body = json!({
             "model": settings.model(),
@@ -377,10 +409,14 @@ impl Complete for Anthropic {
     async fn complete(&self, turns: Vec<Turn>) -> Result<String, SummarizeError> {
         let settings = &self.http.settings;
         let url = self.http.url("/v1/messages");
-        let mut headers = vec![("anthropic-version", Self::API_VERSION.to_owned())];
-        if let Some(key) = settings.api_key()? {
-            headers.push(("x-api-key", key));
+        let mut defaults = vec![("anthropic-version", Self::API_VERSION.to_owned())];
+        if !settings.has_header("x-api-key")
+            && !settings.has_header("authorization")
+            && let Some(key) = settings.api_key()?
+        {
+            defaults.push(("x-api-key", key));
         }
+        let headers = settings.headers_with(defaults);
         let messages = chat_messages(&turns);
         let body = json!({
             "model": settings.model(),

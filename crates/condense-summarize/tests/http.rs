@@ -343,6 +343,40 @@ async fn a_missing_key_is_named() {
     );
 }
 
+/// Configured headers (the proxy's client credentials) go with the request and take the place
+/// of the key from `api_key_env`, which is then not even read; Anthropic's version header is the
+/// client's when it sent one.
+#[tokio::test]
+async fn configured_headers_are_sent_instead_of_the_configured_key() {
+    both(async |protocol| {
+        let (base, seen) = serve(vec![protocol.success("## Goal\nfix it")]).await;
+        let mut settings = settings(protocol, &base);
+        settings.api_key_env = Some("CONDENSE_TEST_KEY_THAT_IS_NOT_SET".into());
+        settings.headers = match protocol {
+            Protocol::OpenAi => vec![("authorization".into(), "Bearer sk-client".into())],
+            Protocol::Anthropic => vec![
+                ("x-api-key".into(), "sk-ant-client".into()),
+                ("anthropic-version".into(), "2099-01-01".into()),
+            ],
+        };
+        protocol
+            .summarizer(settings)
+            .summarize(&head(), PROMPT)
+            .await
+            .unwrap();
+        let headers = seen.lock().unwrap()[0].headers.clone();
+        match protocol {
+            Protocol::OpenAi => assert!(headers.contains("authorization: bearer sk-client")),
+            Protocol::Anthropic => {
+                assert!(headers.contains("x-api-key: sk-ant-client"));
+                assert!(headers.contains("anthropic-version: 2099-01-01"));
+                assert!(!headers.contains("2023-06-01"), "{headers}");
+            }
+        }
+    })
+    .await;
+}
+
 /// A head far larger than the summarizer's window goes in chunks, and the partial summaries are
 /// merged in a last request; a context refusal from the server splits the chunk instead of
 /// reaching the caller.

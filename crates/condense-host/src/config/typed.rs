@@ -213,14 +213,19 @@ pub enum SummarizerKind {
     /// The Anthropic Messages API.
     #[serde(rename = "anthropic")]
     Anthropic,
+    /// `condense serve` only: the request's own upstream, with the client's own credentials,
+    /// asking the request's model (or `compaction_model`).
+    #[serde(rename = "upstream")]
+    Upstream,
 }
 
 impl SummarizerKind {
     /// Every kind, in the order the documentation lists them.
-    pub const ALL: [SummarizerKind; 3] = [
+    pub const ALL: [SummarizerKind; 4] = [
         SummarizerKind::Extractive,
         SummarizerKind::OpenAi,
         SummarizerKind::Anthropic,
+        SummarizerKind::Upstream,
     ];
 
     /// The name configuration uses.
@@ -229,6 +234,7 @@ impl SummarizerKind {
             SummarizerKind::Extractive => "extractive",
             SummarizerKind::OpenAi => "openai",
             SummarizerKind::Anthropic => "anthropic",
+            SummarizerKind::Upstream => "upstream",
         }
     }
 
