@@ -9,10 +9,12 @@ use condense_core::{Conversation, Message, Role};
 use serde::Serialize;
 use serde_json::Value;
 
-/// The wire fields of a record that the replay and its policies read.
+/// The wire fields of a record that the replay and its policies read (`cwd`: condense's
+/// superseded-read rule resolves relative paths with it).
 const KEPT_FIELDS: &[&str] = &[
     "type",
     "timestamp",
+    "cwd",
     "message",
     "isMeta",
     "isSidechain",

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use condense_core::Message;
 use condense_host::{Compactor, Config, Sources};
 use condense_replay::{
-    Agreement, PriceTable, Provider, Recording, Replay, Settings, Ttl, policy, replay,
+    Agreement, Policy, PriceTable, Provider, Recording, Replay, Settings, Ttl, policy, replay,
 };
 use condense_tokenizer::{Tiktoken, TokenCounter};
 
@@ -282,5 +282,77 @@ fn the_openai_model_reads_in_steps_and_never_writes() {
             );
         }
         assert!(result.cache_read_tokens > 0);
+    }
+}
+
+/// The replay keeps only the wire fields policies read; the condense policy must still send,
+/// request for request, what the engine itself sends for the full log (times, usage, working
+/// directory and all).
+#[test]
+fn condense_in_the_replay_sends_what_the_engine_sends_on_the_full_log() {
+    let window = 32_000;
+    let path = condense_core::testing::transcripts_dir()
+        .join("claude-code/d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl");
+    let bytes = std::fs::read(&path).unwrap();
+    let full = condense_formats::read(&bytes, None).unwrap().1;
+    let recording = Recording::of(full.clone());
+    let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+    let model = condense_replay::Model {
+        counter: counter.as_ref(),
+        context_window: window,
+        max_output_tokens: 4_096,
+        calibration: condense_replay::Calibration::default(),
+    };
+    let compactor = Compactor::from_config(&config(window)).unwrap();
+    let mut replayed = policy::Condense::new("condense", compactor).unwrap();
+    let clock = SetClock::default();
+    let engine = Compactor::from_config(&config(window))
+        .unwrap()
+        .with_store(Box::new(condense_host::MemoryStore::new()))
+        .with_clock(Box::new(clock.clone()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let mut state = condense_host::SessionState::default();
+    let mut summaries = 0;
+    for (index, step) in recording.steps.iter().enumerate() {
+        let now = step.time_ms.unwrap();
+        let prepared = replayed
+            .prepare(
+                &recording.conversation.messages[..step.answer],
+                Some(now),
+                &model,
+            )
+            .unwrap();
+        clock.0.store(now, std::sync::atomic::Ordering::Relaxed);
+        let history = condense_core::Conversation::new(full.messages[..step.answer].to_vec());
+        let direct = runtime
+            .block_on(engine.prepare(history, &mut state))
+            .unwrap();
+        if matches!(
+            direct.report.compaction,
+            condense_host::CompactionOutcome::Summarized { .. }
+        ) {
+            summaries += 1;
+        }
+        let parts = |messages: &[Message]| -> Vec<_> {
+            messages.iter().map(|m| (m.role, m.parts.clone())).collect()
+        };
+        assert_eq!(
+            parts(&prepared.input),
+            parts(&direct.conversation.messages),
+            "request {index}"
+        );
+    }
+    assert!(summaries > 0, "the window is small enough for summaries");
+}
+
+/// A clock the test sets to each request's time.
+#[derive(Debug, Clone, Default)]
+struct SetClock(Arc<std::sync::atomic::AtomicU64>);
+
+impl condense_host::Clock for SetClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
