@@ -185,7 +185,12 @@ impl Compactor {
         // recognised by, now and on the next request.
         let hashes: Vec<u64> = conversation.messages.iter().map(message_hash).collect();
         let (head, placed) = head::apply(&mut state.head, &mut conversation, &hashes);
-        let measured = measure(&conversation, state.reported_usage, counter);
+        // The harness's last reported usage counted the request it sent; a history that no
+        // longer extends it makes that figure meaningless.
+        let reported = state
+            .reported_usage
+            .filter(|_| !matches!(head, Some(crate::HeadOutcome::Diverged { .. })));
+        let measured = measure(&conversation, reported, counter);
         let tokens_before = counter.count_conversation(&conversation);
 
         let pruner = Pruner {

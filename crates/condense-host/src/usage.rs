@@ -50,12 +50,15 @@ pub(crate) fn measure(
     counter: &dyn TokenCounter,
 ) -> Measure {
     let counts = counter.count_each(&conversation.messages);
+    let ours_to = |usage: &ReportedUsage| counts[..=usage.message].iter().sum::<usize>();
+    // The harness's figure is for the request it sent, which may carry much the conversation
+    // does not (tool definitions, a system prompt): only one far below our count is wrong.
+    // The log's own figure may be from before a compaction: stale in both directions.
     let usage = reported
         .filter(|usage| usage.message < conversation.messages.len())
-        .or_else(|| last_reported(conversation))
-        .filter(|usage| {
-            let ours: usize = counts[..=usage.message].iter().sum();
-            plausible(usage.tokens, ours)
+        .filter(|usage| usage.tokens.saturating_mul(2) >= ours_to(usage))
+        .or_else(|| {
+            last_reported(conversation).filter(|usage| plausible(usage.tokens, ours_to(usage)))
         });
     match usage {
         Some(usage) => {
@@ -73,7 +76,7 @@ pub(crate) fn measure(
     }
 }
 
-/// A reported count more than twice ours (or under half) for the same messages is not a
+/// A count a log recorded more than twice ours (or under half) for the same messages is not a
 /// tokenizer difference but a stale figure: the conversation was compacted since the provider
 /// counted it (the tail keeps the messages, and their usage, from before).
 fn plausible(reported: usize, ours: usize) -> bool {
@@ -105,4 +108,48 @@ fn last_reported(conversation: &Conversation) -> Option<ReportedUsage> {
                 tokens: usize::try_from(tokens).unwrap_or(usize::MAX),
             })
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use condense_core::Message;
+    use condense_tokenizer::Tiktoken;
+
+    fn conversation() -> Conversation {
+        Conversation::new(vec![
+            Message::text(Role::User, "fix the parser ".repeat(200)),
+            Message::text(Role::Assistant, "done ".repeat(100)),
+            Message::text(Role::User, "thanks"),
+        ])
+    }
+
+    /// A harness's figure far above our count is the request's tool definitions and system
+    /// prompt, not a stale figure: it is used.
+    #[test]
+    fn a_harness_figure_above_twice_ours_is_the_request_s_overhead_and_is_used() {
+        let counter = Tiktoken::default();
+        let conversation = conversation();
+        let ours: usize = counter.count_each(&conversation.messages)[..=1]
+            .iter()
+            .sum();
+        let reported = ReportedUsage {
+            message: 1,
+            tokens: ours * 3 + 15_000,
+        };
+        let measured = measure(&conversation, Some(reported), &counter);
+        assert!(
+            matches!(measured, Measure::ProviderUsage { reported: r, .. } if r == reported.tokens),
+            "{measured:?}"
+        );
+        // One far below ours is not a count of these messages.
+        let low = ReportedUsage {
+            message: 1,
+            tokens: ours / 3,
+        };
+        assert!(matches!(
+            measure(&conversation, Some(low), &counter),
+            Measure::Tokenizer { .. }
+        ));
+    }
 }

@@ -243,6 +243,15 @@ fn every_policy_builds_valid_requests_on_every_transcript() {
                 path.display()
             );
         }
+        // condense measures with the provider's usage, system prompt and tools included, so it
+        // compacts in time even where they take half the window (it once ignored such usage
+        // as implausible and failed dozens of requests here).
+        let condense = first
+            .policies
+            .iter()
+            .find(|p| p.name == "condense")
+            .unwrap();
+        assert_eq!(condense.failures, 0, "condense on {}", path.display());
         let none = first.policies.iter().find(|p| p.name == "none").unwrap();
         let over = none
             .rows
