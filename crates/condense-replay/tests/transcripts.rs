@@ -58,6 +58,16 @@ fn config(window: usize) -> Config {
     .unwrap()
 }
 
+/// The model policies prepare for: `window`, 4,096 tokens of reply, condense's own counts.
+fn model(counter: &dyn TokenCounter, window: usize) -> condense_replay::Model<'_> {
+    condense_replay::Model {
+        counter,
+        context_window: window,
+        max_output_tokens: 4_096,
+        calibration: condense_replay::Calibration::default(),
+    }
+}
+
 /// Every policy, condense with the built-in configuration for `window`.
 fn all(counter: &Arc<dyn TokenCounter>, window: usize) -> Vec<Box<dyn condense_replay::Policy>> {
     let mut policies: Vec<Box<dyn condense_replay::Policy>> = policy::NAMES
@@ -201,12 +211,7 @@ fn every_policy_builds_valid_requests_on_every_transcript() {
     for path in transcripts() {
         let recording = recording(&path);
         let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
-        let model = condense_replay::Model {
-            counter: counter.as_ref(),
-            context_window: window,
-            max_output_tokens: 4_096,
-            calibration: condense_replay::Calibration::default(),
-        };
+        let model = model(counter.as_ref(), window);
         let messages = &recording.conversation.messages;
         for mut policy in all(&counter, window) {
             for (index, step) in recording.steps.iter().enumerate() {
@@ -306,12 +311,7 @@ fn condense_in_the_replay_sends_what_the_engine_sends_on_the_full_log() {
     let full = condense_formats::read(&bytes, None).unwrap().1;
     let recording = Recording::of(full.clone());
     let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
-    let model = condense_replay::Model {
-        counter: counter.as_ref(),
-        context_window: window,
-        max_output_tokens: 4_096,
-        calibration: condense_replay::Calibration::default(),
-    };
+    let model = model(counter.as_ref(), window);
     let compactor = Compactor::from_config(&config(window)).unwrap();
     let mut replayed = policy::Condense::new("condense", compactor).unwrap();
     let clock = SetClock::default();

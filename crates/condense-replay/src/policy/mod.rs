@@ -151,7 +151,7 @@ pub(crate) struct Live {
 }
 
 impl Live {
-    /// A view that starts with `history`'s leading System messages and sends the rest as it is.
+    /// A view that sends the history as it is: nothing made, frozen or cleared yet.
     pub fn new() -> Self {
         Live::default()
     }
