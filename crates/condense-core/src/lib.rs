@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 mod compacted;
+mod content_hash;
 mod conversation;
 mod message;
 mod pairs;
@@ -19,6 +20,7 @@ mod turns;
 mod validate;
 
 pub use compacted::{Compacted, Phase};
+pub use content_hash::hash_value;
 pub use conversation::{Conversation, SideKind, SideRecord};
 pub use message::{ContentShape, Message, Role, SUMMARY_CLOSE, SUMMARY_OPEN, WireRecord};
 pub use pairs::{CallSite, ResultSite, ToolPairs};

@@ -10,6 +10,7 @@ use condense_core::Conversation;
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
 use condense_summarize::{Anthropic, Extractive, OpenAi, Summarizer};
 use condense_template::{PromptVars, Template, parse_summary};
+use condense_tokenizer::overhead::REPLY_PRIMING;
 use condense_tokenizer::{Tiktoken, TokenCounter};
 
 use crate::head::{self, message_hash};
@@ -190,8 +191,10 @@ impl Compactor {
         let reported = state
             .reported_usage
             .filter(|_| !matches!(head, Some(crate::HeadOutcome::Diverged { .. })));
-        let measured = measure(&conversation, reported, counter);
-        let tokens_before = counter.count_conversation(&conversation);
+        // Each message counted once here: the trigger's measure and the count before share it.
+        let counts = counter.count_each(&conversation.messages);
+        let tokens_before = counts.iter().sum::<usize>() + REPLY_PRIMING;
+        let measured = measure(&conversation, reported, &counts);
 
         let pruner = Pruner {
             settings: &self.prune,
@@ -205,7 +208,13 @@ impl Compactor {
         };
         let prune = pruner.prune(&mut conversation, &mut state.log, request)?;
         state.last_request_ms = Some(self.clock.now_ms());
-        let tokens_after_prune = counter.count_conversation(&conversation);
+        // Recounted only when something was replaced: on most requests of a long session
+        // nothing is, and a recount of every message is a good part of a request's cost.
+        let tokens_after_prune = if prune.replaced() == 0 {
+            tokens_before
+        } else {
+            counter.count_conversation(&conversation)
+        };
         // Provider usage counts what pruning just removed; take that off with our own count.
         let due_tokens = match measured {
             Measure::Tokenizer { .. } => tokens_after_prune,
@@ -250,7 +259,10 @@ impl Compactor {
             outcome
         };
 
-        let tokens_after = counter.count_conversation(&conversation);
+        let tokens_after = match compaction {
+            CompactionOutcome::Summarized { .. } => counter.count_conversation(&conversation),
+            _ => tokens_after_prune,
+        };
         let under_threshold = tokens_after < usable;
         let note = (!under_threshold).then(|| match &compaction {
             CompactionOutcome::NothingToCompact => "the recent turns alone are over the threshold: there is no older part to summarize".to_owned(),

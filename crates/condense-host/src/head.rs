@@ -40,27 +40,12 @@ pub enum HeadOutcome {
 }
 
 /// The content hash of a message: everything it holds and everything its wire records keep,
-/// so any edit a client makes to it is a different hash.
+/// so any edit a client makes to it is a different hash. Fed field by field
+/// ([`Message::hash_content`]), not serialized: a proxy hashes every message of every request.
 pub fn message_hash(message: &Message) -> u64 {
-    let mut hasher = HashWriter(xxhash_rust::xxh3::Xxh3::new());
-    // Serializing a message cannot fail (string keys, no maps with other keys); were it to, the
-    // partial hash would only make the head not match, and the session is judged afresh.
-    let _ = serde_json::to_writer(&mut hasher, message);
-    hasher.0.finish()
-}
-
-/// Feeds serialized bytes straight into the hasher: no copy of the message is made.
-struct HashWriter(xxhash_rust::xxh3::Xxh3);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.write(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    let mut state = xxhash_rust::xxh3::Xxh3::new();
+    message.hash_content(&mut state);
+    state.finish()
 }
 
 /// Where the frozen head stands in the conversation being prepared.

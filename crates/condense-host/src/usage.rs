@@ -7,7 +7,6 @@
 //! messages contradicts by more than a factor of two is stale and ignored.
 
 use condense_core::{Conversation, Role};
-use condense_tokenizer::TokenCounter;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -44,12 +43,12 @@ impl Measure {
     }
 }
 
+/// `counts` are the conversation's messages' counts, in order.
 pub(crate) fn measure(
     conversation: &Conversation,
     reported: Option<ReportedUsage>,
-    counter: &dyn TokenCounter,
+    counts: &[usize],
 ) -> Measure {
-    let counts = counter.count_each(&conversation.messages);
     let ours_to = |usage: &ReportedUsage| counts[..=usage.message].iter().sum::<usize>();
     // The harness's figure is for the request it sent, which may carry much the conversation
     // does not (tool definitions, a system prompt): only one far below our count is wrong.
@@ -114,7 +113,7 @@ fn last_reported(conversation: &Conversation) -> Option<ReportedUsage> {
 mod tests {
     use super::*;
     use condense_core::Message;
-    use condense_tokenizer::Tiktoken;
+    use condense_tokenizer::{Tiktoken, TokenCounter};
 
     fn conversation() -> Conversation {
         Conversation::new(vec![
@@ -137,7 +136,11 @@ mod tests {
             message: 1,
             tokens: ours * 3 + 15_000,
         };
-        let measured = measure(&conversation, Some(reported), &counter);
+        let measured = measure(
+            &conversation,
+            Some(reported),
+            &counter.count_each(&conversation.messages),
+        );
         assert!(
             matches!(measured, Measure::ProviderUsage { reported: r, .. } if r == reported.tokens),
             "{measured:?}"
@@ -148,7 +151,11 @@ mod tests {
             tokens: ours / 3,
         };
         assert!(matches!(
-            measure(&conversation, Some(low), &counter),
+            measure(
+                &conversation,
+                Some(low),
+                &counter.count_each(&conversation.messages)
+            ),
             Measure::Tokenizer { .. }
         ));
     }

@@ -65,13 +65,19 @@ impl TokenCache {
     /// The count for `text`, computed by `count` only when it is not known yet.
     pub(crate) fn get_or_count(&self, text: &str, count: impl FnOnce(&str) -> usize) -> usize {
         let key = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
+        self.get_or_count_keyed(key, || count(text))
+    }
+
+    /// The count remembered under `key` (a 128-bit hash of what was counted), computed by
+    /// `count` only when it is not known yet.
+    pub(crate) fn get_or_count_keyed(&self, key: u128, count: impl FnOnce() -> usize) -> usize {
         let shard = &self.shards[(key >> 124) as usize % SHARDS];
         if let Some(&known) = lock(shard).get(&key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return known as usize;
         }
         // Tokenize outside the lock: other threads keep using the shard meanwhile.
-        let counted = count(text);
+        let counted = count();
         self.misses.fetch_add(1, Ordering::Relaxed);
         let mut entries = lock(shard);
         if entries.len() >= self.shard_capacity {

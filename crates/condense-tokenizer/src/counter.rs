@@ -33,14 +33,19 @@ pub trait TokenCounter: Send + Sync {
             Part::ToolCall(call) => {
                 let arguments = match &call.raw_input {
                     Some(raw) => self.count_text(raw),
-                    None => self.count_text(&call.input.to_string()),
+                    None => self.count_json(&call.input),
                 };
                 PER_TOOL_CALL + self.count_text(&call.name) + arguments
             }
             Part::ToolResult(result) => self.count_output(&result.content),
             Part::Image(image) => image::image_tokens(&image.source),
-            Part::Opaque { value } => self.count_text(&value.to_string()),
+            Part::Opaque { value } => self.count_json(value),
         }
+    }
+
+    /// Tokens of `value` written as compact JSON, as a request carries a tool call's arguments.
+    fn count_json(&self, value: &serde_json::Value) -> usize {
+        self.count_text(&value.to_string())
     }
 
     /// Tokens of a tool's output. This is what the pruner weighs and reclaims.
@@ -168,6 +173,18 @@ impl TokenCounter for Tiktoken {
 
     fn count_role(&self, role: Role) -> usize {
         self.role_tokens[role_index(role)]
+    }
+
+    /// Looked up by the value's structure, so a value already counted is not written out again
+    /// (writing JSON out was most of the cost of recounting a session's tool calls).
+    fn count_json(&self, value: &serde_json::Value) -> usize {
+        let mut state = xxhash_rust::xxh3::Xxh3::new();
+        // Apart from every text's key: those hash the text's bytes alone.
+        state.update(b"condense:json\0");
+        condense_core::hash_value(value, &mut state);
+        self.cache.get_or_count_keyed(state.digest128(), || {
+            self.bpe.encode_ordinary(&value.to_string()).len()
+        })
     }
 
     /// Counts are per message and add up, so the parallel result is exactly the sequential one.

@@ -122,6 +122,54 @@ fn the_parallel_count_of_every_transcript_is_the_sequential_count() {
     }
 }
 
+/// Tool-call arguments are looked up by their structure rather than their written-out JSON: the
+/// count must still be the count of the JSON a request carries, cold and warm, for every call of
+/// every shared transcript; and values that differ only in key order or kind are not confused.
+#[test]
+fn arguments_count_as_their_written_json_cold_and_warm() {
+    let counter = Tiktoken::default();
+    let mut calls = 0;
+    for transcript in transcripts().unwrap() {
+        let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        for part in conversation.messages.iter().flat_map(|m| &m.parts) {
+            let Part::ToolCall(call) = part else { continue };
+            let written = Tiktoken::default().count_text(&call.input.to_string());
+            assert_eq!(
+                counter.count_json(&call.input),
+                written,
+                "{}",
+                transcript.name
+            );
+            assert_eq!(
+                counter.count_json(&call.input),
+                written,
+                "{}",
+                transcript.name
+            );
+            calls += 1;
+        }
+    }
+    assert!(
+        calls > 1_000,
+        "only {calls} tool calls in the shared transcripts"
+    );
+    let ordered: serde_json::Value = serde_json::from_str(r#"{"a": "x y z", "b": 1}"#).unwrap();
+    let reversed: serde_json::Value = serde_json::from_str(r#"{"b": 1, "a": "x y z"}"#).unwrap();
+    assert_eq!(
+        counter.count_json(&ordered),
+        counter.count_text(&ordered.to_string())
+    );
+    assert_eq!(
+        counter.count_json(&reversed),
+        counter.count_text(&reversed.to_string())
+    );
+    assert_eq!(
+        counter.count_json(&json!("12")),
+        counter.count_text("\"12\"")
+    );
+    assert_eq!(counter.count_json(&json!(12)), counter.count_text("12"));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
