@@ -24,24 +24,36 @@ pub(crate) fn from_value(value: Value) -> Result<Conversation, FormatError> {
             ));
         }
     };
-    let mut messages = Vec::with_capacity(raw_messages.len() + 1);
+    let mut messages = Vec::with_capacity(raw_messages.len());
+    for (index, raw) in raw_messages.into_iter().enumerate() {
+        messages.push(message_from_value(index, raw)?);
+    }
+    assemble(body, messages)
+}
+
+/// The conversation of a request whose `messages` are read already (`body` without them): its
+/// `system` becomes the first message, the rest of the body the envelope.
+pub(crate) fn assemble(
+    mut body: JsonMap,
+    mut messages: Vec<Message>,
+) -> Result<Conversation, FormatError> {
     if let Some(system) = body.shift_remove("system") {
         let (parts, shape) = parts_from_content(Some(system)).map_err(|problem| {
             FormatError::malformed(Location::TopLevel, format!("`system`: {problem}"))
         })?;
-        messages.push(Message {
-            role: Role::System,
-            parts,
-            generated: false,
-            wire: vec![WireRecord {
-                fields: JsonMap::new(),
-                parts: 0,
-                shape,
-            }],
-        });
-    }
-    for (index, raw) in raw_messages.into_iter().enumerate() {
-        messages.push(message_from_value(index, raw)?);
+        messages.insert(
+            0,
+            Message {
+                role: Role::System,
+                parts,
+                generated: false,
+                wire: vec![WireRecord {
+                    fields: JsonMap::new(),
+                    parts: 0,
+                    shape,
+                }],
+            },
+        );
     }
     Ok(Conversation {
         messages,
@@ -50,7 +62,7 @@ pub(crate) fn from_value(value: Value) -> Result<Conversation, FormatError> {
     })
 }
 
-fn message_from_value(index: usize, raw: Value) -> Result<Message, FormatError> {
+pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, FormatError> {
     let at = Location::Message(index);
     let Value::Object(mut fields) = raw else {
         return Err(FormatError::malformed(

@@ -14,6 +14,7 @@ mod detect;
 mod embedded;
 mod error;
 mod openai;
+mod request;
 mod text;
 
 use std::fmt;
@@ -23,6 +24,7 @@ use condense_core::Conversation;
 
 pub use detect::{detect, detect_confidently};
 pub use error::{FormatError, Location};
+pub use request::{MessageCache, Request};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 /// The wire formats condense reads and writes.

@@ -30,20 +30,26 @@ pub(crate) fn from_value(value: Value) -> Result<Conversation, FormatError> {
             ));
         }
     };
-    let mut messages = raw_messages
+    let messages = raw_messages
         .into_iter()
         .enumerate()
         .map(|(index, raw)| message_from_value(index, raw))
         .collect::<Result<Vec<_>, _>>()?;
+    Ok(assemble(envelope, messages))
+}
+
+/// The conversation of a request whose `messages` are read already: mini-swe-agent's embedded
+/// calls and results are linked across them.
+pub(crate) fn assemble(envelope: Option<JsonMap>, mut messages: Vec<Message>) -> Conversation {
     embedded::link(&mut messages, envelope.as_ref());
-    Ok(Conversation {
+    Conversation {
         messages,
         envelope,
         side: Vec::new(),
-    })
+    }
 }
 
-fn message_from_value(index: usize, raw: Value) -> Result<Message, FormatError> {
+pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, FormatError> {
     let at = Location::Message(index);
     let Value::Object(mut fields) = raw else {
         return Err(FormatError::malformed(

@@ -85,6 +85,8 @@ pub struct Proxy {
     /// One lock per session: two requests of one session on this replica are prepared one after
     /// the other (across replicas the store's compare-and-set decides).
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Every session's messages already read: clients resend their history with each request.
+    messages: condense_formats::MessageCache,
     /// Usage recordings still running after their response ended; shutdown waits for them.
     pending: Arc<Pending>,
     /// What `/metrics` reports.
@@ -127,6 +129,7 @@ impl Proxy {
             store,
             client,
             locks: Mutex::new(HashMap::new()),
+            messages: condense_formats::MessageCache::default(),
             pending: Arc::new(Pending::default()),
             metrics: Metrics::default(),
         })
@@ -165,7 +168,8 @@ impl Proxy {
             .with_state(self)
     }
 
-    /// Waits until every usage recording of a finished response is saved.
+    /// Waits until every state saved after forwarding and every usage recording of a finished
+    /// response is stored.
     pub async fn flushed(&self) {
         loop {
             let idle = self.pending.idle.notified();
@@ -203,21 +207,40 @@ impl Proxy {
                 };
             }
         };
-        let value: Value = match serde_json::from_slice(&bytes) {
-            Ok(value) => value,
+        // UTF-8 checked once for the whole body: parsing from a `str` then skips checking each
+        // string again, a quarter of the parse on large sessions.
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(text) => text,
             Err(error) => {
                 Metrics::add(&self.metrics.refused, 1);
                 return provider.error(
                     StatusCode::BAD_REQUEST,
                     &format!(
-                        "the request body is not valid JSON (line {}, column {}): {error}",
-                        error.line(),
-                        error.column()
+                        "the request body is not valid UTF-8 (byte {}): JSON must be",
+                        error.valid_up_to()
                     ),
                 );
             }
         };
-        if !value.get("messages").is_some_and(Value::is_array) {
+        // Checked whole, but only the messages not seen before are built (see `Request`).
+        let request = match condense_formats::Request::parse(text) {
+            Ok(request) => request,
+            Err(error) => {
+                Metrics::add(&self.metrics.refused, 1);
+                let message = match error {
+                    condense_formats::FormatError::Json {
+                        line,
+                        column,
+                        message,
+                    } => format!(
+                        "the request body is not valid JSON (line {line}, column {column}): {message}"
+                    ),
+                    _ => "not a chat request: the body is not a JSON object".to_owned(),
+                };
+                return provider.error(StatusCode::BAD_REQUEST, &message);
+            }
+        };
+        if !request.has_messages() {
             Metrics::add(&self.metrics.refused, 1);
             return provider.error(
                 StatusCode::BAD_REQUEST,
@@ -230,21 +253,27 @@ impl Proxy {
             .and_then(|value| value.to_str().ok())
             .filter(|value| !value.is_empty())
             .map(str::to_owned);
-        let summarizer = self.settings.upstream_summarizer.as_ref().map(|template| {
-            UpstreamSummarizer::for_request(
-                template,
-                provider,
-                self.settings.upstream(provider),
-                &parts.headers,
-                value.get("model").and_then(Value::as_str),
-            )
-        });
-        let prepared = self
-            .prepare(provider, named, &bytes, value, summarizer.as_ref())
+        let mut prepared = self
+            .prepare(provider, named, &bytes, &request, &parts.headers)
             .await;
         let added = started.elapsed();
         self.metrics
             .observe_added(u64::try_from(added.as_micros()).unwrap_or(u64::MAX));
+        if let Some((save, guard)) = prepared.deferred.take() {
+            let proxy = self.clone();
+            let session = prepared.session.clone();
+            self.in_background(async move {
+                match proxy.save(&session, save.state, save.version).await {
+                    Ok(Saved::Stored(_)) => {}
+                    Ok(Saved::Conflict) => tracing::warn!(
+                        %session,
+                        "the session state changed under an exclusive store; this request's decisions were not saved"
+                    ),
+                    Err(error) => tracing::warn!(%session, %error, "the session state was not saved"),
+                }
+                drop(guard);
+            });
+        }
         let usage = prepared.sent_messages.map(|sent| UsageSink {
             proxy: self.clone(),
             session: prepared.session.clone(),
@@ -284,28 +313,42 @@ impl Proxy {
         provider: Provider,
         named: Option<String>,
         bytes: &Bytes,
-        value: Value,
-        summarizer: Option<&UpstreamSummarizer>,
+        request: &condense_formats::Request<'_>,
+        headers: &axum::http::HeaderMap,
     ) -> Prepared {
         let format = provider.format();
-        // The body was parsed once already, to check it: read from that value, not the bytes.
-        let conversation = match condense_formats::read_json(format, value) {
+        let conversation = match request.read(format, &self.messages) {
             Ok(conversation) => conversation,
             Err(error) => {
                 return self.failed_open(named.unwrap_or_default(), bytes, "read", &error);
             }
         };
+        let summarizer = self.settings.upstream_summarizer.as_ref().map(|template| {
+            let model = conversation
+                .envelope
+                .as_ref()
+                .and_then(|envelope| envelope.get("model"))
+                .and_then(Value::as_str);
+            UpstreamSummarizer::for_request(
+                template,
+                provider,
+                self.settings.upstream(provider),
+                headers,
+                model,
+            )
+        });
+        let summarizer = summarizer.as_ref();
         let session = named.unwrap_or_else(|| derived_session(&conversation));
-        let lock = self.session_lock(&session);
-        let _guard = lock.lock().await;
-        // Prepared again only after a lost compare-and-set, from the client's bytes: the first
-        // attempt takes the conversation without copying it.
+        // Held until the state is saved, which for an exclusive store is after forwarding.
+        let guard = self.session_lock(&session).lock_owned().await;
+        // Read again only after a lost compare-and-set (the messages are cached by then): the
+        // first attempt takes the conversation without copying it.
         let mut first = Some(conversation);
         for _ in 0..SAVE_ATTEMPTS {
             let conversation = match first.take() {
                 Some(conversation) => conversation,
-                None => match condense_formats::read(bytes, Some(format)) {
-                    Ok((_, conversation)) => conversation,
+                None => match request.read(format, &self.messages) {
+                    Ok(conversation) => conversation,
                     Err(error) => return self.failed_open(session, bytes, "read", &error),
                 },
             };
@@ -321,14 +364,10 @@ impl Proxy {
             let prepared = match summarizer {
                 Some(summarizer) => {
                     self.compactor
-                        .prepare_with(conversation.clone(), &mut state, summarizer)
+                        .prepare_with(conversation, &mut state, summarizer)
                         .await
                 }
-                None => {
-                    self.compactor
-                        .prepare(conversation.clone(), &mut state)
-                        .await
-                }
+                None => self.compactor.prepare(conversation, &mut state).await,
             };
             let compaction = match prepared {
                 Ok(compaction) => compaction,
@@ -348,13 +387,25 @@ impl Proxy {
                     Err(error) => return self.failed_open(session, bytes, "write", &error),
                 }
             };
-            let saved = self.save(&session, state, versioned.version).await;
-            match saved {
-                Ok(Saved::Conflict) => continue,
-                Ok(Saved::Stored(_)) => {}
-                // The compacted body is right; only the next request loses its frozen form.
-                Err(error) => tracing::warn!(%session, %error, "the session state was not saved"),
-            }
+            // A store no other replica writes cannot lose the compare-and-set: its save waits
+            // until the request is on its way (the session stays locked until then). Any other
+            // store decides here, before anything is sent, whether this preparation stands.
+            let deferred = if self.store.exclusive() {
+                Some(DeferredSave {
+                    state,
+                    version: versioned.version,
+                })
+            } else {
+                match self.save(&session, state, versioned.version).await {
+                    Ok(Saved::Conflict) => continue,
+                    Ok(Saved::Stored(_)) => {}
+                    // The compacted body is right; only the next request loses its frozen form.
+                    Err(error) => {
+                        tracing::warn!(%session, %error, "the session state was not saved");
+                    }
+                }
+                None
+            };
             let mut fired = Vec::new();
             if matches!(report.head, Some(HeadOutcome::Reused { .. })) {
                 Metrics::add(&self.metrics.head_reused, 1);
@@ -400,6 +451,7 @@ impl Proxy {
                 } else {
                     fired.join(", ")
                 },
+                deferred: deferred.map(|save| (save, guard)),
             };
         }
         let conflict = format!("lost the session state's compare-and-set {SAVE_ATTEMPTS} times");
@@ -421,7 +473,20 @@ impl Proxy {
             sent_messages: None,
             tokens: (0, 0),
             fired: format!("failed open at {step}"),
+            deferred: None,
         }
+    }
+
+    /// Runs `work` after the response has gone its way; [`Proxy::flushed`] waits for it.
+    fn in_background(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        let pending = self.pending.clone();
+        pending.count.fetch_add(1, Ordering::SeqCst);
+        tokio::spawn(async move {
+            work.await;
+            if pending.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+                pending.idle.notify_waiters();
+            }
+        });
     }
 
     fn session_lock(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -561,6 +626,14 @@ struct Prepared {
     sent_messages: Option<usize>,
     tokens: (usize, usize),
     fired: String,
+    /// The state to save once the request is forwarded, and the session's lock held until then.
+    deferred: Option<(DeferredSave, tokio::sync::OwnedMutexGuard<()>)>,
+}
+
+/// A state an exclusive store saves after the request is forwarded.
+struct DeferredSave {
+    state: SessionState,
+    version: u64,
 }
 
 /// Where a finished response's usage goes.
@@ -572,15 +645,11 @@ struct UsageSink {
 
 impl UsageSink {
     fn record(self, tokens: u64) {
-        let pending = self.proxy.pending.clone();
-        pending.count.fetch_add(1, Ordering::SeqCst);
-        tokio::spawn(async move {
+        let proxy = self.proxy.clone();
+        proxy.in_background(async move {
             self.proxy
                 .record_usage(self.session, self.message, tokens)
                 .await;
-            if pending.count.fetch_sub(1, Ordering::SeqCst) == 1 {
-                pending.idle.notify_waiters();
-            }
         });
     }
 }

@@ -72,6 +72,13 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     fn location(&self) -> String;
     /// The session's state, or a fresh one at version 0.
     fn load(&self, session: &str) -> Result<Versioned, StateStoreError>;
+    /// Whether this process alone writes these states, so nothing can change a session between
+    /// its load and its save while the proxy holds the session's lock: the proxy then saves after
+    /// forwarding, off the request's path. A store replicas share answers `false` (the default),
+    /// and its compare-and-set decides before anything is sent.
+    fn exclusive(&self) -> bool {
+        false
+    }
     /// Stores `state` if the session is still at `expected`.
     fn save(
         &self,
@@ -160,6 +167,11 @@ impl SessionStore for DirSessionStore {
 
     fn load(&self, session: &str) -> Result<Versioned, StateStoreError> {
         self.read(&self.path(session))
+    }
+
+    /// The directory belongs to one proxy process (see the type's documentation).
+    fn exclusive(&self) -> bool {
+        true
     }
 
     fn save(

@@ -1,0 +1,331 @@
+//! Request bodies read message by message, skipping the messages read before.
+//!
+//! Clients resend their whole history with every request, so a proxy reads the same messages
+//! again and again: building a JSON tree of a long session's body, and the conversation model
+//! from it, was most of what the proxy added to a request. [`Request::parse`] checks the whole body
+//! and finds each message's bytes without building anything; [`Request::read`] then builds only
+//! the messages a [`MessageCache`] does not know, by the hash of their bytes, and copies the rest.
+//! The result is the conversation [`crate::read_json`] gives for the same body.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::BuildHasherDefault;
+use std::sync::Mutex;
+
+use condense_core::{Conversation, JsonMap, Message};
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::{Format, FormatError, Location, anthropic, openai};
+
+/// A request body, checked as JSON, with each top-level entry still unread.
+#[derive(Debug)]
+pub struct Request<'a> {
+    entries: Vec<(String, &'a RawValue)>,
+}
+
+impl<'a> Request<'a> {
+    /// Checks that `body` is a JSON object and finds its entries.
+    pub fn parse(body: &'a str) -> Result<Request<'a>, FormatError> {
+        let mut deserializer = serde_json::Deserializer::from_str(body);
+        let entries = deserializer
+            .deserialize_any(EntriesVisitor)
+            .and_then(|entries| deserializer.end().map(|()| entries))
+            .map_err(|error| {
+                if error.is_data() {
+                    FormatError::malformed(Location::TopLevel, "a request body is a JSON object")
+                } else {
+                    FormatError::Json {
+                        line: error.line(),
+                        column: error.column(),
+                        message: error.to_string(),
+                    }
+                }
+            })?;
+        Ok(Request { entries })
+    }
+
+    /// Whether the body has a `messages` list: what makes it a chat request.
+    pub fn has_messages(&self) -> bool {
+        self.messages()
+            .is_some_and(|raw| raw.get().trim_start().starts_with('['))
+    }
+
+    fn messages(&self) -> Option<&'a RawValue> {
+        // A repeated key: the last one counts, as when the body is read into a JSON value.
+        self.entries
+            .iter()
+            .rev()
+            .find(|(key, _)| key == "messages")
+            .map(|(_, raw)| *raw)
+    }
+
+    /// The conversation, as [`crate::read_json`] reads it from the same body, with the messages
+    /// `cache` knows copied instead of read. `format` is OpenAI's or Anthropic's (Claude Code
+    /// logs are not request bodies).
+    pub fn read(&self, format: Format, cache: &MessageCache) -> Result<Conversation, FormatError> {
+        let messages = match self.messages() {
+            Some(raw) if self.has_messages() => raw,
+            _ => {
+                return Err(FormatError::malformed(
+                    Location::TopLevel,
+                    "a request body needs a `messages` list",
+                ));
+            }
+        };
+        let mut envelope = JsonMap::new();
+        for (key, raw) in &self.entries {
+            if key != "messages" {
+                envelope.insert(key.clone(), parse(raw)?);
+            }
+        }
+        let raw_messages: Vec<&RawValue> = serde_json::from_str(messages.get()).map_err(json)?;
+        let read_one = match format {
+            Format::OpenAi => openai::message_from_value,
+            Format::Anthropic => anthropic::message_from_value,
+            Format::ClaudeCode => {
+                return Err(FormatError::Unrecognized(
+                    "a Claude Code session is JSONL, not a request body".into(),
+                ));
+            }
+        };
+        let mut read = Vec::with_capacity(raw_messages.len());
+        for (index, raw) in raw_messages.into_iter().enumerate() {
+            let key = xxhash_rust::xxh3::xxh3_128(raw.get().as_bytes());
+            let message = match cache.get(key) {
+                Some(message) => message,
+                None => {
+                    let message = read_one(index, parse(raw)?)?;
+                    cache.put(key, raw.get().len(), &message);
+                    message
+                }
+            };
+            read.push(message);
+        }
+        match format {
+            Format::OpenAi => Ok(openai::assemble(Some(envelope), read)),
+            _ => anthropic::assemble(envelope, read),
+        }
+    }
+}
+
+fn parse(raw: &RawValue) -> Result<Value, FormatError> {
+    serde_json::from_str(raw.get()).map_err(json)
+}
+
+/// Only reached on a part of a body already checked whole, so in practice never.
+fn json(error: serde_json::Error) -> FormatError {
+    FormatError::Json {
+        line: error.line(),
+        column: error.column(),
+        message: error.to_string(),
+    }
+}
+
+/// A JSON object's entries in their order, each value left unread.
+struct EntriesVisitor;
+
+impl<'de> Visitor<'de> for EntriesVisitor {
+    type Value = Vec<(String, &'de RawValue)>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a JSON object")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+        let mut entries = Vec::new();
+        while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+}
+
+/// The key is already a uniform 128-bit hash: no need to hash it again.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 << 8) | u64::from(byte);
+        }
+    }
+
+    fn write_u128(&mut self, value: u128) {
+        self.0 = value as u64;
+    }
+}
+
+/// Messages read before, by the 128-bit xxh3 hash of their JSON bytes (at that width a
+/// collision between two messages is not a practical concern). Shared by every session of a
+/// process: the same bytes are the same message whoever sends them. Bounded by the bytes of JSON
+/// it stands for; when full it starts over, so a long-lived proxy's memory stays bounded.
+pub struct MessageCache {
+    entries: Mutex<Entries>,
+    capacity_bytes: usize,
+}
+
+#[derive(Default)]
+struct Entries {
+    map: HashMap<u128, Message, BuildHasherDefault<KeyHasher>>,
+    bytes: usize,
+}
+
+impl fmt::Debug for MessageCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let entries = self.lock();
+        f.debug_struct("MessageCache")
+            .field("messages", &entries.map.len())
+            .field("bytes", &entries.bytes)
+            .field("capacity_bytes", &self.capacity_bytes)
+            .finish()
+    }
+}
+
+impl MessageCache {
+    /// The default bound: 256 MiB of request JSON (the model's copy takes about as much).
+    pub const DEFAULT_CAPACITY_BYTES: usize = 256 << 20;
+
+    /// A cache that starts over once the messages it holds came from more than
+    /// `capacity_bytes` of JSON.
+    pub fn new(capacity_bytes: usize) -> Self {
+        MessageCache {
+            entries: Mutex::new(Entries::default()),
+            capacity_bytes,
+        }
+    }
+
+    /// How many messages it holds.
+    pub fn len(&self) -> usize {
+        self.lock().map.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn get(&self, key: u128) -> Option<Message> {
+        self.lock().map.get(&key).cloned()
+    }
+
+    fn put(&self, key: u128, bytes: usize, message: &Message) {
+        let mut entries = self.lock();
+        if entries.bytes + bytes > self.capacity_bytes {
+            entries.map.clear();
+            entries.bytes = 0;
+        }
+        if bytes <= self.capacity_bytes {
+            entries.map.insert(key, message.clone());
+            entries.bytes += bytes;
+        }
+    }
+
+    /// A poisoned lock only means another thread panicked while holding it; every entry in the
+    /// map is still a message read correctly.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Default for MessageCache {
+    fn default() -> Self {
+        MessageCache::new(MessageCache::DEFAULT_CAPACITY_BYTES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both(format: Format, body: &str) -> (Conversation, Conversation) {
+        let cache = MessageCache::default();
+        let expected = crate::read_json(format, serde_json::from_str(body).unwrap()).unwrap();
+        let request = Request::parse(body).unwrap();
+        let cold = request.read(format, &cache).unwrap();
+        assert_eq!(cold, expected);
+        let warm = request.read(format, &cache).unwrap();
+        (warm, expected)
+    }
+
+    #[test]
+    fn every_shared_transcript_reads_as_read_json_reads_it_cold_and_warm() {
+        let mut read = 0;
+        for transcript in condense_core::testing::transcripts().unwrap() {
+            let format = match transcript.name.split('/').next() {
+                Some("openai") => Format::OpenAi,
+                Some("anthropic") => Format::Anthropic,
+                _ => continue,
+            };
+            let body = std::str::from_utf8(&transcript.bytes).unwrap();
+            if !body.trim_start().starts_with('{') {
+                continue;
+            }
+            let (warm, expected) = both(format, body);
+            assert_eq!(warm, expected, "{}", transcript.name);
+            read += 1;
+        }
+        assert!(
+            read >= 10,
+            "only {read} request bodies among the shared transcripts"
+        );
+    }
+
+    #[test]
+    fn bad_bodies_say_what_is_wrong() {
+        assert!(matches!(
+            Request::parse(r#"{"messages": [}"#),
+            Err(FormatError::Json { line: 1, .. })
+        ));
+        assert!(matches!(
+            Request::parse(r#"[{"role": "user", "content": "hi"}]"#),
+            Err(FormatError::Malformed { .. })
+        ));
+        assert!(matches!(
+            Request::parse(r#"{"a": 1} trailing"#),
+            Err(FormatError::Json { .. })
+        ));
+        let request = Request::parse(r#"{"model": "m", "messages": {"role": "user"}}"#).unwrap();
+        assert!(!request.has_messages());
+        assert!(
+            request
+                .read(Format::OpenAi, &MessageCache::default())
+                .is_err()
+        );
+        let request = Request::parse(r#"{"messages": [{"role": "narrator"}]}"#).unwrap();
+        assert!(matches!(
+            request.read(Format::OpenAi, &MessageCache::default()),
+            Err(FormatError::UnknownRole { .. })
+        ));
+    }
+
+    #[test]
+    fn a_repeated_key_counts_once_as_its_last_value_as_in_a_json_value() {
+        let body = r#"{"model": "a", "messages": [], "model": "b", "messages": [{"role": "user", "content": "hi"}]}"#;
+        let (warm, expected) = both(Format::OpenAi, body);
+        assert_eq!(warm, expected);
+        assert_eq!(warm.messages.len(), 1);
+    }
+
+    #[test]
+    fn the_cache_starts_over_when_full_and_never_holds_more() {
+        let cache = MessageCache::new(64);
+        let body = r#"{"messages": [{"role": "user", "content": "one two three four five"}, {"role": "assistant", "content": "six seven eight nine ten"}]}"#;
+        let request = Request::parse(body).unwrap();
+        let first = request.read(Format::OpenAi, &cache).unwrap();
+        assert_eq!(
+            cache.len(),
+            1,
+            "two messages of about 50 bytes each do not fit in 64"
+        );
+        assert_eq!(request.read(Format::OpenAi, &cache).unwrap(), first);
+    }
+}
