@@ -15,6 +15,8 @@ use condense_serve::{DirSessionStore, Proxy, RedisSessionStore, SessionStore};
 use serde_json::Value;
 
 const SESSIONS: usize = 64;
+/// How many times the one-session replay runs, each on a fresh proxy.
+const ALONE: usize = 5;
 
 fn bodies() -> Vec<Vec<u8>> {
     let value: Value = serde_json::from_slice(
@@ -112,20 +114,64 @@ fn report(
 /// The proxy's own measure of what it adds (from reading the body to forwarding it), from its
 /// histogram: the share of requests under 2 ms and 5 ms, and the mean.
 fn added(proxy: &Proxy) -> String {
-    let text = proxy.metrics.render();
+    added_of(&[proxy.metrics.render()])
+}
+
+/// [`added`] over several proxies' histograms together.
+fn added_of(renders: &[String]) -> String {
     let value = |name: &str| -> f64 {
-        text.lines()
-            .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
-            .unwrap_or(0.0)
+        renders
+            .iter()
+            .flat_map(|text| text.lines())
+            .filter_map(|line| line.strip_prefix(name)?.trim().parse::<f64>().ok())
+            .sum()
     };
     let count = value("condense_added_latency_seconds_count");
     format!(
-        "added by condense (its histogram): {:.0} % under 2 ms, {:.0} % under 5 ms, {:.0} % under 10 ms, mean {:.2} ms",
+        "added by condense (its histogram): {:.0} % under 1 ms, {:.0} % under 2 ms, {:.0} % under 5 ms, {:.0} % under 10 ms, mean {:.2} ms",
+        100.0 * value("condense_added_latency_seconds_bucket{le=\"0.001\"}") / count,
         100.0 * value("condense_added_latency_seconds_bucket{le=\"0.002\"}") / count,
         100.0 * value("condense_added_latency_seconds_bucket{le=\"0.005\"}") / count,
         100.0 * value("condense_added_latency_seconds_bucket{le=\"0.01\"}") / count,
         1e3 * value("condense_added_latency_seconds_sum") / count
     )
+}
+
+/// One session alone, [`ALONE`] times, each on a fresh proxy (cold token and message caches)
+/// with its state in `store`, alternated with the same requests sent straight upstream. Prints
+/// both.
+async fn alone(
+    upstream: &str,
+    bodies: &Arc<Vec<Vec<u8>>>,
+    received: &condense_serve::testing::Received,
+    name: &str,
+    store: impl Fn() -> Arc<dyn SessionStore>,
+) {
+    let (mut direct, mut direct_wall) = (Vec::new(), Duration::ZERO);
+    let (mut through, mut through_wall) = (Vec::new(), Duration::ZERO);
+    let mut histograms = Vec::new();
+    for run in 0..ALONE {
+        // Alternated, so that a slower moment of a shared machine falls on both.
+        let tag = format!("{name}-{run}-{}", std::process::id());
+        let (latencies, wall) = load(upstream, bodies.clone(), &format!("direct-{tag}"), 1).await;
+        direct.extend(latencies);
+        direct_wall += wall;
+        let (url, single) = proxy(upstream, store()).await;
+        let (latencies, wall) = load(&url, bodies.clone(), &tag, 1).await;
+        through.extend(latencies);
+        through_wall += wall;
+        single.flushed().await;
+        histograms.push(single.metrics.render());
+        received.lock().unwrap().clear();
+    }
+    let baseline = report("baseline: straight upstream", direct, direct_wall, None);
+    report(
+        &format!("proxy, {name} state"),
+        through,
+        through_wall,
+        Some(baseline),
+    );
+    println!("  {}", added_of(&histograms));
 }
 
 async fn proxy(upstream: &str, store: Arc<dyn SessionStore>) -> (String, Arc<Proxy>) {
@@ -149,32 +195,35 @@ fn main() {
         let (address, received) = upstream().await;
         let upstream = format!("http://{address}");
         println!(
-            "one session alone, {} requests (largest shared session, every second step): what one request costs",
+            "one session alone, {} requests (largest shared session, every second step), {ALONE} times with a fresh proxy (cold caches): what one request costs",
             bodies.len()
         );
-        let (latencies, wall) = load(&upstream, bodies.clone(), "direct-1", 1).await;
-        let alone = report("baseline: straight upstream", latencies, wall, None);
         let dir = tempfile::tempdir().unwrap();
-        let (url, single) = proxy(&upstream, Arc::new(DirSessionStore::new(dir.path()))).await;
-        let (latencies, wall) = load(&url, bodies.clone(), "embedded-1", 1).await;
-        report("proxy, embedded state", latencies, wall, Some(alone));
-        println!("  {}", added(&single));
-        received.lock().unwrap().clear();
+        let embedded = || Arc::new(DirSessionStore::new(dir.path())) as Arc<dyn SessionStore>;
+        alone(&upstream, &bodies, &received, "embedded", embedded).await;
+        let redis_url = std::env::var("CONDENSE_REDIS_URL")
+            .ok()
+            .filter(|url| !url.is_empty());
+        if let Some(redis) = &redis_url {
+            let shared =
+                || Arc::new(RedisSessionStore::new(redis).unwrap()) as Arc<dyn SessionStore>;
+            alone(&upstream, &bodies, &received, "Redis", shared).await;
+        }
 
         println!("{SESSIONS} sessions at once, each the same {} requests", bodies.len());
         let (latencies, wall) = load(&upstream, bodies.clone(), "direct", SESSIONS).await;
         received.lock().unwrap().clear();
         let baseline = report("baseline: straight upstream", latencies, wall, None);
 
-        let (url, embedded) = proxy(&upstream, Arc::new(DirSessionStore::new(dir.path()))).await;
+        let (url, embedded) = proxy(&upstream, embedded()).await;
         let (latencies, wall) = load(&url, bodies.clone(), "embedded", SESSIONS).await;
         received.lock().unwrap().clear();
         report("proxy, embedded state", latencies, wall, Some(baseline));
         println!("  {}", added(&embedded));
 
-        match std::env::var("CONDENSE_REDIS_URL") {
-            Ok(redis) if !redis.is_empty() => {
-                let store = Arc::new(RedisSessionStore::new(&redis).unwrap());
+        match &redis_url {
+            Some(redis) => {
+                let store = Arc::new(RedisSessionStore::new(redis).unwrap());
                 let (url, shared) = proxy(&upstream, store).await;
                 let (latencies, wall) = load(&url, bodies.clone(), "redis", SESSIONS).await;
                 report("proxy, Redis state", latencies, wall, Some(baseline));
