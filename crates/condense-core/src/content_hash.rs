@@ -16,6 +16,27 @@ use serde_json::Value;
 
 use crate::{Compacted, ContentShape, JsonMap, Message, Part, ToolOutput, WireRecord};
 
+/// The hasher for maps keyed by a 128-bit content hash (xxh3): the key is already uniform, so
+/// hashing it again would only cost time. Use it as `BuildHasherDefault<Prehashed>`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 << 8) | u64::from(byte);
+        }
+    }
+
+    fn write_u128(&mut self, value: u128) {
+        self.0 = value as u64;
+    }
+}
+
 /// Feeds `value` into `state`: its kind, then its contents, object keys in their order.
 pub fn hash_value<H: Hasher>(value: &Value, state: &mut H) {
     match value {

@@ -20,7 +20,7 @@ mod turns;
 mod validate;
 
 pub use compacted::{Compacted, Phase};
-pub use content_hash::hash_value;
+pub use content_hash::{Prehashed, hash_value};
 pub use conversation::{Conversation, SideKind, SideRecord};
 pub use message::{ContentShape, Message, Role, SUMMARY_CLOSE, SUMMARY_OPEN, WireRecord};
 pub use pairs::{CallSite, ResultSite, ToolPairs};

@@ -12,7 +12,7 @@ use std::fmt;
 use std::hash::BuildHasherDefault;
 use std::sync::Mutex;
 
-use condense_core::{Conversation, JsonMap, Message};
+use condense_core::{Conversation, JsonMap, Message, Prehashed};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -142,26 +142,6 @@ impl<'de> Visitor<'de> for EntriesVisitor {
     }
 }
 
-/// The key is already a uniform 128-bit hash: no need to hash it again.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0 << 8) | u64::from(byte);
-        }
-    }
-
-    fn write_u128(&mut self, value: u128) {
-        self.0 = value as u64;
-    }
-}
-
 /// Messages read before, by the 128-bit xxh3 hash of their JSON bytes (at that width a
 /// collision between two messages is not a practical concern). Shared by every session of a
 /// process: the same bytes are the same message whoever sends them. Bounded by the bytes of JSON
@@ -173,7 +153,7 @@ pub struct MessageCache {
 
 #[derive(Default)]
 struct Entries {
-    map: HashMap<u128, Message, BuildHasherDefault<KeyHasher>>,
+    map: HashMap<u128, Message, BuildHasherDefault<Prehashed>>,
     bytes: usize,
 }
 

@@ -5,33 +5,15 @@
 //! concern. The map is split into shards so the parallel count rarely waits on a lock.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use condense_core::Prehashed;
+
 const SHARDS: usize = 16;
 
-/// The hash is already uniform; hashing it again would only cost time.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0 << 8) | u64::from(byte);
-        }
-    }
-
-    fn write_u128(&mut self, value: u128) {
-        self.0 = value as u64;
-    }
-}
-
-type Shard = HashMap<u128, u32, BuildHasherDefault<KeyHasher>>;
+type Shard = HashMap<u128, u32, BuildHasherDefault<Prehashed>>;
 
 pub(crate) struct TokenCache {
     shards: Vec<Mutex<Shard>>,
