@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::BuildHasherDefault;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use condense_core::{Conversation, JsonMap, Message, Prehashed};
 use serde::de::{Deserializer, MapAccess, Visitor};
@@ -91,10 +91,16 @@ impl<'a> Request<'a> {
             }
         };
         let mut read = Vec::with_capacity(raw_messages.len());
+        // The same bytes read as another format are another message (OpenAI's keeps `role` among
+        // its wire fields, Anthropic's does not): the format seeds the key.
+        let seed = match format {
+            Format::OpenAi => 1,
+            _ => 2,
+        };
         for (index, raw) in raw_messages.into_iter().enumerate() {
-            let key = xxhash_rust::xxh3::xxh3_128(raw.get().as_bytes());
+            let key = xxhash_rust::xxh3::xxh3_128_with_seed(raw.get().as_bytes(), seed);
             let message = match cache.get(key) {
-                Some(message) => message,
+                Some(message) => Message::clone(&message),
                 None => {
                     let message = read_one(index, parse(raw)?)?;
                     cache.put(key, raw.get().len(), &message);
@@ -153,7 +159,7 @@ pub struct MessageCache {
 
 #[derive(Default)]
 struct Entries {
-    map: HashMap<u128, Message, BuildHasherDefault<Prehashed>>,
+    map: HashMap<u128, Arc<Message>, BuildHasherDefault<Prehashed>>,
     bytes: usize,
 }
 
@@ -191,18 +197,20 @@ impl MessageCache {
         self.len() == 0
     }
 
-    fn get(&self, key: u128) -> Option<Message> {
+    /// Shared, so the copy the caller makes is made outside the lock every session uses.
+    fn get(&self, key: u128) -> Option<Arc<Message>> {
         self.lock().map.get(&key).cloned()
     }
 
     fn put(&self, key: u128, bytes: usize, message: &Message) {
+        let message = Arc::new(message.clone());
         let mut entries = self.lock();
         if entries.bytes + bytes > self.capacity_bytes {
             entries.map.clear();
             entries.bytes = 0;
         }
         if bytes <= self.capacity_bytes {
-            entries.map.insert(key, message.clone());
+            entries.map.insert(key, message);
             entries.bytes += bytes;
         }
     }
@@ -285,6 +293,21 @@ mod tests {
             request.read(Format::OpenAi, &MessageCache::default()),
             Err(FormatError::UnknownRole { .. })
         ));
+    }
+
+    #[test]
+    fn one_cache_serves_both_formats_without_confusing_them() {
+        let cache = MessageCache::default();
+        let body = r#"{"messages": [{"role": "user", "content": "the same bytes"}]}"#;
+        let request = Request::parse(body).unwrap();
+        for _ in 0..2 {
+            for format in [Format::OpenAi, Format::Anthropic] {
+                let expected =
+                    crate::read_json(format, serde_json::from_str(body).unwrap()).unwrap();
+                assert_eq!(request.read(format, &cache).unwrap(), expected, "{format}");
+            }
+        }
+        assert_eq!(cache.len(), 2);
     }
 
     #[test]
