@@ -63,7 +63,7 @@ pub fn hash_value<H: Hasher>(value: &Value, state: &mut H) {
         }
         Value::Array(items) => {
             state.write_u8(6);
-            state.write_usize(items.len());
+            write_len(items.len(), state);
             for item in items {
                 hash_value(item, state);
             }
@@ -75,14 +75,20 @@ pub fn hash_value<H: Hasher>(value: &Value, state: &mut H) {
     }
 }
 
+/// Lengths as 64 bits whatever the platform: message hashes are kept in session states that
+/// replicas on other machines read.
+fn write_len<H: Hasher>(len: usize, state: &mut H) {
+    state.write_u64(len as u64);
+}
+
 /// Feeds a string: its length, then its bytes (so `"ab","c"` and `"a","bc"` differ).
 fn hash_str<H: Hasher>(text: &str, state: &mut H) {
-    state.write_usize(text.len());
+    write_len(text.len(), state);
     state.write(text.as_bytes());
 }
 
 fn hash_map<H: Hasher>(map: &JsonMap, state: &mut H) {
-    state.write_usize(map.len());
+    write_len(map.len(), state);
     for (key, value) in map {
         hash_str(key, state);
         hash_value(value, state);
@@ -110,12 +116,12 @@ impl Message {
             wire,
         } = self;
         hash_str(role.as_str(), state);
-        state.write_usize(parts.len());
+        write_len(parts.len(), state);
         for part in parts {
             part.hash_content(state);
         }
         state.write_u8(u8::from(*generated));
-        state.write_usize(wire.len());
+        write_len(wire.len(), state);
         for WireRecord {
             fields,
             parts,
@@ -123,7 +129,7 @@ impl Message {
         } in wire
         {
             hash_map(fields, state);
-            state.write_usize(*parts);
+            write_len(*parts, state);
             state.write_u8(match shape {
                 ContentShape::Blocks => 0,
                 ContentShape::String => 1,
@@ -176,7 +182,7 @@ impl Part {
                     }
                     ToolOutput::Parts(parts) => {
                         state.write_u8(1);
-                        state.write_usize(parts.len());
+                        write_len(parts.len(), state);
                         for part in parts {
                             part.hash_content(state);
                         }
@@ -202,8 +208,8 @@ impl Part {
                         // Declaration order: reordering the variants changes stored hashes, and a
                         // proxy's saved head is then judged afresh once.
                         state.write_u8(*phase as u8);
-                        state.write_usize(*original_tokens);
-                        state.write_usize(*original_chars);
+                        write_len(*original_tokens, state);
+                        write_len(*original_chars, state);
                         hash_str(handle, state);
                     }
                 }

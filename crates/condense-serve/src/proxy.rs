@@ -208,7 +208,7 @@ impl Proxy {
             }
         };
         // UTF-8 checked once for the whole body: parsing from a `str` then skips checking each
-        // string again, a quarter of the parse on large sessions.
+        // string again.
         let text = match std::str::from_utf8(&bytes) {
             Ok(text) => text,
             Err(error) => {
