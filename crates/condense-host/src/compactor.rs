@@ -10,8 +10,7 @@ use condense_core::Conversation;
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
 use condense_summarize::{Anthropic, Extractive, OpenAi, Summarizer};
 use condense_template::{PromptVars, Template, parse_summary};
-use condense_tokenizer::overhead::REPLY_PRIMING;
-use condense_tokenizer::{Tiktoken, TokenCounter};
+use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total};
 
 use crate::head::{self, message_hash};
 use crate::report::{CompactReport, CompactionOutcome, FailureKind};
@@ -193,7 +192,7 @@ impl Compactor {
             .filter(|_| !matches!(head, Some(crate::HeadOutcome::Diverged { .. })));
         // Each message counted once here: the trigger's measure and the count before share it.
         let counts = counter.count_each(&conversation.messages);
-        let tokens_before = counts.iter().sum::<usize>() + REPLY_PRIMING;
+        let tokens_before = conversation_total(&counts);
         let measured = measure(&conversation, reported, &counts);
 
         let pruner = Pruner {

@@ -70,7 +70,7 @@ pub(crate) fn measure(
             }
         }
         None => Measure::Tokenizer {
-            tokens: counts.iter().sum::<usize>() + condense_tokenizer::overhead::REPLY_PRIMING,
+            tokens: condense_tokenizer::conversation_total(counts),
         },
     }
 }

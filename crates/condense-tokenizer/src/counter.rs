@@ -66,12 +66,15 @@ pub trait TokenCounter: Send + Sync {
 
     /// What sending `conversation` costs: every message plus the reply priming.
     fn count_conversation(&self, conversation: &Conversation) -> usize {
-        REPLY_PRIMING
-            + self
-                .count_each(&conversation.messages)
-                .iter()
-                .sum::<usize>()
+        conversation_total(&self.count_each(&conversation.messages))
     }
+}
+
+/// What a conversation whose messages count `counts` (from [`TokenCounter::count_each`]) costs
+/// to send: what [`TokenCounter::count_conversation`] gives, for a caller that has the counts
+/// already and need not count again.
+pub fn conversation_total(counts: &[usize]) -> usize {
+    REPLY_PRIMING + counts.iter().sum::<usize>()
 }
 
 /// Whether a counter may spread one count over rayon's threads.

@@ -14,5 +14,5 @@ mod image;
 pub mod overhead;
 
 pub use cache::CacheStats;
-pub use counter::{Parallelism, Tiktoken, TokenCounter};
+pub use counter::{Parallelism, Tiktoken, TokenCounter, conversation_total};
 pub use encoding::{Encoding, UnknownEncoding};
