@@ -477,7 +477,8 @@ impl Proxy {
         }
     }
 
-    /// Runs `work` after the response has gone its way; [`Proxy::flushed`] waits for it.
+    /// Runs `work` beside the request, off its path (a state saved once the request is on its
+    /// way, a usage recorded once the response has ended); [`Proxy::flushed`] waits for it.
     fn in_background(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
         let pending = self.pending.clone();
         pending.count.fetch_add(1, Ordering::SeqCst);
