@@ -12,31 +12,13 @@ use condense_host::{Compactor, Config, Sources};
 use condense_pruner::MemoryStore;
 use condense_serve::testing::{settings_for, spawn, upstream};
 use condense_serve::{DirSessionStore, Proxy, RedisSessionStore, SessionStore};
-use serde_json::Value;
+
+mod common;
+use common::bodies;
 
 const SESSIONS: usize = 64;
 /// How many times the one-session replay runs, each on a fresh proxy.
 const ALONE: usize = 5;
-
-fn bodies() -> Vec<Vec<u8>> {
-    let value: Value = serde_json::from_slice(
-        &condense_core::testing::transcript("anthropic/claude-code-5f8cbb78")
-            .unwrap()
-            .bytes,
-    )
-    .unwrap();
-    let all = value["messages"].as_array().unwrap();
-    (1..all.len())
-        .filter(|&end| all[end]["role"] == "assistant")
-        .step_by(2)
-        .map(|end| {
-            let mut body = value.clone();
-            body["messages"] = Value::Array(all[..end].to_vec());
-            body["max_tokens"] = 1024.into();
-            serde_json::to_vec(&body).unwrap()
-        })
-        .collect()
-}
 
 /// Every session's requests in order, all sessions at once; each request's latency.
 async fn load(

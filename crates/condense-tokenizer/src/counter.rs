@@ -4,6 +4,7 @@ use tiktoken_rs::CoreBPE;
 
 use crate::cache::{CacheStats, TokenCache};
 use crate::overhead::{PER_MESSAGE, PER_TOOL_CALL, REPLY_PRIMING};
+use crate::pieces::Pieces;
 use crate::{Encoding, image};
 
 /// Counts tokens. The phases take a `&dyn TokenCounter`, so a harness can plug in its provider's
@@ -95,6 +96,8 @@ pub enum Parallelism {
 pub struct Tiktoken {
     encoding: Encoding,
     bpe: &'static CoreBPE,
+    /// tiktoken's counts, faster (see [`Pieces`]); `None` falls back to `bpe`.
+    pieces: Option<&'static Pieces>,
     cache: TokenCache,
     parallelism: Parallelism,
     /// Each role's tokens, counted once: every message's framing needs one.
@@ -125,6 +128,7 @@ impl Tiktoken {
         Tiktoken {
             encoding,
             bpe,
+            pieces: encoding.pieces(),
             cache: TokenCache::new(Self::DEFAULT_CACHE_ENTRIES),
             parallelism: Parallelism::Auto,
             role_tokens,
@@ -145,6 +149,14 @@ impl Tiktoken {
     /// The cache's hits, misses and size.
     pub fn cache_stats(&self) -> CacheStats {
         self.cache.stats()
+    }
+
+    /// `text`'s tokens, uncached.
+    fn encoded_len(&self, text: &str) -> usize {
+        match self.pieces {
+            Some(pieces) => pieces.count(text),
+            None => self.bpe.encode_ordinary(text).len(),
+        }
     }
 
     fn worth_parallel(&self, messages: &[Message]) -> bool {
@@ -170,8 +182,7 @@ impl TokenCounter for Tiktoken {
         if text.is_empty() {
             return 0;
         }
-        self.cache
-            .get_or_count(text, |text| self.bpe.encode_ordinary(text).len())
+        self.cache.get_or_count(text, |text| self.encoded_len(text))
     }
 
     fn count_role(&self, role: Role) -> usize {
@@ -185,9 +196,8 @@ impl TokenCounter for Tiktoken {
         // Apart from every text's key: those hash the text's bytes alone.
         state.update(b"condense:json\0");
         condense_core::hash_value(value, &mut state);
-        self.cache.get_or_count_keyed(state.digest128(), || {
-            self.bpe.encode_ordinary(&value.to_string()).len()
-        })
+        self.cache
+            .get_or_count_keyed(state.digest128(), || self.encoded_len(&value.to_string()))
     }
 
     /// Counts are per message and add up, so the parallel result is exactly the sequential one.

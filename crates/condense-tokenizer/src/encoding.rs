@@ -1,7 +1,11 @@
 use std::fmt;
 use std::str::FromStr;
 
+use std::sync::OnceLock;
+
 use tiktoken_rs::CoreBPE;
+
+use crate::pieces::Pieces;
 
 /// The tiktoken encodings condense counts with. `o200k_base` (GPT-4o and later) is the default;
 /// `cl100k_base` (GPT-4, GPT-3.5) for older models.
@@ -30,6 +34,18 @@ impl Encoding {
             Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
             Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
         }
+    }
+
+    /// The shared counter without the backtracking regex ([`Pieces`]), built once per process
+    /// like the tokenizer it reads its ranks from.
+    pub(crate) fn pieces(self) -> Option<&'static Pieces> {
+        static O200K: OnceLock<Option<Pieces>> = OnceLock::new();
+        static CL100K: OnceLock<Option<Pieces>> = OnceLock::new();
+        let cell = match self {
+            Encoding::O200kBase => &O200K,
+            Encoding::Cl100kBase => &CL100K,
+        };
+        cell.get_or_init(|| Pieces::new(self)).as_ref()
     }
 }
 

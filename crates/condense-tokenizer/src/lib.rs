@@ -12,6 +12,7 @@ mod counter;
 mod encoding;
 mod image;
 pub mod overhead;
+mod pieces;
 
 pub use cache::CacheStats;
 pub use counter::{Parallelism, Tiktoken, TokenCounter, conversation_total};

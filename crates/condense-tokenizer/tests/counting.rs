@@ -232,3 +232,16 @@ fn tool_use_carried_in_text_is_counted_once() {
         );
     }
 }
+
+/// A tool's output can hold a run of spaces longer than tiktoken-rs's backtracking engine will
+/// look ahead over (its own `encode_ordinary` panics on this text); the counter counts it.
+#[test]
+fn a_megabyte_run_of_spaces_is_counted_not_a_panic() {
+    let counter = Tiktoken::default();
+    let run = counter.count_text(&" ".repeat(1_199_999));
+    assert!(run > 0 && run < 40_000, "{run}");
+    assert_eq!(
+        counter.count_text(&format!("{}x", " ".repeat(1_200_000))),
+        run + 1
+    );
+}
