@@ -13,7 +13,7 @@ use std::hash::BuildHasherDefault;
 use std::sync::{Arc, Mutex};
 
 use condense_core::{Conversation, JsonMap, Message, Prehashed};
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -22,7 +22,20 @@ use crate::{Format, FormatError, Location, anthropic, openai};
 /// A request body, checked as JSON, with each top-level entry still unread.
 #[derive(Debug)]
 pub struct Request<'a> {
-    entries: Vec<(String, &'a RawValue)>,
+    entries: Vec<(String, Entry<'a>)>,
+}
+
+/// A top-level entry: the `messages` list split into its messages' bytes in the same pass
+/// that checks the body (scanning it again to split it was a fifth of reading a request), any
+/// other entry as its bytes.
+#[derive(Debug)]
+enum Entry<'a> {
+    /// `messages`, when it is a list.
+    Messages(Vec<&'a RawValue>),
+    /// `messages` when it is not a list, which makes the body no chat request.
+    NotMessages,
+    /// Any other entry.
+    Raw(&'a RawValue),
 }
 
 impl<'a> Request<'a> {
@@ -48,26 +61,24 @@ impl<'a> Request<'a> {
 
     /// Whether the body has a `messages` list: what makes it a chat request.
     pub fn has_messages(&self) -> bool {
-        self.messages()
-            .is_some_and(|raw| raw.get().trim_start().starts_with('['))
+        self.messages().is_some()
     }
 
-    fn messages(&self) -> Option<&'a RawValue> {
+    fn messages(&self) -> Option<&[&'a RawValue]> {
         // A repeated key: the last one counts, as when the body is read into a JSON value.
-        self.entries
-            .iter()
-            .rev()
-            .find(|(key, _)| key == "messages")
-            .map(|(_, raw)| *raw)
+        match self.entries.iter().rev().find(|(key, _)| key == "messages") {
+            Some((_, Entry::Messages(messages))) => Some(messages),
+            _ => None,
+        }
     }
 
     /// The conversation, as [`crate::read_json`] reads it from the same body, with the messages
     /// `cache` knows copied instead of read. `format` is OpenAI's or Anthropic's (Claude Code
     /// logs are not request bodies).
     pub fn read(&self, format: Format, cache: &MessageCache) -> Result<Conversation, FormatError> {
-        let messages = match self.messages() {
-            Some(raw) if self.has_messages() => raw,
-            _ => {
+        let raw_messages = match self.messages() {
+            Some(messages) => messages,
+            None => {
                 return Err(FormatError::malformed(
                     Location::TopLevel,
                     "a request body needs a `messages` list",
@@ -75,12 +86,11 @@ impl<'a> Request<'a> {
             }
         };
         let mut envelope = JsonMap::new();
-        for (key, raw) in &self.entries {
-            if key != "messages" {
+        for (key, entry) in &self.entries {
+            if let Entry::Raw(raw) = entry {
                 envelope.insert(key.clone(), parse(raw)?);
             }
         }
-        let raw_messages: Vec<&RawValue> = serde_json::from_str(messages.get()).map_err(json)?;
         let read_one = match format {
             Format::OpenAi => openai::message_from_value,
             Format::Anthropic => anthropic::message_from_value,
@@ -97,7 +107,7 @@ impl<'a> Request<'a> {
             Format::OpenAi => 1,
             _ => 2,
         };
-        for (index, raw) in raw_messages.into_iter().enumerate() {
+        for (index, raw) in raw_messages.iter().enumerate() {
             let key = xxhash_rust::xxh3::xxh3_128_with_seed(raw.get().as_bytes(), seed);
             let message = match cache.get(key) {
                 Some(message) => Message::clone(&message),
@@ -129,11 +139,12 @@ fn json(error: serde_json::Error) -> FormatError {
     }
 }
 
-/// A JSON object's entries in their order, each value left unread.
+/// A JSON object's entries in their order, each value left unread (`messages` split into its
+/// messages, each unread).
 struct EntriesVisitor;
 
 impl<'de> Visitor<'de> for EntriesVisitor {
-    type Value = Vec<(String, &'de RawValue)>;
+    type Value = Vec<(String, Entry<'de>)>;
 
     fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str("a JSON object")
@@ -141,10 +152,71 @@ impl<'de> Visitor<'de> for EntriesVisitor {
 
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
         let mut entries = Vec::new();
-        while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
-            entries.push(entry);
+        while let Some(key) = map.next_key::<String>()? {
+            let entry = if key == "messages" {
+                map.next_value_seed(MessagesSeed)?
+            } else {
+                Entry::Raw(map.next_value()?)
+            };
+            entries.push((key, entry));
         }
         Ok(entries)
+    }
+}
+
+/// Reads a `messages` value: a list into its elements' bytes, anything else checked and dropped.
+struct MessagesSeed;
+
+impl<'de> DeserializeSeed<'de> for MessagesSeed {
+    type Value = Entry<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MessagesSeed {
+    type Value = Entry<'de>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
+        let mut messages = Vec::new();
+        while let Some(message) = seq.next_element::<&'de RawValue>()? {
+            messages.push(message);
+        }
+        Ok(Entry::Messages(messages))
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Entry::NotMessages)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Entry::NotMessages)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Entry::NotMessages)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Entry::NotMessages)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Entry::NotMessages)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Entry::NotMessages)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Entry::NotMessages)
     }
 }
 
@@ -288,6 +360,25 @@ mod tests {
                 .read(Format::OpenAi, &MessageCache::default())
                 .is_err()
         );
+        for body in [
+            r#"{"messages": null}"#,
+            r#"{"messages": "hi"}"#,
+            r#"{"messages": 3.5}"#,
+            r#"{"messages": -2}"#,
+            r#"{"messages": true}"#,
+            r#"{"messages": {"a": [1, {"b": 2}]}, "model": "m"}"#,
+            // A repeated key: the last counts, as in a JSON value.
+            r#"{"messages": [{"role": "user", "content": "x"}], "messages": 1}"#,
+        ] {
+            let request = Request::parse(body).unwrap();
+            assert!(!request.has_messages(), "{body}");
+        }
+        let request = Request::parse(r#"{"messages": 1, "messages": []}"#).unwrap();
+        assert!(request.has_messages());
+        assert!(matches!(
+            Request::parse(r#"{"messages": [{"role": "user"}, ]}"#),
+            Err(FormatError::Json { .. })
+        ));
         let request = Request::parse(r#"{"messages": [{"role": "narrator"}]}"#).unwrap();
         assert!(matches!(
             request.read(Format::OpenAi, &MessageCache::default()),
