@@ -14,6 +14,10 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use std::panic::{RefUnwindSafe, UnwindSafe};
+
+use regex_automata::meta::{Cache, Regex};
+use regex_automata::util::pool::Pool;
 use regex_automata::{Anchored, Input};
 use rustc_hash::FxHashMap;
 use tiktoken_rs::Rank;
@@ -49,9 +53,16 @@ const CL100K_PIECES: &str = concat!(
 /// length.
 const LONG_PIECE: usize = 100;
 
+/// Makes a search cache for the pattern (the type `meta::Regex` keeps its own pool with).
+type MakeCache = Box<dyn Fn() -> Cache + Send + Sync + UnwindSafe + RefUnwindSafe>;
+
 /// One encoding's pieces and ranks.
 pub(crate) struct Pieces {
-    pattern: regex_automata::meta::Regex,
+    pattern: Regex,
+    /// Search caches, taken once per text: `Regex::search` takes one from the regex's own pool
+    /// for every piece, which off the pool's first thread is a lock per piece (counting on two
+    /// threads was slower than on one).
+    caches: Pool<Cache, MakeCache>,
     ranks: FxHashMap<Vec<u8>, Rank>,
 }
 
@@ -63,7 +74,9 @@ impl Pieces {
             Encoding::O200kBase => O200K_PIECES,
             Encoding::Cl100kBase => CL100K_PIECES,
         };
-        let pattern = regex_automata::meta::Regex::new(pattern).ok()?;
+        let pattern = Regex::new(pattern).ok()?;
+        let for_caches = pattern.clone();
+        let caches: Pool<Cache, MakeCache> = Pool::new(Box::new(move || for_caches.create_cache()));
         let bpe = encoding.bpe();
         // Ordinary ranks run from 0 without a gap; the special tokens come after the first gap.
         let mut ranks = FxHashMap::default();
@@ -73,7 +86,11 @@ impl Pieces {
                 Err(_) => break,
             };
         }
-        Some(Pieces { pattern, ranks })
+        Some(Pieces {
+            pattern,
+            caches,
+            ranks,
+        })
     }
 
     /// How many ordinary ranks the encoding has.
@@ -85,6 +102,7 @@ impl Pieces {
     /// The pieces tiktoken splits `text` into.
     pub(crate) fn split<'t>(&self, text: &'t str) -> impl Iterator<Item = &'t str> {
         let mut at = 0;
+        let mut cache = self.caches.get();
         std::iter::from_fn(move || {
             if at >= text.len() {
                 return None;
@@ -96,8 +114,8 @@ impl Pieces {
             let rest = Input::new(text).range(at..);
             let found = self
                 .pattern
-                .search(&rest.clone().anchored(Anchored::Yes))
-                .or_else(|| self.pattern.search(&rest))?;
+                .search_with(&mut cache, &rest.clone().anchored(Anchored::Yes))
+                .or_else(|| self.pattern.search_with(&mut cache, &rest))?;
             let (start, mut end) = (found.start(), found.end());
             let piece = &text[start..end];
             // tiktoken's `\s+(?!\S)`: a run of spaces (no line break: those end in an earlier
