@@ -4,7 +4,7 @@
 //! of spaces before a word leaves its last space to the word), so tiktoken-rs runs it on
 //! `fancy-regex`'s backtracking engine, which was 85 % of what counting a request's new text
 //! cost the proxy (callgrind, `cargo bench -p condense-serve --bench stages`). Without that one
-//! branch the pattern is a plain regular expression, which the `regex` crate matches in linear
+//! branch the pattern is a plain regular expression, which `regex-automata` matches in linear
 //! time; the branch is then applied by hand to the runs of spaces the plain pattern finds (the
 //! rule below). Each piece is then one token when the encoding has it whole, else its byte-pair
 //! merges, exactly as tiktoken does. That the pieces and counts are tiktoken's own is tested on
@@ -13,7 +13,6 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-
 use std::panic::{RefUnwindSafe, UnwindSafe};
 
 use regex_automata::meta::{Cache, Regex};
