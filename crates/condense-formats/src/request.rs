@@ -26,8 +26,8 @@ pub struct Request<'a> {
 }
 
 /// A top-level entry: the `messages` list split into its messages' bytes in the same pass
-/// that checks the body (scanning it again to split it was a fifth of reading a request), any
-/// other entry as its bytes.
+/// that checks the body (scanning the list again to split it was half of `Request::read`'s
+/// instructions), any other entry as its bytes.
 #[derive(Debug)]
 enum Entry<'a> {
     /// `messages`, when it is a list.

@@ -120,7 +120,8 @@ impl Pieces {
             // tiktoken's `\s+(?!\S)`: a run of spaces (no line break: those end in an earlier
             // branch) that a non-space follows gives its last space to what follows, when it
             // has one to give. Only the `\s+` branch matches all-space text without a line
-            // break, and it matches the run whole, so the next character is not a space.
+            // break short of the text's end (cl100k's `\s+$` reaches the end), and it matches
+            // the run whole, so the next character is not a space.
             if end < text.len()
                 && !piece.contains(['\r', '\n'])
                 && piece.chars().all(char::is_whitespace)
