@@ -26,6 +26,13 @@ mod settings;
 mod spinner;
 mod temp;
 
+/// mimalloc rather than the system's allocator: a proxied request reads, copies and drops
+/// thousands of small strings and maps, and glibc's malloc and free were a sixth of its
+/// instructions (BENCHMARKS.md, "The proxy under load"). Plugins share no allocations with the
+/// host (their ABI passes borrowed bytes only), so they may use any allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

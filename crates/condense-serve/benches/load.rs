@@ -61,6 +61,10 @@ async fn load(
     (all, started.elapsed())
 }
 
+/// The `condense` binary's allocator, so that the bench measures what users run.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }

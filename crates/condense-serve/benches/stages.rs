@@ -19,6 +19,10 @@ use condense_serve::{DirSessionStore, SessionStore};
 
 mod common;
 
+/// The `condense` binary's allocator, so that the bench measures what users run.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const STAGES: [&str; 6] = [
     "check the body (Request::parse)",
     "read the conversation (cached messages)",
