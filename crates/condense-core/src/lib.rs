@@ -9,6 +9,7 @@
 mod compacted;
 mod content_hash;
 mod conversation;
+mod memo;
 mod message;
 mod pairs;
 mod part;
@@ -22,6 +23,7 @@ mod validate;
 pub use compacted::{Compacted, Phase};
 pub use content_hash::{Prehashed, hash_value};
 pub use conversation::{Conversation, SideKind, SideRecord};
+pub use memo::{Memos, MessageMemo};
 pub use message::{ContentShape, Message, Role, SUMMARY_CLOSE, SUMMARY_OPEN, WireRecord};
 pub use pairs::{CallSite, ResultSite, ToolPairs};
 pub use part::{Image, Part, Text, Thinking, ToolCall, ToolOutput, ToolResult};

@@ -14,9 +14,11 @@ use serde_json::{Value, json};
 const RETURNCODE_OPEN: &str = "<returncode>";
 const RETURNCODE_CLOSE: &str = "</returncode>";
 
-pub(crate) fn link(messages: &mut [Message], envelope: Option<&JsonMap>) {
+/// Returns whether the convention applied (then messages may have changed: a call added to an
+/// assistant step, an observation made its result, feedback marked generated).
+pub(crate) fn link(messages: &mut [Message], envelope: Option<&JsonMap>) -> bool {
     if !uses_text_tools(messages, envelope) {
-        return;
+        return false;
     }
     for index in 1..messages.len() {
         let (before, after) = messages.split_at_mut(index);
@@ -56,6 +58,7 @@ pub(crate) fn link(messages: &mut [Message], envelope: Option<&JsonMap>) {
             None => message.generated = true,
         }
     }
+    true
 }
 
 fn uses_text_tools(messages: &[Message], envelope: Option<&JsonMap>) -> bool {

@@ -40,13 +40,23 @@ pub(crate) fn from_value(value: Value) -> Result<Conversation, FormatError> {
 
 /// The conversation of a request whose `messages` are read already: mini-swe-agent's embedded
 /// calls and results are linked across them.
-pub(crate) fn assemble(envelope: Option<JsonMap>, mut messages: Vec<Message>) -> Conversation {
-    embedded::link(&mut messages, envelope.as_ref());
-    Conversation {
+pub(crate) fn assemble(envelope: Option<JsonMap>, messages: Vec<Message>) -> Conversation {
+    assemble_linked(envelope, messages).0
+}
+
+/// [`assemble`], and whether it linked tool calls written in text (which changes messages as
+/// read, depending on their neighbours: see [`embedded::link`]).
+pub(crate) fn assemble_linked(
+    envelope: Option<JsonMap>,
+    mut messages: Vec<Message>,
+) -> (Conversation, bool) {
+    let linked = embedded::link(&mut messages, envelope.as_ref());
+    let conversation = Conversation {
         messages,
         envelope,
         side: Vec::new(),
-    }
+    };
+    (conversation, linked)
 }
 
 pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, FormatError> {

@@ -12,7 +12,7 @@ use std::fmt;
 use std::hash::BuildHasherDefault;
 use std::sync::{Arc, Mutex};
 
-use condense_core::{Conversation, JsonMap, Message, Prehashed};
+use condense_core::{Conversation, JsonMap, Memos, Message, MessageMemo, Prehashed};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -76,6 +76,20 @@ impl<'a> Request<'a> {
     /// `cache` knows copied instead of read. `format` is OpenAI's or Anthropic's (Claude Code
     /// logs are not request bodies).
     pub fn read(&self, format: Format, cache: &MessageCache) -> Result<Conversation, FormatError> {
+        self.read_memoized(format, cache)
+            .map(|(conversation, _)| conversation)
+    }
+
+    /// [`Request::read`], with each message's memo: what was computed about a message on an
+    /// earlier request that held it (its content hash, its tokens) serves this one (see
+    /// [`condense_core::Memos`]). A message that reading changes after the cache gave it (an
+    /// OpenAI session whose tool calls are written in text, linked to their neighbours) or that
+    /// the body does not hold as a message (Anthropic's `system`) has none.
+    pub fn read_memoized(
+        &self,
+        format: Format,
+        cache: &MessageCache,
+    ) -> Result<(Conversation, Memos), FormatError> {
         let raw_messages = match self.messages() {
             Some(messages) => messages,
             None => {
@@ -101,6 +115,7 @@ impl<'a> Request<'a> {
             }
         };
         let mut read = Vec::with_capacity(raw_messages.len());
+        let mut memos = Vec::with_capacity(raw_messages.len());
         // The same bytes read as another format are another message (OpenAI's keeps `role` among
         // its wire fields, Anthropic's does not): the format seeds the key.
         let seed = match format {
@@ -109,20 +124,33 @@ impl<'a> Request<'a> {
         };
         for (index, raw) in raw_messages.iter().enumerate() {
             let key = xxhash_rust::xxh3::xxh3_128_with_seed(raw.get().as_bytes(), seed);
-            let message = match cache.get(key) {
-                Some(message) => Message::clone(&message),
+            let (message, memo) = match cache.get(key) {
+                Some(cached) => (cached.message.clone(), cached.memo.clone()),
                 None => {
                     let message = read_one(index, parse(raw)?)?;
-                    cache.put(key, raw.get().len(), &message);
-                    message
+                    let memo = cache.put(key, raw.get().len(), &message);
+                    (message, memo)
                 }
             };
             read.push(message);
+            memos.push(Some(memo));
         }
-        match format {
-            Format::OpenAi => Ok(openai::assemble(Some(envelope), read)),
-            _ => anthropic::assemble(envelope, read),
+        let mut memos = Memos::new(memos);
+        let conversation = match format {
+            Format::OpenAi => {
+                let (conversation, linked) = openai::assemble_linked(Some(envelope), read);
+                if linked {
+                    memos = Memos::new(vec![None; conversation.messages.len()]);
+                }
+                conversation
+            }
+            _ => anthropic::assemble(envelope, read)?,
+        };
+        // Messages the envelope added before the body's own (Anthropic's `system`).
+        for index in 0..conversation.messages.len().saturating_sub(memos.len()) {
+            memos.insert_unknown(index);
         }
+        Ok((conversation, memos))
     }
 }
 
@@ -229,9 +257,15 @@ pub struct MessageCache {
     capacity_bytes: usize,
 }
 
+/// A message read before, and what has been computed about it since.
+struct Cached {
+    message: Message,
+    memo: Arc<MessageMemo>,
+}
+
 #[derive(Default)]
 struct Entries {
-    map: HashMap<u128, Arc<Message>, BuildHasherDefault<Prehashed>>,
+    map: HashMap<u128, Arc<Cached>, BuildHasherDefault<Prehashed>>,
     bytes: usize,
 }
 
@@ -270,21 +304,27 @@ impl MessageCache {
     }
 
     /// Shared, so the copy the caller makes is made outside the lock every session uses.
-    fn get(&self, key: u128) -> Option<Arc<Message>> {
+    fn get(&self, key: u128) -> Option<Arc<Cached>> {
         self.lock().map.get(&key).cloned()
     }
 
-    fn put(&self, key: u128, bytes: usize, message: &Message) {
-        let message = Arc::new(message.clone());
+    /// Keeps `message` (when it fits) and gives its memo, new.
+    fn put(&self, key: u128, bytes: usize, message: &Message) -> Arc<MessageMemo> {
+        let memo = Arc::new(MessageMemo::default());
+        let cached = Arc::new(Cached {
+            message: message.clone(),
+            memo: memo.clone(),
+        });
         let mut entries = self.lock();
         if entries.bytes + bytes > self.capacity_bytes {
             entries.map.clear();
             entries.bytes = 0;
         }
         if bytes <= self.capacity_bytes {
-            entries.map.insert(key, message);
+            entries.map.insert(key, cached);
             entries.bytes += bytes;
         }
+        memo
     }
 
     /// A poisoned lock only means another thread panicked while holding it; every entry in the
@@ -305,6 +345,7 @@ impl Default for MessageCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use condense_core::{Part, Role};
 
     fn both(format: Format, body: &str) -> (Conversation, Conversation) {
         let cache = MessageCache::default();
@@ -337,6 +378,71 @@ mod tests {
             read >= 10,
             "only {read} request bodies among the shared transcripts"
         );
+    }
+
+    /// A memo follows its message from one request to the next (the same memo, whatever else
+    /// the body holds); messages reading adds or changes have none.
+    #[test]
+    fn memos_follow_the_messages_across_requests() {
+        let mut with_memos = 0;
+        for transcript in condense_core::testing::transcripts().unwrap() {
+            let format = match transcript.name.split('/').next() {
+                Some("openai") => Format::OpenAi,
+                Some("anthropic") => Format::Anthropic,
+                _ => continue,
+            };
+            let mut value: Value = serde_json::from_slice(&transcript.bytes).unwrap();
+            let Some(all) = value.get("messages").and_then(Value::as_array).cloned() else {
+                continue;
+            };
+            let cache = MessageCache::default();
+            let read = |value: &Value| {
+                let body = value.to_string();
+                let (conversation, memos) = Request::parse(&body)
+                    .unwrap()
+                    .read_memoized(format, &cache)
+                    .unwrap();
+                assert_eq!(
+                    memos.len(),
+                    conversation.messages.len(),
+                    "{}",
+                    transcript.name
+                );
+                (conversation, memos)
+            };
+            value["messages"] = Value::Array(all[..all.len() / 2].to_vec());
+            let (first, first_memos) = read(&value);
+            value["messages"] = Value::Array(all.clone());
+            let (second, second_memos) = read(&value);
+            let system = usize::from(
+                first.messages.first().map(|m| m.role) == Some(Role::System)
+                    && format == Format::Anthropic,
+            );
+            let text_tools = second.messages.iter().any(|message| {
+                message
+                    .parts
+                    .iter()
+                    .any(|part| matches!(part, Part::ToolCall(call) if call.embedded))
+            });
+            for index in 0..second.messages.len() {
+                let memo = second_memos.get(index);
+                if text_tools || index < system {
+                    assert!(memo.is_none(), "{} message {index}", transcript.name);
+                    continue;
+                }
+                let memo = memo.unwrap();
+                if index < first.messages.len() {
+                    assert_eq!(first.messages[index], second.messages[index]);
+                    assert!(
+                        std::ptr::eq(first_memos.get(index).unwrap(), memo),
+                        "{} message {index}: not the first request's memo",
+                        transcript.name
+                    );
+                }
+            }
+            with_memos += usize::from(!text_tools);
+        }
+        assert!(with_memos >= 4, "only {with_memos} sessions kept memos");
     }
 
     #[test]

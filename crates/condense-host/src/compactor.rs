@@ -6,11 +6,11 @@ use std::time::Instant;
 use condense_compact::{
     TailRule, TailSettings, carried, is_due, previous_summary, reassemble, split,
 };
-use condense_core::Conversation;
+use condense_core::{Conversation, Memos};
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
 use condense_summarize::{Anthropic, Extractive, OpenAi, Summarizer};
 use condense_template::{PromptVars, Template, parse_summary};
-use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total};
+use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total, count_each_memoized};
 
 use crate::head::{self, message_hash};
 use crate::report::{CompactReport, CompactionOutcome, FailureKind};
@@ -170,9 +170,43 @@ impl Compactor {
         .await
     }
 
+    /// [`Compactor::prepare`] (or [`Compactor::prepare_with`], given a `summarizer`) for a
+    /// conversation whose messages come with `memos`, as [`condense_formats::Request`] reads
+    /// them: each message's content hash and tokens are computed once and kept, not again on
+    /// every request that resends it. The result is what `prepare` gives. Each memo must belong
+    /// to the message at its index, unchanged since it was read.
+    pub async fn prepare_memoized(
+        &self,
+        conversation: Conversation,
+        memos: &Memos,
+        state: &mut SessionState,
+        summarizer: Option<&dyn Summarizer>,
+    ) -> Result<Compaction, HostError> {
+        self.run_memoized(
+            conversation,
+            memos,
+            state,
+            Phases::Both { automatic: true },
+            summarizer,
+        )
+        .await
+    }
+
     async fn run(
         &self,
+        conversation: Conversation,
+        state: &mut SessionState,
+        phases: Phases,
+        summarizer: Option<&dyn Summarizer>,
+    ) -> Result<Compaction, HostError> {
+        self.run_memoized(conversation, &Memos::default(), state, phases, summarizer)
+            .await
+    }
+
+    async fn run_memoized(
+        &self,
         mut conversation: Conversation,
+        memos: &Memos,
         state: &mut SessionState,
         phases: Phases,
         summarizer: Option<&dyn Summarizer>,
@@ -183,7 +217,15 @@ impl Compactor {
         let usable = condense_compact::usable(&self.tail);
         // The client's own messages, before anything replaces them: what a frozen head is
         // recognised by, now and on the next request.
-        let hashes: Vec<u64> = conversation.messages.iter().map(message_hash).collect();
+        let hashes: Vec<u64> = conversation
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(index, message)| match memos.get(index) {
+                Some(memo) => memo.content_hash(|| message_hash(message)),
+                None => message_hash(message),
+            })
+            .collect();
         let (head, placed) = head::apply(&mut state.head, &mut conversation, &hashes);
         // The harness's last reported usage counted the request it sent; a history that no
         // longer extends it makes that figure meaningless.
@@ -191,7 +233,11 @@ impl Compactor {
             .reported_usage
             .filter(|_| !matches!(head, Some(crate::HeadOutcome::Diverged { .. })));
         // Each message counted once here: the trigger's measure and the count before share it.
-        let counts = counter.count_each(&conversation.messages);
+        // The frozen head's replacement has no memos; the client's messages after it keep theirs.
+        let counts = count_each_memoized(counter, &conversation.messages, |index| {
+            let client = (index.checked_sub(placed.replaced_by)?) + placed.covered;
+            memos.get(client)
+        });
         let tokens_before = conversation_total(&counts);
         let measured = measure(&conversation, reported, &counts);
 
@@ -205,7 +251,7 @@ impl Compactor {
             context_window: Some(self.tail.context_window),
             previous_request_ms: state.last_request_ms,
         };
-        let prune = pruner.prune(&mut conversation, &mut state.log, request)?;
+        let prune = pruner.prune_counted(&mut conversation, &counts, &mut state.log, request)?;
         state.last_request_ms = Some(self.clock.now_ms());
         // Recounted only when something was replaced: on most requests of a long session
         // nothing is, and a recount of every message is a good part of a request's cost.

@@ -113,11 +113,26 @@ pub fn boundary_for(
     counter: &dyn TokenCounter,
     context_window: Option<usize>,
 ) -> usize {
+    boundary_counted(messages, &[], settings, counter, context_window)
+}
+
+/// [`boundary_for`] with the messages' counts when the caller has them (`counts[i]` is message
+/// `i`'s; an empty or short slice: counted here).
+fn boundary_counted(
+    messages: &[Message],
+    counts: &[usize],
+    settings: &PruneSettings,
+    counter: &dyn TokenCounter,
+    context_window: Option<usize>,
+) -> usize {
     let by_turns = boundary(messages, settings.skip_user_turns);
     let Some(window) = context_window else {
         return by_turns;
     };
-    let after: usize = counter.count_each(&messages[by_turns..]).iter().sum();
+    let after: usize = match counts.get(by_turns..messages.len()) {
+        Some(counted) if counts.len() == messages.len() => counted.iter().sum(),
+        _ => counter.count_each(&messages[by_turns..]).iter().sum(),
+    };
     if after <= window / 2 {
         return by_turns;
     }
@@ -214,10 +229,25 @@ impl Pruner<'_> {
         log: &mut DecisionLog,
         request: PruneRequest,
     ) -> Result<PruneReport, PruneError> {
+        self.prune_counted(conversation, &[], log, request)
+    }
+
+    /// [`Pruner::prune`] for a caller that has counted the messages already (`counts`, one per
+    /// message, as [`TokenCounter::count_each`] gives them; empty when it has not): the pipeline
+    /// counts every message before pruning, and counting the unprotected tail again for the
+    /// boundary was a twentieth of a proxied request.
+    pub fn prune_counted(
+        &self,
+        conversation: &mut Conversation,
+        counts: &[usize],
+        log: &mut DecisionLog,
+        request: PruneRequest,
+    ) -> Result<PruneReport, PruneError> {
         let context_window = request.context_window;
         let thresholds = Thresholds::for_window(self.settings, context_window);
-        let boundary = boundary_for(
+        let boundary = boundary_counted(
             &conversation.messages,
+            counts,
             self.settings,
             self.counter,
             context_window,

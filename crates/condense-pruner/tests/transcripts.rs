@@ -7,7 +7,7 @@ use condense_core::{Part, ToolOutput};
 use condense_pruner::{
     DecisionLog, FixedClock, MemoryStore, PruneRequest, PruneSettings, Pruner, Reason, Store,
 };
-use condense_tokenizer::Tiktoken;
+use condense_tokenizer::{Tiktoken, TokenCounter};
 
 #[test]
 fn every_transcript_is_pruned_as_the_rules_say() {
@@ -36,6 +36,23 @@ fn every_transcript_is_pruned_as_the_rules_say() {
                 .unwrap();
             let name = format!("{}@{}k", transcript.name.replace('/', "__"), window / 1000);
             insta::assert_snapshot!(name.clone(), report.to_string());
+
+            // Given the counts it would take itself, the pruner decides the same.
+            let mut counted = original.clone();
+            let counted_report = pruner
+                .prune_counted(
+                    &mut counted,
+                    &counter.count_each(&original.messages),
+                    &mut DecisionLog::new(),
+                    PruneRequest::window(Some(window)),
+                )
+                .unwrap();
+            assert_eq!(counted, conversation, "{name}: counted");
+            assert_eq!(
+                counted_report.to_string(),
+                report.to_string(),
+                "{name}: counted"
+            );
 
             assert_eq!(
                 conversation.validate(),

@@ -55,13 +55,13 @@ fn one_request(
     let text = std::str::from_utf8(body).unwrap();
     let request = Request::parse(text).unwrap();
     mark(&mut marks);
-    let conversation = request.read(Format::Anthropic, cache).unwrap();
+    let (conversation, memos) = request.read_memoized(Format::Anthropic, cache).unwrap();
     mark(&mut marks);
     let versioned = store.load(session).unwrap();
     let mut state = versioned.state;
     mark(&mut marks);
     let compaction = runtime
-        .block_on(compactor.prepare(conversation, &mut state))
+        .block_on(compactor.prepare_memoized(conversation, &memos, &mut state, None))
         .unwrap();
     mark(&mut marks);
     let report = &compaction.report;

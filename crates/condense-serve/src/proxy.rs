@@ -317,8 +317,8 @@ impl Proxy {
         headers: &axum::http::HeaderMap,
     ) -> Prepared {
         let format = provider.format();
-        let conversation = match request.read(format, &self.messages) {
-            Ok(conversation) => conversation,
+        let (conversation, memos) = match request.read_memoized(format, &self.messages) {
+            Ok(read) => read,
             Err(error) => {
                 return self.failed_open(named.unwrap_or_default(), bytes, "read", &error);
             }
@@ -337,18 +337,20 @@ impl Proxy {
                 model,
             )
         });
-        let summarizer = summarizer.as_ref();
+        let summarizer = summarizer
+            .as_ref()
+            .map(|summarizer| summarizer as &dyn condense_host::Summarizer);
         let session = named.unwrap_or_else(|| derived_session(&conversation));
         // Held until the state is saved, which for an exclusive store is after forwarding.
         let guard = self.session_lock(&session).lock_owned().await;
         // Read again only after a lost compare-and-set (the messages are cached by then): the
         // first attempt takes the conversation without copying it.
-        let mut first = Some(conversation);
+        let mut first = Some((conversation, memos));
         for _ in 0..SAVE_ATTEMPTS {
-            let conversation = match first.take() {
-                Some(conversation) => conversation,
-                None => match request.read(format, &self.messages) {
-                    Ok(conversation) => conversation,
+            let (conversation, memos) = match first.take() {
+                Some(read) => read,
+                None => match request.read_memoized(format, &self.messages) {
+                    Ok(read) => read,
                     Err(error) => return self.failed_open(session, bytes, "read", &error),
                 },
             };
@@ -361,14 +363,10 @@ impl Proxy {
                 Err(error) => return self.failed_open(session, bytes, "load state", &error),
             };
             let mut state = versioned.state;
-            let prepared = match summarizer {
-                Some(summarizer) => {
-                    self.compactor
-                        .prepare_with(conversation, &mut state, summarizer)
-                        .await
-                }
-                None => self.compactor.prepare(conversation, &mut state).await,
-            };
+            let prepared = self
+                .compactor
+                .prepare_memoized(conversation, &memos, &mut state, summarizer)
+                .await;
             let compaction = match prepared {
                 Ok(compaction) => compaction,
                 Err(error) => return self.failed_open(session, bytes, "prepare", &error),

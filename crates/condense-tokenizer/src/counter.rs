@@ -1,4 +1,4 @@
-use condense_core::{Conversation, Message, Part, Role, ToolOutput};
+use condense_core::{Conversation, Message, MessageMemo, Part, Role, ToolOutput};
 use rayon::prelude::*;
 use tiktoken_rs::CoreBPE;
 
@@ -69,6 +69,54 @@ pub trait TokenCounter: Send + Sync {
     fn count_conversation(&self, conversation: &Conversation) -> usize {
         conversation_total(&self.count_each(&conversation.messages))
     }
+
+    /// A key that says which counts this counter gives: two counters with the same key count
+    /// every message alike, so a count one kept in a [`MessageMemo`] serves the other. `None`
+    /// (the default) keeps no count in memos: a counter that is not a pure function of the
+    /// message (a calibrated or a remote one) must not say it is.
+    fn memo_key(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// [`TokenCounter::count_each`], taking each count a message's memo keeps (see
+/// [`condense_core::Memos`]) and keeping the counts it makes. `memo(index)` is message `index`'s
+/// memo, if it has one. Runs of messages without a kept count are counted together, so that the
+/// counter may spread a long run over its threads as `count_each` does. The same counts as
+/// `count_each`, provided each memo belongs to the message it is asked for.
+pub fn count_each_memoized<'m>(
+    counter: &dyn TokenCounter,
+    messages: &[Message],
+    memo: impl Fn(usize) -> Option<&'m MessageMemo>,
+) -> Vec<usize> {
+    let Some(key) = counter.memo_key() else {
+        return counter.count_each(messages);
+    };
+    let kept = |index: usize| memo(index).and_then(|memo| memo.tokens(key));
+    let mut counts = Vec::with_capacity(messages.len());
+    let mut index = 0;
+    while index < messages.len() {
+        if let Some(count) = kept(index) {
+            counts.push(count);
+            index += 1;
+            continue;
+        }
+        let start = index;
+        while index < messages.len() && kept(index).is_none() {
+            index += 1;
+        }
+        for (offset, count) in counter
+            .count_each(&messages[start..index])
+            .into_iter()
+            .enumerate()
+        {
+            if let Some(memo) = memo(start + offset) {
+                memo.keep_tokens(key, count);
+            }
+            counts.push(count);
+        }
+    }
+    counts
 }
 
 /// What a conversation whose messages count `counts` (from [`TokenCounter::count_each`]) costs
@@ -187,6 +235,14 @@ impl TokenCounter for Tiktoken {
 
     fn count_role(&self, role: Role) -> usize {
         self.role_tokens[role_index(role)]
+    }
+
+    /// The encoding decides every count (the framing's constants are the crate's own).
+    fn memo_key(&self) -> Option<u64> {
+        Some(match self.encoding {
+            Encoding::O200kBase => 1,
+            Encoding::Cl100kBase => 2,
+        })
     }
 
     /// Looked up by the value's structure, so a value already counted is not written out again

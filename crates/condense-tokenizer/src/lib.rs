@@ -15,5 +15,5 @@ pub mod overhead;
 mod pieces;
 
 pub use cache::CacheStats;
-pub use counter::{Parallelism, Tiktoken, TokenCounter, conversation_total};
+pub use counter::{Parallelism, Tiktoken, TokenCounter, conversation_total, count_each_memoized};
 pub use encoding::{Encoding, UnknownEncoding};

@@ -1,8 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use condense_core::testing::transcripts;
-use condense_core::{Conversation, Message, Part, Role, ToolCall};
-use condense_tokenizer::{Encoding, Parallelism, Tiktoken, TokenCounter, overhead};
+use condense_core::{Conversation, Memos, Message, Part, Role, ToolCall};
+use condense_tokenizer::{
+    Encoding, Parallelism, Tiktoken, TokenCounter, count_each_memoized, overhead,
+};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -119,6 +121,59 @@ fn the_parallel_count_of_every_transcript_is_the_sequential_count() {
             .count_each(&conversation.messages);
         let parallel = pool.install(|| Tiktoken::default().count_each(&conversation.messages));
         assert_eq!(parallel, sequential, "{}", transcript.name);
+    }
+}
+
+/// Counts kept in memos are the counts themselves: for every shared transcript, with memos for
+/// some messages only (every third has none), the first pass (counting and keeping) and the
+/// second (reading what was kept) equal `count_each`, and the second looks up only the messages
+/// without a memo. A
+/// counter keyed otherwise does not take the first one's counts.
+#[test]
+fn counts_kept_in_memos_are_the_counts() {
+    for transcript in transcripts().unwrap() {
+        let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        let messages = &conversation.messages;
+        let expected = Tiktoken::default().count_each(messages);
+        let memos = Memos::new(
+            (0..messages.len())
+                .map(|index| (index % 3 != 2).then(Default::default))
+                .collect(),
+        );
+        let counter = Tiktoken::default();
+        let first = count_each_memoized(&counter, messages, |index| memos.get(index));
+        assert_eq!(first, expected, "{}: counting", transcript.name);
+        // A fresh counter looks up only the texts of the messages without a memo.
+        let fresh = Tiktoken::default();
+        let second = count_each_memoized(&fresh, messages, |index| memos.get(index));
+        assert_eq!(second, expected, "{}: from the memos", transcript.name);
+        let alone = Tiktoken::default();
+        for message in messages.iter().skip(2).step_by(3) {
+            alone.count_message(message);
+        }
+        let lookups = |stats: condense_tokenizer::CacheStats| stats.hits + stats.misses;
+        assert_eq!(
+            lookups(fresh.cache_stats()),
+            lookups(alone.cache_stats()),
+            "{}",
+            transcript.name
+        );
+        for (index, &count) in expected.iter().enumerate() {
+            let kept = memos.get(index).and_then(|memo| memo.tokens(1));
+            assert_eq!(
+                kept,
+                (index % 3 != 2).then_some(count),
+                "{}",
+                transcript.name
+            );
+        }
+        let other = Tiktoken::new(Encoding::Cl100kBase);
+        assert_eq!(
+            count_each_memoized(&other, messages, |index| memos.get(index)),
+            other.count_each(messages),
+            "{}: another encoding",
+            transcript.name
+        );
     }
 }
 

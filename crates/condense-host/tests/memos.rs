@@ -1,0 +1,107 @@
+//! A proxy reads each request through a message cache and hands the pipeline each message's
+//! memo (its content hash and tokens, computed once): the result must be exactly what reading
+//! the body afresh and preparing it without memos gives, request after request, while pruning,
+//! summaries and the frozen head all fire (a 32K window, pruning from 4K tokens back).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use condense_core::testing::transcript;
+use condense_formats::{Format, MessageCache, Request};
+use condense_host::{CompactionOutcome, Compactor, Config, HeadOutcome, SessionState, Sources};
+use condense_pruner::{FixedClock, MemoryStore};
+use serde_json::Value;
+
+fn compactor() -> Compactor {
+    let config = Config::load(&Sources {
+        env: vec![
+            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "32000".into()),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+            // Pruning fires long before the summary does, and its decisions are then frozen.
+            ("CONDENSE_PRUNE_PROTECT_TOKENS".into(), "4000".into()),
+            ("CONDENSE_PRUNE_MINIMUM_TOKENS".into(), "2000".into()),
+        ],
+        ..Sources::default()
+    })
+    .unwrap();
+    Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()))
+        .with_clock(Box::new(FixedClock(1_763_700_000_000)))
+}
+
+/// Replays `name` request by request both ways; returns how many requests reused a frozen head,
+/// pruned, and summarized.
+async fn replay(name: &str, format: Format) -> (usize, usize, usize) {
+    let value: Value = serde_json::from_slice(&transcript(name).unwrap().bytes).unwrap();
+    let all = value["messages"].as_array().unwrap();
+    let (plain, memoized) = (compactor(), compactor());
+    let (mut plain_state, mut memoized_state) = (SessionState::default(), SessionState::default());
+    let cache = MessageCache::default();
+    let (mut reused, mut pruned, mut summarized) = (0, 0, 0);
+    for end in (1..all.len()).filter(|&end| all[end]["role"] == "assistant") {
+        let mut body = value.clone();
+        body["messages"] = Value::Array(all[..end].to_vec());
+        let text = body.to_string();
+        let expected = plain
+            .prepare(
+                condense_formats::read_json(format, body).unwrap(),
+                &mut plain_state,
+            )
+            .await
+            .unwrap();
+        let (conversation, memos) = Request::parse(&text)
+            .unwrap()
+            .read_memoized(format, &cache)
+            .unwrap();
+        let mut got = memoized
+            .prepare_memoized(conversation, &memos, &mut memoized_state, None)
+            .await
+            .unwrap();
+        got.report.elapsed_ms = expected.report.elapsed_ms;
+        assert_eq!(
+            got.conversation, expected.conversation,
+            "{name}: request {end}"
+        );
+        assert_eq!(got.report, expected.report, "{name}: request {end}");
+        assert_eq!(
+            serde_json::to_value(&memoized_state).unwrap(),
+            serde_json::to_value(&plain_state).unwrap(),
+            "{name}: state after request {end}"
+        );
+        let report = &expected.report;
+        reused += usize::from(matches!(report.head, Some(HeadOutcome::Reused { .. })));
+        pruned += usize::from(report.prune.replaced() > 0);
+        summarized += usize::from(matches!(
+            report.compaction,
+            CompactionOutcome::Summarized { .. }
+        ));
+    }
+    (reused, pruned, summarized)
+}
+
+#[tokio::test]
+async fn memos_change_nothing_on_an_anthropic_session() {
+    let (reused, pruned, summarized) =
+        replay("anthropic/claude-code-5f8cbb78", Format::Anthropic).await;
+    assert!(
+        reused > 0 && pruned > 0 && summarized > 0,
+        "reused {reused}, pruned {pruned}, summarized {summarized}: the replay must exercise every rule"
+    );
+}
+
+#[tokio::test]
+async fn memos_change_nothing_on_an_openai_session_with_tool_calls() {
+    let (_, pruned, _) = replay("openai/openhands-ponylang__ponyc-4588", Format::OpenAi).await;
+    assert!(pruned > 0, "pruned {pruned}");
+}
+
+/// Tool calls written in text are linked to their neighbours after reading: such messages have
+/// no memo, and the result is still the same.
+#[tokio::test]
+async fn memos_change_nothing_when_tool_calls_are_written_in_text() {
+    let (_, pruned, _) = replay(
+        "openai/mini-swe-agent-astropy__astropy-12907",
+        Format::OpenAi,
+    )
+    .await;
+    assert!(pruned > 0, "pruned {pruned}");
+}
