@@ -354,12 +354,8 @@ impl Proxy {
                     Err(error) => return self.failed_open(session, bytes, "read", &error),
                 },
             };
-            let store = self.store.clone();
-            let key = session.clone();
-            let loaded = tokio::task::spawn_blocking(move || store.load(&key)).await;
-            let versioned = match loaded {
-                Ok(Ok(versioned)) => versioned,
-                Ok(Err(error)) => return self.failed_open(session, bytes, "load state", &error),
+            let versioned = match self.load(&session).await {
+                Ok(versioned) => versioned,
                 Err(error) => return self.failed_open(session, bytes, "load state", &error),
             };
             let mut state = versioned.state;
@@ -454,6 +450,21 @@ impl Proxy {
         }
         let conflict = format!("lost the session state's compare-and-set {SAVE_ATTEMPTS} times");
         self.failed_open(session, bytes, "save state", &conflict)
+    }
+
+    /// The session's state. The embedded store reads one small local file (about 10 µs), less
+    /// than handing the read to tokio's blocking pool costs on a busy machine, so it is read
+    /// here; a store behind a network round trip is read on the blocking pool.
+    async fn load(&self, session: &str) -> Result<crate::state::Versioned, String> {
+        if self.store.local() {
+            return self.store.load(session).map_err(|error| error.to_string());
+        }
+        let store = self.store.clone();
+        let key = session.to_owned();
+        match tokio::task::spawn_blocking(move || store.load(&key)).await {
+            Ok(loaded) => loaded.map_err(|error| error.to_string()),
+            Err(error) => Err(error.to_string()),
+        }
     }
 
     fn failed_open(

@@ -79,6 +79,12 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     fn exclusive(&self) -> bool {
         false
     }
+    /// Whether a load is quick local I/O (a small file), cheaper to do on the request's own
+    /// task than to hand to a thread for blocking work. `false` (the default) for a store
+    /// behind a network round trip.
+    fn local(&self) -> bool {
+        false
+    }
     /// Stores `state` if the session is still at `expected`.
     fn save(
         &self,
@@ -171,6 +177,11 @@ impl SessionStore for DirSessionStore {
 
     /// The directory belongs to one proxy process (see the type's documentation).
     fn exclusive(&self) -> bool {
+        true
+    }
+
+    /// One small file on a local disk.
+    fn local(&self) -> bool {
         true
     }
 
