@@ -151,7 +151,8 @@ async fn a_long_session_replayed_request_by_request_stays_under_the_window() {
     );
     assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
     // The provider's usage of the last reply is in the state for the next trigger; the
-    // credentials are nowhere in it.
+    // credentials are nowhere in it (saved after forwarding: waited for).
+    running.proxy.flushed().await;
     let saved = state(&running, "replay");
     assert_eq!(saved.reported_usage.map(|usage| usage.tokens), Some(903));
     let files = std::fs::read_dir(running._dir.path().join("sessions")).unwrap();
@@ -424,6 +425,7 @@ async fn other_paths_pass_through_and_a_broken_state_fails_open() {
 
     // A state file that is not JSON: the request still succeeds, unchanged.
     let session = "broken";
+    running.proxy.flushed().await;
     running
         .store
         .save(session, &SessionState::default(), 0)
@@ -665,6 +667,9 @@ async fn summaries_are_asked_of_the_upstream_with_the_clients_own_credentials() 
             1
         );
         assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
+        // The embedded store saves after forwarding: wait for it, or a temporary file listed
+        // here may be renamed before it is read.
+        running.proxy.flushed().await;
         for file in std::fs::read_dir(running._dir.path().join("sessions")).unwrap() {
             let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
             assert!(!text.contains("sk-client-secret"));
