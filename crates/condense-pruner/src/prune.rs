@@ -978,13 +978,13 @@ fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Sup
         for part in &message.parts {
             let Part::ToolCall(call) = part else { continue };
             let (paths, writes) = touched(&call.name, &call.input);
-            let paths: Vec<String> = paths.iter().map(|path| normalize(path, cwd)).collect();
             let reads = shows_content(&call.name, &call.input);
             // Only a change to the file or a newer view of it makes a read stale; a search or a
-            // listing that names the path does not.
+            // listing that names the path does not (and its paths need no normalizing).
             if !writes && !reads {
                 continue;
             }
+            let paths: Vec<String> = paths.iter().map(|path| normalize(path, cwd)).collect();
             for path in &paths {
                 for read in open.remove(path).unwrap_or_default() {
                     stale.entry(read).or_insert_with(|| Supersession {
