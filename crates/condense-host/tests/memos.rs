@@ -4,36 +4,24 @@
 //! summaries and the frozen head all fire (a 32K window, pruning from 4K tokens back).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use condense_core::testing::transcript;
 use condense_formats::{Format, MessageCache, Request};
-use condense_host::{CompactionOutcome, Compactor, Config, HeadOutcome, SessionState, Sources};
-use condense_pruner::{FixedClock, MemoryStore};
+use condense_host::{CompactionOutcome, HeadOutcome, SessionState};
 use serde_json::Value;
-
-fn compactor() -> Compactor {
-    let config = Config::load(&Sources {
-        env: vec![
-            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "32000".into()),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
-            // Pruning fires long before the summary does, and its decisions are then frozen.
-            ("CONDENSE_PRUNE_PROTECT_TOKENS".into(), "4000".into()),
-            ("CONDENSE_PRUNE_MINIMUM_TOKENS".into(), "2000".into()),
-        ],
-        ..Sources::default()
-    })
-    .unwrap();
-    Compactor::from_config(&config)
-        .unwrap()
-        .with_store(Box::new(MemoryStore::new()))
-        .with_clock(Box::new(FixedClock(1_763_700_000_000)))
-}
 
 /// Replays `name` request by request both ways; returns how many requests reused a frozen head,
 /// pruned, and summarized.
 async fn replay(name: &str, format: Format) -> (usize, usize, usize) {
     let value: Value = serde_json::from_slice(&transcript(name).unwrap().bytes).unwrap();
     let all = value["messages"].as_array().unwrap();
-    let (plain, memoized) = (compactor(), compactor());
+    // Pruning fires long before the summary does, and its decisions are then frozen.
+    let env = [
+        ("CONDENSE_PRUNE_PROTECT_TOKENS", "4000"),
+        ("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000"),
+    ];
+    let (plain, memoized) = (common::compactor(&env), common::compactor(&env));
     let (mut plain_state, mut memoized_state) = (SessionState::default(), SessionState::default());
     let cache = MessageCache::default();
     let (mut reused, mut pruned, mut summarized) = (0, 0, 0);

@@ -3,25 +3,11 @@
 //! and a new one is made only when the compacted form crosses the threshold again.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use condense_core::testing::transcript;
 use condense_core::{Conversation, Message, Role};
-use condense_host::{CompactionOutcome, Compactor, Config, HeadOutcome, SessionState, Sources};
-use condense_pruner::{FixedClock, MemoryStore};
-
-fn compactor() -> Compactor {
-    let config = Config::load(&Sources {
-        env: vec![
-            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "32000".into()),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
-        ],
-        ..Sources::default()
-    })
-    .unwrap();
-    Compactor::from_config(&config)
-        .unwrap()
-        .with_store(Box::new(MemoryStore::new()))
-        .with_clock(Box::new(FixedClock(1_763_700_000_000)))
-}
+use condense_host::{CompactionOutcome, HeadOutcome, SessionState};
 
 /// The session's requests: each assistant step is one, its input everything before it.
 fn requests(conversation: &Conversation) -> Vec<Conversation> {
@@ -49,7 +35,7 @@ async fn every_request_after_a_summary_starts_with_the_same_bytes() {
         None,
     )
     .unwrap();
-    let compactor = compactor();
+    let compactor = common::compactor(&[]);
     let mut state = SessionState::default();
     let mut previous: Option<Vec<Message>> = None;
     let (mut summaries, mut reused, mut judged) = (0, 0, 0);
@@ -97,7 +83,7 @@ async fn an_edited_history_is_judged_afresh_and_says_so() {
         None,
     )
     .unwrap();
-    let compactor = compactor();
+    let compactor = common::compactor(&[]);
     let mut state = SessionState::default();
     let all = requests(&session);
     let mut summarized_at = None;
