@@ -6,6 +6,8 @@
 //! and finds each message's bytes without building anything; [`Request::read`] then builds only
 //! the messages a [`MessageCache`] does not know, by the hash of their bytes, and copies the rest.
 //! The result is the conversation [`crate::read_json`] gives for the same body.
+//! [`Request::read_memoized`] also hands out each cached message's memo (its content hash and
+//! token count once computed), so that the pipeline does not compute them again either.
 
 use std::collections::HashMap;
 use std::fmt;
