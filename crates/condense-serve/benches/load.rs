@@ -1,7 +1,7 @@
-//! The proxy under load on loopback: 64 sessions at once, each replaying the largest shared
-//! session (Claude Code 5f8cbb78 as Anthropic request bodies, every second step) request by
-//! request against the scripted upstream. The same requests sent straight to the upstream are
-//! the baseline, measured in the same run. Run with
+//! The proxy under load on loopback: 64 sessions at once, each replaying the longest shared
+//! session (Claude Code 5f8cbb78 as Anthropic request bodies, every second step; another with
+//! `CONDENSE_BENCH_SESSION`) request by request against the scripted upstream. The same
+//! requests sent straight to the upstream are the baseline, measured in the same run. Run with
 //! `cargo bench -p condense-serve --bench load` (set `CONDENSE_REDIS_URL` to add Redis).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -177,11 +177,12 @@ fn main() {
         .unwrap();
     runtime.block_on(async {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let bodies = Arc::new(bodies());
+        let (name, bodies) = bodies();
+        let bodies = Arc::new(bodies);
         let (address, received) = upstream().await;
         let upstream = format!("http://{address}");
         println!(
-            "one session alone, {} requests (largest shared session, every second step), {ALONE} times with a fresh proxy (cold caches): what one request costs",
+            "one session alone, {} requests ({name}, every second step), {ALONE} times with a fresh proxy (cold caches): what one request costs",
             bodies.len()
         );
         let dir = tempfile::tempdir().unwrap();

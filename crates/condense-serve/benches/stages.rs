@@ -1,10 +1,11 @@
-//! Where the proxy's time goes on one request, stage by stage, without HTTP: the largest shared
-//! session replayed request by request through the steps `Proxy` takes for each (check the body,
-//! read the conversation, load the session's state, prepare, write the body, save the state),
-//! each on a fresh message cache, compactor and state directory per run (cold caches, as the
-//! load bench's single session). Prints each stage's mean per request. Deterministic in what it
-//! does, so it also runs under `valgrind --tool=callgrind` for instruction counts that a shared
-//! machine's load does not move, on one thread and for the requests alone:
+//! Where the proxy's time goes on one request, stage by stage, without HTTP: the longest shared
+//! session (or `CONDENSE_BENCH_SESSION`) replayed request by request through the steps `Proxy`
+//! takes for each (check the body, read the conversation, load the session's state, prepare,
+//! write the body, save the state), each on a fresh message cache, compactor and state
+//! directory per run (cold caches, as the load bench's single session). Prints each stage's
+//! mean per request. Deterministic in what it does, so it also runs under
+//! `valgrind --tool=callgrind` for instruction counts that a shared machine's load does not
+//! move, on one thread and for the requests alone:
 //! `STAGES_RUNS=1 RAYON_NUM_THREADS=1 valgrind --tool=callgrind --collect-atstart=no
 //! --toggle-collect='stages::one_request' target/release/deps/stages-*`.
 //! Run with `cargo bench -p condense-serve --bench stages`.
@@ -82,7 +83,8 @@ fn main() {
         .ok()
         .and_then(|runs| runs.parse().ok())
         .unwrap_or(5);
-    let bodies = common::bodies();
+    let (name, bodies) = common::bodies();
+    println!("{name}");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
