@@ -1,8 +1,8 @@
 //! Facts about a message that are kept while the message does not change.
 //!
 //! A client behind a proxy resends its whole history with every request, so the same messages
-//! are hashed and counted again and again: on the largest shared session that was a third of
-//! what a request cost. A reader that recognises a message it read before (see
+//! are hashed and counted again and again: on the longest shared session that was a fifth of a
+//! proxied request's instructions. A reader that recognises a message it read before (see
 //! `condense_formats::MessageCache`) hands out the message's [`MessageMemo`] with it, and the
 //! pipeline computes each fact at most once per message instead of once per request.
 

@@ -117,7 +117,7 @@ pub fn boundary_for(
 }
 
 /// [`boundary_for`] with the messages' counts when the caller has them (`counts[i]` is message
-/// `i`'s; an empty or short slice: counted here).
+/// `i`'s; a slice of any other length, such as an empty one: counted here).
 fn boundary_counted(
     messages: &[Message],
     counts: &[usize],
@@ -129,9 +129,10 @@ fn boundary_counted(
     let Some(window) = context_window else {
         return by_turns;
     };
-    let after: usize = match counts.get(by_turns..messages.len()) {
-        Some(counted) if counts.len() == messages.len() => counted.iter().sum(),
-        _ => counter.count_each(&messages[by_turns..]).iter().sum(),
+    let after: usize = if counts.len() == messages.len() {
+        counts[by_turns..].iter().sum()
+    } else {
+        counter.count_each(&messages[by_turns..]).iter().sum()
     };
     if after <= window / 2 {
         return by_turns;
@@ -235,7 +236,7 @@ impl Pruner<'_> {
     /// [`Pruner::prune`] for a caller that has counted the messages already (`counts`, one per
     /// message, as [`TokenCounter::count_each`] gives them; empty when it has not): the pipeline
     /// counts every message before pruning, and counting the unprotected tail again for the
-    /// boundary was a twentieth of a proxied request.
+    /// boundary was about 6 % of a proxied request's instructions.
     pub fn prune_counted(
         &self,
         conversation: &mut Conversation,
