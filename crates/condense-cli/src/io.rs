@@ -288,11 +288,15 @@ fn write_backup(input: &Path, backup: &Path, read: &[u8]) -> Result<()> {
     let metadata =
         std::fs::metadata(input).with_context(|| format!("{}: cannot read", input.display()))?;
     let failed = || format!("{}: cannot write the backup", backup.display());
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(backup)
-        .with_context(failed)?;
+    let mut file = match OpenOptions::new().write(true).create_new(true).open(backup) {
+        Ok(file) => file,
+        // The name was free when the run began: another run on the same file took it since.
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => bail!(
+            "{}: appeared while condense ran (another run on the same file?); the input was not replaced",
+            backup.display()
+        ),
+        Err(error) => return Err(error).with_context(failed),
+    };
     // The input's permissions before a byte is written: a private session stays private.
     keep_mode_and_owner(&file, &metadata);
     file.write_all(read)

@@ -389,6 +389,37 @@ fn the_input_is_never_overwritten_unless_asked_and_then_backed_up() {
 }
 
 #[test]
+fn prune_alone_over_the_threshold_says_the_summary_did_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = transcripts().join("openai/mini-swe-agent-sympy__sympy-13091.json");
+    let out = condense(
+        dir.path(),
+        &[
+            "prune",
+            source.to_str().unwrap(),
+            "--context-window",
+            "8000",
+            "--max-output-tokens",
+            "1000",
+            "--dry-run",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
+    let stderr = text(&out.stderr, dir.path());
+    let result = stderr
+        .lines()
+        .find(|line| line.trim_start().starts_with("result:"))
+        .unwrap();
+    // It once said the summary and the kept turns were too large, of a run that made no summary.
+    assert!(
+        result.ends_with(
+            "tokens, still over the 7,000 usable after pruning alone (the summary phase was not run)"
+        ),
+        "{result}"
+    );
+}
+
+#[test]
 fn stdin_in_and_stdout_out() {
     let dir = tempfile::tempdir().unwrap();
     let source =

@@ -154,6 +154,75 @@ fn in_place_keeps_the_mode_and_never_overwrites_a_backup() {
 }
 
 #[test]
+fn concurrent_in_place_runs_lose_nothing_and_the_losers_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = session(dir.path(), "v.json");
+    let runs: Vec<_> = (0..6)
+        .map(|_| {
+            command(
+                dir.path(),
+                &[
+                    "compact",
+                    "v.json",
+                    "--in-place",
+                    "-q",
+                    "--context-window",
+                    "8000",
+                    "--max-output-tokens",
+                    "2000",
+                ],
+            )
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let outs: Vec<_> = runs
+        .into_iter()
+        .map(|run| run.wait_with_output().unwrap())
+        .collect();
+    let won = outs.iter().filter(|out| out.status.success()).count();
+    assert!(won >= 1, "one run at least replaces the input");
+    for out in outs.iter().filter(|out| !out.status.success()) {
+        assert_eq!(out.status.code(), Some(1));
+        let said = stderr(out, dir.path());
+        assert!(
+            said.contains("appeared while condense ran (another run on the same file?)")
+                || said.contains("changed while condense ran (another run?)"),
+            "{said}"
+        );
+    }
+    // Every backup holds a whole session: the original, or (for a run that began after another
+    // had replaced the input) that run's compacted input. The original is among them.
+    let backups: Vec<Vec<u8>> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.to_string_lossy().ends_with(".bak"))
+        .map(|path| std::fs::read(path).unwrap())
+        .collect();
+    assert!(backups.contains(&original), "the original is kept");
+    let compacted = std::fs::read(dir.path().join("v.json")).unwrap();
+    assert_ne!(compacted, original);
+    let body: Value = serde_json::from_slice(&compacted).unwrap();
+    assert!(body["messages"].as_array().is_some_and(|m| !m.is_empty()));
+    for backup in &backups {
+        serde_json::from_slice::<Value>(backup).unwrap();
+    }
+    let leftovers = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("condense-tmp")
+        })
+        .count();
+    assert_eq!(leftovers, 0);
+}
+
+#[test]
 fn a_failed_summarizer_writes_nothing_and_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let original = session(dir.path(), "v.json");
@@ -431,6 +500,12 @@ fn odd_environments_and_pipes_are_handled() {
         stderr(&out, dir.path()),
         "condense: CONDENSE_MODEL_ENCODING: the value is not UTF-8\n"
     );
+    // A CONDENSE_* variable that is not a setting may hold any path.
+    let out = command(dir.path(), &["count", "v.json"])
+        .env("CONDENSE_TRANSCRIPTS", OsStr::from_bytes(b"/tmp/\xff"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
 
     // A reader that stops after one line.
     let mut child = command(dir.path(), &["inspect", "v.json"])

@@ -313,7 +313,14 @@ impl Compactor {
             CompactionOutcome::NothingToCompact => "the recent turns alone are over the threshold: there is no older part to summarize".to_owned(),
             CompactionOutcome::CircuitOpen { .. } => "automatic compaction is stopped for this session after repeated summarizer failures".to_owned(),
             CompactionOutcome::Failed { error, .. } => format!("the summarizer failed: {error}"),
-            _ => format!("{tokens_after} tokens remain: the pinned messages, the summary and the kept turns are larger than the {usable} usable; not retried"),
+            CompactionOutcome::PruneOnly => format!(
+                "still over the {} usable after pruning alone (the summary phase was not run)",
+                condense_text::thousands(usable)
+            ),
+            _ => format!(
+                "the pinned messages, the summary and the kept turns are larger than the {} usable; not retried",
+                condense_text::thousands(usable)
+            ),
         });
         Ok(Compaction {
             conversation,

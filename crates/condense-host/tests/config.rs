@@ -162,6 +162,27 @@ fn a_bad_environment_variable_is_named() {
         Config::load(&sources).unwrap_err().to_string(),
         "CONDENSE_PRUNE_PROTECT_TOKEN: unknown key `prune.protect_token` (did you mean `protect_tokens`?)"
     );
+    // Past what TOML can hold: refused, not clamped to i64::MAX as it once was.
+    let sources = Sources {
+        flags: vec![(
+            "--context-window".into(),
+            "model.context_window".into(),
+            "18446744073709551615".into(),
+        )],
+        ..Sources::default()
+    };
+    assert_eq!(
+        Config::load(&sources).unwrap_err().to_string(),
+        "--context-window: `model.context_window`: 18446744073709551615 is too large (at most 9223372036854775807)"
+    );
+}
+
+#[test]
+fn a_reply_of_no_tokens_is_refused() {
+    assert_eq!(
+        error_of("[model]\nmax_output_tokens = 0\n"),
+        "condense.toml:2:21: `model.max_output_tokens`: must be more than 0"
+    );
 }
 
 #[test]

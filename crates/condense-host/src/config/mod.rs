@@ -54,8 +54,8 @@ pub struct Sources {
 impl Sources {
     /// The user's file (when it exists), the nearest project file upward from `cwd`, the
     /// explicit file if any, and the process's `CONDENSE_*` variables. Other variables are never
-    /// read, so one that is not UTF-8 (`FOO=$'\xff'`) is no concern; a `CONDENSE_*` one that is
-    /// not is an error naming it.
+    /// read, so one that is not UTF-8 (`FOO=$'\xff'`) is no concern; a `CONDENSE_*` setting
+    /// whose value is not is an error naming it.
     pub fn discover(cwd: &Path, explicit: Option<PathBuf>) -> Result<Sources, ConfigError> {
         let config_home = std::env::var_os("XDG_CONFIG_HOME")
             .map(PathBuf::from)
@@ -74,9 +74,17 @@ impl Sources {
             let Some(name) = name.to_str().filter(|name| name.starts_with("CONDENSE_")) else {
                 continue;
             };
-            let value = value.into_string().map_err(|_| ConfigError::NotUnicode {
-                name: name.to_owned(),
-            })?;
+            let value = match value.into_string() {
+                Ok(value) => value,
+                // CONDENSE_TRANSCRIPTS and the like are paths, which need not be UTF-8: only a
+                // setting's value must be text.
+                Err(_) if env_setting(name).is_none() => continue,
+                Err(_) => {
+                    return Err(ConfigError::NotUnicode {
+                        name: name.to_owned(),
+                    });
+                }
+            };
             env.push((name.to_owned(), value));
         }
         Ok(Sources {
@@ -195,6 +203,10 @@ impl Config {
         } = &self.settings;
         if model.context_window == 0 {
             return Err(self.bad("model.context_window", "must be more than 0"));
+        }
+        // A reply of no tokens is no model: 0 here is a typo, not a setting.
+        if model.max_output_tokens == 0 {
+            return Err(self.bad("model.max_output_tokens", "must be more than 0"));
         }
         let tail = self.tail_settings();
         let reserved = tail.reserve_cap.min(tail.max_output_tokens);
@@ -497,6 +509,16 @@ fn parse_setting(
     })
 }
 
+/// The section and key a `CONDENSE_SECTION_KEY` variable sets, or `None` when its name starts
+/// with no section (`CONDENSE_LLM_URL`): such a variable is not a setting.
+fn env_setting(name: &str) -> Option<(&'static str, String)> {
+    let rest = name.strip_prefix("CONDENSE_")?.to_lowercase();
+    schema::section_names().into_iter().find_map(|section| {
+        rest.strip_prefix(&format!("{section}_"))
+            .map(|key| (section, key.to_owned()))
+    })
+}
+
 /// `CONDENSE_PRUNE_PROTECT_TOKENS=30000` is `prune.protect_tokens = 30000`.
 fn env_layer(env: &[(String, String)]) -> Result<layer::Layer, ConfigError> {
     let mut out = layer::Layer::default();
@@ -506,11 +528,7 @@ fn env_layer(env: &[(String, String)]) -> Result<layer::Layer, ConfigError> {
         .collect();
     sorted.sort();
     for (name, raw) in sorted {
-        let rest = name["CONDENSE_".len()..].to_lowercase();
-        let Some((section, key)) = schema::section_names().into_iter().find_map(|section| {
-            rest.strip_prefix(&format!("{section}_"))
-                .map(|key| (section, key.to_owned()))
-        }) else {
+        let Some((section, key)) = env_setting(name) else {
             continue; // Other CONDENSE_* variables (CONDENSE_LLM_URL, CONDENSE_TRANSCRIPTS) are not settings.
         };
         let full = format!("{section}.{key}");
@@ -584,7 +602,7 @@ fn typed(
     protected: &[(String, Origin)],
 ) -> Result<Settings, ConfigError> {
     let mut root = toml::Table::new();
-    for (key, (value, _)) in values {
+    for (key, (value, origin)) in values {
         let Some((section, name)) = key.split_once('.') else {
             continue;
         };
@@ -597,7 +615,18 @@ fn typed(
             )
         } else {
             match value {
-                Setting::Int(int) => toml::Value::Integer(i64::try_from(*int).unwrap_or(i64::MAX)),
+                // TOML stops at i64::MAX; a larger flag or variable is refused, not clamped,
+                // so that what `config show` prints is what was asked for.
+                Setting::Int(int) => match i64::try_from(*int) {
+                    Ok(int) => toml::Value::Integer(int),
+                    Err(_) => {
+                        return Err(ConfigError::BadValue {
+                            at: origin.to_string(),
+                            key: key.clone(),
+                            message: format!("{int} is too large (at most {})", i64::MAX),
+                        });
+                    }
+                },
                 Setting::Float(float) => toml::Value::Float(*float),
                 Setting::Bool(flag) => toml::Value::Boolean(*flag),
                 Setting::Str(text) => toml::Value::String(text.clone()),
