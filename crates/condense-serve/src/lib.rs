@@ -38,7 +38,7 @@ pub use proxy::{Proxy, ProxyError, ProxySettings, SESSION_HEADER};
 pub use state::{
     DirSessionStore, RedisSessionStore, Saved, SessionStore, StateStoreError, Versioned,
 };
-pub use wire::{Provider, UsageScanner, derived_session};
+pub use wire::{Provider, SESSION_NAME_LIMIT, UsageScanner, derived_session, named_session};
 
 /// Serves `proxy` on `listener` until `shutdown` resolves; then in-flight requests and streams
 /// finish, and the usage of every finished response is saved, before it returns.

@@ -22,7 +22,7 @@ use serde_json::Value;
 use crate::metrics::Metrics;
 use crate::state::{Saved, SessionStore};
 use crate::upstream::UpstreamSummarizer;
-use crate::wire::{Provider, UsageScanner, derived_session};
+use crate::wire::{Provider, UsageScanner, derived_session, named_session};
 
 /// The header a client may send to name its session.
 pub const SESSION_HEADER: &str = "x-condense-session";
@@ -250,9 +250,9 @@ impl Proxy {
         let named = parts
             .headers
             .get(SESSION_HEADER)
-            .and_then(|value| value.to_str().ok())
+            .map(|value| value.as_bytes())
             .filter(|value| !value.is_empty())
-            .map(str::to_owned);
+            .map(named_session);
         let mut prepared = self
             .prepare(provider, named, &bytes, &request, &parts.headers)
             .await;
@@ -285,7 +285,7 @@ impl Proxy {
             tokens_before = prepared.tokens.0,
             tokens_after = prepared.tokens.1,
             fired = %prepared.fired,
-            added_ms = added.as_secs_f64() * 1_000.0,
+            added_ms = %format_args!("{:.3}", added.as_secs_f64() * 1_000.0),
             "request"
         );
         self.forward(provider, parts, reqwest::Body::from(prepared.body), usage)

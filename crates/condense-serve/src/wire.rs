@@ -102,6 +102,26 @@ pub fn derived_session(conversation: &Conversation) -> String {
     format!("auto-{hex}")
 }
 
+/// The longest `x-condense-session` value used as it came.
+pub const SESSION_NAME_LIMIT: usize = 128;
+
+/// The session key for an `x-condense-session` value. A name of printable ASCII up to
+/// [`SESSION_NAME_LIMIT`] bytes is the key as it came, so that logs and Redis keys show what the
+/// client chose; anything else (a header can carry 8 KB, tabs and bytes above ASCII) becomes
+/// `named-` and a hash of it: still stable and distinct, but bounded in every log line and key.
+pub fn named_session(value: &[u8]) -> String {
+    let readable = value.len() <= SESSION_NAME_LIMIT && value.iter().all(u8::is_ascii_graphic);
+    if readable {
+        return String::from_utf8_lossy(value).into_owned();
+    }
+    let digest = Sha256::digest(value);
+    let hex: String = digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("named-{hex}")
+}
+
 /// Reads the provider's usage out of a response as it streams by: JSON bodies whole (kept up
 /// to a limit), server-sent events line by line. The total is the request's whole input (cached
 /// or not) plus its output: what the next request's input starts from.
@@ -218,6 +238,25 @@ mod tests {
             scanner.feed(chunk.as_bytes());
         }
         scanner.finish()
+    }
+
+    #[test]
+    fn session_names_are_kept_when_short_and_readable_and_hashed_otherwise() {
+        assert_eq!(named_session(b"team-a/run-7"), "team-a/run-7");
+        let long = vec![b'a'; SESSION_NAME_LIMIT + 1];
+        let hashed = named_session(&long);
+        assert!(
+            hashed.starts_with("named-") && hashed.len() == 22,
+            "{hashed}"
+        );
+        assert_eq!(named_session(&long), hashed, "stable");
+        assert_ne!(named_session(&long[1..]), named_session(b"a"), "distinct");
+        assert!(named_session(b"with space").starts_with("named-"));
+        assert!(named_session("caf\u{e9}".as_bytes()).starts_with("named-"));
+        assert_eq!(
+            named_session(&[b'b'; SESSION_NAME_LIMIT]).len(),
+            SESSION_NAME_LIMIT
+        );
     }
 
     #[test]
