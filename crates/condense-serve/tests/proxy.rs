@@ -456,6 +456,30 @@ async fn other_paths_pass_through_and_a_broken_state_fails_open() {
     );
 }
 
+/// A session header of 4 KB (a client's bug, or a hostile one) is answered and kept apart from
+/// others like every session, under a bounded name: `named-` and its hash.
+#[tokio::test]
+async fn a_long_session_header_is_hashed_not_kept_whole() {
+    let (upstream, _received) = upstream().await;
+    let running = proxy_to(upstream, 200_000, |_| {}).await;
+    let long = "x".repeat(4096);
+    let response = client()
+        .post(format!("{}/v1/chat/completions", running.url))
+        .header("x-condense-session", &long)
+        .json(&json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    running.proxy.flushed().await;
+    let name = condense_serve::named_session(long.as_bytes());
+    assert!(name.starts_with("named-") && name.len() < 32, "{name}");
+    assert!(
+        state(&running, &name).last_request_ms.is_some(),
+        "the request was recorded under the hashed name"
+    );
+}
+
 /// Two requests of one session at once on one replica: both are answered, and the state holds
 /// one coherent history (the second prepared on the first's saved state).
 #[tokio::test]
