@@ -207,46 +207,13 @@ impl Proxy {
                 };
             }
         };
-        // UTF-8 checked once for the whole body: parsing from a `str` then skips checking each
-        // string again.
-        let text = match std::str::from_utf8(&bytes) {
-            Ok(text) => text,
-            Err(error) => {
-                Metrics::add(&self.metrics.refused, 1);
-                return provider.error(
-                    StatusCode::BAD_REQUEST,
-                    &format!(
-                        "the request body is not valid UTF-8 (byte {}): JSON must be",
-                        error.valid_up_to()
-                    ),
-                );
-            }
-        };
-        // Checked whole, but only the messages not seen before are built (see `Request`).
-        let request = match condense_formats::Request::parse(text) {
+        let request = match chat_request(&bytes) {
             Ok(request) => request,
-            Err(error) => {
+            Err(why) => {
                 Metrics::add(&self.metrics.refused, 1);
-                let message = match error {
-                    condense_formats::FormatError::Json {
-                        line,
-                        column,
-                        message,
-                    } => format!(
-                        "the request body is not valid JSON (line {line}, column {column}): {message}"
-                    ),
-                    _ => "not a chat request: the body is not a JSON object".to_owned(),
-                };
-                return provider.error(StatusCode::BAD_REQUEST, &message);
+                return provider.error(StatusCode::BAD_REQUEST, &why);
             }
         };
-        if !request.has_messages() {
-            Metrics::add(&self.metrics.refused, 1);
-            return provider.error(
-                StatusCode::BAD_REQUEST,
-                "not a chat request: the body has no `messages` array",
-            );
-        }
         let named = parts
             .headers
             .get(SESSION_HEADER)
@@ -400,56 +367,61 @@ impl Proxy {
                 }
                 None
             };
-            let mut fired = Vec::new();
-            if matches!(report.head, Some(HeadOutcome::Reused { .. })) {
-                Metrics::add(&self.metrics.head_reused, 1);
-                fired.push("frozen summary");
-            }
-            if report
-                .prune
-                .microcompact
-                .as_ref()
-                .is_some_and(|m| m.cleared > 0)
-            {
-                Metrics::add(&self.metrics.microcompacted, 1);
-                fired.push("microcompact");
-            }
-            if report.prune.replaced() > 0 {
-                Metrics::add(&self.metrics.pruned, 1);
-                fired.push("prune");
-            }
-            match &report.compaction {
-                CompactionOutcome::Summarized { .. } => {
-                    Metrics::add(&self.metrics.summarized, 1);
-                    fired.push("summary");
-                }
-                CompactionOutcome::Failed { .. } => {
-                    Metrics::add(&self.metrics.summarizer_failures, 1);
-                    fired.push("summary failed");
-                }
-                _ => {}
-            }
-            if matches!(report.head, Some(HeadOutcome::Diverged { .. })) {
-                fired.push("history diverged: judged afresh");
-            }
-            let tokens_after = report.tokens_after as u64;
-            Metrics::add(&self.metrics.tokens_before, report.tokens_before as u64);
-            Metrics::add(&self.metrics.tokens_after, tokens_after);
+            let fired = self.record(report);
             return Prepared {
                 session,
                 body,
                 sent_messages: Some(compaction.conversation.messages.len()),
                 tokens: (report.tokens_before, report.tokens_after),
-                fired: if fired.is_empty() {
-                    "nothing".to_owned()
-                } else {
-                    fired.join(", ")
-                },
+                fired,
                 deferred: deferred.map(|save| (save, guard)),
             };
         }
         let conflict = format!("lost the session state's compare-and-set {SAVE_ATTEMPTS} times");
         self.failed_open(session, bytes, "save state", &conflict)
+    }
+
+    /// Counts what fired in the metrics, and names it for the request's log line.
+    fn record(&self, report: &condense_host::CompactReport) -> String {
+        let mut fired = Vec::new();
+        if matches!(report.head, Some(HeadOutcome::Reused { .. })) {
+            Metrics::add(&self.metrics.head_reused, 1);
+            fired.push("frozen summary");
+        }
+        if report
+            .prune
+            .microcompact
+            .as_ref()
+            .is_some_and(|m| m.cleared > 0)
+        {
+            Metrics::add(&self.metrics.microcompacted, 1);
+            fired.push("microcompact");
+        }
+        if report.prune.replaced() > 0 {
+            Metrics::add(&self.metrics.pruned, 1);
+            fired.push("prune");
+        }
+        match &report.compaction {
+            CompactionOutcome::Summarized { .. } => {
+                Metrics::add(&self.metrics.summarized, 1);
+                fired.push("summary");
+            }
+            CompactionOutcome::Failed { .. } => {
+                Metrics::add(&self.metrics.summarizer_failures, 1);
+                fired.push("summary failed");
+            }
+            _ => {}
+        }
+        if matches!(report.head, Some(HeadOutcome::Diverged { .. })) {
+            fired.push("history diverged: judged afresh");
+        }
+        Metrics::add(&self.metrics.tokens_before, report.tokens_before as u64);
+        Metrics::add(&self.metrics.tokens_after, report.tokens_after as u64);
+        if fired.is_empty() {
+            "nothing".to_owned()
+        } else {
+            fired.join(", ")
+        }
     }
 
     /// The session's state. The embedded store reads one small local file (about 10 µs), less
@@ -721,4 +693,31 @@ fn forwarded(name: &HeaderName) -> bool {
             | "accept-encoding"
             | SESSION_HEADER
     )
+}
+
+/// The body as a chat request, or why it is not one (the client gets it in a 400). UTF-8 is
+/// checked once for the whole body: parsing from a `str` then skips checking each string again.
+/// The JSON is checked whole, but only the messages not seen before are built (see
+/// [`condense_formats::Request`]).
+fn chat_request(bytes: &[u8]) -> Result<condense_formats::Request<'_>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|error| {
+        format!(
+            "the request body is not valid UTF-8 (byte {}): JSON must be",
+            error.valid_up_to()
+        )
+    })?;
+    let request = condense_formats::Request::parse(text).map_err(|error| match error {
+        condense_formats::FormatError::Json {
+            line,
+            column,
+            message,
+        } => {
+            format!("the request body is not valid JSON (line {line}, column {column}): {message}")
+        }
+        _ => "not a chat request: the body is not a JSON object".to_owned(),
+    })?;
+    if !request.has_messages() {
+        return Err("not a chat request: the body has no `messages` array".to_owned());
+    }
+    Ok(request)
 }
