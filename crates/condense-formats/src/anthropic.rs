@@ -101,13 +101,17 @@ pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, Fo
 
 pub(crate) fn to_value(conversation: &Conversation) -> Value {
     let mut body = conversation.envelope.clone().unwrap_or_default();
-    // A compaction summary is not the system prompt: it goes out as the first user message, which
-    // also keeps the rule that a conversation starts with the user when the tail starts with the
-    // assistant.
+    // A summary condense made is not the system prompt: it goes out as the first user message,
+    // which also keeps the rule that a conversation starts with the user when the tail starts
+    // with the assistant. A `system` the body came with stays `system`, whatever its text
+    // starts with (one that opened with the summary marker once came back as a user message).
     let leading_system = conversation
         .messages
         .iter()
-        .take_while(|message| message.role == Role::System && !message.is_compaction_summary())
+        .take_while(|message| {
+            message.role == Role::System
+                && !(message.is_compaction_summary() && message.wire.is_empty())
+        })
         .count();
     let (system, rest) = conversation.messages.split_at(leading_system);
     if let Some(value) = system_value(system) {

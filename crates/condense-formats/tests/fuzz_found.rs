@@ -74,3 +74,28 @@ fn a_line_without_a_uuid_is_written_the_same_way_twice() {
         "an untouched line keeps its key order"
     );
 }
+
+/// An Anthropic `system` prompt that opens with the summary marker (the fuzzer cut a compacted
+/// session down to it) was written back as the first user message: the writer took it for a
+/// summary condense made. Only a summary condense made (no wire record) leaves `system`.
+#[test]
+fn a_system_prompt_that_opens_like_a_summary_stays_the_system_prompt() {
+    let body = br#"{"system": "<prior-conversation-summary>n.", "messages": [{"role": "user", "content": "hi"}]}"#;
+    round_trips(body, Format::Anthropic);
+    let (_, conversation) = read(body, Some(Format::Anthropic)).unwrap();
+    let written = write(Format::Anthropic, &conversation).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&written).unwrap();
+    assert_eq!(value["system"], "<prior-conversation-summary>n.");
+    assert_eq!(value["messages"].as_array().unwrap().len(), 1);
+
+    // A summary condense makes still goes out as the first user message.
+    let mut compacted = conversation.clone();
+    compacted.messages[0] = condense_core::Message::text(
+        condense_core::Role::System,
+        "<prior-conversation-summary>\nx\n</prior-conversation-summary>",
+    );
+    let value: serde_json::Value =
+        serde_json::from_slice(&write(Format::Anthropic, &compacted).unwrap()).unwrap();
+    assert!(value.get("system").is_none(), "{value}");
+    assert_eq!(value["messages"][0]["role"], "user");
+}
