@@ -502,11 +502,12 @@ impl Proxy {
         let lock = self.session_lock(&session);
         let _guard = lock.lock().await;
         for _ in 0..SAVE_ATTEMPTS {
-            let store = self.store.clone();
-            let key = session.clone();
-            let Ok(Ok(mut versioned)) = tokio::task::spawn_blocking(move || store.load(&key)).await
-            else {
-                return;
+            let mut versioned = match self.load(&session).await {
+                Ok(versioned) => versioned,
+                Err(error) => {
+                    tracing::warn!(%session, %error, "the provider's usage was not saved");
+                    return;
+                }
             };
             versioned.state.reported_usage = Some(ReportedUsage {
                 message,
