@@ -71,6 +71,15 @@ fn prune_largest(c: &mut Criterion) {
             },
             Some(32_000),
         ),
+        (
+            "adaptive at 32K, supersede_reads off",
+            PruneSettings {
+                adaptive_thresholds: true,
+                supersede_reads: false,
+                ..PruneSettings::default()
+            },
+            Some(32_000),
+        ),
     ] {
         let pruner = Pruner {
             settings: &settings,

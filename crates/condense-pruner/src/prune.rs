@@ -1,3 +1,4 @@
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use condense_core::{
@@ -180,8 +181,11 @@ struct Replacement {
     output: usize,
     content: String,
     marker: Compacted,
-    /// The original's bytes, to store; `None` when the store already has them (frozen).
-    original: Option<Vec<u8>>,
+    /// Whether the original is still to be stored (`false` when the store has it: frozen). Its
+    /// bytes are taken from the output again then, not kept here: most candidates are never
+    /// applied (their batch stays below the minimum), and copying each one's text only to hash
+    /// it was a good part of a call.
+    store: bool,
 }
 
 /// What the call decides: one record per output, the replacements in the order they were
@@ -389,7 +393,7 @@ impl Pruner<'_> {
                     output: index,
                     content: content.clone(),
                     marker: marker.clone(),
-                    original: None,
+                    store: false,
                 });
             }
         }
@@ -505,14 +509,13 @@ impl Pruner<'_> {
         if Some(index) != most_recent && !self.settings.trim_allow_older {
             return refused(TrimRefusal::NotMostRecent);
         }
-        let original = original_bytes(output)?;
-        let handle = handle_of(&original);
+        let handle = handle_of(&original_bytes(output)?);
         let chars = output.result.content.text().chars().count();
         let replacement = Replacement {
             output: index,
             content: trim::replacement(summary, &handle),
             marker: marker(now, Phase::AgentTrim, output.tokens, chars, handle),
-            original: Some(original),
+            store: true,
         };
         plan.outputs[index].reason = Some(Reason::TrimmedByAgent);
         plan.replacements.push(replacement);
@@ -666,8 +669,7 @@ impl Pruner<'_> {
         now: u64,
     ) -> Result<Replacement, PruneError> {
         let output = &plan.outputs[index];
-        let original = original_bytes(output)?;
-        let handle = handle_of(&original);
+        let handle = handle_of(&original_bytes(output)?);
         let text = output.result.content.text();
         let shown = preview(&text, self.settings.preview_bytes);
         let note = self.settings.preview_note.render(&[
@@ -681,7 +683,7 @@ impl Pruner<'_> {
             output: index,
             content: format!("{shown}{note}"),
             marker: marker(now, Phase::TurnBudget, output.tokens, chars, handle),
-            original: Some(original),
+            store: true,
         })
     }
 
@@ -783,8 +785,7 @@ impl Pruner<'_> {
         now: u64,
     ) -> Result<Replacement, PruneError> {
         let output = &plan.outputs[index];
-        let original = original_bytes(output)?;
-        let handle = handle_of(&original);
+        let handle = handle_of(&original_bytes(output)?);
         let chars = output.result.content.text().chars().count();
         let mut values = vec![
             ("tool", output.tool.to_owned()),
@@ -813,24 +814,23 @@ impl Pruner<'_> {
             output: index,
             content: note.render(&values),
             marker: marker(now, phase, output.tokens, chars, handle),
-            original: Some(original),
+            store: true,
         })
     }
 
     /// Every original goes to the store before the conversation changes (DESIGN.md: nothing is
     /// lost); frozen replacements were stored when first decided.
     fn store_originals(&self, plan: &Plan<'_>) -> Result<(), PruneError> {
-        for replacement in &plan.replacements {
-            if let Some(original) = &replacement.original {
-                let output = &plan.outputs[replacement.output];
-                self.store
-                    .put(&replacement.marker.handle, original)
-                    .map_err(|source| PruneError::Store {
-                        call_id: output.result.call_id.clone(),
-                        message: output.message,
-                        source,
-                    })?;
-            }
+        for replacement in plan.replacements.iter().filter(|r| r.store) {
+            let output = &plan.outputs[replacement.output];
+            let original = original_bytes(output)?;
+            self.store
+                .put(&replacement.marker.handle, &original)
+                .map_err(|source| PruneError::Store {
+                    call_id: output.result.call_id.clone(),
+                    message: output.message,
+                    source,
+                })?;
         }
         Ok(())
     }
@@ -1089,15 +1089,17 @@ fn marker(
 
 /// What goes to the store: a text output as its UTF-8 bytes (so `condense recall` prints it as
 /// it was), an output of blocks as their JSON.
-fn original_bytes(output: &Output<'_>) -> Result<Vec<u8>, PruneError> {
+fn original_bytes<'o>(output: &'o Output<'_>) -> Result<Cow<'o, [u8]>, PruneError> {
     match &output.result.content {
-        ToolOutput::Text(text) => Ok(text.as_bytes().to_vec()),
+        ToolOutput::Text(text) => Ok(Cow::Borrowed(text.as_bytes())),
         ToolOutput::Parts(parts) => {
-            serde_json::to_vec(parts).map_err(|error| PruneError::Serialize {
-                call_id: output.result.call_id.clone(),
-                message: output.message,
-                reason: error.to_string(),
-            })
+            serde_json::to_vec(parts)
+                .map(Cow::Owned)
+                .map_err(|error| PruneError::Serialize {
+                    call_id: output.result.call_id.clone(),
+                    message: output.message,
+                    reason: error.to_string(),
+                })
         }
     }
 }
