@@ -66,6 +66,9 @@ pub fn report(
         CompactionOutcome::NothingToCompact => {
             Some("nothing to summarize: the recent turns are all there is".to_owned())
         }
+        CompactionOutcome::NothingNew => Some(
+            "nothing new to summarize: before the recent turns are only the earlier summary and what it carries".to_owned(),
+        ),
         CompactionOutcome::CircuitOpen {
             consecutive_failures,
         } => Some(format!(

@@ -40,11 +40,17 @@ pub fn reassemble(
     out.push(summary_message(summary));
     out.extend_from_slice(&messages[tail_start.min(messages.len())..]);
     if let Some(text) = continuation {
-        let mut message = Message::text(Role::User, text);
-        message.generated = true;
-        out.push(message);
+        out.push(continuation_message(text));
     }
     out
+}
+
+/// The continuation message after the tail: generated text in the user's place, which does not
+/// count as a user turn.
+pub fn continuation_message(text: &str) -> Message {
+    let mut message = Message::text(Role::User, text);
+    message.generated = true;
+    message
 }
 
 #[cfg(test)]

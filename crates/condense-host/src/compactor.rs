@@ -4,15 +4,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use condense_compact::{
-    TailRule, TailSettings, carried, is_due, previous_summary, reassemble, split,
+    TailRule, TailSettings, carried, continuation_message, is_due, previous_summary, reassemble,
+    split,
 };
-use condense_core::{Conversation, Memos};
+use condense_core::{Conversation, Memos, Message};
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
 use condense_summarize::{Anthropic, Extractive, OpenAi, Summarizer};
 use condense_template::{PromptVars, Template, parse_summary};
 use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total, count_each_memoized};
 
-use crate::head::{self, message_hash};
+use crate::head::{self, FrozenHead, message_hash};
 use crate::report::{CompactReport, CompactionOutcome, FailureKind};
 use crate::state::SessionState;
 use crate::usage::{Measure, measure};
@@ -298,19 +299,43 @@ impl Compactor {
                     placed,
                     &compacted.messages,
                     &hashes,
-                );
+                )
+                .map(|frozen| FrozenHead {
+                    continued_history: self
+                        .continuation_for(phases)
+                        .map(|_| head::history_hash(&hashes)),
+                    ..frozen
+                });
                 conversation = compacted;
             }
             outcome
         };
 
+        // A retry of the request that made the summary (the same history, nothing new) is sent
+        // what that request was sent, continuation message included.
+        let retried = matches!(head, Some(crate::HeadOutcome::Reused { .. }))
+            && !matches!(compaction, CompactionOutcome::Summarized { .. })
+            && state
+                .head
+                .as_ref()
+                .and_then(|frozen| frozen.continued_history)
+                == Some(head::history_hash(&hashes));
+        let continued = match self.continuation_for(phases) {
+            Some(text) if retried => {
+                conversation.messages.push(continuation_message(text));
+                true
+            }
+            _ => false,
+        };
         let tokens_after = match compaction {
             CompactionOutcome::Summarized { .. } => counter.count_conversation(&conversation),
+            _ if continued => counter.count_conversation(&conversation),
             _ => tokens_after_prune,
         };
         let under_threshold = tokens_after < usable;
         let note = (!under_threshold).then(|| match &compaction {
             CompactionOutcome::NothingToCompact => "the recent turns alone are over the threshold: there is no older part to summarize".to_owned(),
+            CompactionOutcome::NothingNew => "what is older than the kept turns is the earlier summary and what it carries: summarizing it again would change nothing".to_owned(),
             CompactionOutcome::CircuitOpen { .. } => "automatic compaction is stopped for this session after repeated summarizer failures".to_owned(),
             CompactionOutcome::Failed { error, .. } => format!("the summarizer failed: {error}"),
             CompactionOutcome::PruneOnly => format!(
@@ -377,6 +402,19 @@ impl Compactor {
         };
         let messages = &conversation.messages;
         let head = &messages[cut.head()];
+        let carried = carried(
+            messages,
+            cut.pinned,
+            cut.tail_start,
+            &self.prune.protected_tools,
+            self.tail.min_tail_turns,
+        );
+        // A head that is an earlier summary and the very messages it carried: a compaction that
+        // could not get under the threshold, met again. Summarizing it again would make a new
+        // summary of the old one on every request, each rewriting the provider's cached prefix.
+        if head.first().is_some_and(Message::is_compaction_summary) && head[1..] == carried[..] {
+            return Ok((CompactionOutcome::NothingNew, None));
+        }
         let vars = PromptVars {
             custom_instructions: self.custom_instructions.clone(),
             previous_summary: previous_summary(head),
@@ -408,14 +446,7 @@ impl Compactor {
         };
         state.consecutive_failures = 0;
 
-        let carried = carried(
-            messages,
-            cut.pinned,
-            cut.tail_start,
-            &self.prune.protected_tools,
-            self.tail.min_tail_turns,
-        );
-        let continuation = self.continuation.as_deref().filter(|_| automatic);
+        let continuation = self.continuation_for(Phases::Both { automatic });
         let mut out = reassemble(
             messages,
             cut.pinned,
@@ -440,6 +471,14 @@ impl Compactor {
             missing_sections: parsed.missing_sections,
         };
         Ok((outcome, Some(compacted)))
+    }
+
+    /// The continuation message's text when `phases` add one: automatic compaction (a harness's
+    /// request), with a continuation configured.
+    fn continuation_for(&self, phases: Phases) -> Option<&str> {
+        self.continuation
+            .as_deref()
+            .filter(|_| phases == (Phases::Both { automatic: true }))
     }
 }
 

@@ -17,6 +17,11 @@ pub struct FrozenHead {
     pub originals: Vec<u64>,
     /// What replaces them: the pinned messages, the summary and the messages carried after it.
     pub replacement: Vec<Message>,
+    /// The hash of the whole history of the request that made the summary ([`history_hash`]),
+    /// when that request also got the continuation message: a retry of the same request (the
+    /// same history, nothing new) gets it again, so that it is sent the same bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continued_history: Option<u64>,
 }
 
 /// What the frozen head did on one call.
@@ -45,6 +50,15 @@ pub enum HeadOutcome {
 pub fn message_hash(message: &Message) -> u64 {
     let mut state = xxhash_rust::xxh3::Xxh3::new();
     message.hash_content(&mut state);
+    state.finish()
+}
+
+/// One hash of a whole history, from its messages' content hashes in order.
+pub fn history_hash(hashes: &[u64]) -> u64 {
+    let mut state = xxhash_rust::xxh3::Xxh3::new();
+    for hash in hashes {
+        state.write_u64(*hash);
+    }
     state.finish()
 }
 
@@ -108,6 +122,7 @@ pub(crate) fn freeze(
     Some(FrozenHead {
         originals: hashes.get(..covered)?.to_vec(),
         replacement: compacted.get(..replacement_len)?.to_vec(),
+        continued_history: None,
     })
 }
 
@@ -136,6 +151,7 @@ mod tests {
         let mut head = Some(FrozenHead {
             originals: hashes[..4].to_vec(),
             replacement: vec![summary.clone()],
+            continued_history: None,
         });
         let mut conversation = Conversation::new(messages.clone());
         let (outcome, placed) = apply(&mut head, &mut conversation, &hashes);

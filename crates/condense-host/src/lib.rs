@@ -30,7 +30,7 @@ pub use config::{
     SummarizerKind, TemplateChoice, TrimConfig,
 };
 pub use error::HostError;
-pub use head::{FrozenHead, HeadOutcome, message_hash};
+pub use head::{FrozenHead, HeadOutcome, history_hash, message_hash};
 pub use plugins::{LoadedPlugin, PluginError};
 pub use report::{CompactReport, CompactionOutcome, FailureKind};
 // What the host's public types mention, so a harness that depends on the host alone can name it.

@@ -15,6 +15,10 @@ pub enum CompactionOutcome {
     NotDue,
     /// Due, but the tail is everything after the pinned messages: there is no head.
     NothingToCompact,
+    /// Due, but the head is only an earlier summary and the messages it carries (protected
+    /// outputs, recent user turns): a new summary would fold the old one into itself and change
+    /// the bytes of every request after it for nothing.
+    NothingNew,
     /// Due, but automatic compaction stopped for this session after repeated failures.
     CircuitOpen {
         /// Failures in a row.

@@ -127,3 +127,84 @@ async fn an_edited_history_is_judged_afresh_and_says_so() {
     // The old summary, made of the history before the edit, is gone.
     assert!(!prepared.conversation.messages.contains(&old_summary));
 }
+
+/// A session whose protected outputs alone are over the threshold (the fuzzer's `prepare`
+/// target found it): the first request's summary cannot get under, so every resend met a head
+/// that was that summary and the outputs it carried, and summarized it again, a new summary and
+/// a rewritten cached prefix on every request. Now the resend is told there is nothing new, and
+/// a retry of that very request is sent the same bytes, continuation message included.
+#[tokio::test]
+async fn a_summary_that_cannot_get_under_is_not_made_again_on_a_resend() {
+    use condense_core::testing::{tool_call, tool_result};
+    let mut messages = vec![
+        Message::text(Role::System, "You are an agent."),
+        Message::text(Role::User, "run the skills"),
+    ];
+    for step in 0..40 {
+        let id = format!("call_{step}");
+        messages.push(Message::new(
+            Role::Assistant,
+            vec![tool_call(
+                id.clone(),
+                "skill",
+                serde_json::json!({"name": format!("s{step}")}),
+            )],
+        ));
+        let output =
+            format!("skill {step} says: ") + &"the rule to keep, word by word. ".repeat(40);
+        messages.push(Message::new(Role::Tool, vec![tool_result(id, output)]));
+    }
+    let history = Conversation::new(messages);
+    let config = condense_host::Config::load(&condense_host::Sources {
+        env: vec![
+            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "12000".into()),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "2000".into()),
+        ],
+        ..condense_host::Sources::default()
+    })
+    .unwrap();
+    let compactor = condense_host::Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(condense_pruner::MemoryStore::new()))
+        .with_clock(Box::new(condense_pruner::FixedClock(1_763_700_000_000)));
+    let mut state = SessionState::default();
+    let first = compactor
+        .prepare(history.clone(), &mut state)
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            first.report.compaction,
+            CompactionOutcome::Summarized { .. }
+        ),
+        "{:?} {} tokens, {} usable",
+        first.report.compaction,
+        first.report.tokens_before,
+        first.report.usable
+    );
+    assert!(
+        !first.report.under_threshold,
+        "the protected outputs do not fit"
+    );
+    let again = compactor
+        .prepare(history.clone(), &mut state)
+        .await
+        .unwrap();
+    assert_eq!(again.report.compaction, CompactionOutcome::NothingNew);
+    assert!(matches!(
+        again.report.head,
+        Some(HeadOutcome::Reused { .. })
+    ));
+    assert_eq!(again.conversation.messages, first.conversation.messages);
+
+    // One more message: the head is the same summary, the continuation is that request's own.
+    let mut longer = history.clone();
+    longer.messages.push(Message::text(Role::User, "and now?"));
+    let next = compactor.prepare(longer, &mut state).await.unwrap();
+    let n = first.conversation.messages.len() - 1;
+    assert_eq!(
+        next.conversation.messages[..n],
+        first.conversation.messages[..n],
+        "the prefix stays"
+    );
+}
