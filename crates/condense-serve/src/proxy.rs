@@ -410,6 +410,9 @@ impl Proxy {
                 Metrics::add(&self.metrics.summarizer_failures, 1);
                 fired.push("summary failed");
             }
+            CompactionOutcome::NothingNew => {
+                fired.push("over the threshold, nothing new to summarize")
+            }
             _ => {}
         }
         if matches!(report.head, Some(HeadOutcome::Diverged { .. })) {
