@@ -110,22 +110,26 @@ fn outputs_through_links_and_fifos_keep_them() {
     assert!(kind.is_fifo(), "the FIFO is still a FIFO");
 }
 
+/// `v.json` compacted in place for an 8K window: small enough that the shared session is
+/// compacted, so the input really is replaced.
+const COMPACT_V_IN_PLACE: [&str; 8] = [
+    "compact",
+    "v.json",
+    "--in-place",
+    "-q",
+    "--context-window",
+    "8000",
+    "--max-output-tokens",
+    "2000",
+];
+
 #[test]
 fn in_place_keeps_the_mode_and_never_overwrites_a_backup() {
     let dir = tempfile::tempdir().unwrap();
     let original = session(dir.path(), "v.json");
     let path = dir.path().join("v.json");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let args = [
-        "compact",
-        "v.json",
-        "--in-place",
-        "-q",
-        "--context-window",
-        "8000",
-        "--max-output-tokens",
-        "2000",
-    ];
+    let args = COMPACT_V_IN_PLACE;
     let out = condense(dir.path(), &args);
     assert!(out.status.success(), "{}", stderr(&out, dir.path()));
     let mode = |name: &str| {
@@ -159,22 +163,10 @@ fn concurrent_in_place_runs_lose_nothing_and_the_losers_say_why() {
     let original = session(dir.path(), "v.json");
     let runs: Vec<_> = (0..6)
         .map(|_| {
-            command(
-                dir.path(),
-                &[
-                    "compact",
-                    "v.json",
-                    "--in-place",
-                    "-q",
-                    "--context-window",
-                    "8000",
-                    "--max-output-tokens",
-                    "2000",
-                ],
-            )
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+            command(dir.path(), &COMPACT_V_IN_PLACE)
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
         })
         .collect();
     let outs: Vec<_> = runs
