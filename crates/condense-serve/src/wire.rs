@@ -94,12 +94,7 @@ pub fn derived_session(conversation: &Conversation) -> String {
     hasher.update(first(Role::System).as_bytes());
     hasher.update([0]);
     hasher.update(first(Role::User).as_bytes());
-    let digest = hasher.finalize();
-    let hex: String = digest[..8]
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
-    format!("auto-{hex}")
+    format!("auto-{}", short_hex(&hasher.finalize()))
 }
 
 /// The longest `x-condense-session` value used as it came.
@@ -114,12 +109,15 @@ pub fn named_session(value: &[u8]) -> String {
     if readable {
         return String::from_utf8_lossy(value).into_owned();
     }
-    let digest = Sha256::digest(value);
-    let hex: String = digest[..8]
+    format!("named-{}", short_hex(&Sha256::digest(value)))
+}
+
+/// The first 64 bits of a digest in hex: the part of a session key that names it.
+fn short_hex(digest: &[u8]) -> String {
+    digest[..8]
         .iter()
         .map(|byte| format!("{byte:02x}"))
-        .collect();
-    format!("named-{hex}")
+        .collect()
 }
 
 /// Reads the provider's usage out of a response as it streams by: JSON bodies whole (kept up
