@@ -69,7 +69,7 @@ impl Conversation {
     }
 
     /// The index of calls and results by id.
-    pub fn tool_pairs(&self) -> ToolPairs {
+    pub fn tool_pairs(&self) -> ToolPairs<'_> {
         ToolPairs::index(&self.messages)
     }
 

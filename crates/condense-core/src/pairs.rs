@@ -25,20 +25,22 @@ pub struct ResultSite {
 /// When an id is used twice (a defect [`crate::validate`] reports) the first call and the first
 /// result win, so lookups stay deterministic.
 #[derive(Debug, Clone, Default)]
-pub struct ToolPairs {
-    calls: HashMap<String, CallSite>,
-    results: HashMap<String, ResultSite>,
+pub struct ToolPairs<'m> {
+    calls: HashMap<&'m str, CallSite>,
+    results: HashMap<&'m str, ResultSite>,
 }
 
-impl ToolPairs {
-    /// Indexes every call and result of `messages` by call id.
-    pub fn index(messages: &[Message]) -> Self {
+impl<'m> ToolPairs<'m> {
+    /// Indexes every call and result of `messages` by call id. The index borrows the ids: it is
+    /// made on every request (by the pruner, the split, the summarizers), and copying each id
+    /// was most of its cost.
+    pub fn index(messages: &'m [Message]) -> Self {
         let mut pairs = ToolPairs::default();
         for (message_index, message) in messages.iter().enumerate() {
             for (part_index, part) in message.parts.iter().enumerate() {
                 match part {
                     Part::ToolCall(call) => {
-                        pairs.calls.entry(call.id.clone()).or_insert(CallSite {
+                        pairs.calls.entry(call.id.as_str()).or_insert(CallSite {
                             message: message_index,
                             part: part_index,
                         });
@@ -46,7 +48,7 @@ impl ToolPairs {
                     Part::ToolResult(result) => {
                         pairs
                             .results
-                            .entry(result.call_id.clone())
+                            .entry(result.call_id.as_str())
                             .or_insert(ResultSite {
                                 message: message_index,
                                 part: part_index,
@@ -70,11 +72,11 @@ impl ToolPairs {
     }
 
     /// The call that `result` answers.
-    pub fn call_for<'m>(
+    pub fn call_for<'a>(
         &self,
-        messages: &'m [Message],
+        messages: &'a [Message],
         result: &ToolResult,
-    ) -> Option<&'m ToolCall> {
+    ) -> Option<&'a ToolCall> {
         let site = self.call_site(&result.call_id)?;
         messages
             .get(site.message)?
@@ -84,7 +86,7 @@ impl ToolPairs {
     }
 
     /// The tool's name for a result, resolved from its call (results do not carry it on every wire).
-    pub fn tool_name<'m>(&self, messages: &'m [Message], result: &ToolResult) -> Option<&'m str> {
+    pub fn tool_name<'a>(&self, messages: &'a [Message], result: &ToolResult) -> Option<&'a str> {
         self.call_for(messages, result)
             .map(|call| call.name.as_str())
     }

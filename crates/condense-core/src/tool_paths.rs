@@ -100,15 +100,16 @@ const WRITING_COMMANDS: [&str; 10] = [
     "git checkout",
 ];
 
-/// The paths in a call's input, and whether the call changed them.
-pub fn touched(tool: &str, input: &Value) -> (Vec<String>, bool) {
+/// The paths in a call's input (borrowed from it: the pruner asks this of every call on every
+/// request), and whether the call changed them.
+pub fn touched<'i>(tool: &str, input: &'i Value) -> (Vec<&'i str>, bool) {
     let mut paths = Vec::new();
     if let Value::Object(fields) = input {
         for key in PATH_KEYS {
             match fields.get(key) {
-                Some(Value::String(path)) if !path.is_empty() => paths.push(path.clone()),
+                Some(Value::String(path)) if !path.is_empty() => paths.push(path.as_str()),
                 Some(Value::Array(list)) => {
-                    paths.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
+                    paths.extend(list.iter().filter_map(Value::as_str));
                 }
                 _ => {}
             }
@@ -145,12 +146,11 @@ pub fn command_of(input: &Value) -> Option<&str> {
 }
 
 /// Words of a shell command that look like file paths: they hold a `/` or end in an extension.
-pub fn paths_in_command(command: &str) -> Vec<String> {
+pub fn paths_in_command(command: &str) -> Vec<&str> {
     command
         .split(|c: char| c.is_whitespace() || ";|&<>()'\"`=,".contains(c))
         .map(|word| word.trim_end_matches([':', '.', ',']))
         .filter(|word| is_path_like(word))
-        .map(str::to_owned)
         .collect()
 }
 
@@ -189,16 +189,16 @@ mod tests {
     fn structured_inputs_name_their_paths() {
         assert_eq!(
             touched("Read", &json!({"file_path": "/src/lib.rs"})),
-            (vec!["/src/lib.rs".into()], false)
+            (vec!["/src/lib.rs"], false)
         );
         assert_eq!(
             touched("Edit", &json!({"file_path": "a.rs", "old_string": "x"})),
-            (vec!["a.rs".into()], true)
+            (vec!["a.rs"], true)
         );
         let view = json!({"command": "view", "path": "/w/src/main.c"});
         assert_eq!(
             touched("str_replace_editor", &view),
-            (vec!["/w/src/main.c".into()], false)
+            (vec!["/w/src/main.c"], false)
         );
         let edit = json!({"command": "str_replace", "path": "/w/src/main.c"});
         assert!(touched("str_replace_editor", &edit).1);
@@ -228,16 +228,12 @@ mod tests {
 
     #[test]
     fn commands_name_their_paths() {
-        let (paths, writes) = touched(
-            "bash",
-            &json!({"command": "sed -i 's/a/b/' django/forms.py && cat setup.cfg"}),
-        );
+        let sed = json!({"command": "sed -i 's/a/b/' django/forms.py && cat setup.cfg"});
+        let (paths, writes) = touched("bash", &sed);
         assert_eq!(paths, vec!["django/forms.py", "setup.cfg"]);
         assert!(writes);
-        let (paths, writes) = touched(
-            "bash",
-            &json!({"command": "grep -rn \"class Foo\" src/ 2>&1 | head -n 20"}),
-        );
+        let grep = json!({"command": "grep -rn \"class Foo\" src/ 2>&1 | head -n 20"});
+        let (paths, writes) = touched("bash", &grep);
         assert_eq!(paths, vec!["src/"]);
         assert!(!writes);
         assert!(paths_in_command("curl https://x.org/a.py -o /dev/null 3.14 v1.2").is_empty());

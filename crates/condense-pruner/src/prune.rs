@@ -971,20 +971,21 @@ fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Sup
     let mut open: HashMap<String, Vec<usize>> = HashMap::new();
     let mut stale = HashMap::new();
     for (message_index, message) in messages.iter().enumerate() {
-        let cwd = message
-            .wire
-            .first()
-            .and_then(|record| record.fields.get("cwd"))
-            .and_then(serde_json::Value::as_str);
         for part in &message.parts {
             let Part::ToolCall(call) = part else { continue };
             let (paths, writes) = touched(&call.name, &call.input);
             let reads = shows_content(&call.name, &call.input);
             // Only a change to the file or a newer view of it makes a read stale; a search or a
-            // listing that names the path does not (and its paths need no normalizing).
-            if !writes && !reads {
+            // listing that names the path does not (and its paths need no normalizing, nor the
+            // working directory looked up).
+            if (!writes && !reads) || paths.is_empty() {
                 continue;
             }
+            let cwd = message
+                .wire
+                .first()
+                .and_then(|record| record.fields.get("cwd"))
+                .and_then(serde_json::Value::as_str);
             let paths: Vec<String> = paths.iter().map(|path| normalize(path, cwd)).collect();
             for path in &paths {
                 for read in open.remove(path).unwrap_or_default() {

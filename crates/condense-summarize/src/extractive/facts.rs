@@ -84,8 +84,10 @@ impl Facts {
                     if writes {
                         other.retain(|seen| *seen != path);
                     }
-                    if !target.contains(&path) && !other.contains(&path) {
-                        target.push(path);
+                    if !target.iter().any(|seen| seen == path)
+                        && !other.iter().any(|seen| seen == path)
+                    {
+                        target.push(path.to_owned());
                     }
                 }
                 let what = describe(&call.input);
