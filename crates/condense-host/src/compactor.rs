@@ -262,10 +262,16 @@ impl Compactor {
             counter.count_conversation(&conversation)
         };
         // Provider usage counts what pruning just removed; take that off with our own count.
+        // Not what it never counted: an output replaced by an earlier request (a frozen
+        // decision, applied again to the client's resent original) up to the reported message
+        // was a placeholder in the request the provider counted.
         let due_tokens = match measured {
             Measure::Tokenizer { .. } => tokens_after_prune,
-            Measure::ProviderUsage { tokens, .. } => {
-                tokens.saturating_sub(tokens_before.saturating_sub(tokens_after_prune))
+            Measure::ProviderUsage {
+                tokens, at_message, ..
+            } => {
+                let freed = tokens_before.saturating_sub(tokens_after_prune);
+                tokens.saturating_sub(freed.saturating_sub(prune.frozen_tokens_up_to(at_message)))
             }
         };
 
@@ -281,8 +287,12 @@ impl Compactor {
             }
         } else {
             let automatic = phases == Phases::Both { automatic: true };
+            // What the request carries beyond the messages condense counts (tool definitions,
+            // a system prompt sent apart, the provider's own tokenizer): the tail and the
+            // summary must fit in what is left of the window.
+            let overhead = overhead(usable, due_tokens, tokens_after_prune);
             let (outcome, compacted) = self
-                .summarize(&conversation, state, automatic, summarizer)
+                .summarize(&conversation, state, automatic, summarizer, overhead)
                 .await?;
             if let (
                 Some(compacted),
@@ -365,16 +375,22 @@ impl Compactor {
         })
     }
 
-    /// Phase 2 on an already pruned conversation.
+    /// Phase 2 on an already pruned conversation. `overhead` is what the provider counts on
+    /// top of condense's count of the messages: the tail is sized for the window without it.
     async fn summarize(
         &self,
         conversation: &Conversation,
         state: &mut SessionState,
         automatic: bool,
         summarizer: &dyn Summarizer,
+        overhead: usize,
     ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
         let counter = self.counter.as_ref();
-        let cut = split(&conversation.messages, counter, &self.tail);
+        let room = TailSettings {
+            context_window: self.tail.context_window.saturating_sub(overhead),
+            ..self.tail
+        };
+        let cut = split(&conversation.messages, counter, &room);
         if cut.nothing_to_compact() {
             return Ok((CompactionOutcome::NothingToCompact, None));
         }
@@ -577,4 +593,20 @@ fn remote_settings(
     let mut settings = config.remote_settings();
     settings.counter = counter;
     settings
+}
+
+/// How much of the usable window the request's part beyond condense's count takes, in
+/// condense's tokens: the provider's measure `due` against condense's count `ours` of the same
+/// messages. The difference is part fixed (tool definitions, a system prompt sent apart) and
+/// part a tokenizer that counts more. Both are taken as a share of the request, which is exact
+/// for the second and overstates the room a little for the first; taking it all as fixed
+/// would, on a long log, count the tokenizer's difference over every message as overhead and
+/// leave no room at all. On the shared sessions at 20K to 32K windows this keeps all but one
+/// request of the two longest sessions at 20K inside the window (BENCHMARKS.md).
+fn overhead(usable: usize, due: usize, ours: usize) -> usize {
+    if due <= ours {
+        return 0;
+    }
+    let share = (due - ours) as f64 / due as f64;
+    (usable as f64 * share).round() as usize
 }

@@ -99,6 +99,17 @@ pub struct PruneReport {
 }
 
 impl PruneReport {
+    /// Tokens freed by replacing again, from the decision log, outputs in messages up to
+    /// `message`: outputs a request before this one already sent as placeholders, so a count
+    /// the provider made of that request never included them.
+    pub fn frozen_tokens_up_to(&self, message: usize) -> usize {
+        self.outputs
+            .iter()
+            .filter(|output| output.reason == Reason::Frozen && output.message <= message)
+            .map(|output| output.tokens_before.saturating_sub(output.tokens_after))
+            .sum()
+    }
+
     /// How many outputs were replaced by this call.
     pub fn replaced(&self) -> usize {
         self.outputs

@@ -280,6 +280,44 @@ fn every_policy_builds_valid_requests_on_every_transcript() {
     }
 }
 
+/// At 24K, where Claude Code's system prompt and tools (about 15K provider tokens, which the log
+/// does not show) leave little room, condense still finishes every request of every session. It
+/// once failed dozens here: it took outputs pruned by earlier requests off the provider's count a
+/// second time, sized the tail for the whole window, and, once a summary could not get under,
+/// waited while the session grew past the window.
+#[test]
+fn condense_finishes_every_session_at_24k() {
+    let window = 24_000;
+    for path in transcripts() {
+        let recording = recording(&path);
+        let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+        let compactor = Compactor::from_config(&config(window)).unwrap();
+        let mut policies: Vec<Box<dyn Policy>> = vec![Box::new(
+            policy::Condense::new("condense", compactor).unwrap(),
+        )];
+        let replay = replay(
+            &recording,
+            &mut policies,
+            &settings(Provider::Anthropic, window),
+            counter,
+            &mut |_| {},
+        )
+        .unwrap();
+        let condense = &replay.policies[0];
+        let failed: Vec<usize> = condense
+            .rows
+            .iter()
+            .filter(|row| row.failed)
+            .map(|row| row.step)
+            .collect();
+        assert!(
+            failed.is_empty(),
+            "{}: requests {failed:?} over the window",
+            path.display()
+        );
+    }
+}
+
 /// The OpenAI model never writes at a premium, and reads only in 128-token steps from 1,024.
 #[test]
 fn the_openai_model_reads_in_steps_and_never_writes() {

@@ -1,0 +1,160 @@
+//! The trigger and the tail when the harness reports the provider's own count of its requests:
+//! that count is of the request as it was sent (outputs pruned before were placeholders in it),
+//! and it includes what the request carries beside the messages (tool definitions, a system
+//! prompt sent apart), which a compaction must leave room for.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use condense_core::testing::{tool_call, tool_result};
+use condense_core::{Conversation, Message, Role};
+use condense_host::{CompactionOutcome, Compactor, Config, ReportedUsage, SessionState, Sources};
+use condense_tokenizer::{Tiktoken, TokenCounter};
+
+fn compactor(settings: &[(&str, &str)]) -> Compactor {
+    let config = Config::load(&Sources {
+        env: settings
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect(),
+        ..Sources::default()
+    })
+    .unwrap();
+    Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(condense_pruner::MemoryStore::new()))
+        .with_clock(Box::new(condense_pruner::FixedClock(1_763_700_000_000)))
+}
+
+/// `steps` shell calls, each with an output of about `tokens` tokens that no other shares.
+fn shell_steps(messages: &mut Vec<Message>, turn: usize, steps: usize, tokens: usize) {
+    for step in 0..steps {
+        let id = format!("call_{turn}_{step}");
+        messages.push(Message::new(
+            Role::Assistant,
+            vec![tool_call(
+                id.clone(),
+                "bash",
+                serde_json::json!({"command": format!("run check {turn} {step}")}),
+            )],
+        ));
+        let output: String = (0..tokens / 10)
+            .map(|line| format!("turn {turn} step {step} line {line} ok\n"))
+            .collect();
+        messages.push(Message::new(Role::Tool, vec![tool_result(id, output)]));
+    }
+}
+
+/// Request 1 prunes old outputs; the provider counts that request as sent, just under the
+/// threshold. Request 2 is the client's resent history, originals included, plus a little:
+/// over the threshold by the provider's measure. Taking the pruned outputs off the provider's
+/// count again (they were never in it) put it thousands of tokens under, and the session grew
+/// past the window before anything was summarized.
+#[tokio::test]
+async fn outputs_pruned_before_are_not_taken_off_the_providers_count_again() {
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
+        ("CONDENSE_PRUNE_PROTECT_TOKENS", "2000"),
+        ("CONDENSE_PRUNE_MINIMUM_TOKENS", "1000"),
+    ]);
+    let mut messages = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, "make the checks pass"),
+    ];
+    shell_steps(&mut messages, 0, 30, 700);
+    let history = Conversation::new(messages);
+    let mut state = SessionState::default();
+    let first = compactor
+        .prepare(history.clone(), &mut state)
+        .await
+        .unwrap();
+    assert!(
+        first.report.prune.replaced() >= 10,
+        "{}",
+        first.report.prune.replaced()
+    );
+    assert_eq!(first.report.compaction, CompactionOutcome::NotDue);
+
+    // The answer to request 1, and the provider's count of that request and answer: just
+    // under the threshold (the harness's tool definitions make up the rest).
+    let usable = first.report.usable;
+    let mut resent = history.clone();
+    resent
+        .messages
+        .push(Message::text(Role::Assistant, "Two checks still fail."));
+    state.reported_usage = Some(ReportedUsage {
+        message: resent.messages.len() - 1,
+        tokens: usable - 50,
+    });
+    resent
+        .messages
+        .push(Message::text(Role::User, "keep going ".repeat(60)));
+    let second = compactor.prepare(resent, &mut state).await.unwrap();
+    assert!(
+        second.report.measured.tokens() >= usable,
+        "{:?}",
+        second.report.measured
+    );
+    assert!(
+        second.report.prune.frozen_tokens_up_to(usize::MAX) > 5_000,
+        "the resent originals were replaced again: {:?}",
+        second.report.prune.replaced()
+    );
+    assert!(
+        matches!(
+            second.report.compaction,
+            CompactionOutcome::Summarized { .. }
+        ),
+        "over the threshold by the provider's count, yet {:?}",
+        second.report.compaction
+    );
+}
+
+/// The harness's tool definitions take more than half the window. The provider's count says so;
+/// the tail is sized for what is left, so that the compacted request, those definitions
+/// included, is under the threshold. Sized for the whole window, the tail (two whole turns of
+/// the budget's top-up) left the request over it, and every later request found nothing new to
+/// summarize while the session grew past the window.
+#[tokio::test]
+async fn the_tail_leaves_room_for_what_the_request_carries_beside_the_messages() {
+    const TOOLS: usize = 16_000;
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "32000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4000"),
+    ]);
+    let mut messages = vec![Message::text(Role::System, "You are a careful agent.")];
+    // Two small tasks, a larger one, and the task in progress: the last two fit in half the
+    // usable window, so the tail once took both.
+    for (turn, steps) in [4, 4, 6, 4].into_iter().enumerate() {
+        messages.push(Message::text(Role::User, format!("now task {turn}")));
+        shell_steps(&mut messages, turn, steps, 1_200);
+        if turn < 3 {
+            messages.push(Message::text(Role::Assistant, format!("task {turn} done")));
+        }
+    }
+    // The provider's count covers the request before the last result, and its answer.
+    let last = messages.len() - 2;
+    let conversation = Conversation::new(messages);
+    let counter = Tiktoken::default();
+    let ours: usize = counter
+        .count_each(&conversation.messages[..=last])
+        .iter()
+        .sum();
+    let mut state = SessionState {
+        reported_usage: Some(ReportedUsage {
+            message: last,
+            tokens: ours + TOOLS,
+        }),
+        ..SessionState::default()
+    };
+    let compaction = compactor.prepare(conversation, &mut state).await.unwrap();
+    let report = &compaction.report;
+    let CompactionOutcome::Summarized { split, .. } = &report.compaction else {
+        panic!("{:?}", report.compaction);
+    };
+    assert!(
+        report.tokens_after + TOOLS < report.usable,
+        "{} tokens of messages and {TOOLS} of tools against {} usable ({split:?})",
+        report.tokens_after,
+        report.usable
+    );
+}
