@@ -129,3 +129,18 @@ pub fn tool_result(call_id: impl Into<String>, output: impl Into<String>) -> cra
         extra: Default::default(),
     })
 }
+
+/// One step of an agent: an assistant message holding a call of `name` with `input`, then the
+/// tool message answering it with `output` (the OpenAI shape; Anthropic's puts results in a
+/// user message).
+pub fn tool_step(
+    id: &str,
+    name: &str,
+    input: serde_json::Value,
+    output: impl Into<String>,
+) -> [crate::Message; 2] {
+    [
+        crate::Message::new(crate::Role::Assistant, vec![tool_call(id, name, input)]),
+        crate::Message::new(crate::Role::Tool, vec![tool_result(id, output)]),
+    ]
+}

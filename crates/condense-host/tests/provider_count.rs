@@ -4,7 +4,7 @@
 //! prompt sent apart), which a compaction must leave room for.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use condense_core::testing::{tool_call, tool_result};
+use condense_core::testing::tool_step;
 use condense_core::{Conversation, Message, Role};
 use condense_host::{CompactionOutcome, Compactor, Config, ReportedUsage, SessionState, Sources};
 use condense_tokenizer::{Tiktoken, TokenCounter};
@@ -27,19 +27,15 @@ fn compactor(settings: &[(&str, &str)]) -> Compactor {
 /// `steps` shell calls, each with an output of about `tokens` tokens that no other shares.
 fn shell_steps(messages: &mut Vec<Message>, turn: usize, steps: usize, tokens: usize) {
     for step in 0..steps {
-        let id = format!("call_{turn}_{step}");
-        messages.push(Message::new(
-            Role::Assistant,
-            vec![tool_call(
-                id.clone(),
-                "bash",
-                serde_json::json!({"command": format!("run check {turn} {step}")}),
-            )],
-        ));
         let output: String = (0..tokens / 10)
             .map(|line| format!("turn {turn} step {step} line {line} ok\n"))
             .collect();
-        messages.push(Message::new(Role::Tool, vec![tool_result(id, output)]));
+        messages.extend(tool_step(
+            &format!("call_{turn}_{step}"),
+            "bash",
+            serde_json::json!({"command": format!("run check {turn} {step}")}),
+            output,
+        ));
     }
 }
 

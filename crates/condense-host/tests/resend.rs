@@ -135,24 +135,17 @@ async fn an_edited_history_is_judged_afresh_and_says_so() {
 /// a retry of that very request is sent the same bytes, continuation message included.
 #[tokio::test]
 async fn a_summary_that_cannot_get_under_is_not_made_again_on_a_resend() {
-    use condense_core::testing::{tool_call, tool_result};
     let mut messages = vec![
         Message::text(Role::System, "You are an agent."),
         Message::text(Role::User, "run the skills"),
     ];
     for step in 0..40 {
-        let id = format!("call_{step}");
-        messages.push(Message::new(
-            Role::Assistant,
-            vec![tool_call(
-                id.clone(),
-                "skill",
-                serde_json::json!({"name": format!("s{step}")}),
-            )],
+        messages.extend(condense_core::testing::tool_step(
+            &format!("call_{step}"),
+            "skill",
+            serde_json::json!({"name": format!("s{step}")}),
+            format!("skill {step} says: ") + &"the rule to keep, word by word. ".repeat(40),
         ));
-        let output =
-            format!("skill {step} says: ") + &"the rule to keep, word by word. ".repeat(40);
-        messages.push(Message::new(Role::Tool, vec![tool_result(id, output)]));
     }
     let history = Conversation::new(messages);
     let config = condense_host::Config::load(&condense_host::Sources {
