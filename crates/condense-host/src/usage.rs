@@ -55,6 +55,10 @@ pub(crate) fn measure(
     // The log's own figure may be from before a compaction: stale in both directions.
     let usage = reported
         .filter(|usage| usage.message < conversation.messages.len())
+        .map(|usage| ReportedUsage {
+            message: answer_at(conversation, usage.message),
+            ..usage
+        })
         .filter(|usage| usage.tokens.saturating_mul(2) >= ours_to(usage))
         .or_else(|| {
             last_reported(conversation).filter(|usage| plausible(usage.tokens, ours_to(usage)))
@@ -72,6 +76,23 @@ pub(crate) fn measure(
         None => Measure::Tokenizer {
             tokens: condense_tokenizer::conversation_total(counts),
         },
+    }
+}
+
+/// Where the answer a harness reported usage for sits in this history. The harness gives the
+/// length of the request it sent, where the answer follows it; but a request that made a summary
+/// also carried the continuation message condense appended, which the client's next history
+/// does not hold, so there the answer is one earlier. Counting from the wrong place left the
+/// message after the answer (often a large tool result) out of the trigger's measure.
+fn answer_at(conversation: &Conversation, message: usize) -> usize {
+    let role = |index: usize| conversation.messages.get(index).map(|m| m.role);
+    if role(message) != Some(Role::Assistant)
+        && message > 0
+        && role(message - 1) == Some(Role::Assistant)
+    {
+        message - 1
+    } else {
+        message
     }
 }
 

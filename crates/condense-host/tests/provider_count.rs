@@ -154,3 +154,55 @@ async fn the_tail_leaves_room_for_what_the_request_carries_beside_the_messages()
         report.usable
     );
 }
+
+/// A request that made a summary also carried the continuation message, which the client's
+/// next history does not hold: the answer it reported usage for sits one message earlier than
+/// the request's length. The message after the answer (here a large tool result) must be
+/// counted on top of the provider's figure, not taken for part of it.
+#[tokio::test]
+async fn after_a_summary_the_message_after_the_answer_is_counted() {
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
+        ("CONDENSE_PRUNE_MINIMUM_TOKENS", "1000000"),
+    ]);
+    let mut messages = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, "make the checks pass"),
+    ];
+    shell_steps(&mut messages, 0, 30, 700);
+    let history = Conversation::new(messages);
+    let mut state = SessionState::default();
+    let first = compactor
+        .prepare(history.clone(), &mut state)
+        .await
+        .unwrap();
+    assert!(matches!(
+        first.report.compaction,
+        CompactionOutcome::Summarized { .. }
+    ));
+    let sent = &first.conversation.messages;
+    assert_eq!(
+        sent.last().map(|m| m.role),
+        Some(Role::User),
+        "the continuation"
+    );
+    let counter = Tiktoken::default();
+    state.reported_usage = Some(ReportedUsage {
+        message: sent.len(),
+        tokens: counter.count_each(sent).iter().sum::<usize>() + 100,
+    });
+
+    // The client's next history: its own, the answer, and a large result.
+    let mut next = history.clone();
+    shell_steps(&mut next.messages, 1, 1, 3_000);
+    let result_tokens = counter.count_message(next.messages.last().unwrap());
+    let second = compactor.prepare(next, &mut state).await.unwrap();
+    let condense_host::Measure::ProviderUsage { counted_after, .. } = second.report.measured else {
+        panic!("{:?}", second.report.measured);
+    };
+    assert!(
+        counted_after >= result_tokens,
+        "{counted_after} counted after the answer, the result alone is {result_tokens}"
+    );
+}
