@@ -240,7 +240,6 @@ impl Compactor {
             memos.get(client)
         });
         let tokens_before = conversation_total(&counts);
-        let measured = measure(&conversation, reported, &counts);
 
         let pruner = Pruner {
             settings: &self.prune,
@@ -254,6 +253,9 @@ impl Compactor {
         };
         let prune = pruner.prune_counted(&mut conversation, &counts, &mut state.log, request)?;
         state.last_request_ms = Some(self.clock.now_ms());
+        let (measured, harness_figure) = measure(&conversation, reported, &counts, |message| {
+            prune.frozen_tokens_up_to(message)
+        });
         // Recounted only when something was replaced: on most requests of a long session
         // nothing is, and a recount of every message is a good part of a request's cost.
         let tokens_after_prune = if prune.replaced() == 0 {
@@ -274,6 +276,18 @@ impl Compactor {
                 tokens.saturating_sub(freed.saturating_sub(prune.frozen_tokens_up_to(at_message)))
             }
         };
+        // From now on the harness's figure stands for its request as this call sends it: what
+        // was replaced for the first time up to its message comes off it, so that a later call,
+        // finding those replacements frozen, does not count them twice (a retry before the
+        // harness reports again judges the same). Its next report replaces the figure anyway.
+        if harness_figure
+            && let (Some(usage), Measure::ProviderUsage { at_message, .. }) =
+                (state.reported_usage.as_mut(), measured)
+        {
+            usage.tokens = usage
+                .tokens
+                .saturating_sub(prune.fresh_tokens_up_to(at_message));
+        }
 
         let compaction = if phases == Phases::PruneOnly {
             CompactionOutcome::PruneOnly

@@ -43,27 +43,35 @@ impl Measure {
     }
 }
 
-/// `counts` are the conversation's messages' counts, in order.
+/// `counts` are the conversation's messages' counts, in order, before pruning; `replaced_before`
+/// gives the tokens of outputs up to a message that earlier requests replaced (frozen
+/// decisions), which the harness's figure never counted. The flag says the figure is the
+/// harness's own report (`reported`), not one found in the log.
 pub(crate) fn measure(
     conversation: &Conversation,
     reported: Option<ReportedUsage>,
     counts: &[usize],
-) -> Measure {
+    replaced_before: impl Fn(usize) -> usize,
+) -> (Measure, bool) {
     let ours_to = |usage: &ReportedUsage| counts[..=usage.message].iter().sum::<usize>();
     // The harness's figure is for the request it sent, which may carry much the conversation
     // does not (tool definitions, a system prompt): only one far below our count is wrong.
     // The log's own figure may be from before a compaction: stale in both directions.
-    let usage = reported
+    let harness = reported
         .filter(|usage| usage.message < conversation.messages.len())
         .map(|usage| ReportedUsage {
             message: answer_at(conversation, usage.message),
             ..usage
         })
-        .filter(|usage| usage.tokens.saturating_mul(2) >= ours_to(usage))
-        .or_else(|| {
-            last_reported(conversation).filter(|usage| plausible(usage.tokens, ours_to(usage)))
+        .filter(|usage| {
+            usage.tokens.saturating_mul(2)
+                >= ours_to(usage).saturating_sub(replaced_before(usage.message))
         });
-    match usage {
+    let from_harness = harness.is_some();
+    let usage = harness.or_else(|| {
+        last_reported(conversation).filter(|usage| plausible(usage.tokens, ours_to(usage)))
+    });
+    let measure = match usage {
         Some(usage) => {
             let counted_after: usize = counts[usage.message + 1..].iter().sum();
             Measure::ProviderUsage {
@@ -76,7 +84,8 @@ pub(crate) fn measure(
         None => Measure::Tokenizer {
             tokens: condense_tokenizer::conversation_total(counts),
         },
-    }
+    };
+    (measure, from_harness)
 }
 
 /// Where the answer a harness reported usage for sits in this history. The harness gives the
@@ -157,11 +166,13 @@ mod tests {
             message: 1,
             tokens: ours * 3 + 15_000,
         };
-        let measured = measure(
+        let (measured, from_harness) = measure(
             &conversation,
             Some(reported),
             &counter.count_each(&conversation.messages),
+            |_| 0,
         );
+        assert!(from_harness);
         assert!(
             matches!(measured, Measure::ProviderUsage { reported: r, .. } if r == reported.tokens),
             "{measured:?}"
@@ -175,9 +186,10 @@ mod tests {
             measure(
                 &conversation,
                 Some(low),
-                &counter.count_each(&conversation.messages)
+                &counter.count_each(&conversation.messages),
+                |_| 0,
             ),
-            Measure::Tokenizer { .. }
+            (Measure::Tokenizer { .. }, false)
         ));
     }
 }

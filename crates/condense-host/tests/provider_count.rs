@@ -206,3 +206,41 @@ async fn after_a_summary_the_message_after_the_answer_is_counted() {
         "{counted_after} counted after the answer, the result alone is {result_tokens}"
     );
 }
+
+/// The harness's figure is of a request that still held the outputs this call prunes for the
+/// first time. A retry of the same history, before the harness reports again, finds those
+/// outputs frozen; it must judge as the first call did and send the same bytes (found by the
+/// `prepare` fuzzer: the retry summarized where the first call had not).
+#[tokio::test]
+async fn a_retry_before_the_next_report_judges_as_the_first_call_did() {
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
+        ("CONDENSE_PRUNE_PROTECT_TOKENS", "2000"),
+        ("CONDENSE_PRUNE_MINIMUM_TOKENS", "1000"),
+    ]);
+    let mut messages = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, "make the checks pass"),
+    ];
+    shell_steps(&mut messages, 0, 30, 700);
+    let history = Conversation::new(messages);
+    let counter = Tiktoken::default();
+    let ours: usize = counter.count_each(&history.messages).iter().sum();
+    let mut state = SessionState {
+        reported_usage: Some(ReportedUsage {
+            message: history.messages.len() - 1,
+            tokens: ours + 200,
+        }),
+        ..SessionState::default()
+    };
+    let first = compactor
+        .prepare(history.clone(), &mut state)
+        .await
+        .unwrap();
+    assert!(first.report.prune.replaced() >= 10);
+    assert_eq!(first.report.compaction, CompactionOutcome::NotDue);
+    let retry = compactor.prepare(history, &mut state).await.unwrap();
+    assert_eq!(retry.report.compaction, first.report.compaction);
+    assert_eq!(retry.conversation.messages, first.conversation.messages);
+}

@@ -103,9 +103,19 @@ impl PruneReport {
     /// `message`: outputs a request before this one already sent as placeholders, so a count
     /// the provider made of that request never included them.
     pub fn frozen_tokens_up_to(&self, message: usize) -> usize {
+        self.tokens_freed_up_to(message, |reason| *reason == Reason::Frozen)
+    }
+
+    /// Tokens freed by outputs replaced for the first time by this call, in messages up to
+    /// `message`.
+    pub fn fresh_tokens_up_to(&self, message: usize) -> usize {
+        self.tokens_freed_up_to(message, |reason| *reason != Reason::Frozen)
+    }
+
+    fn tokens_freed_up_to(&self, message: usize, counted: impl Fn(&Reason) -> bool) -> usize {
         self.outputs
             .iter()
-            .filter(|output| output.reason == Reason::Frozen && output.message <= message)
+            .filter(|output| output.message <= message && counted(&output.reason))
             .map(|output| output.tokens_before.saturating_sub(output.tokens_after))
             .sum()
     }
