@@ -39,6 +39,24 @@ fn shell_steps(messages: &mut Vec<Message>, turn: usize, steps: usize, tokens: u
     }
 }
 
+/// A 20K window where the old outputs of [`thirty_steps`] are pruned on the first request.
+const PRUNING_AT_20K: [(&str, &str); 4] = [
+    ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
+    ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
+    ("CONDENSE_PRUNE_PROTECT_TOKENS", "2000"),
+    ("CONDENSE_PRUNE_MINIMUM_TOKENS", "1000"),
+];
+
+/// One task and thirty shell steps of about 700 tokens each (about 24K tokens in all).
+fn thirty_steps() -> Conversation {
+    let mut messages = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, "make the checks pass"),
+    ];
+    shell_steps(&mut messages, 0, 30, 700);
+    Conversation::new(messages)
+}
+
 /// Request 1 prunes old outputs; the provider counts that request as sent, just under the
 /// threshold. Request 2 is the client's resent history, originals included, plus a little:
 /// over the threshold by the provider's measure. Taking the pruned outputs off the provider's
@@ -46,18 +64,8 @@ fn shell_steps(messages: &mut Vec<Message>, turn: usize, steps: usize, tokens: u
 /// past the window before anything was summarized.
 #[tokio::test]
 async fn outputs_pruned_before_are_not_taken_off_the_providers_count_again() {
-    let compactor = compactor(&[
-        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
-        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
-        ("CONDENSE_PRUNE_PROTECT_TOKENS", "2000"),
-        ("CONDENSE_PRUNE_MINIMUM_TOKENS", "1000"),
-    ]);
-    let mut messages = vec![
-        Message::text(Role::System, "You are a careful agent."),
-        Message::text(Role::User, "make the checks pass"),
-    ];
-    shell_steps(&mut messages, 0, 30, 700);
-    let history = Conversation::new(messages);
+    let compactor = compactor(&PRUNING_AT_20K);
+    let history = thirty_steps();
     let mut state = SessionState::default();
     let first = compactor
         .prepare(history.clone(), &mut state)
@@ -166,12 +174,7 @@ async fn after_a_summary_the_message_after_the_answer_is_counted() {
         ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
         ("CONDENSE_PRUNE_MINIMUM_TOKENS", "1000000"),
     ]);
-    let mut messages = vec![
-        Message::text(Role::System, "You are a careful agent."),
-        Message::text(Role::User, "make the checks pass"),
-    ];
-    shell_steps(&mut messages, 0, 30, 700);
-    let history = Conversation::new(messages);
+    let history = thirty_steps();
     let mut state = SessionState::default();
     let first = compactor
         .prepare(history.clone(), &mut state)
@@ -213,18 +216,8 @@ async fn after_a_summary_the_message_after_the_answer_is_counted() {
 /// `prepare` fuzzer: the retry summarized where the first call had not).
 #[tokio::test]
 async fn a_retry_before_the_next_report_judges_as_the_first_call_did() {
-    let compactor = compactor(&[
-        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
-        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
-        ("CONDENSE_PRUNE_PROTECT_TOKENS", "2000"),
-        ("CONDENSE_PRUNE_MINIMUM_TOKENS", "1000"),
-    ]);
-    let mut messages = vec![
-        Message::text(Role::System, "You are a careful agent."),
-        Message::text(Role::User, "make the checks pass"),
-    ];
-    shell_steps(&mut messages, 0, 30, 700);
-    let history = Conversation::new(messages);
+    let compactor = compactor(&PRUNING_AT_20K);
+    let history = thirty_steps();
     let counter = Tiktoken::default();
     let ours: usize = counter.count_each(&history.messages).iter().sum();
     let mut state = SessionState {
