@@ -615,8 +615,8 @@ fn remote_settings(
 /// part a tokenizer that counts more. Both are taken as a share of the request, which is exact
 /// for the second and overstates the room a little for the first; taking it all as fixed
 /// would, on a long log, count the tokenizer's difference over every message as overhead and
-/// leave no room at all. On the shared sessions at 20K to 32K windows this keeps all but one
-/// request of the two longest sessions at 20K inside the window (BENCHMARKS.md).
+/// leave no room at all. On the shared sessions at 20K to 32K windows this keeps every request
+/// inside the window but one, at 20K, that no tail could have saved (BENCHMARKS.md).
 fn overhead(usable: usize, due: usize, ours: usize) -> usize {
     if due <= ours {
         return 0;
