@@ -128,8 +128,9 @@ pub struct ServeArgs {
     /// The Anthropic upstream's origin, e.g. https://api.anthropic.com (serve.anthropic_upstream).
     #[arg(long, value_name = "URL")]
     anthropic_upstream: Option<String>,
-    /// The sessions' state: a directory (serve.state).
-    #[arg(long, value_name = "PATH")]
+    /// The sessions' state: a directory, or redis://HOST:PORT/DB to share it between replicas
+    /// (serve.state).
+    #[arg(long, value_name = "PATH|URL")]
     state: Option<String>,
     #[command(flatten)]
     settings: SettingArgs,
@@ -147,7 +148,8 @@ pub struct SettingArgs {
     /// The most the model may write in one reply.
     #[arg(long, value_name = "TOKENS")]
     max_output_tokens: Option<u64>,
-    /// extractive (offline, the default), openai or anthropic.
+    /// extractive (offline, the default), openai, anthropic, or upstream (`serve` only: the
+    /// request's own upstream with the client's credentials).
     #[arg(long, value_name = "KIND")]
     summarizer: Option<String>,
     /// structured, anchored or detailed.

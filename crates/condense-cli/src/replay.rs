@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use condense_host::{Compactor, Config};
+use condense_host::{Compactor, Config, SummarizerKind};
 use condense_replay::{
     Agreement, PolicyResult, PriceTable, Provider, Recording, Replay, Settings, Ttl, policy,
 };
@@ -33,17 +33,18 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
             PriceTable::with_overrides(&path.display().to_string(), &text)?
         }
     };
-    let config = replay_config(&args, None)?;
+    let configured = replay_config(&args, None)?;
+    let config = &configured.0;
     let session = read_session(&args.input, args.format)?;
     let recording = Recording::of(session.conversation);
     let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::new(config.encoding()));
     let mut policies = Vec::with_capacity(names.len());
     for name in &names {
         let built = match name.as_str() {
-            "condense" => condense(&config, "condense", verbosity)?,
+            "condense" => condense(&configured, "condense", verbosity)?,
             "condense-b" => {
-                let config = replay_config(&args, args.config_b.clone())?;
-                condense(&config, "condense-b", verbosity)?
+                let configured = replay_config(&args, args.config_b.clone())?;
+                condense(&configured, "condense-b", verbosity)?
             }
             other => policy::named(other, counter.clone())
                 .ok_or_else(|| usage_error(format!("unknown policy `{other}`")))?,
@@ -122,10 +123,12 @@ fn policy_names(args: &ReplayArgs) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// The effective configuration; for condense-b, `explicit` (its `--config-b` file) takes the
-/// place of `--config`. The summarizer is the extractive one whatever is configured: a replay is
-/// offline and deterministic.
-fn replay_config(args: &ReplayArgs, explicit: Option<PathBuf>) -> Result<Config> {
+/// The effective configuration, and whether it asks summaries inside the agent's request (of at
+/// most this many tokens: `summarizer.kind = "upstream"` with `summarizer.fork`, and no
+/// `compaction_model`, as `condense serve` decides); for condense-b, `explicit` (its
+/// `--config-b` file) takes the place of `--config`. The summarizer is the extractive one
+/// whatever is configured: a replay is offline and deterministic.
+fn replay_config(args: &ReplayArgs, explicit: Option<PathBuf>) -> Result<(Config, Option<usize>)> {
     let mut sources = sources(&args.settings)?;
     if let Some(explicit) = explicit {
         if !explicit.is_file() {
@@ -136,22 +139,28 @@ fn replay_config(args: &ReplayArgs, explicit: Option<PathBuf>) -> Result<Config>
         }
         sources.explicit = Some(explicit);
     }
+    let configured = Config::load(&sources)?;
+    let summarizer = &configured.settings().summarizer;
+    let fork = (configured.summarizer_kind() == SummarizerKind::Upstream
+        && summarizer.fork
+        && summarizer.compaction_model.is_empty())
+    .then_some(summarizer.max_summary_tokens);
     sources.flags.push((
         "replay".to_owned(),
         "summarizer.kind".to_owned(),
         "extractive".to_owned(),
     ));
-    Ok(Config::load(&sources)?)
+    Ok((Config::load(&sources)?, fork))
 }
 
 fn condense(
-    config: &Config,
+    (config, fork): &(Config, Option<usize>),
     name: &str,
     verbosity: Verbosity,
 ) -> Result<Box<dyn condense_replay::Policy>> {
     let loaded = plugins(config, verbosity)?;
     let compactor = Compactor::with_plugins(config, &loaded)?;
-    Ok(Box::new(policy::Condense::new(name, compactor)?))
+    Ok(Box::new(policy::Condense::new(name, compactor, *fork)?))
 }
 
 #[derive(Debug, Clone, Copy)]

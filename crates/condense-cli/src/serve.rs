@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use condense_host::{Compactor, SummarizerKind};
-use condense_serve::{DirSessionStore, Proxy, ProxySettings, RedisSessionStore, SessionStore};
+use condense_serve::{
+    DirSessionStore, Proxy, ProxySettings, RedisSessionStore, SessionStore, UpstreamSummaries,
+};
 
 use crate::settings::{plugins, sources};
 use crate::{ServeArgs, Verbosity, usage_error};
@@ -78,7 +80,7 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     let state_label = store.location();
     let mut settings = ProxySettings::from_config(&serve);
     if config.summarizer_kind() == SummarizerKind::Upstream {
-        settings.upstream_summarizer = Some(config.remote_settings());
+        settings.upstream_summarizer = Some(UpstreamSummaries::from_config(&config));
     }
     let proxy = Arc::new(Proxy::new(settings, compactor, store)?);
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -9,7 +9,7 @@ use condense_compact::{
 };
 use condense_core::{Conversation, Memos, Message};
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
-use condense_summarize::{Anthropic, Extractive, OpenAi, Summarizer};
+use condense_summarize::{Anthropic, Extractive, Fork, OpenAi, Summarizer};
 use condense_template::{PromptVars, Template, parse_summary};
 use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total, count_each_memoized};
 
@@ -101,6 +101,11 @@ impl Compactor {
     pub fn with_summarizer(mut self, summarizer: Box<dyn Summarizer>) -> Self {
         self.summarizer = summarizer;
         self
+    }
+
+    /// The configured summarizer (the one [`Compactor::prepare`] uses).
+    pub fn summarizer(&self) -> &dyn Summarizer {
+        self.summarizer.as_ref()
     }
 
     /// The template summaries are written with.
@@ -304,9 +309,12 @@ impl Compactor {
             // What the request carries beyond the messages condense counts (tool definitions,
             // a system prompt sent apart, the provider's own tokenizer): the tail and the
             // summary must fit in what is left of the window.
-            let overhead = overhead(usable, due_tokens, tokens_after_prune);
+            let measure = Due {
+                tokens: due_tokens,
+                overhead: overhead(usable, due_tokens, tokens_after_prune),
+            };
             let (outcome, compacted) = self
-                .summarize(&conversation, state, automatic, summarizer, overhead)
+                .summarize(&conversation, state, automatic, summarizer, measure)
                 .await?;
             if let (
                 Some(compacted),
@@ -389,21 +397,24 @@ impl Compactor {
         })
     }
 
-    /// Phase 2 on an already pruned conversation. `overhead` is what the provider counts on
-    /// top of condense's count of the messages: the tail is sized for the window without it.
+    /// Phase 2 on an already pruned conversation, measured as `due`.
     async fn summarize(
         &self,
         conversation: &Conversation,
         state: &mut SessionState,
         automatic: bool,
         summarizer: &dyn Summarizer,
-        overhead: usize,
+        due: Due,
     ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
         let counter = self.counter.as_ref();
         let room = TailSettings {
-            context_window: self.tail.context_window.saturating_sub(overhead),
+            context_window: self.tail.context_window.saturating_sub(due.overhead),
             ..self.tail
         };
+        // What a summarizer that asks inside the conversation sends: the conversation as the
+        // agent's request would carry it, before any preview below, which would change its
+        // cached prefix.
+        let whole = conversation;
         let cut = split(&conversation.messages, counter, &room);
         if cut.nothing_to_compact() {
             return Ok((CompactionOutcome::NothingToCompact, None));
@@ -453,8 +464,14 @@ impl Compactor {
         };
         let prompt = self.template.render_prompt(&vars)?;
         let name = summarizer.name().to_owned();
+        let fork = Fork {
+            conversation: whole,
+            head: cut.head(),
+            tokens: due.tokens,
+            window: self.tail.context_window,
+        };
         let answer = summarizer
-            .summarize(head, &prompt)
+            .summarize_forked(fork, &prompt)
             .await
             .map_err(|error| (FailureKind::Summarizer(error.kind()), error.to_string()));
         let parsed = answer.and_then(|text| {
@@ -607,6 +624,16 @@ fn remote_settings(
     let mut settings = config.remote_settings();
     settings.counter = counter;
     settings
+}
+
+/// How large the pruned conversation is when a summary is due.
+#[derive(Debug, Clone, Copy)]
+struct Due {
+    /// As the provider counts it: its reported usage when known, else condense's count.
+    tokens: usize,
+    /// What the provider counts on top of condense's count of the messages (see [`overhead`]):
+    /// the tail is sized for the window without it.
+    overhead: usize,
 }
 
 /// How much of the usable window the request's part beyond condense's count takes, in

@@ -43,7 +43,7 @@ fn bench(c: &mut Criterion) {
                 .collect();
             let compactor = Compactor::from_config(&Config::built_in().unwrap()).unwrap();
             policies.push(Box::new(
-                policy::Condense::new("condense", compactor).unwrap(),
+                policy::Condense::new("condense", compactor, None).unwrap(),
             ));
             replay(&recording, &mut policies, &settings, counter, &mut |_| {}).unwrap()
         })

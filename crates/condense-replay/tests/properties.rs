@@ -77,7 +77,7 @@ fn run(conversation: &Conversation, provider: Provider, window: usize) -> Replay
     .unwrap();
     let compactor = Compactor::from_config(&config).unwrap();
     policies.push(Box::new(
-        policy::Condense::new("condense", compactor).unwrap(),
+        policy::Condense::new("condense", compactor, None).unwrap(),
     ));
     let settings = Settings {
         provider,

@@ -76,7 +76,7 @@ fn all(counter: &Arc<dyn TokenCounter>, window: usize) -> Vec<Box<dyn condense_r
         .collect();
     let compactor = Compactor::from_config(&config(window)).unwrap();
     policies.push(Box::new(
-        policy::Condense::new("condense", compactor).unwrap(),
+        policy::Condense::new("condense", compactor, None).unwrap(),
     ));
     policies
 }
@@ -293,7 +293,7 @@ fn condense_finishes_every_session_at_24k() {
         let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
         let compactor = Compactor::from_config(&config(window)).unwrap();
         let mut policies: Vec<Box<dyn Policy>> = vec![Box::new(
-            policy::Condense::new("condense", compactor).unwrap(),
+            policy::Condense::new("condense", compactor, None).unwrap(),
         )];
         let replay = replay(
             &recording,
@@ -316,6 +316,65 @@ fn condense_finishes_every_session_at_24k() {
             path.display()
         );
     }
+}
+
+/// A configuration that asks summaries inside the agent's request (`summarizer.kind = "upstream"`
+/// with `summarizer.fork`, as the proxy runs it) pays for them at the cache-read price: each
+/// forked call reads the agent's prefix, where the separate prompt reads nothing. The agent's
+/// own requests are the same either way, so the session costs less by what the summaries saved.
+#[test]
+fn forked_summaries_read_the_agents_cached_prefix() {
+    let window = 64_000;
+    let path = condense_core::testing::transcripts_dir()
+        .join("openai/mini-swe-agent-sympy__sympy-13091.json");
+    let recording = recording(&path);
+    let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+    let mut policies: Vec<Box<dyn Policy>> = [("separate", None), ("forked", Some(4_096))]
+        .into_iter()
+        .map(|(name, fork)| {
+            let compactor = Compactor::from_config(&config(window)).unwrap();
+            Box::new(policy::Condense::new(name, compactor, fork).unwrap()) as Box<dyn Policy>
+        })
+        .collect();
+    let replay = replay(
+        &recording,
+        &mut policies,
+        &settings(Provider::Anthropic, window),
+        counter,
+        &mut |_| {},
+    )
+    .unwrap();
+    let (separate, forked) = (&replay.policies[0], &replay.policies[1]);
+    let summaries = |result: &condense_replay::PolicyResult| -> Vec<condense_replay::Row> {
+        result
+            .rows
+            .iter()
+            .filter(|row| row.kind == condense_replay::RowKind::Summarizer)
+            .cloned()
+            .collect()
+    };
+    let agent = |result: &condense_replay::PolicyResult| -> Vec<u64> {
+        result
+            .rows
+            .iter()
+            .filter(|row| row.kind == condense_replay::RowKind::Agent)
+            .map(|row| row.context_tokens)
+            .collect()
+    };
+    assert_eq!(agent(separate), agent(forked), "the agent's requests");
+    let (by_itself, inside) = (summaries(separate), summaries(forked));
+    assert!(!inside.is_empty());
+    assert_eq!(by_itself.len(), inside.len());
+    assert!(by_itself.iter().all(|row| row.usage.cache_read == 0));
+    assert!(
+        inside
+            .iter()
+            .any(|row| row.usage.cache_read * 2 > row.context_tokens),
+        "{inside:?}"
+    );
+    let cost = |rows: &[condense_replay::Row]| rows.iter().map(|row| row.cost_usd).sum::<f64>();
+    assert!(cost(&inside) < cost(&by_itself), "{inside:?} {by_itself:?}");
+    assert!(forked.cost_usd < separate.cost_usd);
 }
 
 /// The OpenAI model never writes at a premium, and reads only in 128-token steps from 1,024.
@@ -351,7 +410,7 @@ fn condense_in_the_replay_sends_what_the_engine_sends_on_the_full_log() {
     let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
     let model = model(counter.as_ref(), window);
     let compactor = Compactor::from_config(&config(window)).unwrap();
-    let mut replayed = policy::Condense::new("condense", compactor).unwrap();
+    let mut replayed = policy::Condense::new("condense", compactor, None).unwrap();
     let clock = SetClock::default();
     let engine = Compactor::from_config(&config(window))
         .unwrap()

@@ -38,6 +38,7 @@ pub use proxy::{Proxy, ProxyError, ProxySettings, SESSION_HEADER};
 pub use state::{
     DirSessionStore, RedisSessionStore, Saved, SessionStore, StateStoreError, Versioned,
 };
+pub use upstream::UpstreamSummaries;
 pub use wire::{Provider, SESSION_NAME_LIMIT, UsageScanner, derived_session, named_session};
 
 /// Serves `proxy` on `listener` until `shutdown` resolves; then in-flight requests and streams

@@ -26,6 +26,11 @@ pub struct Metrics {
     pub head_reused: AtomicU64,
     /// Summarizer failures (the request went on pruned).
     pub summarizer_failures: AtomicU64,
+    /// Summaries asked inside the agent's own request that it answered (`summarizer.fork`).
+    pub forked_summaries: AtomicU64,
+    /// Forked summary requests that fell back to a separate prompt (no text in the answer,
+    /// or too long for the server).
+    pub fork_fallbacks: AtomicU64,
     /// Compactions that failed, the request forwarded unchanged (fail open).
     pub failed_open: AtomicU64,
     /// Requests refused by condense itself (malformed, too large).
@@ -98,6 +103,14 @@ impl Metrics {
             "condense_summarizer_failures_total",
             "Summaries that failed; the request went on pruned.",
             &[("", get(&self.summarizer_failures))],
+        );
+        counter(
+            "condense_forked_summaries_total",
+            "Summaries asked inside the agent's own request, sharing its cached prefix: answered, or fallen back to a separate prompt.",
+            &[
+                ("{outcome=\"answered\"}", get(&self.forked_summaries)),
+                ("{outcome=\"fell_back\"}", get(&self.fork_fallbacks)),
+            ],
         );
         counter(
             "condense_failed_open_total",

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::metrics::Metrics;
 use crate::state::{Saved, SessionStore};
-use crate::upstream::UpstreamSummarizer;
+use crate::upstream::{UpstreamSummaries, UpstreamSummarizer};
 use crate::wire::{Provider, UsageScanner, derived_session, named_session};
 
 /// The header a client may send to name its session.
@@ -43,8 +43,8 @@ pub struct ProxySettings {
     pub upstream_timeout: Duration,
     /// `summarizer.kind = "upstream"`: summaries are asked of the request's own upstream with
     /// the client's credentials and model, with these settings for the rest (timeouts,
-    /// retries, `compaction_model`). `None`: the compactor's own summarizer.
-    pub upstream_summarizer: Option<condense_summarize::RemoteSettings>,
+    /// retries, `compaction_model`, forking). `None`: the compactor's own summarizer.
+    pub upstream_summarizer: Option<UpstreamSummaries>,
 }
 
 impl ProxySettings {
@@ -302,6 +302,7 @@ impl Proxy {
                 self.settings.upstream(provider),
                 headers,
                 model,
+                &self.metrics,
             )
         });
         let summarizer = summarizer

@@ -55,6 +55,13 @@ pub const OPENAI_REPLY: &str = r#"{"id":"chatcmpl-1","object":"chat.completion",
 /// The scripted upstream's Messages answer.
 pub const ANTHROPIC_REPLY: &str = r#"{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"cache_read_input_tokens":800,"output_tokens":2}}"#;
 
+/// The scripted upstream's Chat Completions answer to a request that forces a tool call
+/// (`tool_choice: "required"`): a tool call and no text, as a real server gives.
+pub const OPENAI_TOOL_CALL_REPLY: &str = r#"{"id":"chatcmpl-2","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":900,"completion_tokens":9,"total_tokens":909}}"#;
+/// The scripted upstream's Messages answer to a request that forces a tool call
+/// (`tool_choice: {"type": "any"}`): a `tool_use` block and no text.
+pub const ANTHROPIC_TOOL_CALL_REPLY: &str = r#"{"id":"msg_2","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"cache_read_input_tokens":800,"output_tokens":9}}"#;
+
 /// The scripted upstream's Chat Completions stream, event by event.
 pub fn openai_stream() -> Vec<String> {
     vec![
@@ -80,7 +87,8 @@ pub fn anthropic_stream() -> Vec<String> {
 
 /// Starts the scripted upstream on a free 127.0.0.1 port. `x-test` on a request picks a misbehaviour: `slow` answers after
 /// three seconds, `cut` closes a stream after its first event, `long` streams for about a
-/// second.
+/// second. A request that forces a tool call (`tool_choice` `"required"` or `{"type": "any"}`)
+/// gets one, without text.
 pub async fn upstream() -> (SocketAddr, Received) {
     let received: Received = Arc::default();
     let record = |received: Received| {
@@ -103,11 +111,14 @@ pub async fn upstream() -> (SocketAddr, Received) {
                 let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 let anthropic = uri.path() == "/v1/messages";
                 let stream = request["stream"] == true;
+                let forced =
+                    request["tool_choice"] == "required" || request["tool_choice"]["type"] == "any";
                 if !stream {
-                    let reply = if anthropic {
-                        ANTHROPIC_REPLY
-                    } else {
-                        OPENAI_REPLY
+                    let reply = match (anthropic, forced) {
+                        (true, false) => ANTHROPIC_REPLY,
+                        (true, true) => ANTHROPIC_TOOL_CALL_REPLY,
+                        (false, false) => OPENAI_REPLY,
+                        (false, true) => OPENAI_TOOL_CALL_REPLY,
                     };
                     return Response::builder()
                         .header("content-type", "application/json")

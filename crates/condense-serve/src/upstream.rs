@@ -6,12 +6,42 @@
 //! exist only in the request, so the summarizer is made per request; it costs nothing unless a
 //! summary is due (the HTTP client is built only then). The credentials are passed on as
 //! headers and never logged or stored.
+//!
+//! With `summarizer.fork` (the default) the summary is asked inside the agent's own request:
+//! the conversation as the proxy would forward it, with the summary prompt after it
+//! ([`condense_summarize::Fork`]). The provider has that request cached up to its last message,
+//! so the summary reads the head from the cache instead of paying for a separate prompt. The
+//! body keeps everything that is part of the cache key (model, system prompt, tools, tool
+//! choice, thinking); only what is not is changed: no stream, and a reply limit for a summary.
 
 use axum::http::HeaderMap;
 use condense_core::Message;
-use condense_summarize::{Anthropic, OpenAi, RemoteSettings, SummarizeError, Summarizer};
+use condense_summarize::{
+    Anthropic, Fork, OpenAi, RemoteSettings, SummarizeError, SummarizeErrorKind, Summarizer,
+};
+use serde_json::{Value, json};
 
-use crate::Provider;
+use crate::{Metrics, Provider};
+
+/// `summarizer.kind = "upstream"`: how the proxy asks the request's own upstream for summaries.
+#[derive(Debug, Clone)]
+pub struct UpstreamSummaries {
+    /// Time-outs, retries, `compaction_model` and the summary's length: the `[summarizer]`
+    /// configuration (its server and key are the request's).
+    pub remote: RemoteSettings,
+    /// Ask inside the agent's own request, sharing its cached prefix (`summarizer.fork`).
+    pub fork: bool,
+}
+
+impl UpstreamSummaries {
+    /// The `[summarizer]` configuration's values.
+    pub fn from_config(config: &condense_host::Config) -> Self {
+        UpstreamSummaries {
+            remote: config.remote_settings(),
+            fork: config.settings().summarizer.fork,
+        }
+    }
+}
 
 /// The request headers a summary request carries over: the credentials of both providers
 /// (OpenAI's bearer token and organisation/project, Anthropic's key), Azure's key, and
@@ -27,32 +57,40 @@ const CARRIED: [&str; 7] = [
 ];
 
 /// The summarizer for one request.
-pub(crate) struct UpstreamSummarizer {
+pub(crate) struct UpstreamSummarizer<'m> {
     provider: Provider,
     settings: RemoteSettings,
+    /// Whether a forked request is tried first: `summarizer.fork`, and no `compaction_model`
+    /// (another model shares no cache with the agent's).
+    fork: bool,
+    /// Where forked requests and their fallbacks are counted.
+    metrics: &'m Metrics,
 }
 
-impl std::fmt::Debug for UpstreamSummarizer {
+impl std::fmt::Debug for UpstreamSummarizer<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UpstreamSummarizer")
             .field("provider", &self.provider.name())
             .field("settings", &self.settings)
+            .field("fork", &self.fork)
             .finish()
     }
 }
 
-impl UpstreamSummarizer {
+impl<'m> UpstreamSummarizer<'m> {
     /// For a request to `provider` at `origin` with `headers`, asking `model` (the request's
     /// `model`) unless `template` names a `compaction_model`; the rest (timeouts, retries,
     /// limits) from `template`, the `[summarizer]` configuration.
     pub(crate) fn for_request(
-        template: &RemoteSettings,
+        template: &UpstreamSummaries,
         provider: Provider,
         origin: &str,
         headers: &HeaderMap,
         model: Option<&str>,
+        metrics: &'m Metrics,
     ) -> Self {
-        let mut settings = template.clone();
+        let fork = template.fork && template.remote.compaction_model.is_none();
+        let mut settings = template.remote.clone();
         let origin = origin.trim_end_matches('/');
         settings.base_url = match provider {
             // The OpenAI client appends `/chat/completions` to a base that ends in `/v1`.
@@ -70,14 +108,114 @@ impl UpstreamSummarizer {
                 Some(((*name).to_owned(), value.to_owned()))
             })
             .collect();
-        UpstreamSummarizer { provider, settings }
+        UpstreamSummarizer {
+            provider,
+            settings,
+            fork,
+            metrics,
+        }
+    }
+
+    /// The agent's request with the summary prompt after it, as the provider's JSON body;
+    /// `None` when it would not fit the window (see [`Fork::request`]) or cannot be written.
+    fn forked_body(&self, fork: &Fork<'_>, prompt: &str) -> Option<Value> {
+        let (request, reply_tokens) = fork.request(
+            prompt,
+            self.settings.counter.as_ref(),
+            self.settings.max_summary_tokens,
+        )?;
+        let bytes = condense_formats::write_compact(self.provider.format(), &request).ok()?;
+        let mut body: Value = serde_json::from_slice(&bytes).ok()?;
+        let object = body.as_object_mut()?;
+        // Not part of the cached prefix: the summary is read whole, and one answer is enough.
+        object.remove("stream");
+        object.remove("stream_options");
+        object.remove("n");
+        match self.provider {
+            // Reasoning models take `max_completion_tokens` and refuse `max_tokens`: set the one
+            // the agent used.
+            Provider::OpenAi => {
+                let key = if object.contains_key("max_completion_tokens") {
+                    "max_completion_tokens"
+                } else {
+                    "max_tokens"
+                };
+                object.insert(key.to_owned(), json!(reply_tokens));
+            }
+            // With extended thinking the limit covers the thinking budget as well, and must
+            // exceed it.
+            Provider::Anthropic => {
+                let thinking = object
+                    .get("thinking")
+                    .filter(|thinking| thinking["type"] == "enabled")
+                    .and_then(|thinking| thinking["budget_tokens"].as_u64())
+                    .unwrap_or(0);
+                let limit = u64::try_from(reply_tokens).unwrap_or(u64::MAX);
+                object.insert(
+                    "max_tokens".to_owned(),
+                    json!(thinking.saturating_add(limit)),
+                );
+            }
+        }
+        Some(body)
+    }
+
+    /// Posts a whole request body to the upstream.
+    async fn complete_body(&self, body: &Value) -> Result<String, SummarizeError> {
+        match self.provider {
+            Provider::OpenAi => {
+                OpenAi::new(self.settings.clone())?
+                    .complete_body(body)
+                    .await
+            }
+            Provider::Anthropic => {
+                Anthropic::new(self.settings.clone())?
+                    .complete_body(body)
+                    .await
+            }
+        }
     }
 }
 
 #[async_trait::async_trait]
-impl Summarizer for UpstreamSummarizer {
+impl Summarizer for UpstreamSummarizer<'_> {
     fn name(&self) -> &str {
         "upstream"
+    }
+
+    /// Inside the agent's own request when it fits; the separate prompt when it does not, or
+    /// when the forked answer holds no text (the model called a tool, as the agent's tools
+    /// invite it to) or the server found the request too long after all.
+    async fn summarize_forked(
+        &self,
+        fork: Fork<'_>,
+        prompt: &str,
+    ) -> Result<String, SummarizeError> {
+        let body = if self.fork {
+            self.forked_body(&fork, prompt)
+        } else {
+            None
+        };
+        if let Some(body) = body {
+            match self.complete_body(&body).await {
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        SummarizeErrorKind::Empty | SummarizeErrorKind::ContextExceeded
+                    ) =>
+                {
+                    Metrics::add(&self.metrics.fork_fallbacks, 1);
+                    tracing::debug!(%error, "forked summary failed; asking a separate prompt");
+                }
+                answer => {
+                    if answer.is_ok() {
+                        Metrics::add(&self.metrics.forked_summaries, 1);
+                    }
+                    return answer;
+                }
+            }
+        }
+        self.summarize(fork.head(), prompt).await
     }
 
     async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError> {

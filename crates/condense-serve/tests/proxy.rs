@@ -13,7 +13,7 @@ use condense_serve::testing::{
     ANTHROPIC_REPLY, Frozen, OPENAI_REPLY, anthropic_stream, openai_stream, replay_ends,
     settings_for, spawn, upstream,
 };
-use condense_serve::{DirSessionStore, Proxy, ProxySettings, SessionStore};
+use condense_serve::{DirSessionStore, Proxy, ProxySettings, SessionStore, UpstreamSummaries};
 use serde_json::{Value, json};
 
 struct Running {
@@ -37,16 +37,19 @@ async fn proxy_with(
     extra: &[(&str, &str)],
     settings: impl FnOnce(&mut ProxySettings),
 ) -> Running {
-    let mut env: Vec<(String, String)> = extra
-        .iter()
-        .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-        .collect();
-    env.extend([
+    // A variable in `extra` replaces the same one here.
+    let mut env: Vec<(String, String)> = vec![
         ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), window.to_string()),
         ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
         // A small window needs the protect window and minimum scaled to it.
         ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS".into(), "true".into()),
-    ]);
+    ];
+    env.retain(|(name, _)| extra.iter().all(|(key, _)| key != name));
+    env.extend(
+        extra
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned())),
+    );
     let config = Config::load(&Sources {
         env,
         ..Sources::default()
@@ -603,6 +606,124 @@ async fn sixty_four_sessions_at_once_lose_nothing() {
     assert_eq!(metric(&metrics, "condense_upstream_errors_total"), 0);
 }
 
+/// `summarizer.fork`: the summary is asked inside the agent's own request, so the provider reads
+/// it from the prompt cache. The summary request begins with exactly the messages the proxy
+/// forwarded on the previous request (the cached prefix), keeps the request's tools, is not
+/// streamed, and ends with the summary prompt naming the kept tail. An answer without text (a
+/// forced tool call here) falls back to a separate prompt, and the request still goes on
+/// summarized.
+#[tokio::test]
+async fn a_forked_summary_repeats_the_previous_request_and_falls_back_without_text() {
+    let all = messages("openai/openhands-ponylang__ponyc-4588");
+    // Age-based pruning stays off at this size (40K protected): the prefix stays as it was.
+    let extra = [
+        ("CONDENSE_SUMMARIZER_KIND", "upstream"),
+        ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS", "false"),
+    ];
+    // The second request is the first over the threshold (16,000 - 4,096); the first is the
+    // one before it, ending one assistant step earlier.
+    let ends: Vec<usize> = (1..all.len())
+        .filter(|&end| all[end]["role"] == "assistant")
+        .collect();
+    let due = ends
+        .iter()
+        .position(|&end| tokens(&all[..end]) >= 11_904)
+        .unwrap();
+    let (first, second) = (ends[due - 1], ends[due]);
+    assert!(tokens(&all[..second]) < 13_000, "room left for a reply");
+    let tools = json!([{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]);
+    for forced in [false, true] {
+        let (upstream, received) = upstream().await;
+        let running = proxy_with(upstream, 16_000, &extra, |settings| {
+            let remote = condense_summarize::RemoteSettings::new("unused", "unused");
+            settings.upstream_summarizer = Some(UpstreamSummaries { remote, fork: true });
+        })
+        .await;
+        for end in [first, second] {
+            let mut body = json!({
+                "model": "client-model",
+                "messages": &all[..end],
+                "tools": tools,
+                "stream": true,
+                "stream_options": {"include_usage": true},
+            });
+            if forced {
+                body["tool_choice"] = json!("required");
+            }
+            let response = client()
+                .post(format!("{}/v1/chat/completions", running.url))
+                .header("authorization", "Bearer sk-client-secret")
+                .header("x-condense-session", "fork")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            response.text().await.unwrap();
+        }
+        let received = received.lock().unwrap().clone();
+        let bodies: Vec<Value> = received
+            .iter()
+            .map(|(_, _, body)| serde_json::from_slice(body).unwrap())
+            .collect();
+        // The first request, the forked summary, (the separate one,) the second request.
+        assert_eq!(bodies.len(), if forced { 4 } else { 3 }, "forced: {forced}");
+        let previous = bodies[0]["messages"].as_array().unwrap();
+        let fork = &bodies[1];
+        let fork_messages = fork["messages"].as_array().unwrap();
+        assert_eq!(fork_messages.len(), second + 1);
+        assert_eq!(
+            &fork_messages[..previous.len()],
+            &previous[..],
+            "the cached prefix"
+        );
+        assert_eq!(fork["tools"], tools);
+        assert_eq!(fork["model"], "client-model");
+        assert!(fork.get("stream").is_none() && fork.get("stream_options").is_none());
+        let limit = fork["max_tokens"].as_u64().unwrap();
+        assert!((2_048..=4_096).contains(&limit), "{limit}");
+        let prompt = fork_messages.last().unwrap();
+        assert_eq!(prompt["role"], "user");
+        let text = prompt["content"].as_str().unwrap();
+        assert!(
+            text.starts_with("CRITICAL: answer with text only"),
+            "{text}"
+        );
+        assert!(text.contains("You are writing the memory"), "{text}");
+        if forced {
+            let separate = &bodies[2];
+            assert!(separate.get("tools").is_none(), "a prompt of its own");
+            assert_eq!(separate["max_tokens"], 4_096);
+        }
+        let sent = bodies.last().unwrap();
+        assert!(
+            sent.to_string()
+                .contains("<prior-conversation-summary>\\nok\\n</prior-conversation-summary>"),
+            "the summary the upstream wrote"
+        );
+        let metrics = running.proxy.metrics.render();
+        let (answered, fell_back) = if forced { (0, 1) } else { (1, 0) };
+        assert_eq!(
+            metric(
+                &metrics,
+                "condense_forked_summaries_total{outcome=\"answered\"}"
+            ),
+            answered
+        );
+        assert_eq!(
+            metric(
+                &metrics,
+                "condense_forked_summaries_total{outcome=\"fell_back\"}"
+            ),
+            fell_back
+        );
+        assert_eq!(
+            metric(&metrics, "condense_compactions_total{phase=\"summary\"}"),
+            1
+        );
+    }
+}
+
 /// `summarizer.kind = "upstream"`: a due summary is asked of the request's own upstream, with
 /// the client's own credentials and model (or `compaction_model`), before the compacted request
 /// goes there too; the summary it writes is the one the compacted request carries. Neither the
@@ -616,9 +737,9 @@ async fn summaries_are_asked_of_the_upstream_with_the_clients_own_credentials() 
             16_000,
             &[("CONDENSE_SUMMARIZER_KIND", "upstream")],
             |settings| {
-                let mut template = condense_summarize::RemoteSettings::new("unused", "unused");
-                template.compaction_model = compaction_model.map(str::to_owned);
-                settings.upstream_summarizer = Some(template);
+                let mut remote = condense_summarize::RemoteSettings::new("unused", "unused");
+                remote.compaction_model = compaction_model.map(str::to_owned);
+                settings.upstream_summarizer = Some(UpstreamSummaries { remote, fork: true });
             },
         )
         .await;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use condense_host::{Compactor, Config, Sources};
 use condense_pruner::MemoryStore;
 use condense_serve::testing::{settings_for, spawn};
-use condense_serve::{DirSessionStore, Proxy};
+use condense_serve::{DirSessionStore, Proxy, UpstreamSummaries};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,7 +101,10 @@ async fn through_the_proxy(test: &str, upstream_summarizer: bool) {
         template.max_summary_tokens = 128;
         template.tool_output_chars = 300;
         template.max_attempts = 1;
-        settings.upstream_summarizer = Some(template);
+        settings.upstream_summarizer = Some(UpstreamSummaries {
+            remote: template,
+            fork: true,
+        });
     }
     let proxy = Arc::new(
         Proxy::new(
@@ -142,4 +145,92 @@ async fn through_the_proxy(test: &str, upstream_summarizer: bool) {
         metrics.contains("condense_failed_open_total 0"),
         "{metrics}"
     );
+}
+
+/// `summarizer.fork`: with room left in the window, the real server is asked for the summary
+/// inside the agent's own request (the conversation, then the summary prompt), answers it with
+/// text, and the compacted request then gets a real completion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_server_answers_a_summary_asked_inside_the_agents_request() {
+    let test = "the_real_server_answers_a_summary_asked_inside_the_agents_request";
+    let Some(base_url) =
+        condense_core::testing::required_url(test, "CONDENSE_LLM_URL", "CONDENSE_REQUIRE_LLM")
+    else {
+        return;
+    };
+    let origin = base_url
+        .trim_end_matches('/')
+        .trim_end_matches("/v1")
+        .to_owned();
+    let transcript =
+        condense_core::testing::transcript("openai/mini-swe-agent-sympy__sympy-13091").unwrap();
+    let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
+    // The task and three steps: 2,516 tokens by condense's count, just over the 2,500 usable
+    // below; the forked request (about 3,300 with the prompt, twice that in SmolLM2's tokens)
+    // and its 256-token reply fit the server's 8,192.
+    let messages = &session["messages"].as_array().unwrap()[..8];
+    let body = json!({
+        "model": "smollm2",
+        "max_tokens": 16,
+        "temperature": 0,
+        "messages": messages,
+    });
+    let config = Config::load(&Sources {
+        env: vec![
+            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "3600".into()),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "1100".into()),
+            ("CONDENSE_COMPACTION_MIN_TAIL_TOKENS".into(), "300".into()),
+            ("CONDENSE_COMPACTION_MAX_TAIL_TOKENS".into(), "600".into()),
+            ("CONDENSE_COMPACTION_MIN_TAIL_TURNS".into(), "0".into()),
+            ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS".into(), "true".into()),
+        ],
+        ..Sources::default()
+    })
+    .unwrap();
+    let compactor = Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()));
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings_for(&origin);
+    settings.upstream_timeout = Duration::from_secs(600);
+    let mut remote = config.remote_settings();
+    remote.max_summary_tokens = 256;
+    remote.max_attempts = 1;
+    settings.upstream_summarizer = Some(UpstreamSummaries { remote, fork: true });
+    let proxy = Arc::new(
+        Proxy::new(
+            settings,
+            compactor,
+            Arc::new(DirSessionStore::new(dir.path())),
+        )
+        .unwrap(),
+    );
+    let url = spawn(proxy.clone()).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(600))
+        .build()
+        .unwrap();
+    let response = client
+        .post(format!("{url}/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer["choices"][0]["message"]["content"].is_string(),
+        "{answer}"
+    );
+    let metrics = proxy.metrics.render();
+    for line in [
+        "condense_compactions_total{phase=\"summary\"} 1",
+        "condense_forked_summaries_total{outcome=\"answered\"} 1",
+        "condense_forked_summaries_total{outcome=\"fell_back\"} 0",
+        "condense_failed_open_total 0",
+    ] {
+        assert!(metrics.contains(line), "{line}\n{metrics}");
+    }
 }

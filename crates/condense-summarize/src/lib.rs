@@ -11,6 +11,7 @@ mod chunked;
 mod error;
 mod extractive;
 mod flatten;
+mod fork;
 mod remote;
 
 use async_trait::async_trait;
@@ -18,6 +19,7 @@ use condense_core::Message;
 
 pub use error::{SummarizeError, SummarizeErrorKind};
 pub use extractive::{Extractive, ExtractiveSettings};
+pub use fork::Fork;
 pub use remote::{Anthropic, OpenAi, RemoteSettings};
 
 /// Turns a head into a summary. `prompt` is the rendered template (preamble, sections,
@@ -29,4 +31,15 @@ pub trait Summarizer: Send + Sync {
 
     /// The summary text, or an error that says what failed. An empty summary is an error.
     async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError>;
+
+    /// The summary of `fork`'s head, for a summarizer that can ask it inside the whole
+    /// conversation and so share the provider's cached prefix (see [`Fork`]). By default the
+    /// head alone is summarized, as [`Summarizer::summarize`] does.
+    async fn summarize_forked(
+        &self,
+        fork: Fork<'_>,
+        prompt: &str,
+    ) -> Result<String, SummarizeError> {
+        self.summarize(fork.head(), prompt).await
+    }
 }

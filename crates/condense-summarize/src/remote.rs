@@ -341,6 +341,24 @@ impl OpenAi {
 impl Complete for OpenAi {
     async fn complete(&self, turns: Vec<Turn>) -> Result<String, SummarizeError> {
         let settings = &self.http.settings;
+        let messages = chat_messages(&turns);
+        let body = json!({
+            "model": settings.model(),
+            "messages": messages,
+            "max_tokens": settings.max_summary_tokens,
+            "temperature": 0,
+        });
+        self.complete_body(&body).await
+    }
+}
+
+impl OpenAi {
+    /// Posts `body`, a whole Chat Completions request (model, limits and all), and returns the
+    /// answer's text, with this summarizer's headers, retries and time-out. An answer without
+    /// text (a tool call, `content: null`) is [`SummarizeError::Empty`]. The proxy's forked
+    /// summaries send the agent's own request this way.
+    pub async fn complete_body(&self, body: &Value) -> Result<String, SummarizeError> {
+        let settings = &self.http.settings;
         let url = self.http.url("/chat/completions");
         let mut defaults = Vec::new();
         if !settings.has_header("authorization")
@@ -349,29 +367,29 @@ impl Complete for OpenAi {
             defaults.push(("authorization", format!("Bearer {key}")));
         }
         let headers = settings.headers_with(defaults);
-        let messages = chat_messages(&turns);
-        let body = json!({
-            "model": settings.model(),
-            "messages": messages,
-            "max_tokens": settings.max_summary_tokens,
-            "temperature": 0,
-        });
         let answer = self
             .http
-            .post(&url, &headers, &body, "Chat Completions")
+            .post(&url, &headers, body, "Chat Completions")
             .await?;
-        let text = answer
-            .pointer("/choices/0/message/content")
-            .and_then(Value::as_str)
-            .ok_or_else(|| SummarizeError::Malformed {
+        let Some(message) = answer.pointer("/choices/0/message") else {
+            return Err(SummarizeError::Malformed {
+                url: url.clone(),
+                protocol: "Chat Completions",
+                message: format!("no choices[0].message in {}", excerpt(&answer.to_string())),
+            });
+        };
+        match message.get("content") {
+            Some(Value::String(text)) => nonempty(&url, text.clone()),
+            Some(Value::Null) | None => Err(SummarizeError::Empty { url }),
+            Some(other) => Err(SummarizeError::Malformed {
                 url: url.clone(),
                 protocol: "Chat Completions",
                 message: format!(
-                    "no choices[0].message.content in {}",
-                    excerpt(&answer.to_string())
+                    "choices[0].message.content is {}",
+                    excerpt(&other.to_string())
                 ),
-            })?;
-        nonempty(&url, text.to_owned())
+            }),
+        }
     }
 }
 
@@ -408,6 +426,23 @@ impl Anthropic {
 impl Complete for Anthropic {
     async fn complete(&self, turns: Vec<Turn>) -> Result<String, SummarizeError> {
         let settings = &self.http.settings;
+        let messages = chat_messages(&turns);
+        let body = json!({
+            "model": settings.model(),
+            "max_tokens": settings.max_summary_tokens,
+            "messages": messages,
+        });
+        self.complete_body(&body).await
+    }
+}
+
+impl Anthropic {
+    /// Posts `body`, a whole Messages request (model, limits and all), and returns the text of
+    /// the answer's text blocks, with this summarizer's headers, retries and time-out. An answer
+    /// without text (only `tool_use` or `thinking` blocks) is [`SummarizeError::Empty`]. The
+    /// proxy's forked summaries send the agent's own request this way.
+    pub async fn complete_body(&self, body: &Value) -> Result<String, SummarizeError> {
+        let settings = &self.http.settings;
         let url = self.http.url("/v1/messages");
         let mut defaults = vec![("anthropic-version", Self::API_VERSION.to_owned())];
         if !settings.has_header("x-api-key")
@@ -417,13 +452,7 @@ impl Complete for Anthropic {
             defaults.push(("x-api-key", key));
         }
         let headers = settings.headers_with(defaults);
-        let messages = chat_messages(&turns);
-        let body = json!({
-            "model": settings.model(),
-            "max_tokens": settings.max_summary_tokens,
-            "messages": messages,
-        });
-        let answer = self.http.post(&url, &headers, &body, "Messages").await?;
+        let answer = self.http.post(&url, &headers, body, "Messages").await?;
         let Some(blocks) = answer.get("content").and_then(Value::as_array) else {
             return Err(SummarizeError::Malformed {
                 url,

@@ -148,6 +148,8 @@ pub struct CompactionConfig {
 pub struct SummarizerConfig {
     /// Which summarizer.
     pub kind: SummarizerKind,
+    /// upstream: ask inside the agent's own request, sharing its cached prefix.
+    pub fork: bool,
     /// extractive: the summary's budget in tokens.
     pub budget_tokens: usize,
     /// extractive: each request is quoted up to this many characters.

@@ -5,16 +5,21 @@
 //! persists as it does in production. The clock is the request's recorded time, so time-based
 //! microcompact sees the real idle gaps. Originals go to a store in memory (a replay writes
 //! nothing to disk), and summaries come from the extractive summarizer, offline: the call is
-//! priced as the request a remote summarizer would have made (the head flattened into one
-//! prompt of its own, the summary as its output).
+//! priced as the request a remote summarizer would have made. That is the head flattened into
+//! one prompt of its own, the summary as its output; or, for a configuration that forks
+//! (`summarizer.kind = "upstream"` with `summarizer.fork`, as `condense serve` runs it), the
+//! agent's own request with the summary prompt after it, where the proxy would have made it
+//! (room left in the window), which reads the agent's cached prefix.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use condense_core::{Conversation, Message};
 use condense_host::{
     Clock, CompactionOutcome, Compactor, MemoryStore, Reason, ReportedUsage, SessionState,
 };
+use condense_summarize::{Fork, SummarizeError, Summarizer};
+use condense_tokenizer::TokenCounter;
 
 use super::{Model, Policy, Prepared, SummarizerCall, SummarizerInput};
 use crate::ReplayError;
@@ -29,10 +34,45 @@ impl Clock for ReplayClock {
     }
 }
 
+/// The configured summarizer, noting the forked request a forking summarizer would have sent
+/// (see [`Fork::request`]): the same decision, the same messages, with the summary's length
+/// limit of the configuration.
+struct Forking<'s> {
+    inner: &'s dyn Summarizer,
+    counter: &'s dyn TokenCounter,
+    reply_tokens: usize,
+    request: Mutex<Option<Vec<Message>>>,
+}
+
+#[async_trait::async_trait]
+impl Summarizer for Forking<'_> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError> {
+        self.inner.summarize(head, prompt).await
+    }
+
+    async fn summarize_forked(
+        &self,
+        fork: Fork<'_>,
+        prompt: &str,
+    ) -> Result<String, SummarizeError> {
+        let request = fork.request(prompt, self.counter, self.reply_tokens);
+        if let Ok(mut noted) = self.request.lock() {
+            *noted = request.map(|(request, _)| request.messages);
+        }
+        self.inner.summarize(fork.head(), prompt).await
+    }
+}
+
 /// condense with one configuration.
 pub struct Condense {
     name: String,
     compactor: Compactor,
+    /// `Some(summary length)` when summaries are asked inside the agent's request.
+    fork: Option<usize>,
     state: SessionState,
     /// Messages in the last request sent: where its answer stands in the next one.
     sent: usize,
@@ -50,8 +90,13 @@ impl std::fmt::Debug for Condense {
 
 impl Condense {
     /// The policy `name` running `compactor` (built from the configuration to compare, with the
-    /// extractive summarizer); its store and clock are replaced by the replay's.
-    pub fn new(name: impl Into<String>, compactor: Compactor) -> Result<Self, ReplayError> {
+    /// extractive summarizer); its store and clock are replaced by the replay's. `fork`: the
+    /// configuration asks summaries inside the agent's request, of at most this many tokens.
+    pub fn new(
+        name: impl Into<String>,
+        compactor: Compactor,
+        fork: Option<usize>,
+    ) -> Result<Self, ReplayError> {
         let clock = ReplayClock::default();
         let compactor = compactor
             .with_store(Box::new(MemoryStore::new()))
@@ -65,6 +110,7 @@ impl Condense {
         Ok(Condense {
             name: name.into(),
             compactor,
+            fork,
             state: SessionState::default(),
             sent: 0,
             clock,
@@ -98,13 +144,27 @@ impl Policy for Condense {
             self.clock.0.store(now, Ordering::Relaxed);
         }
         let conversation = Conversation::new(history.to_vec());
-        let compaction = self
-            .runtime
-            .block_on(self.compactor.prepare(conversation, &mut self.state))
-            .map_err(|error| ReplayError::Policy {
-                policy: self.name.clone(),
-                message: error.to_string(),
-            })?;
+        let forking = self.fork.map(|reply_tokens| Forking {
+            inner: self.compactor.summarizer(),
+            counter: self.compactor.counter(),
+            reply_tokens,
+            request: Mutex::new(None),
+        });
+        let prepared = match &forking {
+            Some(forking) => self.runtime.block_on(self.compactor.prepare_with(
+                conversation,
+                &mut self.state,
+                forking,
+            )),
+            None => self
+                .runtime
+                .block_on(self.compactor.prepare(conversation, &mut self.state)),
+        };
+        let compaction = prepared.map_err(|error| ReplayError::Policy {
+            policy: self.name.clone(),
+            message: error.to_string(),
+        })?;
+        let forked = forking.and_then(|forking| forking.request.into_inner().ok().flatten());
         let report = &compaction.report;
         let summarizer = match &report.compaction {
             CompactionOutcome::Summarized {
@@ -112,7 +172,10 @@ impl Policy for Condense {
                 summary_tokens,
                 ..
             } => Some(SummarizerCall {
-                input: SummarizerInput::Separate(split.head_tokens),
+                input: match forked {
+                    Some(request) => SummarizerInput::Forked(request),
+                    None => SummarizerInput::Separate(split.head_tokens),
+                },
                 output_tokens: *summary_tokens,
             }),
             _ => None,
