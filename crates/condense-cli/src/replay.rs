@@ -123,12 +123,15 @@ fn policy_names(args: &ReplayArgs) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// The effective configuration, and whether it asks summaries inside the agent's request (of at
-/// most this many tokens: `summarizer.kind = "upstream"` with `summarizer.fork`, and no
-/// `compaction_model`, as `condense serve` decides); for condense-b, `explicit` (its
+/// The effective configuration, and whether it asks summaries inside the agent's request
+/// (`summarizer.kind = "upstream"` with `summarizer.fork`, and no `compaction_model`, as
+/// `condense serve` decides); for condense-b, `explicit` (its
 /// `--config-b` file) takes the place of `--config`. The summarizer is the extractive one
 /// whatever is configured: a replay is offline and deterministic.
-fn replay_config(args: &ReplayArgs, explicit: Option<PathBuf>) -> Result<(Config, Option<usize>)> {
+fn replay_config(
+    args: &ReplayArgs,
+    explicit: Option<PathBuf>,
+) -> Result<(Config, Option<policy::ForkLimits>)> {
     let mut sources = sources(&args.settings)?;
     if let Some(explicit) = explicit {
         if !explicit.is_file() {
@@ -144,7 +147,10 @@ fn replay_config(args: &ReplayArgs, explicit: Option<PathBuf>) -> Result<(Config
     let fork = (configured.summarizer_kind() == SummarizerKind::Upstream
         && summarizer.fork
         && summarizer.compaction_model.is_empty())
-    .then_some(summarizer.max_summary_tokens);
+    .then_some(policy::ForkLimits {
+        max_summary_tokens: summarizer.max_summary_tokens,
+        tool_output_chars: summarizer.tool_output_chars,
+    });
     sources.flags.push((
         "replay".to_owned(),
         "summarizer.kind".to_owned(),
@@ -154,7 +160,7 @@ fn replay_config(args: &ReplayArgs, explicit: Option<PathBuf>) -> Result<(Config
 }
 
 fn condense(
-    (config, fork): &(Config, Option<usize>),
+    (config, fork): &(Config, Option<policy::ForkLimits>),
     name: &str,
     verbosity: Verbosity,
 ) -> Result<Box<dyn condense_replay::Policy>> {

@@ -309,9 +309,19 @@ impl Compactor {
             // What the request carries beyond the messages condense counts (tool definitions,
             // a system prompt sent apart, the provider's own tokenizer): the tail and the
             // summary must fit in what is left of the window.
+            // What the provider most likely has cached: what the previous request sent, up to
+            // the first output this one replaced for the first time.
+            let previous_end = match measured {
+                Measure::ProviderUsage { at_message, .. } => at_message,
+                Measure::Tokenizer { .. } => counts.len(),
+            };
+            let first_change = prune.first_fresh_message().unwrap_or(counts.len());
+            let cached_end = previous_end.min(first_change).min(counts.len());
             let measure = Due {
                 tokens: due_tokens,
                 overhead: overhead(usable, due_tokens, tokens_after_prune),
+                counted: tokens_after_prune,
+                cached: counts[..cached_end].iter().sum(),
             };
             let (outcome, compacted) = self
                 .summarize(&conversation, state, automatic, summarizer, measure)
@@ -469,6 +479,8 @@ impl Compactor {
             head: cut.head(),
             tokens: due.tokens,
             window: self.tail.context_window,
+            counted: due.counted,
+            cached: due.cached,
         };
         let answer = summarizer
             .summarize_forked(fork, &prompt)
@@ -634,6 +646,11 @@ struct Due {
     /// What the provider counts on top of condense's count of the messages (see [`overhead`]):
     /// the tail is sized for the window without it.
     overhead: usize,
+    /// condense's count of the conversation.
+    counted: usize,
+    /// condense's count of its leading messages the provider most likely has cached (see
+    /// [`Fork::cached`]).
+    cached: usize,
 }
 
 /// How much of the usable window the request's part beyond condense's count takes, in

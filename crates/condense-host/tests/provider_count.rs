@@ -77,6 +77,16 @@ async fn outputs_pruned_before_are_not_taken_off_the_providers_count_again() {
         first.report.prune.replaced()
     );
     assert_eq!(first.report.compaction, CompactionOutcome::NotDue);
+    // Where that request stops repeating the (unpruned) history: the first output replaced.
+    let first_replaced = first
+        .report
+        .prune
+        .outputs
+        .iter()
+        .find(|output| output.reason.replaces())
+        .map(|output| output.message);
+    assert!(first_replaced.is_some());
+    assert_eq!(first.report.prune.first_fresh_message(), first_replaced);
 
     // The answer to request 1, and the provider's count of that request and answer: just
     // under the threshold (the harness's tool definitions make up the rest).
@@ -102,6 +112,17 @@ async fn outputs_pruned_before_are_not_taken_off_the_providers_count_again() {
         second.report.prune.frozen_tokens_up_to(usize::MAX) > 5_000,
         "the resent originals were replaced again: {:?}",
         second.report.prune.replaced()
+    );
+    // Replaced again is not a change: the request repeats the one before it up to the new
+    // messages (or to what this request replaces for the first time, after the first).
+    assert!(
+        second
+            .report
+            .prune
+            .first_fresh_message()
+            .is_none_or(|message| message > first_replaced.unwrap()),
+        "{:?}",
+        second.report.prune.first_fresh_message()
     );
     assert!(
         matches!(

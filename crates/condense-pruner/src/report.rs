@@ -50,6 +50,23 @@ pub enum Reason {
     NotCompactable,
 }
 
+impl Reason {
+    /// Whether the output was replaced (by a placeholder, a preview or the agent's summary),
+    /// as opposed to kept and why.
+    pub fn replaces(&self) -> bool {
+        matches!(
+            self,
+            Reason::Pruned
+                | Reason::OverTurnBudget
+                | Reason::Duplicate { .. }
+                | Reason::Frozen
+                | Reason::TrimmedByAgent
+                | Reason::Superseded { .. }
+                | Reason::Microcompacted
+        )
+    }
+}
+
 /// What happened to one tool output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OutputReport {
@@ -124,19 +141,18 @@ impl PruneReport {
     pub fn replaced(&self) -> usize {
         self.outputs
             .iter()
-            .filter(|output| {
-                matches!(
-                    output.reason,
-                    Reason::Pruned
-                        | Reason::OverTurnBudget
-                        | Reason::Duplicate { .. }
-                        | Reason::Frozen
-                        | Reason::TrimmedByAgent
-                        | Reason::Superseded { .. }
-                        | Reason::Microcompacted
-                )
-            })
+            .filter(|output| output.reason.replaces())
             .count()
+    }
+
+    /// The first message with an output replaced for the first time by this call: where this
+    /// request stops repeating the one before it, and so the provider's cached prefix ends.
+    pub fn first_fresh_message(&self) -> Option<usize> {
+        self.outputs
+            .iter()
+            .filter(|output| output.reason.replaces() && output.reason != Reason::Frozen)
+            .map(|output| output.message)
+            .min()
     }
 }
 

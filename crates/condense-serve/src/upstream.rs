@@ -123,6 +123,7 @@ impl<'m> UpstreamSummarizer<'m> {
             prompt,
             self.settings.counter.as_ref(),
             self.settings.max_summary_tokens,
+            self.settings.tool_output_chars,
         )?;
         let bytes = condense_formats::write_compact(self.provider.format(), &request).ok()?;
         let mut body: Value = serde_json::from_slice(&bytes).ok()?;
@@ -155,6 +156,9 @@ impl<'m> UpstreamSummarizer<'m> {
                     "max_tokens".to_owned(),
                     json!(thinking.saturating_add(limit)),
                 );
+                if let Some(Value::Array(messages)) = object.get_mut("messages") {
+                    join_trailing_user_turns(messages);
+                }
             }
         }
         Some(body)
@@ -175,6 +179,28 @@ impl<'m> UpstreamSummarizer<'m> {
             }
         }
     }
+}
+
+/// The summary prompt, the last message, joined to the user turn before it (tool results,
+/// usually) as one more text block: the Messages API wants turns to alternate, and the blocks
+/// before it, the cached prefix, stay exactly as they were.
+fn join_trailing_user_turns(messages: &mut Vec<Value>) {
+    let [.., previous, last] = messages.as_mut_slice() else {
+        return;
+    };
+    if previous["role"] != "user" || last["role"] != "user" {
+        return;
+    }
+    let blocks = |content: Value| match content {
+        Value::String(text) => vec![json!({"type": "text", "text": text})],
+        Value::Array(blocks) => blocks,
+        other => vec![other],
+    };
+    let added = blocks(last["content"].take());
+    let mut joined = blocks(previous["content"].take());
+    joined.extend(added);
+    previous["content"] = Value::Array(joined);
+    messages.pop();
 }
 
 #[async_trait::async_trait]
@@ -231,5 +257,108 @@ impl Summarizer for UpstreamSummarizer<'_> {
                     .await
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    /// An Anthropic request ending with tool results, with extended thinking, as the proxy
+    /// would forward it; its fork.
+    fn forked(body: &Value) -> Value {
+        let (_, conversation) = condense_formats::read(
+            body.to_string().as_bytes(),
+            Some(condense_formats::Format::Anthropic),
+        )
+        .unwrap();
+        let metrics = Metrics::default();
+        let template = UpstreamSummaries {
+            remote: RemoteSettings::new("unused", "unused"),
+            fork: true,
+        };
+        let summarizer = UpstreamSummarizer::for_request(
+            &template,
+            Provider::Anthropic,
+            "http://127.0.0.1:1",
+            &HeaderMap::new(),
+            Some("claude"),
+            &metrics,
+        );
+        // Counted low, so that the fork is the cheaper request whatever the head's size.
+        let counted = 100;
+        let fork = Fork {
+            conversation: &conversation,
+            head: 0..3,
+            tokens: counted,
+            window: 200_000,
+            counted,
+            cached: counted,
+        };
+        summarizer
+            .forked_body(&fork, &"Summarize. ".repeat(10))
+            .unwrap()
+    }
+
+    #[test]
+    fn an_anthropic_fork_adds_the_prompt_to_the_last_user_turn_and_leaves_the_rest() {
+        let listing: String = (0..300).map(|n| format!("src/module_{n}.rs\n")).collect();
+        let body = json!({
+            "model": "claude",
+            "max_tokens": 32000,
+            "stream": true,
+            "thinking": {"type": "enabled", "budget_tokens": 10000},
+            "tools": [{"name": "Bash", "input_schema": {"type": "object"}}],
+            "messages": [
+                {"role": "user", "content": "List the sources."},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": listing,
+                     "cache_control": {"type": "ephemeral"}}
+                ]}
+            ]
+        });
+        let fork = forked(&body);
+        let messages = fork["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3, "no second user turn in a row");
+        assert_eq!(messages[..2], body["messages"].as_array().unwrap()[..2]);
+        let blocks = messages[2]["content"].as_array().unwrap();
+        assert_eq!(
+            blocks[0], body["messages"][2]["content"][0],
+            "the cached block"
+        );
+        assert_eq!(blocks.len(), 2);
+        assert!(blocks[1]["text"].as_str().unwrap().ends_with("Summarize. "));
+        assert_eq!(fork["tools"], body["tools"]);
+        assert_eq!(fork["thinking"], body["thinking"]);
+        assert!(fork.get("stream").is_none());
+        // The reply limit covers the thinking budget and the summary.
+        assert_eq!(fork["max_tokens"], 10_000 + 4_096);
+    }
+
+    #[test]
+    fn a_string_turn_becomes_blocks_and_alternating_turns_are_left_alone() {
+        let mut messages = vec![
+            json!({"role": "assistant", "content": "Done."}),
+            json!({"role": "user", "content": "Summarize."}),
+        ];
+        join_trailing_user_turns(&mut messages);
+        assert_eq!(messages.len(), 2);
+        let mut messages = vec![
+            json!({"role": "user", "content": "Fix it."}),
+            json!({"role": "user", "content": [{"type": "text", "text": "Summarize."}]}),
+        ];
+        join_trailing_user_turns(&mut messages);
+        assert_eq!(
+            messages,
+            vec![json!({"role": "user", "content": [
+                {"type": "text", "text": "Fix it."},
+                {"type": "text", "text": "Summarize."}
+            ]})]
+        );
     }
 }

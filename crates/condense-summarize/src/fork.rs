@@ -17,6 +17,8 @@ use std::ops::Range;
 use condense_core::{Conversation, Message, Role};
 use condense_tokenizer::TokenCounter;
 
+use crate::flatten::flatten;
+
 /// The note put before the summary prompt in a forked request: no tools, and where the kept
 /// tail begins (the summary prompt itself speaks of "everything above").
 const NOTE: &str = include_str!("../prompts/fork-note.md");
@@ -34,7 +36,22 @@ pub struct Fork<'c> {
     pub tokens: usize,
     /// The agent's model's context window: a forked request goes to that model.
     pub window: usize,
+    /// condense's count of the conversation.
+    pub counted: usize,
+    /// condense's count of its leading messages that the provider most likely holds in its
+    /// cache: those the previous request sent, up to the first one this request changed (an
+    /// output replaced for the first time).
+    pub cached: usize,
 }
+
+/// The price of a cache read and of a cache write, relative to an uncached input token, that
+/// a fork is weighed with: Anthropic's (0.1 and 1.25 for the 5-minute cache). OpenAI charges
+/// no write premium, so a fork worth it on these prices is worth it there too.
+const READ: f64 = 0.1;
+const WRITE: f64 = 1.25;
+
+/// What a turn of the separate prompt adds to its text's count (role and separators).
+const TURN_TOKENS: usize = 4;
 
 impl<'c> Fork<'c> {
     /// The messages the summary replaces.
@@ -47,17 +64,22 @@ impl<'c> Fork<'c> {
 
     /// The forked request: the conversation with one more user message, the note on tools and
     /// on the kept tail, then `prompt`; and the reply limit to ask for, `reply_tokens` or what
-    /// the window has left for it. `None` when the window leaves less than half of
-    /// `reply_tokens` (a conversation at or over the window: a separate, chunked request is
-    /// the only one that can succeed). A summary is due when the conversation reaches the
-    /// window less the room reserved for a reply, so the room left is that reservation less
-    /// what the last step overshot it by: a reservation smaller than the summary's length
-    /// still gets a shorter summary forked.
+    /// the window has left for it. `None` when a separate prompt (the head flattened, each tool
+    /// output cut to `tool_output_chars`) is the better request:
+    /// - the window leaves less than half of `reply_tokens` (a conversation at or over the
+    ///   window: only a separate, chunked request can succeed). A summary is due when the
+    ///   conversation reaches the window less the room reserved for a reply, so the room left
+    ///   is that reservation less what the last step overshot it by: a reservation smaller than
+    ///   the summary's length still gets a shorter summary forked;
+    /// - or it would cost more: what the fork does not find cached is written to the cache at a
+    ///   premium, and when that part (new messages, outputs just replaced) is large and the head
+    ///   small, the head alone, uncached, is cheaper.
     pub fn request(
         &self,
         prompt: &str,
         counter: &dyn TokenCounter,
         reply_tokens: usize,
+        tool_output_chars: usize,
     ) -> Option<(Conversation, usize)> {
         let kept = self
             .conversation
@@ -69,6 +91,21 @@ impl<'c> Fork<'c> {
         let input = self.tokens + counter.count_message(&instruction);
         let room = self.window.saturating_sub(input).min(reply_tokens);
         if room < reply_tokens.div_ceil(2) {
+            return None;
+        }
+        let forked = self.counted + counter.count_message(&instruction);
+        let cached = self.cached.min(forked);
+        let fork_price = READ * cached as f64 + WRITE * (forked - cached) as f64;
+        let separate: usize = flatten(self.head(), tool_output_chars)
+            .iter()
+            .map(|turn| counter.count_text(&turn.text) + TURN_TOKENS)
+            .sum::<usize>()
+            + counter.count_text(prompt);
+        eprintln!(
+            "FORK counted {} cached {} forked {forked} price {fork_price} separate {separate}",
+            self.counted, self.cached
+        );
+        if fork_price >= separate as f64 {
             return None;
         }
         let mut request = self.conversation.clone();
@@ -86,39 +123,44 @@ mod tests {
 
     use super::*;
 
+    /// A task, a large listing in the head (cut to 2,000 characters in a separate prompt), and
+    /// a small last step.
     fn conversation() -> Conversation {
+        let listing: String = (0..400).map(|n| format!("src/module_{n}.rs\n")).collect();
         let mut messages = vec![
             Message::text(Role::System, "You are an agent."),
             Message::text(Role::User, "Fix the bug."),
         ];
-        messages.extend(tool_step(
-            "c1",
-            "bash",
-            serde_json::json!({"command": "ls"}),
-            "a.rs b.rs",
-        ));
-        messages.extend(tool_step(
-            "c2",
-            "bash",
-            serde_json::json!({"command": "cat a.rs"}),
-            "fn main() {}",
-        ));
+        let ls = serde_json::json!({"command": "ls -R"});
+        messages.extend(tool_step("c1", "bash", ls, listing));
+        let cat = serde_json::json!({"command": "cat a.rs"});
+        messages.extend(tool_step("c2", "bash", cat, "fn main() {}"));
         Conversation::new(messages)
+    }
+
+    /// A fork of `conversation`, all of it cached, with `window` tokens of window.
+    fn fork(conversation: &Conversation, window: usize) -> Fork<'_> {
+        let counted = Tiktoken::default().count_conversation(conversation);
+        Fork {
+            conversation,
+            head: 1..4,
+            tokens: counted,
+            window,
+            counted,
+            cached: counted,
+        }
+    }
+
+    fn request(fork: &Fork<'_>) -> Option<(Conversation, usize)> {
+        fork.request("Summarize.", &Tiktoken::default(), 4_096, 2_000)
     }
 
     #[test]
     fn the_request_is_the_conversation_then_the_prompt_naming_the_kept_tail() {
         let conversation = conversation();
-        let fork = Fork {
-            conversation: &conversation,
-            head: 1..4,
-            tokens: 100,
-            window: 10_000,
-        };
+        let fork = fork(&conversation, 100_000);
         assert_eq!(fork.head(), &conversation.messages[1..4]);
-        let (request, reply) = fork
-            .request("Summarize.", &Tiktoken::default(), 4_096)
-            .unwrap();
+        let (request, reply) = request(&fork).unwrap();
         assert_eq!(reply, 4_096);
         assert_eq!(request.messages.len(), conversation.messages.len() + 1);
         assert_eq!(request.messages[..6], conversation.messages[..]);
@@ -137,27 +179,40 @@ mod tests {
     fn the_reply_gets_what_the_window_has_left_down_to_half_the_summary() {
         let conversation = conversation();
         let counter = Tiktoken::default();
-        let mut fork = Fork {
-            conversation: &conversation,
-            head: 1..4,
-            tokens: 0,
-            window: 10_000,
-        };
-        let (request, _) = fork.request("Summarize.", &counter, 4_096).unwrap();
-        let prompt = counter.count_message(request.messages.last().unwrap());
-        fork.tokens = 10_000 - prompt - 3_000;
-        assert_eq!(
-            fork.request("Summarize.", &counter, 4_096).unwrap().1,
-            3_000
+        let mut fork = fork(&conversation, 100_000);
+        let (forked, _) = request(&fork).unwrap();
+        let prompt = counter.count_message(forked.messages.last().unwrap());
+        let input = fork.tokens + prompt;
+        fork.window = input + 3_000;
+        assert_eq!(request(&fork).unwrap().1, 3_000);
+        fork.window = input + 2_048;
+        assert_eq!(request(&fork).unwrap().1, 2_048);
+        fork.window -= 1;
+        assert!(request(&fork).is_none());
+        fork.window = fork.tokens;
+        assert!(request(&fork).is_none());
+    }
+
+    /// The fork pays a tenth for what is cached and a quarter more for the rest, its own
+    /// prompt included; the separate prompt pays the head, its outputs cut, and the prompt in
+    /// full.
+    #[test]
+    fn a_fork_is_made_only_when_it_costs_less_than_the_head_alone() {
+        let conversation = conversation();
+        let mut fork = fork(&conversation, 1_000_000);
+        assert!(request(&fork).is_some(), "all cached: a tenth of the price");
+        fork.cached = 0;
+        assert!(
+            request(&fork).is_none(),
+            "nothing cached: all of it at 1.25x"
         );
-        fork.tokens = 10_000 - prompt - 2_048;
-        assert_eq!(
-            fork.request("Summarize.", &counter, 4_096).unwrap().1,
-            2_048
+        // Behind the same head, a long cached conversation costs a tenth of its size: at some
+        // size that is more than the head alone.
+        fork.counted = 100_000;
+        fork.cached = 100_000;
+        assert!(
+            request(&fork).is_none(),
+            "a tenth of 100,000 is more than the head"
         );
-        fork.tokens += 1;
-        assert!(fork.request("Summarize.", &counter, 4_096).is_none());
-        fork.tokens = 20_000;
-        assert!(fork.request("Summarize.", &counter, 4_096).is_none());
     }
 }

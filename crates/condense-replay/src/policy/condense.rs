@@ -41,6 +41,7 @@ struct Forking<'s> {
     inner: &'s dyn Summarizer,
     counter: &'s dyn TokenCounter,
     reply_tokens: usize,
+    tool_output_chars: usize,
     request: Mutex<Option<Vec<Message>>>,
 }
 
@@ -59,7 +60,12 @@ impl Summarizer for Forking<'_> {
         fork: Fork<'_>,
         prompt: &str,
     ) -> Result<String, SummarizeError> {
-        let request = fork.request(prompt, self.counter, self.reply_tokens);
+        let request = fork.request(
+            prompt,
+            self.counter,
+            self.reply_tokens,
+            self.tool_output_chars,
+        );
         if let Ok(mut noted) = self.request.lock() {
             *noted = request.map(|(request, _)| request.messages);
         }
@@ -67,12 +73,21 @@ impl Summarizer for Forking<'_> {
     }
 }
 
+/// How a configuration that forks its summaries sizes them (`[summarizer]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForkLimits {
+    /// `max_summary_tokens`: the longest summary asked for.
+    pub max_summary_tokens: usize,
+    /// `tool_output_chars`: how much of each output a separate prompt carries.
+    pub tool_output_chars: usize,
+}
+
 /// condense with one configuration.
 pub struct Condense {
     name: String,
     compactor: Compactor,
-    /// `Some(summary length)` when summaries are asked inside the agent's request.
-    fork: Option<usize>,
+    /// `Some` when summaries are asked inside the agent's request.
+    fork: Option<ForkLimits>,
     state: SessionState,
     /// Messages in the last request sent: where its answer stands in the next one.
     sent: usize,
@@ -91,11 +106,11 @@ impl std::fmt::Debug for Condense {
 impl Condense {
     /// The policy `name` running `compactor` (built from the configuration to compare, with the
     /// extractive summarizer); its store and clock are replaced by the replay's. `fork`: the
-    /// configuration asks summaries inside the agent's request, of at most this many tokens.
+    /// configuration asks summaries inside the agent's request, sized so.
     pub fn new(
         name: impl Into<String>,
         compactor: Compactor,
-        fork: Option<usize>,
+        fork: Option<ForkLimits>,
     ) -> Result<Self, ReplayError> {
         let clock = ReplayClock::default();
         let compactor = compactor
@@ -144,10 +159,11 @@ impl Policy for Condense {
             self.clock.0.store(now, Ordering::Relaxed);
         }
         let conversation = Conversation::new(history.to_vec());
-        let forking = self.fork.map(|reply_tokens| Forking {
+        let forking = self.fork.map(|limits| Forking {
             inner: self.compactor.summarizer(),
             counter: self.compactor.counter(),
-            reply_tokens,
+            reply_tokens: limits.max_summary_tokens,
+            tool_output_chars: limits.tool_output_chars,
             request: Mutex::new(None),
         });
         let prepared = match &forking {
