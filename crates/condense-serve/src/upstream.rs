@@ -12,7 +12,9 @@
 //! ([`condense_summarize::Fork`]). The provider has that request cached up to its last message,
 //! so the summary reads the head from the cache instead of paying for a separate prompt. The
 //! body keeps everything that is part of the cache key (model, system prompt, tools, tool
-//! choice, thinking); only what is not is changed: no stream, and a reply limit for a summary.
+//! choice, thinking); only what is not is changed: no stream, no stop sequences, and a reply
+//! limit for a summary. A request bound to an output schema is summarized apart: its answer
+//! would follow the agent's schema, not the summary's sections.
 
 use axum::http::HeaderMap;
 use condense_core::Message;
@@ -128,10 +130,21 @@ impl<'m> UpstreamSummarizer<'m> {
         let bytes = condense_formats::write_compact(self.provider.format(), &request).ok()?;
         let mut body: Value = serde_json::from_slice(&bytes).ok()?;
         let object = body.as_object_mut()?;
-        // Not part of the cached prefix: the summary is read whole, and one answer is enough.
-        object.remove("stream");
-        object.remove("stream_options");
-        object.remove("n");
+        // An answer bound to the agent's own output schema (OpenAI's `response_format`,
+        // Anthropic's `output_format`) would not be a summary, and the schema is part of the
+        // cached prefix: such a request is summarized apart.
+        let structured = object
+            .get("response_format")
+            .is_some_and(|format| format["type"] != "text")
+            || object.contains_key("output_format");
+        if structured {
+            return None;
+        }
+        // Not part of the cached prefix: the summary is read whole, one answer is enough, and
+        // the agent's stop sequences could cut it short.
+        for key in ["stream", "stream_options", "n", "stop", "stop_sequences"] {
+            object.remove(key);
+        }
         match self.provider {
             // Reasoning models take `max_completion_tokens` and refuse `max_tokens`: set the one
             // the agent used.
@@ -266,14 +279,10 @@ mod tests {
 
     use super::*;
 
-    /// An Anthropic request ending with tool results, with extended thinking, as the proxy
-    /// would forward it; its fork.
-    fn forked(body: &Value) -> Value {
-        let (_, conversation) = condense_formats::read(
-            body.to_string().as_bytes(),
-            Some(condense_formats::Format::Anthropic),
-        )
-        .unwrap();
+    /// The fork of `body`, a request to `provider` as the proxy would forward it.
+    fn forked(provider: Provider, body: &Value) -> Option<Value> {
+        let (_, conversation) =
+            condense_formats::read(body.to_string().as_bytes(), Some(provider.format())).unwrap();
         let metrics = Metrics::default();
         let template = UpstreamSummaries {
             remote: RemoteSettings::new("unused", "unused"),
@@ -281,7 +290,7 @@ mod tests {
         };
         let summarizer = UpstreamSummarizer::for_request(
             &template,
-            Provider::Anthropic,
+            provider,
             "http://127.0.0.1:1",
             &HeaderMap::new(),
             Some("claude"),
@@ -297,9 +306,7 @@ mod tests {
             counted,
             cached: counted,
         };
-        summarizer
-            .forked_body(&fork, &"Summarize. ".repeat(10))
-            .unwrap()
+        summarizer.forked_body(&fork, &"Summarize. ".repeat(10))
     }
 
     #[test]
@@ -309,6 +316,7 @@ mod tests {
             "model": "claude",
             "max_tokens": 32000,
             "stream": true,
+            "stop_sequences": ["</answer>"],
             "thinking": {"type": "enabled", "budget_tokens": 10000},
             "tools": [{"name": "Bash", "input_schema": {"type": "object"}}],
             "messages": [
@@ -322,7 +330,7 @@ mod tests {
                 ]}
             ]
         });
-        let fork = forked(&body);
+        let fork = forked(Provider::Anthropic, &body).unwrap();
         let messages = fork["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 3, "no second user turn in a row");
         assert_eq!(messages[..2], body["messages"].as_array().unwrap()[..2]);
@@ -335,9 +343,37 @@ mod tests {
         assert!(blocks[1]["text"].as_str().unwrap().ends_with("Summarize. "));
         assert_eq!(fork["tools"], body["tools"]);
         assert_eq!(fork["thinking"], body["thinking"]);
-        assert!(fork.get("stream").is_none());
+        assert!(fork.get("stream").is_none() && fork.get("stop_sequences").is_none());
         // The reply limit covers the thinking budget and the summary.
         assert_eq!(fork["max_tokens"], 10_000 + 4_096);
+    }
+
+    /// A request whose answer must follow the agent's own schema is not forked: the answer
+    /// would not be a summary.
+    #[test]
+    fn an_openai_request_with_an_output_schema_is_not_forked() {
+        let listing: String = (0..300).map(|n| format!("src/module_{n}.rs\n")).collect();
+        let mut body = json!({
+            "model": "gpt",
+            "max_completion_tokens": 32000,
+            "stop": ["Observation:"],
+            "messages": [
+                {"role": "user", "content": "List the sources."},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function",
+                     "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": listing}
+            ]
+        });
+        let fork = forked(Provider::OpenAi, &body).unwrap();
+        assert_eq!(fork["max_completion_tokens"], 4_096);
+        assert!(fork.get("max_tokens").is_none() && fork.get("stop").is_none());
+        assert_eq!(fork["messages"].as_array().unwrap().len(), 4);
+        body["response_format"] = json!({"type": "text"});
+        assert!(forked(Provider::OpenAi, &body).is_some());
+        body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "step"}});
+        assert!(forked(Provider::OpenAi, &body).is_none());
     }
 
     #[test]
