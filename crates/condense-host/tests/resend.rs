@@ -1,7 +1,7 @@
 //! A client that resends its whole, uncompacted history with every request (every SDK, every
 //! agent behind a proxy): a summary made for one request comes back byte for byte on the next,
 //! and a new one is made only when the compacted form crosses the threshold again.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

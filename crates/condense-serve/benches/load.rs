@@ -3,7 +3,13 @@
 //! `CONDENSE_BENCH_SESSION`) request by request against the scripted upstream. The same
 //! requests sent straight to the upstream are the baseline, measured in the same run. Run with
 //! `cargo bench -p condense-serve --bench load` (set `CONDENSE_REDIS_URL` to add Redis).
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    missing_docs
+)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -9,7 +9,13 @@
 //! `STAGES_RUNS=1 RAYON_NUM_THREADS=1 valgrind --tool=callgrind --collect-atstart=no
 //! --toggle-collect='stages::one_request' target/release/deps/stages-*`.
 //! Run with `cargo bench -p condense-serve --bench stages`.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    missing_docs
+)]
 
 use std::time::{Duration, Instant};
 

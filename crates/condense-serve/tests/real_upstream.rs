@@ -2,7 +2,7 @@
 //! 8,192-token window, started by `../shared/llm/serve.sh` (`.ci/run` starts it and requires
 //! it; elsewhere the test says it was skipped). A session the server alone refuses as too long
 //! gets a real completion through the proxy.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::Duration;

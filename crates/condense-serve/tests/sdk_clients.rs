@@ -1,7 +1,7 @@
 //! The official Python SDKs (`openai`, `anthropic`) as the proxy's clients: `.ci/run` installs
 //! them in a virtualenv with `scripts/python-sdks.sh` and sets `CONDENSE_PYTHON`; elsewhere the
 //! test says it was skipped. The upstream is the scripted one, which records every body.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 

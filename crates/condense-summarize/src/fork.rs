@@ -101,10 +101,6 @@ impl<'c> Fork<'c> {
             .map(|turn| counter.count_text(&turn.text) + TURN_TOKENS)
             .sum::<usize>()
             + counter.count_text(prompt);
-        eprintln!(
-            "FORK counted {} cached {} forked {forked} price {fork_price} separate {separate}",
-            self.counted, self.cached
-        );
         if fork_price >= separate as f64 {
             return None;
         }

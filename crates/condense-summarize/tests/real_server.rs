@@ -3,7 +3,7 @@
 //! it with `CONDENSE_REQUIRE_LLM=1`; elsewhere the test says on the terminal that it was skipped). The head
 //! of a real session is far larger than that window, so the chunked path runs for real, and the
 //! server's own `context_length_exceeded` refusals must be handled before they reach the caller.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
