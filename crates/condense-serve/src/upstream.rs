@@ -119,8 +119,22 @@ impl<'m> UpstreamSummarizer<'m> {
     }
 
     /// The agent's request with the summary prompt after it, as the provider's JSON body;
-    /// `None` when it would not fit the window (see [`Fork::request`]) or cannot be written.
+    /// `None` when the separate prompt is the better request (see [`Fork::request`]), when the
+    /// request is bound to an output schema, or when it cannot be written.
     fn forked_body(&self, fork: &Fork<'_>, prompt: &str) -> Option<Value> {
+        // An answer bound to the agent's own output schema (OpenAI's `response_format`,
+        // Anthropic's `output_format`) would not be a summary, and the schema is part of the
+        // cached prefix: such a request is summarized apart.
+        let envelope = fork.conversation.envelope.as_ref();
+        let structured = envelope.is_some_and(|envelope| {
+            envelope
+                .get("response_format")
+                .is_some_and(|format| format["type"] != "text")
+                || envelope.contains_key("output_format")
+        });
+        if structured {
+            return None;
+        }
         let (request, reply_tokens) = fork.request(
             prompt,
             self.settings.counter.as_ref(),
@@ -130,16 +144,6 @@ impl<'m> UpstreamSummarizer<'m> {
         let bytes = condense_formats::write_compact(self.provider.format(), &request).ok()?;
         let mut body: Value = serde_json::from_slice(&bytes).ok()?;
         let object = body.as_object_mut()?;
-        // An answer bound to the agent's own output schema (OpenAI's `response_format`,
-        // Anthropic's `output_format`) would not be a summary, and the schema is part of the
-        // cached prefix: such a request is summarized apart.
-        let structured = object
-            .get("response_format")
-            .is_some_and(|format| format["type"] != "text")
-            || object.contains_key("output_format");
-        if structured {
-            return None;
-        }
         // Not part of the cached prefix: the summary is read whole, one answer is enough, and
         // the agent's stop sequences could cut it short.
         for key in ["stream", "stream_options", "n", "stop", "stop_sequences"] {
@@ -222,8 +226,8 @@ impl Summarizer for UpstreamSummarizer<'_> {
         "upstream"
     }
 
-    /// Inside the agent's own request when it fits; the separate prompt when it does not, or
-    /// when the forked answer holds no text (the model called a tool, as the agent's tools
+    /// Inside the agent's own request when it fits and costs less; the separate prompt when
+    /// not, or when the forked answer holds no text (the model called a tool, as the agent's tools
     /// invite it to) or the server found the request too long after all.
     async fn summarize_forked(
         &self,

@@ -9,7 +9,8 @@
 //! one prompt of its own, the summary as its output; or, for a configuration that forks
 //! (`summarizer.kind = "upstream"` with `summarizer.fork`, as `condense serve` runs it), the
 //! agent's own request with the summary prompt after it, where the proxy would have made it
-//! (room left in the window), which reads the agent's cached prefix.
+//! (room left in the window, and cheaper than the separate prompt), which reads the agent's
+//! cached prefix.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
