@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use condense_host::{Compactor, Config, SummarizerKind};
+use condense_host::{Compactor, Config};
 use condense_replay::{
     Agreement, PolicyResult, PriceTable, Provider, Recording, Replay, Settings, Ttl, policy,
 };
@@ -123,15 +123,14 @@ fn policy_names(args: &ReplayArgs) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// The effective configuration, and whether it asks summaries inside the agent's request
-/// (`summarizer.kind = "upstream"` with `summarizer.fork`, and no `compaction_model`, as
-/// `condense serve` decides); for condense-b, `explicit` (its
-/// `--config-b` file) takes the place of `--config`. The summarizer is the extractive one
-/// whatever is configured: a replay is offline and deterministic.
+/// The effective configuration, and how its remote summarizer would ask for summaries (what
+/// the replay prices them as); for condense-b, `explicit` (its `--config-b` file) takes the
+/// place of `--config`. The summarizer is the extractive one whatever is configured: a replay
+/// is offline and deterministic.
 fn replay_config(
     args: &ReplayArgs,
     explicit: Option<PathBuf>,
-) -> Result<(Config, Option<policy::ForkLimits>)> {
+) -> Result<(Config, policy::SummaryRequests)> {
     let mut sources = sources(&args.settings)?;
     if let Some(explicit) = explicit {
         if !explicit.is_file() {
@@ -142,31 +141,23 @@ fn replay_config(
         }
         sources.explicit = Some(explicit);
     }
-    let configured = Config::load(&sources)?;
-    let summarizer = &configured.settings().summarizer;
-    let fork = (configured.summarizer_kind() == SummarizerKind::Upstream
-        && summarizer.fork
-        && summarizer.compaction_model.is_empty())
-    .then_some(policy::ForkLimits {
-        max_summary_tokens: summarizer.max_summary_tokens,
-        tool_output_chars: summarizer.tool_output_chars,
-    });
+    let requests = policy::SummaryRequests::from_config(&Config::load(&sources)?);
     sources.flags.push((
         "replay".to_owned(),
         "summarizer.kind".to_owned(),
         "extractive".to_owned(),
     ));
-    Ok((Config::load(&sources)?, fork))
+    Ok((Config::load(&sources)?, requests))
 }
 
 fn condense(
-    (config, fork): &(Config, Option<policy::ForkLimits>),
+    (config, requests): &(Config, policy::SummaryRequests),
     name: &str,
     verbosity: Verbosity,
 ) -> Result<Box<dyn condense_replay::Policy>> {
     let loaded = plugins(config, verbosity)?;
     let compactor = Compactor::with_plugins(config, &loaded)?;
-    Ok(Box::new(policy::Condense::new(name, compactor, *fork)?))
+    Ok(Box::new(policy::Condense::new(name, compactor, *requests)?))
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -41,9 +41,11 @@ fn bench(c: &mut Criterion) {
                 .iter()
                 .filter_map(|name| policy::named(name, counter.clone()))
                 .collect();
-            let compactor = Compactor::from_config(&Config::built_in().unwrap()).unwrap();
+            let config = Config::built_in().unwrap();
+            let requests = policy::SummaryRequests::from_config(&config);
+            let compactor = Compactor::from_config(&config).unwrap();
             policies.push(Box::new(
-                policy::Condense::new("condense", compactor, None).unwrap(),
+                policy::Condense::new("condense", compactor, requests).unwrap(),
             ));
             replay(&recording, &mut policies, &settings, counter, &mut |_| {}).unwrap()
         })

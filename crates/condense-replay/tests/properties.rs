@@ -75,9 +75,10 @@ fn run(conversation: &Conversation, provider: Provider, window: usize) -> Replay
         ..Sources::default()
     })
     .unwrap();
+    let requests = policy::SummaryRequests::from_config(&config);
     let compactor = Compactor::from_config(&config).unwrap();
     policies.push(Box::new(
-        policy::Condense::new("condense", compactor, None).unwrap(),
+        policy::Condense::new("condense", compactor, requests).unwrap(),
     ));
     let settings = Settings {
         provider,

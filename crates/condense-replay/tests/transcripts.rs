@@ -68,16 +68,25 @@ fn model(counter: &dyn TokenCounter, window: usize) -> condense_replay::Model<'_
     }
 }
 
+/// The condense policy with the built-in configuration for `window`, its summaries priced as a
+/// separate prompt, or forked where that is cheaper.
+fn condense_policy(name: &str, window: usize, fork: bool) -> Box<dyn Policy> {
+    let configured = config(window);
+    let requests = policy::SummaryRequests {
+        fork,
+        ..policy::SummaryRequests::from_config(&configured)
+    };
+    let compactor = Compactor::from_config(&configured).unwrap();
+    Box::new(policy::Condense::new(name, compactor, requests).unwrap())
+}
+
 /// Every policy, condense with the built-in configuration for `window`.
 fn all(counter: &Arc<dyn TokenCounter>, window: usize) -> Vec<Box<dyn condense_replay::Policy>> {
     let mut policies: Vec<Box<dyn condense_replay::Policy>> = policy::NAMES
         .iter()
         .filter_map(|name| policy::named(name, counter.clone()))
         .collect();
-    let compactor = Compactor::from_config(&config(window)).unwrap();
-    policies.push(Box::new(
-        policy::Condense::new("condense", compactor, None).unwrap(),
-    ));
+    policies.push(condense_policy("condense", window, false));
     policies
 }
 
@@ -291,10 +300,7 @@ fn condense_finishes_every_session_at_24k() {
     for path in transcripts() {
         let recording = recording(&path);
         let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
-        let compactor = Compactor::from_config(&config(window)).unwrap();
-        let mut policies: Vec<Box<dyn Policy>> = vec![Box::new(
-            policy::Condense::new("condense", compactor, None).unwrap(),
-        )];
+        let mut policies: Vec<Box<dyn Policy>> = vec![condense_policy("condense", window, false)];
         let replay = replay(
             &recording,
             &mut policies,
@@ -383,17 +389,10 @@ fn forking_never_makes_a_session_dearer() {
 fn separate_and_forked(path: &PathBuf, window: usize) -> Replay {
     let recording = recording(path);
     let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
-    let limits = policy::ForkLimits {
-        max_summary_tokens: 4_096,
-        tool_output_chars: 2_000,
-    };
-    let mut policies: Vec<Box<dyn Policy>> = [("separate", None), ("forked", Some(limits))]
-        .into_iter()
-        .map(|(name, fork)| {
-            let compactor = Compactor::from_config(&config(window)).unwrap();
-            Box::new(policy::Condense::new(name, compactor, fork).unwrap()) as Box<dyn Policy>
-        })
-        .collect();
+    let mut policies = vec![
+        condense_policy("separate", window, false),
+        condense_policy("forked", window, true),
+    ];
     replay(
         &recording,
         &mut policies,
@@ -436,8 +435,10 @@ fn condense_in_the_replay_sends_what_the_engine_sends_on_the_full_log() {
     let recording = Recording::of(full.clone());
     let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
     let model = model(counter.as_ref(), window);
-    let compactor = Compactor::from_config(&config(window)).unwrap();
-    let mut replayed = policy::Condense::new("condense", compactor, None).unwrap();
+    let configured = config(window);
+    let requests = policy::SummaryRequests::from_config(&configured);
+    let compactor = Compactor::from_config(&configured).unwrap();
+    let mut replayed = policy::Condense::new("condense", compactor, requests).unwrap();
     let clock = SetClock::default();
     let engine = Compactor::from_config(&config(window))
         .unwrap()

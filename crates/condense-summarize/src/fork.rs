@@ -62,6 +62,22 @@ impl<'c> Fork<'c> {
             .unwrap_or_default()
     }
 
+    /// What the separate prompt for this head counts: the head flattened into text turns, each
+    /// tool output cut to `tool_output_chars`, then `prompt`, as [`crate::OpenAi`] and
+    /// [`crate::Anthropic`] send it when it fits one request.
+    pub fn separate_tokens(
+        &self,
+        prompt: &str,
+        counter: &dyn TokenCounter,
+        tool_output_chars: usize,
+    ) -> usize {
+        flatten(self.head(), tool_output_chars)
+            .iter()
+            .map(|turn| counter.count_text(&turn.text) + TURN_TOKENS)
+            .sum::<usize>()
+            + counter.count_text(prompt)
+    }
+
     /// The forked request: the conversation with one more user message, the note on tools and
     /// on the kept tail, then `prompt`; and the reply limit to ask for, `reply_tokens` or what
     /// the window has left for it. `None` when a separate prompt (the head flattened, each tool
@@ -96,11 +112,7 @@ impl<'c> Fork<'c> {
         let forked = self.counted + counter.count_message(&instruction);
         let cached = self.cached.min(forked);
         let fork_price = READ * cached as f64 + WRITE * (forked - cached) as f64;
-        let separate: usize = flatten(self.head(), tool_output_chars)
-            .iter()
-            .map(|turn| counter.count_text(&turn.text) + TURN_TOKENS)
-            .sum::<usize>()
-            + counter.count_text(prompt);
+        let separate = self.separate_tokens(prompt, counter, tool_output_chars);
         if fork_price >= separate as f64 {
             return None;
         }

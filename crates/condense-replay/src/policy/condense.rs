@@ -6,7 +6,8 @@
 //! microcompact sees the real idle gaps. Originals go to a store in memory (a replay writes
 //! nothing to disk), and summaries come from the extractive summarizer, offline: the call is
 //! priced as the request a remote summarizer would have made. That is the head flattened into
-//! one prompt of its own, the summary as its output; or, for a configuration that forks
+//! one prompt of its own (each tool output cut to `summarizer.tool_output_chars`, as condense's
+//! remote summarizers send it), the summary as its output; or, for a configuration that forks
 //! (`summarizer.kind = "upstream"` with `summarizer.fork`, as `condense serve` runs it), the
 //! agent's own request with the summary prompt after it, where the proxy would have made it
 //! (room left in the window, and cheaper than the separate prompt), which reads the agent's
@@ -17,7 +18,8 @@ use std::sync::{Arc, Mutex};
 
 use condense_core::{Conversation, Message};
 use condense_host::{
-    Clock, CompactionOutcome, Compactor, MemoryStore, Reason, ReportedUsage, SessionState,
+    Clock, CompactionOutcome, Compactor, Config, MemoryStore, Reason, ReportedUsage, SessionState,
+    SummarizerKind,
 };
 use condense_summarize::{Fork, SummarizeError, Summarizer};
 use condense_tokenizer::TokenCounter;
@@ -35,19 +37,27 @@ impl Clock for ReplayClock {
     }
 }
 
-/// The configured summarizer, noting the forked request a forking summarizer would have sent
-/// (see [`Fork::request`]): the same decision, the same messages, with the summary's length
-/// limit of the configuration.
-struct Forking<'s> {
+/// The request a remote summarizer sends for a summary.
+#[derive(Debug, Clone)]
+enum Noted {
+    /// The agent's own request with the summary prompt after it.
+    Forked(Vec<Message>),
+    /// A prompt of its own, this many condense tokens.
+    Separate(usize),
+}
+
+/// The configured summarizer, noting the request a remote summarizer with `requests` would
+/// have sent for each summary (see [`Fork::request`] and [`Fork::separate_tokens`]): the same
+/// decision and the same size as the proxy's.
+struct Noting<'s> {
     inner: &'s dyn Summarizer,
     counter: &'s dyn TokenCounter,
-    reply_tokens: usize,
-    tool_output_chars: usize,
-    request: Mutex<Option<Vec<Message>>>,
+    requests: SummaryRequests,
+    noted: Mutex<Option<Noted>>,
 }
 
 #[async_trait::async_trait]
-impl Summarizer for Forking<'_> {
+impl Summarizer for Noting<'_> {
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -61,34 +71,63 @@ impl Summarizer for Forking<'_> {
         fork: Fork<'_>,
         prompt: &str,
     ) -> Result<String, SummarizeError> {
-        let request = fork.request(
-            prompt,
-            self.counter,
-            self.reply_tokens,
-            self.tool_output_chars,
-        );
-        if let Ok(mut noted) = self.request.lock() {
-            *noted = request.map(|(request, _)| request.messages);
+        let requests = &self.requests;
+        let forked = requests.fork.then(|| {
+            fork.request(
+                prompt,
+                self.counter,
+                requests.max_summary_tokens,
+                requests.tool_output_chars,
+            )
+        });
+        let noted = match forked.flatten() {
+            Some((request, _)) => Noted::Forked(request.messages),
+            None => Noted::Separate(fork.separate_tokens(
+                prompt,
+                self.counter,
+                requests.tool_output_chars,
+            )),
+        };
+        if let Ok(mut slot) = self.noted.lock() {
+            *slot = Some(noted);
         }
         self.inner.summarize(fork.head(), prompt).await
     }
 }
 
-/// How a configuration that forks its summaries sizes them (`[summarizer]`).
+/// How the configuration's remote summarizer would ask for summaries (`[summarizer]`): what the
+/// replay prices each summary as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ForkLimits {
+pub struct SummaryRequests {
+    /// Inside the agent's own request where that is cheaper (`kind = "upstream"` with `fork`,
+    /// and no `compaction_model`, as `condense serve` runs it).
+    pub fork: bool,
     /// `max_summary_tokens`: the longest summary asked for.
     pub max_summary_tokens: usize,
     /// `tool_output_chars`: how much of each output a separate prompt carries.
     pub tool_output_chars: usize,
 }
 
+impl SummaryRequests {
+    /// As `config` (before the replay puts the extractive summarizer in its place) asks them.
+    pub fn from_config(config: &Config) -> Self {
+        let summarizer = &config.settings().summarizer;
+        SummaryRequests {
+            fork: config.summarizer_kind() == SummarizerKind::Upstream
+                && summarizer.fork
+                && summarizer.compaction_model.is_empty(),
+            max_summary_tokens: summarizer.max_summary_tokens,
+            tool_output_chars: summarizer.tool_output_chars,
+        }
+    }
+}
+
 /// condense with one configuration.
 pub struct Condense {
     name: String,
     compactor: Compactor,
-    /// `Some` when summaries are asked inside the agent's request.
-    fork: Option<ForkLimits>,
+    /// How summaries are asked, and so priced.
+    requests: SummaryRequests,
     state: SessionState,
     /// Messages in the last request sent: where its answer stands in the next one.
     sent: usize,
@@ -106,12 +145,12 @@ impl std::fmt::Debug for Condense {
 
 impl Condense {
     /// The policy `name` running `compactor` (built from the configuration to compare, with the
-    /// extractive summarizer); its store and clock are replaced by the replay's. `fork`: the
-    /// configuration asks summaries inside the agent's request, sized so.
+    /// extractive summarizer); its store and clock are replaced by the replay's. Each summary
+    /// is priced as `requests` would have asked it.
     pub fn new(
         name: impl Into<String>,
         compactor: Compactor,
-        fork: Option<ForkLimits>,
+        requests: SummaryRequests,
     ) -> Result<Self, ReplayError> {
         let clock = ReplayClock::default();
         let compactor = compactor
@@ -126,7 +165,7 @@ impl Condense {
         Ok(Condense {
             name: name.into(),
             compactor,
-            fork,
+            requests,
             state: SessionState::default(),
             sent: 0,
             clock,
@@ -160,28 +199,23 @@ impl Policy for Condense {
             self.clock.0.store(now, Ordering::Relaxed);
         }
         let conversation = Conversation::new(history.to_vec());
-        let forking = self.fork.map(|limits| Forking {
+        let noting = Noting {
             inner: self.compactor.summarizer(),
             counter: self.compactor.counter(),
-            reply_tokens: limits.max_summary_tokens,
-            tool_output_chars: limits.tool_output_chars,
-            request: Mutex::new(None),
-        });
-        let prepared = match &forking {
-            Some(forking) => self.runtime.block_on(self.compactor.prepare_with(
-                conversation,
-                &mut self.state,
-                forking,
-            )),
-            None => self
-                .runtime
-                .block_on(self.compactor.prepare(conversation, &mut self.state)),
+            requests: self.requests,
+            noted: Mutex::new(None),
         };
-        let compaction = prepared.map_err(|error| ReplayError::Policy {
-            policy: self.name.clone(),
-            message: error.to_string(),
-        })?;
-        let forked = forking.and_then(|forking| forking.request.into_inner().ok().flatten());
+        let compaction = self
+            .runtime
+            .block_on(
+                self.compactor
+                    .prepare_with(conversation, &mut self.state, &noting),
+            )
+            .map_err(|error| ReplayError::Policy {
+                policy: self.name.clone(),
+                message: error.to_string(),
+            })?;
+        let noted = noting.noted.into_inner().ok().flatten();
         let report = &compaction.report;
         let summarizer = match &report.compaction {
             CompactionOutcome::Summarized {
@@ -189,8 +223,10 @@ impl Policy for Condense {
                 summary_tokens,
                 ..
             } => Some(SummarizerCall {
-                input: match forked {
-                    Some(request) => SummarizerInput::Forked(request),
+                input: match noted {
+                    Some(Noted::Forked(request)) => SummarizerInput::Forked(request),
+                    Some(Noted::Separate(tokens)) => SummarizerInput::Separate(tokens),
+                    // A summary made without the summarizer's hook: its head, as it stands.
                     None => SummarizerInput::Separate(split.head_tokens),
                 },
                 output_tokens: *summary_tokens,

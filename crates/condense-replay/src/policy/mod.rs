@@ -25,7 +25,7 @@ use crate::ReplayError;
 use crate::prompt::Calibration;
 
 pub use claude_code::ClaudeCode;
-pub use condense::{Condense, ForkLimits};
+pub use condense::{Condense, SummaryRequests};
 pub use hermes::Hermes;
 pub use none::NoCompaction;
 pub use opencode::OpenCode;
