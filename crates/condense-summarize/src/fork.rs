@@ -39,8 +39,8 @@ pub struct Fork<'c> {
     /// condense's count of the conversation.
     pub counted: usize,
     /// condense's count of its leading messages that the provider most likely holds in its
-    /// cache: those the previous request sent, up to the first one this request changed (an
-    /// output replaced for the first time).
+    /// cache: those the previous request sent (all of them when the provider has not reported
+    /// one), up to the first one this request changed (an output replaced for the first time).
     pub cached: usize,
 }
 
