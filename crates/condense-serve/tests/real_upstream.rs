@@ -33,30 +33,100 @@ async fn the_real_server_writes_the_summary_when_the_summarizer_is_the_upstream(
     .await;
 }
 
-async fn through_the_proxy(test: &str, upstream_summarizer: bool) {
-    let Some(base_url) =
-        condense_core::testing::required_url(test, "CONDENSE_LLM_URL", "CONDENSE_REQUIRE_LLM")
-    else {
-        return;
-    };
-    let origin = base_url
-        .trim_end_matches('/')
-        .trim_end_matches("/v1")
-        .to_owned();
-    let transcript =
-        condense_core::testing::transcript("openai/openhands-ponylang__ponyc-4595").unwrap();
-    let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
-    let body = json!({
+/// The real server's origin (its URL without `/v1`), or `None` when the test is skipped.
+fn real_origin(test: &str) -> Option<String> {
+    let base_url =
+        condense_core::testing::required_url(test, "CONDENSE_LLM_URL", "CONDENSE_REQUIRE_LLM")?;
+    Some(
+        base_url
+            .trim_end_matches('/')
+            .trim_end_matches("/v1")
+            .to_owned(),
+    )
+}
+
+/// A client patient enough for a small model on two shared cores.
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(600))
+        .build()
+        .unwrap()
+}
+
+/// A chat request to the small model: `messages`, a short reply.
+fn chat(messages: &Value) -> Value {
+    json!({
         "model": "smollm2",
         "max_tokens": 16,
         "temperature": 0,
-        "messages": session["messages"],
-    });
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(600))
-        .build()
+        "messages": messages,
+    })
+}
+
+/// A proxy in front of `origin`, configured by `env`; `summaries` picks how summaries are
+/// asked of the upstream (`None`: the configured extractive summarizer). Its URL, the proxy,
+/// and the state directory to keep alive.
+async fn proxy_before(
+    origin: &str,
+    env: &[(&str, &str)],
+    summaries: impl FnOnce(&Config) -> Option<UpstreamSummaries>,
+) -> (String, Arc<Proxy>, tempfile::TempDir) {
+    let config = Config::load(&Sources {
+        env: env
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect(),
+        ..Sources::default()
+    })
+    .unwrap();
+    let compactor = Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()));
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings_for(origin);
+    settings.upstream_timeout = Duration::from_secs(600);
+    settings.upstream_summarizer = summaries(&config);
+    let proxy = Arc::new(
+        Proxy::new(
+            settings,
+            compactor,
+            Arc::new(DirSessionStore::new(dir.path())),
+        )
+        .unwrap(),
+    );
+    let url = spawn(proxy.clone()).await;
+    (url, proxy, dir)
+}
+
+/// Sends `body` through the proxy at `url`; the completion, which must be a real one.
+async fn complete(client: &reqwest::Client, url: &str, body: &Value) -> Value {
+    let response = client
+        .post(format!("{url}/v1/chat/completions"))
+        .json(body)
+        .send()
+        .await
         .unwrap();
+    let status = response.status();
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["object"], "chat.completion");
+    assert!(
+        answer["choices"][0]["message"]["content"].is_string(),
+        "{answer}"
+    );
+    answer
+}
+
+async fn through_the_proxy(test: &str, upstream_summarizer: bool) {
+    let Some(origin) = real_origin(test) else {
+        return;
+    };
+    let transcript =
+        condense_core::testing::transcript("openai/openhands-ponylang__ponyc-4595").unwrap();
+    let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
+    let body = chat(&session["messages"]);
+    let client = client();
 
     // The server alone refuses it.
     let direct = client
@@ -74,62 +144,32 @@ async fn through_the_proxy(test: &str, upstream_summarizer: bool) {
 
     // Through the proxy. condense counts with o200k, and SmolLM2's tokenizer makes about twice
     // as many tokens of the same code, so the configured window is half the model's.
-    let config = Config::load(&Sources {
-        env: vec![
-            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "4096".into()),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "256".into()),
-            ("CONDENSE_COMPACTION_MIN_TAIL_TOKENS".into(), "500".into()),
-            ("CONDENSE_COMPACTION_MAX_TAIL_TOKENS".into(), "1000".into()),
-            ("CONDENSE_COMPACTION_MIN_TAIL_TURNS".into(), "0".into()),
-            ("CONDENSE_SUMMARIZER_BUDGET_TOKENS".into(), "1200".into()),
-            ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS".into(), "true".into()),
-        ],
-        ..Sources::default()
-    })
-    .unwrap();
-    let compactor = Compactor::from_config(&config)
-        .unwrap()
-        .with_store(Box::new(MemoryStore::new()));
-    let dir = tempfile::tempdir().unwrap();
-    let mut settings = settings_for(&origin);
-    settings.upstream_timeout = Duration::from_secs(600);
-    if upstream_summarizer {
+    let env = [
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "4096"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "256"),
+        ("CONDENSE_COMPACTION_MIN_TAIL_TOKENS", "500"),
+        ("CONDENSE_COMPACTION_MAX_TAIL_TOKENS", "1000"),
+        ("CONDENSE_COMPACTION_MIN_TAIL_TURNS", "0"),
+        ("CONDENSE_SUMMARIZER_BUDGET_TOKENS", "1200"),
+        ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS", "true"),
+    ];
+    let (url, proxy, _dir) = proxy_before(&origin, &env, |config| {
         // The head in chunks the small model can read, each summary short: a summary, not a
         // good one, is what this checks.
-        let mut template = config.remote_settings();
-        template.context_window = 3_000;
-        template.max_summary_tokens = 128;
-        template.tool_output_chars = 300;
-        template.max_attempts = 1;
-        settings.upstream_summarizer = Some(UpstreamSummaries {
-            remote: template,
-            fork: true,
-        });
-    }
-    let proxy = Arc::new(
-        Proxy::new(
-            settings,
-            compactor,
-            Arc::new(DirSessionStore::new(dir.path())),
-        )
-        .unwrap(),
-    );
-    let url = spawn(proxy.clone()).await;
-
-    let response = client
-        .post(format!("{url}/v1/chat/completions"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    let answer: Value = response.json().await.unwrap();
-    assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["object"], "chat.completion");
-    assert!(
-        answer["choices"][0]["message"]["content"].is_string(),
-        "{answer}"
-    );
+        upstream_summarizer.then(|| {
+            let mut template = config.remote_settings();
+            template.context_window = 3_000;
+            template.max_summary_tokens = 128;
+            template.tool_output_chars = 300;
+            template.max_attempts = 1;
+            UpstreamSummaries {
+                remote: template,
+                fork: true,
+            }
+        })
+    })
+    .await;
+    let answer = complete(&client, &url, &body).await;
     let prompt_tokens = answer["usage"]["prompt_tokens"].as_u64().unwrap();
     assert!(prompt_tokens < 8_192, "{prompt_tokens}");
     eprintln!(
@@ -153,77 +193,32 @@ async fn through_the_proxy(test: &str, upstream_summarizer: bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_server_answers_a_summary_asked_inside_the_agents_request() {
     let test = "the_real_server_answers_a_summary_asked_inside_the_agents_request";
-    let Some(base_url) =
-        condense_core::testing::required_url(test, "CONDENSE_LLM_URL", "CONDENSE_REQUIRE_LLM")
-    else {
+    let Some(origin) = real_origin(test) else {
         return;
     };
-    let origin = base_url
-        .trim_end_matches('/')
-        .trim_end_matches("/v1")
-        .to_owned();
     let transcript =
         condense_core::testing::transcript("openai/mini-swe-agent-sympy__sympy-13091").unwrap();
     let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
     // The task and three steps: 2,516 tokens by condense's count, just over the 2,500 usable
     // below; the forked request (about 3,300 with the prompt, twice that in SmolLM2's tokens)
     // and its 256-token reply fit the server's 8,192.
-    let messages = &session["messages"].as_array().unwrap()[..8];
-    let body = json!({
-        "model": "smollm2",
-        "max_tokens": 16,
-        "temperature": 0,
-        "messages": messages,
-    });
-    let config = Config::load(&Sources {
-        env: vec![
-            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "3600".into()),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "1100".into()),
-            ("CONDENSE_COMPACTION_MIN_TAIL_TOKENS".into(), "300".into()),
-            ("CONDENSE_COMPACTION_MAX_TAIL_TOKENS".into(), "600".into()),
-            ("CONDENSE_COMPACTION_MIN_TAIL_TURNS".into(), "0".into()),
-            ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS".into(), "true".into()),
-        ],
-        ..Sources::default()
+    let body = chat(&json!(session["messages"].as_array().unwrap()[..8]));
+    let env = [
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "3600"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "1100"),
+        ("CONDENSE_COMPACTION_MIN_TAIL_TOKENS", "300"),
+        ("CONDENSE_COMPACTION_MAX_TAIL_TOKENS", "600"),
+        ("CONDENSE_COMPACTION_MIN_TAIL_TURNS", "0"),
+        ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS", "true"),
+    ];
+    let (url, proxy, _dir) = proxy_before(&origin, &env, |config| {
+        let mut remote = config.remote_settings();
+        remote.max_summary_tokens = 256;
+        remote.max_attempts = 1;
+        Some(UpstreamSummaries { remote, fork: true })
     })
-    .unwrap();
-    let compactor = Compactor::from_config(&config)
-        .unwrap()
-        .with_store(Box::new(MemoryStore::new()));
-    let dir = tempfile::tempdir().unwrap();
-    let mut settings = settings_for(&origin);
-    settings.upstream_timeout = Duration::from_secs(600);
-    let mut remote = config.remote_settings();
-    remote.max_summary_tokens = 256;
-    remote.max_attempts = 1;
-    settings.upstream_summarizer = Some(UpstreamSummaries { remote, fork: true });
-    let proxy = Arc::new(
-        Proxy::new(
-            settings,
-            compactor,
-            Arc::new(DirSessionStore::new(dir.path())),
-        )
-        .unwrap(),
-    );
-    let url = spawn(proxy.clone()).await;
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(600))
-        .build()
-        .unwrap();
-    let response = client
-        .post(format!("{url}/v1/chat/completions"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    let answer: Value = response.json().await.unwrap();
-    assert_eq!(status, 200, "{answer}");
-    assert!(
-        answer["choices"][0]["message"]["content"].is_string(),
-        "{answer}"
-    );
+    .await;
+    complete(&client(), &url, &body).await;
     let metrics = proxy.metrics.render();
     for line in [
         "condense_compactions_total{phase=\"summary\"} 1",
