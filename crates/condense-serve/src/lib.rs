@@ -21,7 +21,8 @@
 //! reached, 504 when it stays silent past `serve.upstream_timeout_secs`.
 //!
 //! Sessions: the `x-condense-session` header when the client sends one, otherwise a key derived
-//! from the system prompt and the first user message ([`derived_session`]).
+//! from how the conversation starts: provider, system prompt, first user message and first
+//! reply ([`derived_session`]).
 
 #![warn(missing_docs)]
 

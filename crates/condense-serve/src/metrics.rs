@@ -24,6 +24,9 @@ pub struct Metrics {
     pub summarized: AtomicU64,
     /// Requests whose earlier summary was put back in place.
     pub head_reused: AtomicU64,
+    /// Requests whose history no longer started with the session's summarized head (an edited
+    /// or branched conversation, or two conversations under one session key): judged afresh.
+    pub diverged: AtomicU64,
     /// Summarizer failures (the request went on pruned).
     pub summarizer_failures: AtomicU64,
     /// Summaries asked inside the agent's own request that it answered (`summarizer.fork`).
@@ -98,6 +101,11 @@ impl Metrics {
                 ("{phase=\"summary\"}", get(&self.summarized)),
                 ("{phase=\"frozen_summary\"}", get(&self.head_reused)),
             ],
+        );
+        counter(
+            "condense_diverged_histories_total",
+            "Requests whose history no longer started with the session's summarized head; judged afresh.",
+            &[("", get(&self.diverged))],
         );
         counter(
             "condense_summarizer_failures_total",

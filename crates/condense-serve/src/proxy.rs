@@ -185,6 +185,18 @@ impl Proxy {
         let index = usize::from(provider == Provider::Anthropic);
         Metrics::add(&self.metrics.requests[index], 1);
         let (parts, body) = request.into_parts();
+        if let Some(encoding) = compressed(&parts.headers) {
+            // Condense cannot read it, and the client did nothing wrong: it goes upstream as it
+            // came (fail open), uncompacted.
+            Metrics::add(&self.metrics.failed_open, 1);
+            tracing::warn!(
+                provider = provider.name(),
+                encoding,
+                "the request body is compressed; forwarding it unchanged, not compacted"
+            );
+            let body = reqwest::Body::wrap_stream(body.into_data_stream());
+            return self.forward(provider, parts, body, None).await;
+        }
         let bytes = match axum::body::to_bytes(body, self.settings.body_limit_bytes).await {
             Ok(bytes) => bytes,
             Err(error) => {
@@ -308,7 +320,7 @@ impl Proxy {
         let summarizer = summarizer
             .as_ref()
             .map(|summarizer| summarizer as &dyn condense_host::Summarizer);
-        let session = named.unwrap_or_else(|| derived_session(&conversation));
+        let session = named.unwrap_or_else(|| derived_session(provider, &conversation));
         // Held until the state is saved, which for an exclusive store is after forwarding.
         let guard = self.session_lock(&session).lock_owned().await;
         // Read again only after a lost compare-and-set (the messages are cached by then): the
@@ -417,6 +429,7 @@ impl Proxy {
             _ => {}
         }
         if matches!(report.head, Some(HeadOutcome::Diverged { .. })) {
+            Metrics::add(&self.metrics.diverged, 1);
             fired.push("history diverged: judged afresh");
         }
         Metrics::add(&self.metrics.tokens_before, report.tokens_before as u64);
@@ -698,6 +711,16 @@ fn forwarded(name: &HeaderName) -> bool {
             | "accept-encoding"
             | SESSION_HEADER
     )
+}
+
+/// The request body's `content-encoding` when it is anything but plain bytes (`gzip`, `br`,
+/// `zstd`, …): such a body is relayed as it came rather than read.
+fn compressed(headers: &axum::http::HeaderMap) -> Option<String> {
+    let encoding = headers.get(axum::http::header::CONTENT_ENCODING)?;
+    let encoding = String::from_utf8_lossy(encoding.as_bytes())
+        .trim()
+        .to_owned();
+    (!encoding.is_empty() && !encoding.eq_ignore_ascii_case("identity")).then_some(encoding)
 }
 
 /// The body as a chat request, or why it is not one (the client gets it in a 400). UTF-8 is

@@ -79,9 +79,18 @@ fn anthropic_type(status: StatusCode) -> &'static str {
 
 /// A session key for a client that sends no `x-condense-session`: the same for every request
 /// of one conversation, different for another. It hashes what a conversation starts with and
-/// never changes as it grows: the system prompt and the first user message (their text only, so
-/// a client that re-serializes them differently still lands in the same session).
-pub fn derived_session(conversation: &Conversation) -> String {
+/// never changes once the conversation has its first reply: the provider, the system prompt, the
+/// first user message and the first assistant message (their text and the ids and names of the
+/// calls, not their bytes, so a client that re-serializes them differently still lands in the
+/// same session).
+///
+/// The first reply is part of the key because agents are often run several times on one task
+/// at once (pass@k, retries in parallel): those runs share their system prompt and task, and
+/// would otherwise share one state, each request judging afresh what the other run's request
+/// left and summarizing again every time. Their first replies differ (the call ids at least),
+/// so from the second request on each run has its own state. The first request, which has no
+/// reply yet, has a key of its own: all it leaves behind is its time and the provider's usage.
+pub fn derived_session(provider: Provider, conversation: &Conversation) -> String {
     let mut hasher = Sha256::new();
     let first = |role: Role| {
         conversation
@@ -91,9 +100,28 @@ pub fn derived_session(conversation: &Conversation) -> String {
             .map(|message| message.plain_text())
             .unwrap_or_default()
     };
+    hasher.update(provider.name().as_bytes());
+    hasher.update([0]);
     hasher.update(first(Role::System).as_bytes());
     hasher.update([0]);
     hasher.update(first(Role::User).as_bytes());
+    let reply = conversation
+        .messages
+        .iter()
+        .find(|message| message.role == Role::Assistant);
+    if let Some(reply) = reply {
+        hasher.update([1]);
+        hasher.update(reply.plain_text().as_bytes());
+        for call in reply.parts.iter().filter_map(|part| match part {
+            condense_core::Part::ToolCall(call) => Some(call),
+            _ => None,
+        }) {
+            hasher.update([0]);
+            hasher.update(call.id.as_bytes());
+            hasher.update([0]);
+            hasher.update(call.name.as_bytes());
+        }
+    }
     format!("auto-{}", short_hex(&hasher.finalize()))
 }
 
@@ -300,24 +328,50 @@ mod tests {
     }
 
     #[test]
-    fn the_derived_session_ignores_what_comes_after_the_first_user_message() {
-        let conversation = |extra: &[&str]| {
+    fn the_derived_session_is_fixed_from_the_first_reply_and_tells_parallel_runs_apart() {
+        let conversation = |replies: &[&str]| {
             let mut messages = vec![
                 condense_core::Message::text(Role::System, "be brief"),
                 condense_core::Message::text(Role::User, "fix the bug"),
             ];
-            for text in extra {
+            for text in replies {
                 messages.push(condense_core::Message::text(Role::Assistant, *text));
+                messages.push(condense_core::Message::text(Role::User, "go on"));
             }
             Conversation::new(messages)
         };
+        let key = |conversation: &Conversation| derived_session(Provider::OpenAi, conversation);
+        // One run: the key is set by its first reply and stays as the run grows.
         assert_eq!(
-            derived_session(&conversation(&[])),
-            derived_session(&conversation(&["done", "more"]))
+            key(&conversation(&["a"])),
+            key(&conversation(&["a", "b", "c"]))
         );
-        let mut other = conversation(&[]);
+        // The first request has no reply yet: a key of its own.
+        assert_ne!(key(&conversation(&[])), key(&conversation(&["a"])));
+        // Two runs of one task: their first replies differ, so do their keys.
+        assert_ne!(
+            key(&conversation(&["a", "b"])),
+            key(&conversation(&["x", "b"]))
+        );
+        // A reply that is only a tool call is told apart by the call's id.
+        let with_call = |id: &str| {
+            let mut conversation = conversation(&[]);
+            conversation.messages.push(condense_core::Message::new(
+                Role::Assistant,
+                vec![condense_core::testing::tool_call(id, "bash", Value::Null)],
+            ));
+            conversation
+        };
+        assert_ne!(key(&with_call("call_1")), key(&with_call("call_2")));
+        assert_eq!(key(&with_call("call_1")), key(&with_call("call_1")));
+        // Another task, or the same text sent to the other provider: another session.
+        let mut other = conversation(&["a"]);
         other.messages[1] = condense_core::Message::text(Role::User, "write docs");
-        assert_ne!(derived_session(&other), derived_session(&conversation(&[])));
-        assert!(derived_session(&other).starts_with("auto-"));
+        assert_ne!(key(&other), key(&conversation(&["a"])));
+        assert_ne!(
+            derived_session(Provider::Anthropic, &conversation(&["a"])),
+            key(&conversation(&["a"]))
+        );
+        assert!(key(&other).starts_with("auto-"));
     }
 }

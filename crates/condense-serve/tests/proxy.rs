@@ -165,6 +165,64 @@ async fn a_long_session_replayed_request_by_request_stays_under_the_window() {
     }
 }
 
+/// Replays `runs` (each a whole conversation, OpenAI format) through one proxy at a 16K window,
+/// their requests interleaved (the first request of each run, then the second of each, …),
+/// with no session header; gives the proxy's metrics.
+async fn interleaved(runs: &[Vec<Value>]) -> String {
+    let (upstream, _received) = upstream().await;
+    let running = proxy_to(upstream, 16_000, |_| {}).await;
+    let ends: Vec<Vec<usize>> = runs
+        .iter()
+        .map(|run| {
+            (1..run.len())
+                .filter(|&end| run[end]["role"] == "assistant")
+                .collect()
+        })
+        .collect();
+    let longest = ends.iter().map(Vec::len).max().unwrap_or(0);
+    for step in 0..longest {
+        for (run, ends) in runs.iter().zip(&ends) {
+            let Some(&end) = ends.get(step) else { continue };
+            let response = client()
+                .post(format!("{}/v1/chat/completions", running.url))
+                .json(&json!({"model": "m", "messages": &run[..end]}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+        }
+    }
+    running.proxy.flushed().await;
+    running.proxy.metrics.render()
+}
+
+/// Agents are often run several times on one task at once (pass@k): the runs share their system
+/// prompt and task, and differ from their first reply on. Without a session header each run
+/// still keeps its own state: interleaved, two runs make exactly the summaries that each makes
+/// alone, and no request finds its history diverged from what the other run left.
+#[tokio::test]
+async fn two_runs_of_one_task_at_once_keep_a_state_each() {
+    let first = messages("openai/openhands-ponylang__ponyc-4588");
+    let mut second = first.clone();
+    let reply = second
+        .iter_mut()
+        .find(|message| message["role"] == "assistant")
+        .unwrap();
+    reply["content"] = json!("Let me look at the repository first.");
+
+    let alone = interleaved(std::slice::from_ref(&first)).await;
+    let summaries_alone = metric(&alone, "condense_compactions_total{phase=\"summary\"}");
+    assert!(summaries_alone >= 1, "the run is long enough to summarize");
+
+    let together = interleaved(&[first, second]).await;
+    assert_eq!(
+        metric(&together, "condense_compactions_total{phase=\"summary\"}"),
+        2 * summaries_alone
+    );
+    assert_eq!(metric(&together, "condense_diverged_histories_total"), 0);
+    assert_eq!(metric(&together, "condense_failed_open_total"), 0);
+}
+
 /// A Claude Code session as Anthropic request bodies, replayed request by request at the
 /// default 200K window: the walk prunes (superseded reads, then old outputs) and every pruned
 /// result comes back byte for byte on every later request; each body is valid.
@@ -456,6 +514,30 @@ async fn other_paths_pass_through_and_a_broken_state_fails_open() {
             "condense_failed_open_total"
         ),
         1
+    );
+
+    // A compressed body (gzip's magic bytes, then what condense does not read): not a bad
+    // request but one condense cannot read, so it goes upstream as it came, encoding and all.
+    let compressed: &[u8] = &[0x1f, 0x8b, 0x08, 0x00, 0xff, 0xfe, 0x00, 0x01];
+    let response = client()
+        .post(format!("{}/v1/chat/completions", running.url))
+        .header("content-type", "application/json")
+        .header("content-encoding", "gzip")
+        .body(compressed.to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let (path, headers, sent) = received.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(path, "/v1/chat/completions");
+    assert_eq!(sent, compressed, "forwarded byte for byte");
+    assert_eq!(headers["content-encoding"], "gzip");
+    assert_eq!(
+        metric(
+            &running.proxy.metrics.render(),
+            "condense_failed_open_total"
+        ),
+        2
     );
 }
 
