@@ -337,3 +337,30 @@ fn the_phase_crates_defaults_are_the_built_in_file_key_by_key() {
     assert_eq!(settings.summarizer.kind, SummarizerKind::Extractive);
     assert_eq!(settings.compaction.template, TemplateChoice::Structured);
 }
+
+/// Summaries are forked inside the agent's request only where the agent's cache can be shared:
+/// the request's own upstream (`kind = "upstream"`), `fork` on, and the agent's own model.
+#[test]
+fn summaries_fork_only_on_the_upstream_with_the_agents_own_model() {
+    let forks = |env: &[(&str, &str)]| {
+        let sources = Sources {
+            env: env
+                .iter()
+                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                .collect(),
+            ..Sources::default()
+        };
+        Config::load(&sources).unwrap().forks_summaries()
+    };
+    assert!(!forks(&[]), "the offline default never forks");
+    assert!(forks(&[("CONDENSE_SUMMARIZER_KIND", "upstream")]));
+    assert!(!forks(&[
+        ("CONDENSE_SUMMARIZER_KIND", "upstream"),
+        ("CONDENSE_SUMMARIZER_FORK", "false")
+    ]));
+    assert!(!forks(&[
+        ("CONDENSE_SUMMARIZER_KIND", "upstream"),
+        ("CONDENSE_SUMMARIZER_COMPACTION_MODEL", "cheap-model")
+    ]));
+    assert!(!forks(&[("CONDENSE_SUMMARIZER_KIND", "openai")]));
+}

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::metrics::Metrics;
 use crate::state::{Saved, SessionStore};
-use crate::upstream::{UpstreamSummaries, UpstreamSummarizer};
+use crate::upstream::{Asked, UpstreamSummaries, UpstreamSummarizer};
 use crate::wire::{Provider, UsageScanner, derived_session, named_session};
 
 /// The header a client may send to name its session.
@@ -317,7 +317,8 @@ impl Proxy {
                 &self.metrics,
             )
         });
-        let summarizer = summarizer
+        let upstream = summarizer;
+        let summarizer = upstream
             .as_ref()
             .map(|summarizer| summarizer as &dyn condense_host::Summarizer);
         let session = named.unwrap_or_else(|| derived_session(provider, &conversation));
@@ -380,7 +381,8 @@ impl Proxy {
                 }
                 None
             };
-            let fired = self.record(report);
+            let asked = upstream.as_ref().and_then(UpstreamSummarizer::asked);
+            let fired = self.record(report, asked);
             return Prepared {
                 session,
                 body,
@@ -394,12 +396,13 @@ impl Proxy {
         self.failed_open(session, bytes, "save state", &conflict)
     }
 
-    /// Counts what fired in the metrics, and names it for the request's log line.
-    fn record(&self, report: &condense_host::CompactReport) -> String {
-        let mut fired = Vec::new();
+    /// Counts what fired in the metrics, and names it for the request's log line (with how the
+    /// upstream was asked for a summary, when it was).
+    fn record(&self, report: &condense_host::CompactReport, asked: Option<Asked>) -> String {
+        let mut fired: Vec<std::borrow::Cow<'static, str>> = Vec::new();
         if matches!(report.head, Some(HeadOutcome::Reused { .. })) {
             Metrics::add(&self.metrics.head_reused, 1);
-            fired.push("frozen summary");
+            fired.push("frozen summary".into());
         }
         if report
             .prune
@@ -408,29 +411,32 @@ impl Proxy {
             .is_some_and(|m| m.cleared > 0)
         {
             Metrics::add(&self.metrics.microcompacted, 1);
-            fired.push("microcompact");
+            fired.push("microcompact".into());
         }
         if report.prune.replaced() > 0 {
             Metrics::add(&self.metrics.pruned, 1);
-            fired.push("prune");
+            fired.push("prune".into());
         }
         match &report.compaction {
             CompactionOutcome::Summarized { .. } => {
                 Metrics::add(&self.metrics.summarized, 1);
-                fired.push("summary");
+                fired.push(match asked {
+                    Some(asked) => format!("summary ({})", asked.describe()).into(),
+                    None => "summary".into(),
+                });
             }
             CompactionOutcome::Failed { .. } => {
                 Metrics::add(&self.metrics.summarizer_failures, 1);
-                fired.push("summary failed");
+                fired.push("summary failed".into());
             }
             CompactionOutcome::NothingNew => {
-                fired.push("over the threshold, nothing new to summarize")
+                fired.push("over the threshold, nothing new to summarize".into())
             }
             _ => {}
         }
         if matches!(report.head, Some(HeadOutcome::Diverged { .. })) {
             Metrics::add(&self.metrics.diverged, 1);
-            fired.push("history diverged: judged afresh");
+            fired.push("history diverged: judged afresh".into());
         }
         Metrics::add(&self.metrics.tokens_before, report.tokens_before as u64);
         Metrics::add(&self.metrics.tokens_after, report.tokens_after as u64);

@@ -31,7 +31,8 @@ pub struct UpstreamSummaries {
     /// Time-outs, retries, `compaction_model` and the summary's length: the `[summarizer]`
     /// configuration (its server and key are the request's).
     pub remote: RemoteSettings,
-    /// Ask inside the agent's own request, sharing its cached prefix (`summarizer.fork`).
+    /// Ask inside the agent's own request, sharing its cached prefix
+    /// ([`condense_host::Config::forks_summaries`]).
     pub fork: bool,
 }
 
@@ -40,7 +41,7 @@ impl UpstreamSummaries {
     pub fn from_config(config: &condense_host::Config) -> Self {
         UpstreamSummaries {
             remote: config.remote_settings(),
-            fork: config.settings().summarizer.fork,
+            fork: config.forks_summaries(),
         }
     }
 }
@@ -62,11 +63,34 @@ const CARRIED: [&str; 7] = [
 pub(crate) struct UpstreamSummarizer<'m> {
     provider: Provider,
     settings: RemoteSettings,
-    /// Whether a forked request is tried first: `summarizer.fork`, and no `compaction_model`
-    /// (another model shares no cache with the agent's).
+    /// Whether a forked request is tried first ([`UpstreamSummaries::fork`]).
     fork: bool,
     /// Where forked requests and their fallbacks are counted.
     metrics: &'m Metrics,
+    /// How the last summary was asked, for the request's log line.
+    asked: std::sync::Mutex<Option<Asked>>,
+}
+
+/// How a summary was asked of the upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asked {
+    /// Inside the agent's own request, which answered it.
+    Forked,
+    /// Inside the agent's own request first, which gave no summary; then as a separate prompt.
+    FellBack,
+    /// As a separate prompt only (forking off, or not cheaper for this request).
+    Separate,
+}
+
+impl Asked {
+    /// As the request's log line says it.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Asked::Forked => "forked",
+            Asked::FellBack => "fork fell back to a separate prompt",
+            Asked::Separate => "separate prompt",
+        }
+    }
 }
 
 impl std::fmt::Debug for UpstreamSummarizer<'_> {
@@ -91,7 +115,7 @@ impl<'m> UpstreamSummarizer<'m> {
         model: Option<&str>,
         metrics: &'m Metrics,
     ) -> Self {
-        let fork = template.fork && template.remote.compaction_model.is_none();
+        let fork = template.fork;
         let mut settings = template.remote.clone();
         let origin = origin.trim_end_matches('/');
         settings.base_url = match provider {
@@ -115,6 +139,18 @@ impl<'m> UpstreamSummarizer<'m> {
             settings,
             fork,
             metrics,
+            asked: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// How the last summary of this request was asked, if one was.
+    pub(crate) fn asked(&self) -> Option<Asked> {
+        self.asked.lock().map(|asked| *asked).unwrap_or(None)
+    }
+
+    fn note(&self, asked: Asked) {
+        if let Ok(mut last) = self.asked.lock() {
+            *last = Some(asked);
         }
     }
 
@@ -239,6 +275,7 @@ impl Summarizer for UpstreamSummarizer<'_> {
         } else {
             None
         };
+        let mut asked = Asked::Separate;
         if let Some(body) = body {
             match self.complete_body(&body).await {
                 Err(error)
@@ -249,15 +286,18 @@ impl Summarizer for UpstreamSummarizer<'_> {
                 {
                     Metrics::add(&self.metrics.fork_fallbacks, 1);
                     tracing::debug!(%error, "forked summary failed; asking a separate prompt");
+                    asked = Asked::FellBack;
                 }
                 answer => {
                     if answer.is_ok() {
                         Metrics::add(&self.metrics.forked_summaries, 1);
                     }
+                    self.note(Asked::Forked);
                     return answer;
                 }
             }
         }
+        self.note(asked);
         self.summarize(fork.head(), prompt).await
     }
 
@@ -282,6 +322,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use std::sync::atomic::Ordering;
 
     /// The fork of `body`, a request to `provider` as the proxy would forward it.
     fn forked(provider: Provider, body: &Value) -> Option<Value> {
@@ -400,5 +441,67 @@ mod tests {
                 {"type": "text", "text": "Summarize."}
             ]})]
         );
+    }
+
+    /// The request's log line says how its summary was asked: inside the agent's request, in a
+    /// separate prompt after a forked answer that held no summary, or only apart.
+    #[tokio::test]
+    async fn how_the_summary_was_asked_is_kept_for_the_log_line() {
+        let (origin, received) = crate::testing::upstream().await;
+        let listing: String = (0..300).map(|n| format!("src/module_{n}.rs\n")).collect();
+        let mut body = json!({
+            "model": "gpt",
+            "messages": [
+                {"role": "user", "content": "List the sources."},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function",
+                     "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": listing}
+            ]
+        });
+        let metrics = Metrics::default();
+        let asked = async |body: &Value, fork: bool| {
+            let (_, conversation) = condense_formats::read(
+                body.to_string().as_bytes(),
+                Some(Provider::OpenAi.format()),
+            )
+            .unwrap();
+            let summarizer = UpstreamSummarizer::for_request(
+                &UpstreamSummaries {
+                    remote: RemoteSettings::new("unused", "unused"),
+                    fork,
+                },
+                Provider::OpenAi,
+                &format!("http://{origin}"),
+                &HeaderMap::new(),
+                Some("gpt"),
+                &metrics,
+            );
+            assert_eq!(summarizer.asked(), None, "nothing asked yet");
+            let fork = Fork {
+                conversation: &conversation,
+                head: 0..3,
+                tokens: 100,
+                window: 200_000,
+                counted: 100,
+                cached: 100,
+            };
+            let summary = summarizer
+                .summarize_forked(fork, "Summarize.")
+                .await
+                .unwrap();
+            assert_eq!(summary, "ok", "the scripted upstream's text");
+            summarizer.asked()
+        };
+        assert_eq!(asked(&body, true).await, Some(Asked::Forked));
+        assert_eq!(asked(&body, false).await, Some(Asked::Separate));
+        // An agent that must call a tool answers the fork with a call, not a summary.
+        body["tool_choice"] = json!("required");
+        assert_eq!(asked(&body, true).await, Some(Asked::FellBack));
+        // Forked, separate; forked then separate.
+        assert_eq!(received.lock().unwrap().len(), 4);
+        assert_eq!(metrics.forked_summaries.load(Ordering::Relaxed), 1);
+        assert_eq!(metrics.fork_fallbacks.load(Ordering::Relaxed), 1);
     }
 }

@@ -814,16 +814,19 @@ async fn a_forked_summary_repeats_the_previous_request_and_falls_back_without_te
 async fn summaries_are_asked_of_the_upstream_with_the_clients_own_credentials() {
     for (provider, compaction_model) in [("openai", None), ("anthropic", Some("cheap-model"))] {
         let (upstream, received) = upstream().await;
-        let running = proxy_with(
-            upstream,
-            16_000,
-            &[("CONDENSE_SUMMARIZER_KIND", "upstream")],
-            |settings| {
-                let mut remote = condense_summarize::RemoteSettings::new("unused", "unused");
-                remote.compaction_model = compaction_model.map(str::to_owned);
-                settings.upstream_summarizer = Some(UpstreamSummaries { remote, fork: true });
-            },
-        )
+        let mut env = vec![("CONDENSE_SUMMARIZER_KIND", "upstream")];
+        env.extend(compaction_model.map(|model| ("CONDENSE_SUMMARIZER_COMPACTION_MODEL", model)));
+        let sources = Sources {
+            env: env
+                .iter()
+                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                .collect(),
+            ..Sources::default()
+        };
+        let summaries = UpstreamSummaries::from_config(&Config::load(&sources).unwrap());
+        let running = proxy_with(upstream, 16_000, &env, |settings| {
+            settings.upstream_summarizer = Some(summaries);
+        })
         .await;
         let (path, body, request) = if provider == "openai" {
             let all = messages("openai/openhands-ponylang__ponyc-4588");

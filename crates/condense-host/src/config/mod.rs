@@ -384,6 +384,16 @@ impl Config {
         self.settings.summarizer.kind
     }
 
+    /// Whether summaries are asked inside the agent's own request, sharing its cached prefix:
+    /// `kind = "upstream"` with `fork`, and no `compaction_model` (another model shares no cache
+    /// with the agent's). The proxy asks them so and `condense replay` prices them so.
+    pub fn forks_summaries(&self) -> bool {
+        let summarizer = &self.settings.summarizer;
+        summarizer.kind == SummarizerKind::Upstream
+            && summarizer.fork
+            && summarizer.compaction_model.is_empty()
+    }
+
     /// The offline summarizer's settings.
     pub fn extractive_settings(&self) -> condense_summarize::ExtractiveSettings {
         condense_summarize::ExtractiveSettings {

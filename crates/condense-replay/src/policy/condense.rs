@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use condense_core::{Conversation, Message};
 use condense_host::{
     Clock, CompactionOutcome, Compactor, Config, MemoryStore, Reason, ReportedUsage, SessionState,
-    SummarizerKind,
 };
 use condense_summarize::{Fork, SummarizeError, Summarizer};
 use condense_tokenizer::TokenCounter;
@@ -99,8 +98,8 @@ impl Summarizer for Noting<'_> {
 /// replay prices each summary as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SummaryRequests {
-    /// Inside the agent's own request where that is cheaper (`kind = "upstream"` with `fork`,
-    /// and no `compaction_model`, as `condense serve` runs it).
+    /// Inside the agent's own request where that is cheaper, as `condense serve` asks them
+    /// ([`Config::forks_summaries`]).
     pub fork: bool,
     /// `max_summary_tokens`: the longest summary asked for.
     pub max_summary_tokens: usize,
@@ -113,9 +112,7 @@ impl SummaryRequests {
     pub fn from_config(config: &Config) -> Self {
         let summarizer = &config.settings().summarizer;
         SummaryRequests {
-            fork: config.summarizer_kind() == SummarizerKind::Upstream
-                && summarizer.fork
-                && summarizer.compaction_model.is_empty(),
+            fork: config.forks_summaries(),
             max_summary_tokens: summarizer.max_summary_tokens,
             tool_output_chars: summarizer.tool_output_chars,
         }
