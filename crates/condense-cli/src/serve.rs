@@ -7,7 +7,8 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use condense_host::{Compactor, SummarizerKind};
 use condense_serve::{
-    DirSessionStore, Proxy, ProxySettings, RedisSessionStore, SessionStore, UpstreamSummaries,
+    DirSessionStore, Proxy, ProxyError, ProxySettings, RedisSessionStore, SessionStore,
+    UpstreamSummaries,
 };
 
 use crate::settings::{plugins, sources};
@@ -41,16 +42,6 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
             serve.listen
         ))
     })?;
-    for (key, url) in [
-        ("serve.openai_upstream", &serve.openai_upstream),
-        ("serve.anthropic_upstream", &serve.anthropic_upstream),
-    ] {
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(usage_error(format!(
-                "{key}: `{url}` is not an http:// or https:// origin"
-            )));
-        }
-    }
     if serve.body_limit_bytes == 0 {
         return Err(usage_error("serve.body_limit_bytes: must be more than 0"));
     }
@@ -65,6 +56,18 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     } else {
         Arc::new(DirSessionStore::new(PathBuf::from(&serve.state)))
     };
+    match store.check() {
+        Ok(()) => {}
+        // A directory is this machine's own: one that cannot be written is a mistake to fix now.
+        Err(error @ condense_serve::StateStoreError::Io { .. }) => {
+            return Err(anyhow::Error::new(error).context("serve.state cannot be used"));
+        }
+        // Redis may come up after the proxy (a replica started first): say it, and serve; each
+        // request fails open until it is reachable.
+        Err(error) => eprintln!(
+            "condense serve: warning: {error}; requests go upstream uncompacted until the state can be reached"
+        ),
+    }
     let plugins = plugins(&config, verbosity)?;
     let compactor = Compactor::with_plugins(&config, &plugins)?;
     let level = match verbosity {
@@ -82,7 +85,12 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     if config.summarizer_kind() == SummarizerKind::Upstream {
         settings.upstream_summarizer = Some(UpstreamSummaries::from_config(&config));
     }
-    let proxy = Arc::new(Proxy::new(settings, compactor, store)?);
+    let proxy = Arc::new(
+        Proxy::new(settings, compactor, store).map_err(|error| match error {
+            ProxyError::Upstream { .. } => usage_error(error.to_string()),
+            _ => anyhow::Error::new(error),
+        })?,
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

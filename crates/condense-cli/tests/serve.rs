@@ -182,4 +182,70 @@ fn a_bad_address_or_upstream_is_a_usage_error() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("serve.openai_upstream"));
+    for bad in ["http://a b", "https://api.anthropic.com/?key=1", "https://"] {
+        let out = common::condense(dir.path(), &["serve", "--anthropic-upstream", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("serve.anthropic_upstream") && said.contains(bad),
+            "{said}"
+        );
+    }
+}
+
+/// A state directory that cannot be one (here a file) stops the proxy before it listens: it
+/// would otherwise serve every request uncompacted, each failing open at its save.
+#[test]
+fn a_state_path_that_is_not_a_directory_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("state"), "a file").unwrap();
+    let out = common::condense(
+        dir.path(),
+        &["serve", "--listen", "127.0.0.1:0", "--state", "state"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("serve.state") && said.contains("state"),
+        "{said}"
+    );
+    assert!(!said.contains("listening"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("state")).unwrap(),
+        "a file"
+    );
+}
+
+/// A Redis that is not up yet (a replica started first) is said at start, and the proxy serves:
+/// requests go upstream uncompacted until it can be reached.
+#[test]
+fn an_unreachable_redis_is_a_warning_and_the_proxy_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = command(
+        dir.path(),
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--state",
+            "redis://:hunter2@127.0.0.1:1/0",
+        ],
+    )
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let warning = lines.next().unwrap().unwrap();
+    let listening = lines.next().unwrap().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        warning.contains("warning") && warning.contains("127.0.0.1:1"),
+        "{warning}"
+    );
+    assert!(
+        !warning.contains("hunter2"),
+        "no password in the log: {warning}"
+    );
+    assert!(listening.contains("listening on"), "{listening}");
 }

@@ -74,6 +74,37 @@ pub enum ProxyError {
     /// The HTTP client could not be built.
     #[error("cannot build the upstream HTTP client: {0}")]
     Client(String),
+    /// An upstream origin the proxy cannot send to.
+    #[error("{key}: `{url}` {reason}")]
+    Upstream {
+        /// The configuration key: `serve.openai_upstream` or `serve.anthropic_upstream`.
+        key: &'static str,
+        /// The value given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// Checks an upstream origin: an absolute http(s) URL with a host and no query or fragment.
+/// The request's own path is appended to it, so a gateway's path prefix is kept.
+fn check_upstream(key: &'static str, url: &str) -> Result<(), ProxyError> {
+    let problem = |reason: String| ProxyError::Upstream {
+        key,
+        url: url.to_owned(),
+        reason,
+    };
+    let parsed =
+        reqwest::Url::parse(url).map_err(|error| problem(format!("is not a URL ({error})")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(problem("is not an http:// or https:// origin".to_owned()));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(problem(
+            "has a query or fragment: give the origin (and a path prefix) only".to_owned(),
+        ));
+    }
+    Ok(())
 }
 
 /// The proxy: one compactor for every session, each session's state in the store.
@@ -116,6 +147,8 @@ impl Proxy {
         compactor: Compactor,
         store: Arc<dyn SessionStore>,
     ) -> Result<Self, ProxyError> {
+        check_upstream("serve.openai_upstream", &settings.openai_upstream)?;
+        check_upstream("serve.anthropic_upstream", &settings.anthropic_upstream)?;
         // TLS needs a process-wide crypto provider; ring's, unless one is installed already.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()

@@ -85,6 +85,12 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     fn local(&self) -> bool {
         false
     }
+    /// Whether the store can be used now: called once when the proxy starts, so that a state
+    /// directory that cannot be written or a Redis that cannot be reached is said then, not only
+    /// in each request's log line (every request would fail open without a state).
+    fn check(&self) -> Result<(), StateStoreError> {
+        Ok(())
+    }
     /// Stores `state` if the session is still at `expected`.
     fn save(
         &self,
@@ -173,6 +179,24 @@ impl SessionStore for DirSessionStore {
 
     fn load(&self, session: &str) -> Result<Versioned, StateStoreError> {
         self.read(&self.path(session))
+    }
+
+    /// Makes the directory and writes (then removes) a file in it.
+    fn check(&self) -> Result<(), StateStoreError> {
+        let io = |source| StateStoreError::Io {
+            path: self.dir.clone(),
+            source,
+        };
+        if self.dir.exists() && !self.dir.is_dir() {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                "it exists and is not a directory",
+            )));
+        }
+        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let probe = self.dir.join(format!(".check.{}.tmp", std::process::id()));
+        std::fs::write(&probe, b"").map_err(io)?;
+        std::fs::remove_file(&probe).map_err(io)
     }
 
     /// The directory belongs to one proxy process (see the type's documentation).
@@ -322,6 +346,12 @@ impl RedisSessionStore {
 impl SessionStore for RedisSessionStore {
     fn location(&self) -> String {
         self.shown.clone()
+    }
+
+    /// Connects and sends `PING`.
+    fn check(&self) -> Result<(), StateStoreError> {
+        self.with(|connection| redis::cmd("PING").query::<String>(connection))
+            .map(drop)
     }
 
     fn load(&self, session: &str) -> Result<Versioned, StateStoreError> {
