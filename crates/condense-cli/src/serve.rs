@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use condense_host::{Compactor, SummarizerKind};
@@ -45,17 +46,31 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     if serve.body_limit_bytes == 0 {
         return Err(usage_error("serve.body_limit_bytes: must be more than 0"));
     }
-    let store: Arc<dyn SessionStore> = if serve.state.starts_with("redis://")
-        || serve.state.starts_with("rediss://")
-    {
-        Arc::new(
-            RedisSessionStore::new(&serve.state).map_err(|error| usage_error(error.to_string()))?,
-        )
-    } else if serve.state.is_empty() {
-        Arc::new(DirSessionStore::new(DirSessionStore::default_dir()))
-    } else {
-        Arc::new(DirSessionStore::new(PathBuf::from(&serve.state)))
-    };
+    // A century: past it Redis refuses the expiry, and 0 already means forever.
+    const TTL_HOURS_LIMIT: u64 = 876_000;
+    if serve.state_ttl_hours > TTL_HOURS_LIMIT {
+        return Err(usage_error(format!(
+            "serve.state_ttl_hours: {} is more than a century ({TTL_HOURS_LIMIT}); 0 keeps states forever",
+            serve.state_ttl_hours
+        )));
+    }
+    let ttl = (serve.state_ttl_hours > 0)
+        .then(|| Duration::from_secs(serve.state_ttl_hours.saturating_mul(3_600)));
+    let store: Arc<dyn SessionStore> =
+        if serve.state.starts_with("redis://") || serve.state.starts_with("rediss://") {
+            Arc::new(
+                RedisSessionStore::new(&serve.state)
+                    .map_err(|error| usage_error(error.to_string()))?
+                    .expire_after(ttl),
+            )
+        } else {
+            let dir = if serve.state.is_empty() {
+                DirSessionStore::default_dir()
+            } else {
+                PathBuf::from(&serve.state)
+            };
+            Arc::new(DirSessionStore::new(dir).expire_after(ttl))
+        };
     match store.check() {
         Ok(()) => {}
         // A directory is this machine's own: one that cannot be written is a mistake to fix now.

@@ -182,6 +182,18 @@ fn a_bad_address_or_upstream_is_a_usage_error() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("serve.openai_upstream"));
+    std::fs::write(
+        dir.path().join("ttl.toml"),
+        "[serve]\nstate_ttl_hours = 9999999\n",
+    )
+    .unwrap();
+    let out = common::condense(dir.path(), &["serve", "--config", "ttl.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("serve.state_ttl_hours") && said.contains("9999999"),
+        "{said}"
+    );
     for bad in ["http://a b", "https://api.anthropic.com/?key=1", "https://"] {
         let out = common::condense(dir.path(), &["serve", "--anthropic-upstream", bad]);
         assert_eq!(out.status.code(), Some(2), "{bad}");

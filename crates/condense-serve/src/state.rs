@@ -5,6 +5,7 @@
 //! at once cannot both win: the loser reloads and prepares again on the winner's state.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
 use condense_host::SessionState;
 use sha2::{Digest, Sha256};
@@ -109,7 +110,14 @@ pub struct DirSessionStore {
     dir: PathBuf,
     /// Serializes compare-and-set within the process.
     lock: std::sync::Mutex<()>,
+    /// How long a state is kept after its last save; `None`: forever.
+    ttl: Option<Duration>,
+    /// When the directory was last swept of expired states (`None`: not yet).
+    swept: std::sync::Mutex<Option<Instant>>,
 }
+
+/// How often, at most, the directory is swept of expired states: a sweep reads every entry.
+const SWEEP_EVERY: Duration = Duration::from_secs(3_600);
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Stored {
@@ -123,6 +131,64 @@ impl DirSessionStore {
         DirSessionStore {
             dir: dir.into(),
             lock: std::sync::Mutex::new(()),
+            ttl: None,
+            swept: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// States not saved for `ttl` are removed (`serve.state_ttl_hours`), by a sweep made after a
+    /// save at most once an hour; `None` keeps them forever. A session whose state expired is
+    /// judged afresh when it comes back: the client holds its whole history, so nothing is
+    /// lost but one new summary and one cache write.
+    pub fn expire_after(mut self, ttl: Option<Duration>) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Removes the states (and temporary files a crash left) not written for the ttl, when the
+    /// last sweep is an hour old. Only regular files are removed; a failure is logged, never an
+    /// error of the save that triggered it.
+    fn sweep_if_due(&self) {
+        let Some(ttl) = self.ttl else { return };
+        {
+            let mut swept = self
+                .swept
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if swept.is_some_and(|at| at.elapsed() < SWEEP_EVERY) {
+                return;
+            }
+            *swept = Some(Instant::now());
+        }
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let now = SystemTime::now();
+        let mut removed = 0usize;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if !(name.ends_with(".json") || name.ends_with(".tmp")) {
+                continue;
+            }
+            let Ok(metadata) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            let age = metadata
+                .modified()
+                .ok()
+                .and_then(|modified| now.duration_since(modified).ok());
+            if metadata.is_file() && age.is_some_and(|age| age > ttl) {
+                match std::fs::remove_file(entry.path()) {
+                    Ok(()) => removed += 1,
+                    Err(error) => {
+                        tracing::warn!(path = %entry.path().display(), %error, "an expired session state was not removed")
+                    }
+                }
+            }
+        }
+        if removed > 0 {
+            tracing::debug!(removed, dir = %self.dir.display(), "expired session states removed");
         }
     }
 
@@ -252,6 +318,7 @@ impl SessionStore for DirSessionStore {
             let _ = std::fs::remove_file(&temp);
             io(source)
         })?;
+        self.sweep_if_due();
         Ok(Saved::Stored(version))
     }
 }
@@ -262,6 +329,8 @@ impl SessionStore for DirSessionStore {
 /// session at once cannot both win (the loser prepares again on the winner's state).
 pub struct RedisSessionStore {
     client: redis::Client,
+    /// How long a session's key lives after its last save; `None`: forever.
+    ttl: Option<Duration>,
     /// The URL without credentials, for messages.
     shown: String,
     connection: std::sync::Mutex<Option<redis::Connection>>,
@@ -276,12 +345,18 @@ impl std::fmt::Debug for RedisSessionStore {
     }
 }
 
-/// Compare the version, then write version and state together.
+/// Compare the version, then write version and state together, and set the key to expire
+/// `ARGV[4]` milliseconds from now (`0`: never).
 const SAVE_SCRIPT: &str = r"
 local current = redis.call('HGET', KEYS[1], 'version')
 if not current then current = '0' end
 if current ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'version', ARGV[2], 'state', ARGV[3])
+if tonumber(ARGV[4]) > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+else
+  redis.call('PERSIST', KEYS[1])
+end
 return 1
 ";
 
@@ -299,13 +374,22 @@ impl RedisSessionStore {
         })?;
         Ok(RedisSessionStore {
             client,
+            ttl: None,
             shown,
             connection: std::sync::Mutex::new(None),
             script: redis::Script::new(SAVE_SCRIPT),
         })
     }
 
-    fn key(session: &str) -> String {
+    /// Each save sets the session's key to expire `ttl` later (`serve.state_ttl_hours`); `None`
+    /// keeps it forever. See [`DirSessionStore::expire_after`] for what an expired state costs.
+    pub fn expire_after(mut self, ttl: Option<Duration>) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The key of a session's hash.
+    pub fn key(session: &str) -> String {
         format!("condense:session:{}", digest(session))
     }
 
@@ -387,6 +471,7 @@ impl SessionStore for RedisSessionStore {
                 .arg(expected.to_string())
                 .arg((expected + 1).to_string())
                 .arg(&text)
+                .arg(self.ttl.map_or(0, |ttl| ttl.as_millis()).to_string())
                 .invoke(connection)
         })?;
         Ok(if won == 1 {
@@ -442,5 +527,45 @@ mod tests {
             Saved::Stored(1)
         );
         assert_eq!(store.load("s").unwrap().version, 1);
+    }
+
+    /// A save sweeps the directory of states not written for the ttl (and of temporary files a
+    /// crash left), at most once an hour; what is recent, and what is not a regular file, stays.
+    #[test]
+    fn states_not_saved_for_the_ttl_are_swept_after_a_save() {
+        let dir = tempfile::tempdir().unwrap();
+        let day = Duration::from_secs(86_400);
+        let old = SystemTime::now() - 2 * day;
+        let age = |path: &Path| {
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        };
+        let forever = DirSessionStore::new(dir.path());
+        forever.save("stale", &SessionState::default(), 0).unwrap();
+        forever.save("recent", &SessionState::default(), 0).unwrap();
+        age(&forever.path("stale"));
+        let crashed = dir.path().join(".abc.json.4242.tmp");
+        std::fs::write(&crashed, "half").unwrap();
+        age(&crashed);
+        let not_a_file = dir.path().join("directory.json");
+        std::fs::create_dir(&not_a_file).unwrap();
+        // Without a ttl nothing is removed.
+        forever.save("recent", &SessionState::default(), 1).unwrap();
+        assert_eq!(forever.load("stale").unwrap().version, 1);
+
+        let store = DirSessionStore::new(dir.path()).expire_after(Some(day));
+        store.save("recent", &SessionState::default(), 2).unwrap();
+        assert_eq!(store.load("stale").unwrap().version, 0, "expired: removed");
+        assert!(!crashed.exists());
+        assert_eq!(store.load("recent").unwrap().version, 3);
+        assert!(not_a_file.is_dir());
+        // Swept at most once an hour: a state aged now stays until the next sweep.
+        age(&store.path("recent"));
+        store.save("other", &SessionState::default(), 0).unwrap();
+        assert_eq!(store.load("recent").unwrap().version, 3);
     }
 }

@@ -72,3 +72,29 @@ fn an_unreachable_server_is_a_clear_error() {
         "the password is never shown: {error}"
     );
 }
+
+/// With a ttl each save sets the session's key to expire that long after it; without one the
+/// key is kept (and a key saved with one is made persistent again).
+#[test]
+fn a_saved_state_expires_after_the_ttl() {
+    let Some(store) = store("a_saved_state_expires_after_the_ttl") else {
+        return;
+    };
+    let url = std::env::var("CONDENSE_REDIS_URL").unwrap();
+    let mut redis = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let session = format!("ttl-{}-{}", std::process::id(), line!());
+    let key = RedisSessionStore::key(&session);
+    let pttl = |redis: &mut redis::Connection| -> i64 {
+        redis::cmd("PTTL").arg(&key).query(redis).unwrap()
+    };
+    let store = store.expire_after(Some(std::time::Duration::from_secs(3_600)));
+    store.save(&session, &SessionState::default(), 0).unwrap();
+    let left = pttl(&mut redis);
+    assert!((3_590_000..=3_600_000).contains(&left), "{left} ms left");
+    let store = store.expire_after(None);
+    store.save(&session, &SessionState::default(), 1).unwrap();
+    assert_eq!(pttl(&mut redis), -1, "kept forever");
+}

@@ -196,6 +196,8 @@ pub struct ServeConfig {
     pub anthropic_upstream: String,
     /// The sessions' state directory; `""` for the user's state directory.
     pub state: String,
+    /// Hours a session's state is kept after its last request; `0`: forever.
+    pub state_ttl_hours: u64,
     /// The largest request body accepted.
     pub body_limit_bytes: usize,
     /// The longest the upstream may stay silent.
