@@ -96,6 +96,10 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
         .with_ansi(false)
         .try_init();
     let state_label = store.location();
+    // Placeholders name a handle, not a place: the person who recalls an original from another
+    // directory needs the store's absolute path (`condense recall --store DIR HANDLE`).
+    let originals = &config.settings().store.dir;
+    let originals = std::path::absolute(originals).unwrap_or_else(|_| originals.clone());
     let mut settings = ProxySettings::from_config(&serve);
     if config.summarizer_kind() == SummarizerKind::Upstream {
         settings.upstream_summarizer = Some(UpstreamSummaries::from_config(&config));
@@ -117,8 +121,10 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
         let bound = listener.local_addr().unwrap_or(listen);
         // Tests and scripts read this line to learn the port when they asked for port 0.
         eprintln!(
-            "condense serve: listening on http://{bound} (OpenAI upstream {}, Anthropic upstream {}, state {state_label})",
-            serve.openai_upstream, serve.anthropic_upstream
+            "condense serve: listening on http://{bound} (OpenAI upstream {}, Anthropic upstream {}, state {state_label}, originals {})",
+            serve.openai_upstream,
+            serve.anthropic_upstream,
+            originals.display()
         );
         condense_serve::run(listener, proxy, shutdown_signal()).await?;
         eprintln!("condense serve: stopped");

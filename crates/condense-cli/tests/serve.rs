@@ -43,22 +43,31 @@ fn start(dir: &Path, upstream: &str, state: &str, extra: &[&str]) -> Replica {
         "originals",
     ];
     args.extend_from_slice(extra);
-    let mut child = command(dir, &args)
+    let child = command(dir, &args)
         .env("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000")
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    // Owned from here, so that a failed check below still kills the process (a live child
+    // holding the test's output open would hang the run).
+    let mut replica = Replica {
+        child,
+        url: String::new(),
+    };
+    let mut lines = BufReader::new(replica.child.stderr.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
-    let url = first
+    replica.url = first
         .split("listening on ")
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no address in {first:?}"))
         .to_owned();
+    // Where originals go, absolute, for a `condense recall --store` run from anywhere.
+    let originals = format!("originals {})", dir.join("originals").display());
+    assert!(first.ends_with(&originals), "{first}");
     // Keep draining stderr so the process never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    Replica { child, url }
+    replica
 }
 
 fn client() -> reqwest::Client {
@@ -233,7 +242,7 @@ fn a_state_path_that_is_not_a_directory_is_refused_at_start() {
 #[test]
 fn an_unreachable_redis_is_a_warning_and_the_proxy_serves() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = command(
+    let child = command(
         dir.path(),
         &[
             "serve",
@@ -246,11 +255,15 @@ fn an_unreachable_redis_is_a_warning_and_the_proxy_serves() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    // Killed when dropped, whatever happens below.
+    let mut replica = Replica {
+        child,
+        url: String::new(),
+    };
+    let mut lines = BufReader::new(replica.child.stderr.take().unwrap()).lines();
     let warning = lines.next().unwrap().unwrap();
     let listening = lines.next().unwrap().unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(replica);
     assert!(
         warning.contains("warning") && warning.contains("127.0.0.1:1"),
         "{warning}"
