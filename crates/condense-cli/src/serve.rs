@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use condense_host::{Compactor, SummarizerKind};
+use condense_host::{Compactor, ServeConfig, SummarizerKind};
 use condense_serve::{
     DirSessionStore, Proxy, ProxyError, ProxySettings, RedisSessionStore, SessionStore,
     UpstreamSummaries,
@@ -46,43 +46,7 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     if serve.body_limit_bytes == 0 {
         return Err(usage_error("serve.body_limit_bytes: must be more than 0"));
     }
-    // A century: past it Redis refuses the expiry, and 0 already means forever.
-    const TTL_HOURS_LIMIT: u64 = 876_000;
-    if serve.state_ttl_hours > TTL_HOURS_LIMIT {
-        return Err(usage_error(format!(
-            "serve.state_ttl_hours: {} is more than a century ({TTL_HOURS_LIMIT}); 0 keeps states forever",
-            serve.state_ttl_hours
-        )));
-    }
-    let ttl = (serve.state_ttl_hours > 0)
-        .then(|| Duration::from_secs(serve.state_ttl_hours.saturating_mul(3_600)));
-    let store: Arc<dyn SessionStore> =
-        if serve.state.starts_with("redis://") || serve.state.starts_with("rediss://") {
-            Arc::new(
-                RedisSessionStore::new(&serve.state)
-                    .map_err(|error| usage_error(error.to_string()))?
-                    .expire_after(ttl),
-            )
-        } else {
-            let dir = if serve.state.is_empty() {
-                DirSessionStore::default_dir()
-            } else {
-                PathBuf::from(&serve.state)
-            };
-            Arc::new(DirSessionStore::new(dir).expire_after(ttl))
-        };
-    match store.check() {
-        Ok(()) => {}
-        // A directory is this machine's own: one that cannot be written is a mistake to fix now.
-        Err(error @ condense_serve::StateStoreError::Io { .. }) => {
-            return Err(anyhow::Error::new(error).context("serve.state cannot be used"));
-        }
-        // Redis may come up after the proxy (a replica started first): say it, and serve; each
-        // request fails open until it is reachable.
-        Err(error) => eprintln!(
-            "condense serve: warning: {error}; requests go upstream uncompacted until the state can be reached"
-        ),
-    }
+    let store = session_store(&serve)?;
     let plugins = plugins(&config, verbosity)?;
     let compactor = Compactor::with_plugins(&config, &plugins)?;
     let level = match verbosity {
@@ -130,6 +94,49 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
         eprintln!("condense serve: stopped");
         anyhow::Ok(())
     })
+}
+
+/// The sessions' state store `[serve]` names (a directory, or Redis), with its ttl, checked once
+/// before the proxy listens.
+fn session_store(serve: &ServeConfig) -> Result<Arc<dyn SessionStore>> {
+    // A century: past it Redis refuses the expiry, and 0 already means forever.
+    const TTL_HOURS_LIMIT: u64 = 876_000;
+    if serve.state_ttl_hours > TTL_HOURS_LIMIT {
+        return Err(usage_error(format!(
+            "serve.state_ttl_hours: {} is more than a century ({TTL_HOURS_LIMIT}); 0 keeps states forever",
+            serve.state_ttl_hours
+        )));
+    }
+    let ttl = (serve.state_ttl_hours > 0)
+        .then(|| Duration::from_secs(serve.state_ttl_hours.saturating_mul(3_600)));
+    let store: Arc<dyn SessionStore> =
+        if serve.state.starts_with("redis://") || serve.state.starts_with("rediss://") {
+            Arc::new(
+                RedisSessionStore::new(&serve.state)
+                    .map_err(|error| usage_error(error.to_string()))?
+                    .expire_after(ttl),
+            )
+        } else {
+            let dir = if serve.state.is_empty() {
+                DirSessionStore::default_dir()
+            } else {
+                PathBuf::from(&serve.state)
+            };
+            Arc::new(DirSessionStore::new(dir).expire_after(ttl))
+        };
+    match store.check() {
+        Ok(()) => {}
+        // A directory is this machine's own: one that cannot be written is a mistake to fix now.
+        Err(error @ condense_serve::StateStoreError::Io { .. }) => {
+            return Err(anyhow::Error::new(error).context("serve.state cannot be used"));
+        }
+        // Redis may come up after the proxy (a replica started first): say it, and serve; each
+        // request fails open until it is reachable.
+        Err(error) => eprintln!(
+            "condense serve: warning: {error}; requests go upstream uncompacted until the state can be reached"
+        ),
+    }
+    Ok(store)
 }
 
 /// SIGTERM or SIGINT: stop accepting, let in-flight requests and streams finish.

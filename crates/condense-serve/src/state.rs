@@ -282,7 +282,7 @@ impl SessionStore for DirSessionStore {
         expected: u64,
     ) -> Result<Saved, StateStoreError> {
         let path = self.path(session);
-        let _guard = self
+        let guard = self
             .lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -318,6 +318,8 @@ impl SessionStore for DirSessionStore {
             let _ = std::fs::remove_file(&temp);
             io(source)
         })?;
+        // Saves wait for no sweep.
+        drop(guard);
         self.sweep_if_due();
         Ok(Saved::Stored(version))
     }

@@ -115,7 +115,6 @@ impl<'m> UpstreamSummarizer<'m> {
         model: Option<&str>,
         metrics: &'m Metrics,
     ) -> Self {
-        let fork = template.fork;
         let mut settings = template.remote.clone();
         let origin = origin.trim_end_matches('/');
         settings.base_url = match provider {
@@ -137,7 +136,7 @@ impl<'m> UpstreamSummarizer<'m> {
         UpstreamSummarizer {
             provider,
             settings,
-            fork,
+            fork: template.fork,
             metrics,
             asked: std::sync::Mutex::new(None),
         }
