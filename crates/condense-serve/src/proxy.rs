@@ -177,13 +177,16 @@ impl Proxy {
                 "/metrics",
                 get(|State(proxy): State<Arc<Proxy>>| async move { proxy.metrics.render() }),
             )
+            // Only a POST to these two paths is a request to compact; any other method is the
+            // upstream's to answer (OpenAI lists stored completions at GET /v1/chat/completions).
             .route(
                 "/v1/chat/completions",
                 post(
                     |State(proxy): State<Arc<Proxy>>, request: Request| async move {
                         proxy.compacted(Provider::OpenAi, request).await
                     },
-                ),
+                )
+                .fallback(passthrough),
             )
             .route(
                 "/v1/messages",
@@ -191,13 +194,10 @@ impl Proxy {
                     |State(proxy): State<Arc<Proxy>>, request: Request| async move {
                         proxy.compacted(Provider::Anthropic, request).await
                     },
-                ),
+                )
+                .fallback(passthrough),
             )
-            .fallback(
-                |State(proxy): State<Arc<Proxy>>, request: Request| async move {
-                    proxy.passthrough(request).await
-                },
-            )
+            .fallback(passthrough)
             .with_state(self)
     }
 
@@ -335,7 +335,7 @@ impl Proxy {
                 return self.failed_open(named.unwrap_or_default(), bytes, "read", &error);
             }
         };
-        let summarizer = self.settings.upstream_summarizer.as_ref().map(|template| {
+        let upstream = self.settings.upstream_summarizer.as_ref().map(|template| {
             let model = conversation
                 .envelope
                 .as_ref()
@@ -350,7 +350,6 @@ impl Proxy {
                 &self.metrics,
             )
         });
-        let upstream = summarizer;
         let summarizer = upstream
             .as_ref()
             .map(|summarizer| summarizer as &dyn condense_host::Summarizer);
@@ -750,6 +749,11 @@ fn forwarded(name: &HeaderName) -> bool {
             | "accept-encoding"
             | SESSION_HEADER
     )
+}
+
+/// Any request the proxy does not compact: relayed to the upstream as it came.
+async fn passthrough(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+    proxy.passthrough(request).await
 }
 
 /// The request body's `content-encoding` when it is anything but plain bytes (`gzip`, `br`,

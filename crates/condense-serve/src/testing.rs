@@ -164,7 +164,13 @@ pub async fn upstream() -> (SocketAddr, Received) {
         }
     };
     let app = Router::new()
-        .route("/v1/chat/completions", post(record(received.clone())))
+        .route(
+            "/v1/chat/completions",
+            // OpenAI's list of stored chat completions, empty.
+            post(record(received.clone())).get(|| async {
+                r#"{"object":"list","data":[],"first_id":null,"last_id":null,"has_more":false}"#
+            }),
+        )
         .route("/v1/messages", post(record(received.clone())))
         .route(
             "/v1/models",

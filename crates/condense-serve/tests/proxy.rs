@@ -483,6 +483,18 @@ async fn other_paths_pass_through_and_a_broken_state_fails_open() {
         response.text().await.unwrap(),
         "{\"object\":\"list\",\"data\":[],\"auth\":\"Bearer sk-pass\"}"
     );
+    // Another method on a compacted path is the upstream's to answer: OpenAI lists stored chat
+    // completions at GET /v1/chat/completions.
+    let response = client()
+        .get(format!("{}/v1/chat/completions", running.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.text().await.unwrap(),
+        r#"{"object":"list","data":[],"first_id":null,"last_id":null,"has_more":false}"#
+    );
 
     // A state file that is not JSON: the request still succeeds, unchanged.
     let session = "broken";
