@@ -2,13 +2,14 @@
 //! provider, so that any agent that accepts a base URL gets condense without a line of its code
 //! changed.
 //!
-//! `POST /v1/chat/completions` (OpenAI) and `POST /v1/messages` (Anthropic) are compacted: the
+//! A POST to a path ending in `/chat/completions` (OpenAI, and Azure's deployments or a
+//! gateway's route) or `/v1/messages` (Anthropic) is compacted: the
 //! session's state is loaded, [`condense_host::Compactor::prepare`] runs (frozen decisions, agent
 //! trims, time-based microcompact from the real gap since the session's previous request, the
 //! pruner, a summary when due, and the frozen summary of earlier requests put back in place),
 //! the state is saved, and the request goes upstream. The response comes back unchanged, a
 //! stream chunk by chunk as it arrives; the provider's usage is read on the way and kept for the
-//! next trigger. Every other path is passed through untouched. Headers are forwarded as they
+//! next trigger. Every other path or method is passed through untouched. Headers are forwarded as they
 //! came, credentials included, and never logged or stored.
 //!
 //! The proxy owns no compaction rule: every rule is the library's, so the CLI, a harness that

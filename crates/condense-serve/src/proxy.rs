@@ -12,7 +12,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, StatusCode, header};
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::get;
 use condense_host::{
     CompactionOutcome, Compactor, HeadOutcome, ReportedUsage, ServeConfig, SessionState,
 };
@@ -177,27 +177,9 @@ impl Proxy {
                 "/metrics",
                 get(|State(proxy): State<Arc<Proxy>>| async move { proxy.metrics.render() }),
             )
-            // Only a POST to these two paths is a request to compact; any other method is the
+            // A POST to a path ending in a chat endpoint is compacted; anything else is the
             // upstream's to answer (OpenAI lists stored completions at GET /v1/chat/completions).
-            .route(
-                "/v1/chat/completions",
-                post(
-                    |State(proxy): State<Arc<Proxy>>, request: Request| async move {
-                        proxy.compacted(Provider::OpenAi, request).await
-                    },
-                )
-                .fallback(passthrough),
-            )
-            .route(
-                "/v1/messages",
-                post(
-                    |State(proxy): State<Arc<Proxy>>, request: Request| async move {
-                        proxy.compacted(Provider::Anthropic, request).await
-                    },
-                )
-                .fallback(passthrough),
-            )
-            .fallback(passthrough)
+            .fallback(dispatch)
             .with_state(self)
     }
 
@@ -266,7 +248,7 @@ impl Proxy {
             .filter(|value| !value.is_empty())
             .map(named_session);
         let mut prepared = self
-            .prepare(provider, named, &bytes, &request, &parts.headers)
+            .prepare(provider, named, &bytes, &request, &parts)
             .await;
         let added = started.elapsed();
         self.metrics
@@ -326,7 +308,7 @@ impl Proxy {
         named: Option<String>,
         bytes: &Bytes,
         request: &condense_formats::Request<'_>,
-        headers: &axum::http::HeaderMap,
+        parts: &axum::http::request::Parts,
     ) -> Prepared {
         let format = provider.format();
         let (conversation, memos) = match request.read_memoized(format, &self.messages) {
@@ -345,7 +327,7 @@ impl Proxy {
                 template,
                 provider,
                 self.settings.upstream(provider),
-                headers,
+                parts,
                 model,
                 &self.metrics,
             )
@@ -751,9 +733,13 @@ fn forwarded(name: &HeaderName) -> bool {
     )
 }
 
-/// Any request the proxy does not compact: relayed to the upstream as it came.
-async fn passthrough(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
-    proxy.passthrough(request).await
+/// A chat request is compacted ([`Provider::of_request`]); any other is relayed to the upstream
+/// as it came.
+async fn dispatch(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+    match Provider::of_request(request.method(), request.uri().path()) {
+        Some(provider) => proxy.compacted(provider, request).await,
+        None => proxy.passthrough(request).await,
+    }
 }
 
 /// The request body's `content-encoding` when it is anything but plain bytes (`gzip`, `br`,

@@ -47,7 +47,7 @@ pub fn replay_ends(messages: &[Value], step: usize) -> Vec<usize> {
     ends
 }
 
-/// What the scripted upstream received: path, headers, body.
+/// What the scripted upstream received: path (and query), headers, body.
 pub type Received = Arc<Mutex<Vec<(String, HeaderMap, Bytes)>>>;
 
 /// The scripted upstream's Chat Completions answer.
@@ -96,7 +96,9 @@ pub async fn upstream() -> (SocketAddr, Received) {
             let received = received.clone();
             async move {
                 received.lock().unwrap().push((
-                    uri.path().to_owned(),
+                    uri.path_and_query()
+                        .map_or(uri.path(), |path| path.as_str())
+                        .to_owned(),
                     headers.clone(),
                     body.clone(),
                 ));
@@ -109,7 +111,7 @@ pub async fn upstream() -> (SocketAddr, Received) {
                     tokio::time::sleep(Duration::from_secs(3)).await;
                 }
                 let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                let anthropic = uri.path() == "/v1/messages";
+                let anthropic = uri.path().ends_with("/v1/messages");
                 let stream = request["stream"] == true;
                 let forced =
                     request["tool_choice"] == "required" || request["tool_choice"]["type"] == "any";
@@ -172,6 +174,8 @@ pub async fn upstream() -> (SocketAddr, Received) {
             }),
         )
         .route("/v1/messages", post(record(received.clone())))
+        // Any other path a chat request may take (Azure's deployments, a gateway's route).
+        .fallback(post(record(received.clone())))
         .route(
             "/v1/models",
             get(|headers: HeaderMap| async move {

@@ -16,7 +16,6 @@
 //! limit for a summary. A request bound to an output schema is summarized apart: its answer
 //! would follow the agent's schema, not the summary's sections.
 
-use axum::http::HeaderMap;
 use condense_core::Message;
 use condense_summarize::{
     Anthropic, Fork, OpenAi, RemoteSettings, SummarizeError, SummarizeErrorKind, Summarizer,
@@ -104,24 +103,27 @@ impl std::fmt::Debug for UpstreamSummarizer<'_> {
 }
 
 impl<'m> UpstreamSummarizer<'m> {
-    /// For a request to `provider` at `origin` with `headers`, asking `model` (the request's
-    /// `model`) unless `template` names a `compaction_model`; the rest (timeouts, retries,
-    /// limits) from `template`, the `[summarizer]` configuration.
+    /// For the request `parts` to `provider` at `origin`, asking `model` (the request's `model`)
+    /// unless `template` names a `compaction_model`; the rest (timeouts, retries, limits) from
+    /// `template`, the `[summarizer]` configuration. The summary goes where the request goes:
+    /// the same path and query (Azure's deployment and `api-version`, a gateway's route).
     pub(crate) fn for_request(
         template: &UpstreamSummaries,
         provider: Provider,
         origin: &str,
-        headers: &HeaderMap,
+        parts: &axum::http::request::Parts,
         model: Option<&str>,
         metrics: &'m Metrics,
     ) -> Self {
         let mut settings = template.remote.clone();
-        let origin = origin.trim_end_matches('/');
-        settings.base_url = match provider {
-            // The OpenAI client appends `/chat/completions` to a base that ends in `/v1`.
-            Provider::OpenAi => format!("{origin}/v1"),
-            Provider::Anthropic => origin.to_owned(),
-        };
+        // The summarizer's client appends the endpoint to its base, before the query.
+        let path = parts.uri.path();
+        let prefix = path.strip_suffix(provider.endpoint()).unwrap_or(path);
+        settings.base_url = format!("{}{prefix}", origin.trim_end_matches('/'));
+        if let Some(query) = parts.uri.query() {
+            settings.base_url = format!("{}?{query}", settings.base_url);
+        }
+        let headers = &parts.headers;
         if let Some(model) = model {
             settings.model = model.to_owned();
         }
@@ -323,6 +325,19 @@ mod tests {
     use super::*;
     use std::sync::atomic::Ordering;
 
+    /// A request to `provider`'s usual path, with no headers.
+    fn parts(provider: Provider) -> axum::http::request::Parts {
+        let path = match provider {
+            Provider::OpenAi => "/v1/chat/completions",
+            Provider::Anthropic => "/v1/messages",
+        };
+        axum::http::Request::post(path)
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0
+    }
+
     /// The fork of `body`, a request to `provider` as the proxy would forward it.
     fn forked(provider: Provider, body: &Value) -> Option<Value> {
         let (_, conversation) =
@@ -336,7 +351,7 @@ mod tests {
             &template,
             provider,
             "http://127.0.0.1:1",
-            &HeaderMap::new(),
+            &parts(provider),
             Some("claude"),
             &metrics,
         );
@@ -473,7 +488,7 @@ mod tests {
                 },
                 Provider::OpenAi,
                 &format!("http://{origin}"),
-                &HeaderMap::new(),
+                &parts(Provider::OpenAi),
                 Some("gpt"),
                 &metrics,
             );

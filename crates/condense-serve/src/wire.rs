@@ -11,13 +11,34 @@ use sha2::{Digest, Sha256};
 /// The two APIs the proxy compacts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
-    /// OpenAI Chat Completions (`POST /v1/chat/completions`), and every server that speaks it.
+    /// OpenAI Chat Completions (`POST …/chat/completions`), and every server that speaks it.
     OpenAi,
-    /// Anthropic Messages (`POST /v1/messages`).
+    /// Anthropic Messages (`POST …/v1/messages`).
     Anthropic,
 }
 
 impl Provider {
+    /// What a client appends to its base URL to send a chat request: `/chat/completions` (the
+    /// OpenAI SDKs' base ends in `/v1`, Azure's in `/openai/deployments/NAME`) or `/v1/messages`.
+    pub fn endpoint(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "/chat/completions",
+            Provider::Anthropic => "/v1/messages",
+        }
+    }
+
+    /// The API a request is a chat request of: a POST to a path ending in its
+    /// [`Provider::endpoint`], whatever the prefix (`/v1`, Azure's deployments, a gateway's
+    /// route). Anything else is the upstream's to answer.
+    pub fn of_request(method: &axum::http::Method, path: &str) -> Option<Provider> {
+        if method != axum::http::Method::POST {
+            return None;
+        }
+        [Provider::OpenAi, Provider::Anthropic]
+            .into_iter()
+            .find(|provider| path.ends_with(provider.endpoint()))
+    }
+
     /// The wire format of its request bodies.
     pub fn format(self) -> Format {
         match self {
@@ -373,5 +394,31 @@ mod tests {
             key(&conversation(&["a"]))
         );
         assert!(key(&other).starts_with("auto-"));
+    }
+
+    #[test]
+    fn a_chat_request_is_a_post_to_a_path_ending_in_the_endpoint() {
+        use axum::http::Method;
+        let of = |method: &Method, path: &str| Provider::of_request(method, path);
+        assert_eq!(
+            of(&Method::POST, "/v1/chat/completions"),
+            Some(Provider::OpenAi)
+        );
+        assert_eq!(
+            of(&Method::POST, "/openai/deployments/gpt-4o/chat/completions"),
+            Some(Provider::OpenAi)
+        );
+        assert_eq!(
+            of(&Method::POST, "/api/v1/chat/completions"),
+            Some(Provider::OpenAi)
+        );
+        assert_eq!(of(&Method::POST, "/v1/messages"), Some(Provider::Anthropic));
+        assert_eq!(
+            of(&Method::POST, "/gw/anthropic/v1/messages"),
+            Some(Provider::Anthropic)
+        );
+        assert_eq!(of(&Method::POST, "/v1/messages/count_tokens"), None);
+        assert_eq!(of(&Method::POST, "/v1/responses"), None);
+        assert_eq!(of(&Method::GET, "/v1/chat/completions"), None);
     }
 }

@@ -918,3 +918,52 @@ async fn summaries_are_asked_of_the_upstream_with_the_clients_own_credentials() 
         }
     }
 }
+
+/// A chat request is recognised by the endpoint its path ends in, not by `/v1`: Azure OpenAI's
+/// `/openai/deployments/NAME/chat/completions?api-version=…` is compacted like any other, and a
+/// summary asked of the upstream goes to the same deployment with the same query and key.
+#[tokio::test]
+async fn an_azure_deployment_path_is_compacted_and_summarized_there() {
+    let (upstream, received) = upstream().await;
+    let env = [
+        ("CONDENSE_SUMMARIZER_KIND", "upstream"),
+        ("CONDENSE_SUMMARIZER_FORK", "false"),
+    ];
+    let sources = Sources {
+        env: env
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect(),
+        ..Sources::default()
+    };
+    let summaries = UpstreamSummaries::from_config(&Config::load(&sources).unwrap());
+    let running = proxy_with(upstream, 16_000, &env, |settings| {
+        settings.upstream_summarizer = Some(summaries);
+    })
+    .await;
+    let path = "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21";
+    let all = messages("openai/openhands-ponylang__ponyc-4588");
+    let response = client()
+        .post(format!("{}{path}", running.url))
+        .header("api-key", "azure-secret")
+        .json(&json!({"messages": all}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.unwrap(), OPENAI_REPLY);
+
+    let received = received.lock().unwrap().clone();
+    assert_eq!(received.len(), 2, "the summary, then the request");
+    for (sent_path, headers, _) in &received {
+        assert_eq!(sent_path, path);
+        assert_eq!(headers["api-key"], "azure-secret");
+    }
+    let sent: Value = serde_json::from_slice(&received[1].2).unwrap();
+    let sent_messages = sent["messages"].as_array().unwrap();
+    assert!(tokens(sent_messages) < 16_000 - 4_096);
+    assert!(
+        sent.to_string()
+            .contains("<prior-conversation-summary>\\nok\\n")
+    );
+}

@@ -156,8 +156,19 @@ impl Http {
         Ok(Http { settings, client })
     }
 
+    /// `path` after the base URL, and the base's query, if it has one, after that: a base such
+    /// as Azure's `…/openai/deployments/NAME?api-version=…` keeps its query on every request.
     fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.settings.base_url.trim_end_matches('/'))
+        let (base, query) = match self.settings.base_url.split_once('?') {
+            Some((base, query)) => (base, Some(query)),
+            None => (self.settings.base_url.as_str(), None),
+        };
+        let mut url = format!("{}{path}", base.trim_end_matches('/'));
+        if let Some(query) = query {
+            url.push('?');
+            url.push_str(query);
+        }
+        url
     }
 
     /// POSTs `body`, retrying what may succeed later; returns the parsed JSON answer.
@@ -477,5 +488,29 @@ impl Summarizer for Anthropic {
 
     async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError> {
         self.http.summarize(self, head, prompt).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_base_with_a_query_keeps_it_after_the_endpoint() {
+        let url =
+            |base: &str, path: &str| Http::new(RemoteSettings::new(base, "m")).unwrap().url(path);
+        assert_eq!(
+            url("https://api.openai.com/v1/", "/chat/completions"),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(
+            url(
+                "https://x.openai.azure.com/openai/deployments/gpt?api-version=2024-10-21",
+                "/chat/completions"
+            ),
+            "https://x.openai.azure.com/openai/deployments/gpt/chat/completions?api-version=2024-10-21"
+        );
     }
 }
