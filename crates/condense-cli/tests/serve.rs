@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::{Child, ChildStderr, Stdio};
 use std::time::Duration;
 
 use common::command;
@@ -28,6 +28,22 @@ impl Drop for Replica {
     }
 }
 
+/// `condense serve ARGS` in `dir`, owned from the start (so that a failed check kills it: a live
+/// child holding the test's output open would hang the run), and the lines of its stderr.
+fn spawn(dir: &Path, args: &[&str]) -> (Replica, std::io::Lines<BufReader<ChildStderr>>) {
+    let child = command(dir, args)
+        .env("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut replica = Replica {
+        child,
+        url: String::new(),
+    };
+    let lines = BufReader::new(replica.child.stderr.take().unwrap()).lines();
+    (replica, lines)
+}
+
 fn start(dir: &Path, upstream: &str, state: &str, extra: &[&str]) -> Replica {
     let mut args = vec![
         "serve",
@@ -43,18 +59,7 @@ fn start(dir: &Path, upstream: &str, state: &str, extra: &[&str]) -> Replica {
         "originals",
     ];
     args.extend_from_slice(extra);
-    let child = command(dir, &args)
-        .env("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Owned from here, so that a failed check below still kills the process (a live child
-    // holding the test's output open would hang the run).
-    let mut replica = Replica {
-        child,
-        url: String::new(),
-    };
-    let mut lines = BufReader::new(replica.child.stderr.take().unwrap()).lines();
+    let (mut replica, mut lines) = spawn(dir, &args);
     let first = lines.next().unwrap().unwrap();
     replica.url = first
         .split("listening on ")
@@ -242,7 +247,7 @@ fn a_state_path_that_is_not_a_directory_is_refused_at_start() {
 #[test]
 fn an_unreachable_redis_is_a_warning_and_the_proxy_serves() {
     let dir = tempfile::tempdir().unwrap();
-    let child = command(
+    let (replica, mut lines) = spawn(
         dir.path(),
         &[
             "serve",
@@ -251,16 +256,7 @@ fn an_unreachable_redis_is_a_warning_and_the_proxy_serves() {
             "--state",
             "redis://:hunter2@127.0.0.1:1/0",
         ],
-    )
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    // Killed when dropped, whatever happens below.
-    let mut replica = Replica {
-        child,
-        url: String::new(),
-    };
-    let mut lines = BufReader::new(replica.child.stderr.take().unwrap()).lines();
+    );
     let warning = lines.next().unwrap().unwrap();
     let listening = lines.next().unwrap().unwrap();
     drop(replica);

@@ -325,6 +325,19 @@ mod tests {
     use super::*;
     use std::sync::atomic::Ordering;
 
+    /// An OpenAI conversation of one call and its long result: a head worth summarizing.
+    fn listed_sources() -> Value {
+        let listing: String = (0..300).map(|n| format!("src/module_{n}.rs\n")).collect();
+        json!([
+            {"role": "user", "content": "List the sources."},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}
+            ]},
+            {"role": "tool", "tool_call_id": "c1", "content": listing}
+        ])
+    }
+
     /// A request to `provider`'s usual path, with no headers.
     fn parts(provider: Provider) -> axum::http::request::Parts {
         let path = match provider {
@@ -411,19 +424,11 @@ mod tests {
     /// would not be a summary.
     #[test]
     fn an_openai_request_with_an_output_schema_is_not_forked() {
-        let listing: String = (0..300).map(|n| format!("src/module_{n}.rs\n")).collect();
         let mut body = json!({
             "model": "gpt",
             "max_completion_tokens": 32000,
             "stop": ["Observation:"],
-            "messages": [
-                {"role": "user", "content": "List the sources."},
-                {"role": "assistant", "content": null, "tool_calls": [
-                    {"id": "c1", "type": "function",
-                     "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}
-                ]},
-                {"role": "tool", "tool_call_id": "c1", "content": listing}
-            ]
+            "messages": listed_sources(),
         });
         let fork = forked(Provider::OpenAi, &body).unwrap();
         assert_eq!(fork["max_completion_tokens"], 4_096);
@@ -462,18 +467,7 @@ mod tests {
     #[tokio::test]
     async fn how_the_summary_was_asked_is_kept_for_the_log_line() {
         let (origin, received) = crate::testing::upstream().await;
-        let listing: String = (0..300).map(|n| format!("src/module_{n}.rs\n")).collect();
-        let mut body = json!({
-            "model": "gpt",
-            "messages": [
-                {"role": "user", "content": "List the sources."},
-                {"role": "assistant", "content": null, "tool_calls": [
-                    {"id": "c1", "type": "function",
-                     "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}
-                ]},
-                {"role": "tool", "tool_call_id": "c1", "content": listing}
-            ]
-        });
+        let mut body = json!({"model": "gpt", "messages": listed_sources()});
         let metrics = Metrics::default();
         let asked = async |body: &Value, fork: bool| {
             let (_, conversation) = condense_formats::read(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use condense_core::testing::transcript;
-use condense_host::{Compactor, Config, SessionState, Sources};
+use condense_host::{Compactor, Config, SessionState, Sources, SummarizerKind};
 use condense_pruner::{FixedClock, MemoryStore};
 use condense_serve::testing::{
     ANTHROPIC_REPLY, Frozen, OPENAI_REPLY, anthropic_stream, openai_stream, replay_ends,
@@ -62,6 +62,11 @@ async fn proxy_with(
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(DirSessionStore::new(dir.path().join("sessions")));
     let mut proxy_settings = settings_for(&format!("http://{upstream}"));
+    // As `condense serve` does: the request's own upstream summarizes when the configuration
+    // says so (a test may put other settings in its place).
+    if config.summarizer_kind() == SummarizerKind::Upstream {
+        proxy_settings.upstream_summarizer = Some(UpstreamSummaries::from_config(&config));
+    }
     settings(&mut proxy_settings);
     let proxy = Arc::new(Proxy::new(proxy_settings, compactor, store.clone()).unwrap());
     let url = spawn(proxy.clone()).await;
@@ -828,18 +833,7 @@ async fn summaries_are_asked_of_the_upstream_with_the_clients_own_credentials() 
         let (upstream, received) = upstream().await;
         let mut env = vec![("CONDENSE_SUMMARIZER_KIND", "upstream")];
         env.extend(compaction_model.map(|model| ("CONDENSE_SUMMARIZER_COMPACTION_MODEL", model)));
-        let sources = Sources {
-            env: env
-                .iter()
-                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-                .collect(),
-            ..Sources::default()
-        };
-        let summaries = UpstreamSummaries::from_config(&Config::load(&sources).unwrap());
-        let running = proxy_with(upstream, 16_000, &env, |settings| {
-            settings.upstream_summarizer = Some(summaries);
-        })
-        .await;
+        let running = proxy_with(upstream, 16_000, &env, |_| {}).await;
         let (path, body, request) = if provider == "openai" {
             let all = messages("openai/openhands-ponylang__ponyc-4588");
             let body = json!({"model": "client-model", "messages": all});
@@ -929,18 +923,7 @@ async fn an_azure_deployment_path_is_compacted_and_summarized_there() {
         ("CONDENSE_SUMMARIZER_KIND", "upstream"),
         ("CONDENSE_SUMMARIZER_FORK", "false"),
     ];
-    let sources = Sources {
-        env: env
-            .iter()
-            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-            .collect(),
-        ..Sources::default()
-    };
-    let summaries = UpstreamSummaries::from_config(&Config::load(&sources).unwrap());
-    let running = proxy_with(upstream, 16_000, &env, |settings| {
-        settings.upstream_summarizer = Some(summaries);
-    })
-    .await;
+    let running = proxy_with(upstream, 16_000, &env, |_| {}).await;
     let path = "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21";
     let all = messages("openai/openhands-ponylang__ponyc-4588");
     let response = client()
