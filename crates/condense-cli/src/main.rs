@@ -338,13 +338,10 @@ fn main() -> ExitCode {
                 eprint!("{}", error.render());
                 return ExitCode::from(2);
             }
-            let text = error.to_string();
-            let first = text
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches("error: ");
-            eprintln!("condense: {first} (see condense --help)");
+            eprintln!(
+                "condense: {} (see condense --help)",
+                clap_message(&error.to_string())
+            );
             return ExitCode::from(2);
         }
     };
@@ -405,6 +402,24 @@ fn message(error: &anyhow::Error) -> String {
         out.push_str(&text);
     }
     out
+}
+
+/// clap's message on one line, like every other error of condense, without the usage block
+/// that follows it: its first line alone can end in a colon whose list (the missing arguments)
+/// is on the next lines, and its tip ("a similar argument exists") is the useful part.
+fn clap_message(text: &str) -> String {
+    let text = text.trim_start().trim_start_matches("error: ");
+    let mut paragraphs = Vec::new();
+    for paragraph in text.split("\n\n") {
+        let paragraph = one_line(paragraph);
+        if paragraph.starts_with("Usage:") || paragraph.starts_with("For more information") {
+            break;
+        }
+        if !paragraph.is_empty() {
+            paragraphs.push(paragraph);
+        }
+    }
+    paragraphs.join("; ")
 }
 
 fn one_line(text: &str) -> String {

@@ -41,8 +41,22 @@ pub fn sources(args: &SettingArgs) -> Result<Sources> {
     Ok(sources)
 }
 
+/// The effective configuration. A value refused where a flag gave it is a usage error (exit
+/// 2, as clap's own refusals are); one refused in a file or a variable is a failure (exit 1).
 pub fn config(args: &SettingArgs) -> Result<Config> {
-    Ok(Config::load(&sources(args)?)?)
+    let sources = sources(args)?;
+    Config::load(&sources).map_err(|error| {
+        let text = error.to_string();
+        let from_flag = sources
+            .flags
+            .iter()
+            .any(|(flag, _, _)| text.starts_with(&format!("{flag}:")));
+        if from_flag {
+            usage_error(text)
+        } else {
+            error.into()
+        }
+    })
 }
 
 /// `summarizer.kind = "upstream"` summarizes with a client's request, which only the proxy has:

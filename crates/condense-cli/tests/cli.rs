@@ -285,7 +285,7 @@ fn bad_input_is_one_line_and_the_right_status() {
     .unwrap();
     std::fs::write(dir.path().join("bad.toml"), "[model]\ncontext_windw = 5\n").unwrap();
     std::fs::create_dir(dir.path().join("a-directory")).unwrap();
-    let cases: [(&[&str], i32, &str); 7] = [
+    let cases: [(&[&str], i32, &str); 9] = [
         (
             &["compact", "missing.json", "-o", "out.json"],
             1,
@@ -334,6 +334,25 @@ fn bad_input_is_one_line_and_the_right_status() {
             ],
             1,
             "condense: bad.toml:2:1: unknown key `model.context_windw` (did you mean `context_window`?)",
+        ),
+        // clap's own messages continue on the lines after the first: the list of what is
+        // missing, the spelling it would accept.
+        (
+            &["recall"],
+            2,
+            "condense: the following required arguments were not provided: <HANDLE> (see condense --help)",
+        ),
+        (
+            &[
+                "compact",
+                "empty.json",
+                "--contex-window",
+                "5",
+                "-o",
+                "out.json",
+            ],
+            2,
+            "condense: unexpected argument '--contex-window' found; tip: a similar argument exists: '--context-window' (see condense --help)",
         ),
     ];
     for (args, status, message) in cases {

@@ -51,11 +51,7 @@ impl<'a> Request<'a> {
                 if error.is_data() {
                     FormatError::malformed(Location::TopLevel, "a request body is a JSON object")
                 } else {
-                    FormatError::Json {
-                        line: error.line(),
-                        column: error.column(),
-                        message: error.to_string(),
-                    }
+                    FormatError::json(&error)
                 }
             })?;
         Ok(Request { entries })
@@ -104,7 +100,7 @@ impl<'a> Request<'a> {
         let mut envelope = JsonMap::new();
         for (key, entry) in &self.entries {
             if let Entry::Raw(raw) = entry {
-                envelope.insert(key.clone(), parse(raw)?);
+                envelope.insert(key.clone(), parse(raw, Location::TopLevel, Some(key))?);
             }
         }
         let read_one = match format {
@@ -129,7 +125,7 @@ impl<'a> Request<'a> {
             let (message, memo) = match cache.get(key) {
                 Some(cached) => (cached.message.clone(), cached.memo.clone()),
                 None => {
-                    let message = read_one(index, parse(raw)?)?;
+                    let message = read_one(index, parse(raw, Location::Message(index), None)?)?;
                     let memo = cache.put(key, raw.get().len(), &message);
                     (message, memo)
                 }
@@ -156,17 +152,20 @@ impl<'a> Request<'a> {
     }
 }
 
-fn parse(raw: &RawValue) -> Result<Value, FormatError> {
-    serde_json::from_str(raw.get()).map_err(json)
-}
-
-/// Only reached on a part of a body already checked whole, so in practice never.
-fn json(error: serde_json::Error) -> FormatError {
-    FormatError::Json {
-        line: error.line(),
-        column: error.column(),
-        message: error.to_string(),
-    }
+/// Reads one part of a body already checked whole as JSON. What can still fail here is what the
+/// first pass skips over without reading: a number out of range, nesting past the parser's depth
+/// limit. The position is within the part, so the error names the part instead.
+fn parse(raw: &RawValue, at: Location, key: Option<&str>) -> Result<Value, FormatError> {
+    serde_json::from_str(raw.get()).map_err(|error| {
+        let problem = crate::error::strip_position(&error);
+        FormatError::malformed(
+            at,
+            match key {
+                Some(key) => format!("`{key}`: {problem}"),
+                None => problem,
+            },
+        )
+    })
 }
 
 /// A JSON object's entries in their order, each value left unread (`messages` split into its
@@ -492,6 +491,37 @@ mod tests {
             request.read(Format::OpenAi, &MessageCache::default()),
             Err(FormatError::UnknownRole { .. })
         ));
+    }
+
+    #[test]
+    fn what_the_first_pass_skips_is_reported_by_the_part_that_holds_it() {
+        // The first pass checks the syntax only; a number out of range or nesting past the
+        // parser's depth is found when the part is read, and a position inside the part would
+        // point nowhere in the body: the error names the entry or the message.
+        let body = r#"{"model": "m", "max_tokens": 1e400, "messages": []}"#;
+        let error = Request::parse(body)
+            .unwrap()
+            .read(Format::OpenAi, &MessageCache::default())
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "top level: `max_tokens`: number out of range"
+        );
+        let deep = format!(
+            r#"{{"messages": [{{"role": "user", "content": "a"}}, {{"role": "user", "content": {}{}}}]}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let error = Request::parse(&deep)
+            .unwrap()
+            .read(Format::OpenAi, &MessageCache::default())
+            .unwrap_err();
+        assert_eq!(error.to_string(), "message 1: recursion limit exceeded");
+        let error = Request::parse(r#"{"messages": [}"#).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid JSON at line 1, column 15: expected value"
+        );
     }
 
     #[test]
