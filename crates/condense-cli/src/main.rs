@@ -1,6 +1,8 @@
 //! `condense`: compact, prune, count and inspect saved agent sessions.
 // Printing is this binary's job (the libraries it calls never print).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+// The flags' doc comments are their `--help` text, where a URL is written bare.
+#![allow(rustdoc::bare_urls)]
 
 /// `println!` that returns the error instead of panicking when stdout is gone (a closed pipe):
 /// `main` then exits quietly, as other Unix tools do.

@@ -22,7 +22,7 @@ pub struct ResultSite {
 
 /// Calls and results of a conversation, indexed by call id.
 ///
-/// When an id is used twice (a defect [`crate::validate`] reports) the first call and the first
+/// When an id is used twice (a defect [`crate::validate()`] reports) the first call and the first
 /// result win, so lookups stay deterministic.
 #[derive(Debug, Clone, Default)]
 pub struct ToolPairs<'m> {

@@ -177,7 +177,7 @@ impl Compactor {
     }
 
     /// [`Compactor::prepare`] (or [`Compactor::prepare_with`], given a `summarizer`) for a
-    /// conversation whose messages come with `memos`, as [`condense_formats::Request`] reads
+    /// conversation whose messages come with `memos`, as `condense_formats::Request` reads
     /// them: each message's content hash and tokens are computed once and kept, not again on
     /// every request that resends it. The result is what `prepare` gives. Each memo must belong
     /// to the message at its index, unchanged since it was read.
