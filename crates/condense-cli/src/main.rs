@@ -200,7 +200,9 @@ pub struct RunArgs {
 
 #[derive(Args, Debug)]
 pub struct CountArgs {
+    /// The session file; `-` or nothing reads stdin.
     input: Option<PathBuf>,
+    /// The input's format, when detection should not decide.
     #[arg(long, value_parser = parse_format)]
     format: Option<Format>,
     /// Print JSON.
@@ -212,7 +214,9 @@ pub struct CountArgs {
 
 #[derive(Args, Debug)]
 pub struct InspectArgs {
+    /// The session file.
     input: PathBuf,
+    /// The input's format, when detection should not decide.
     #[arg(long, value_parser = parse_format)]
     format: Option<Format>,
     /// The time of this request (RFC 3339) instead of the wall clock, as for `compact`.
@@ -226,6 +230,7 @@ pub struct InspectArgs {
 pub struct ReplayArgs {
     /// The session file; `-` or nothing reads stdin.
     input: Option<PathBuf>,
+    /// The input's format, when detection should not decide.
     #[arg(long, value_parser = parse_format)]
     format: Option<Format>,
     /// recorded, none, claude-code, opencode, hermes, condense, condense-b (repeatable; all
@@ -256,6 +261,7 @@ pub struct ReplayArgs {
 
 #[derive(Args, Debug)]
 pub struct RecallArgs {
+    /// The handle a placeholder names (32 hex digits, after `condense recall`).
     handle: String,
     /// The wire form for an output of several blocks (text and images): anthropic (the
     /// default, also Claude Code's) or openai. A text output is printed as its text.
@@ -286,7 +292,10 @@ pub enum TemplateAction {
     /// The built-in templates.
     List,
     /// A built-in template's text.
-    Show { name: String },
+    Show {
+        /// structured, anchored or detailed.
+        name: String,
+    },
 }
 
 fn parse_now(text: &str) -> Result<u64, String> {
@@ -430,4 +439,38 @@ fn one_line(text: &str) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// `--help` is the documentation most people read: the command structure itself checks,
+    /// and every argument of every command says what it is.
+    #[test]
+    fn every_command_and_argument_has_help() {
+        Cli::command().debug_assert();
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            let path = format!("{path} {}", command.get_name());
+            if command.get_about().is_none() {
+                missing.push(path.clone());
+            }
+            for arg in command.get_arguments() {
+                let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+                if !builtin && arg.get_help().is_none() {
+                    missing.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in command.get_subcommands() {
+                if sub.get_name() != "help" {
+                    walk(sub, &path, missing);
+                }
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:?}");
+    }
 }
