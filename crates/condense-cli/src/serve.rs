@@ -12,7 +12,7 @@ use condense_serve::{
     UpstreamSummaries,
 };
 
-use crate::settings::{plugins, sources};
+use crate::settings::{load, plugins, sources};
 use crate::{ServeArgs, Verbosity, usage_error};
 
 pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
@@ -35,7 +35,7 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
             sources.flags.push((flag.into(), key.into(), value.clone()));
         }
     }
-    let config = condense_host::Config::load(&sources)?;
+    let config = load(&sources)?;
     let serve = config.settings().serve.clone();
     let listen: SocketAddr = serve.listen.parse().map_err(|_| {
         usage_error(format!(
@@ -68,6 +68,9 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     if config.summarizer_kind() == SummarizerKind::Upstream {
         settings.upstream_summarizer = Some(UpstreamSummaries::from_config(&config));
     }
+    if let Some(warning) = missing_key(&config) {
+        eprintln!("condense serve: warning: {warning}");
+    }
     let proxy = Arc::new(
         Proxy::new(settings, compactor, store).map_err(|error| match error {
             ProxyError::Upstream { .. } => usage_error(error.to_string()),
@@ -93,6 +96,23 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
         condense_serve::run(listener, proxy, shutdown_signal()).await?;
         eprintln!("condense serve: stopped");
         anyhow::Ok(())
+    })
+}
+
+/// A summarizer whose key variable is unset fails every summary, session after session, until
+/// each session's breaker opens: said once at start, where the operator looks, rather than only
+/// per request. Not an error: the proxy still prunes, and fails open.
+fn missing_key(config: &condense_host::Config) -> Option<String> {
+    let summarizer = &config.settings().summarizer;
+    let remote = matches!(
+        config.summarizer_kind(),
+        SummarizerKind::OpenAi | SummarizerKind::Anthropic
+    );
+    let variable = &summarizer.api_key_env;
+    (remote && !variable.is_empty() && std::env::var_os(variable).is_none()).then(|| {
+        format!(
+            "summarizer.api_key_env names {variable}, which is not set: every summary will fail (set it, or api_key_env = \"\" for a server without a key)"
+        )
     })
 }
 

@@ -44,8 +44,12 @@ pub fn sources(args: &SettingArgs) -> Result<Sources> {
 /// The effective configuration. A value refused where a flag gave it is a usage error (exit
 /// 2, as clap's own refusals are); one refused in a file or a variable is a failure (exit 1).
 pub fn config(args: &SettingArgs) -> Result<Config> {
-    let sources = sources(args)?;
-    Config::load(&sources).map_err(|error| {
+    load(&sources(args)?)
+}
+
+/// [`config`] for sources a command has added its own flags to.
+pub fn load(sources: &Sources) -> Result<Config> {
+    Config::load(sources).map_err(|error| {
         let text = error.to_string();
         let from_flag = sources
             .flags

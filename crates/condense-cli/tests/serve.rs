@@ -190,6 +190,10 @@ fn a_bad_address_or_upstream_is_a_usage_error() {
         said.contains("serve.listen") && said.contains("localhost"),
         "{said}"
     );
+    // A value the configuration refuses where a flag gave it: a usage error too.
+    let out = common::condense(dir.path(), &["serve", "--context-window", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--context-window"));
     let out = common::condense(
         dir.path(),
         &["serve", "--openai-upstream", "api.openai.com"],
@@ -267,6 +271,38 @@ fn an_unreachable_redis_is_a_warning_and_the_proxy_serves() {
     assert!(
         !warning.contains("hunter2"),
         "no password in the log: {warning}"
+    );
+    assert!(listening.contains("listening on"), "{listening}");
+}
+
+/// A remote summarizer whose key variable is unset would fail every summary: said once at
+/// start, naming the variable, and the proxy serves (it still prunes, and fails open).
+#[test]
+fn a_summarizer_without_its_key_is_a_warning_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("key.toml"),
+        "[summarizer]\nkind = \"openai\"\napi_key_env = \"CONDENSE_TEST_UNSET_KEY\"\n",
+    )
+    .unwrap();
+    let (replica, mut lines) = spawn(
+        dir.path(),
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--state",
+            "state",
+            "--config",
+            "key.toml",
+        ],
+    );
+    let warning = lines.next().unwrap().unwrap();
+    let listening = lines.next().unwrap().unwrap();
+    drop(replica);
+    assert!(
+        warning.contains("warning") && warning.contains("CONDENSE_TEST_UNSET_KEY"),
+        "{warning}"
     );
     assert!(listening.contains("listening on"), "{listening}");
 }

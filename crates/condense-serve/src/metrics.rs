@@ -29,6 +29,10 @@ pub struct Metrics {
     pub diverged: AtomicU64,
     /// Summarizer failures (the request went on pruned).
     pub summarizer_failures: AtomicU64,
+    /// Requests forwarded still at or over the compaction threshold: a summary that failed,
+    /// was skipped (circuit breaker open, nothing new to summarize) or did not get under it.
+    /// The one to alert on: the provider may refuse these.
+    pub over_threshold: AtomicU64,
     /// Summaries asked inside the agent's own request that it answered (`summarizer.fork`).
     pub forked_summaries: AtomicU64,
     /// Forked summary requests that fell back to a separate prompt (no text in the answer,
@@ -111,6 +115,11 @@ impl Metrics {
             "condense_summarizer_failures_total",
             "Summaries that failed; the request went on pruned.",
             &[("", get(&self.summarizer_failures))],
+        );
+        counter(
+            "condense_over_threshold_total",
+            "Requests forwarded still at or over the compaction threshold.",
+            &[("", get(&self.over_threshold))],
         );
         counter(
             "condense_forked_summaries_total",

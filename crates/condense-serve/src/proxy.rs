@@ -395,6 +395,13 @@ impl Proxy {
                 }
                 None
             };
+            if let CompactionOutcome::Failed {
+                summarizer, error, ..
+            } = &report.compaction
+            {
+                // The request line says that it failed; this one says why, for the operator.
+                tracing::warn!(%session, %summarizer, %error, "the summarizer failed");
+            }
             let asked = upstream.as_ref().and_then(UpstreamSummarizer::asked);
             let fired = self.record(report, asked);
             return Prepared {
@@ -444,9 +451,24 @@ impl Proxy {
                 fired.push("summary failed".into());
             }
             CompactionOutcome::NothingNew => {
-                fired.push("over the threshold, nothing new to summarize".into())
+                fired.push("nothing new to summarize".into());
+            }
+            CompactionOutcome::NothingToCompact => {
+                fired.push("nothing to summarize".into());
+            }
+            CompactionOutcome::CircuitOpen {
+                consecutive_failures,
+            } => {
+                fired.push(
+                    format!("summary skipped: circuit open after {consecutive_failures} failures")
+                        .into(),
+                );
             }
             _ => {}
+        }
+        if !report.under_threshold {
+            Metrics::add(&self.metrics.over_threshold, 1);
+            fired.push("still over the threshold".into());
         }
         if matches!(report.head, Some(HeadOutcome::Diverged { .. })) {
             Metrics::add(&self.metrics.diverged, 1);

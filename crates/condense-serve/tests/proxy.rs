@@ -158,6 +158,7 @@ async fn a_long_session_replayed_request_by_request_stays_under_the_window() {
         "{summaries} summaries, {reused} reused"
     );
     assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
+    assert_eq!(metric(&metrics, "condense_over_threshold_total"), 0);
     // The provider's usage of the last reply is in the state for the next trigger; the
     // credentials are nowhere in it (saved after forwarding: waited for).
     running.proxy.flushed().await;
@@ -279,6 +280,73 @@ async fn pruned_outputs_stay_frozen_across_an_anthropic_replay() {
     let metrics = running.proxy.metrics.render();
     assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
     assert!(metric(&metrics, "condense_compactions_total{phase=\"prune\"}") > 0);
+}
+
+/// A summarizer that cannot be reached: each request still goes upstream (pruned, over the
+/// threshold, and counted so), and after `compaction.max_failures` failures in a row the
+/// session's breaker opens, so later requests stop paying for a summary that will not come; the
+/// metrics and the state say so.
+#[tokio::test]
+async fn a_failing_summarizer_opens_the_breaker_and_every_request_still_goes_upstream() {
+    let (upstream, received) = upstream().await;
+    // A port nothing listens on: bind one, then let it go.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let running = proxy_with(
+        upstream,
+        16_000,
+        &[
+            ("CONDENSE_SUMMARIZER_KIND", "openai"),
+            (
+                "CONDENSE_SUMMARIZER_BASE_URL",
+                &format!("http://{closed}/v1"),
+            ),
+            ("CONDENSE_SUMMARIZER_MAX_ATTEMPTS", "1"),
+            (
+                "CONDENSE_SUMMARIZER_API_KEY_ENV",
+                "CONDENSE_TEST_NO_SUCH_KEY",
+            ),
+        ],
+        |_| {},
+    )
+    .await;
+    let all = messages("openai/openhands-ponylang__ponyc-4588");
+    let mut requests = 0;
+    for end in replay_ends(&all, 1) {
+        let body = json!({"model": "m", "messages": &all[..end]});
+        let response = client()
+            .post(format!("{}/v1/chat/completions", running.url))
+            .header("x-condense-session", "no-summarizer")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.text().await.unwrap(), OPENAI_REPLY);
+        requests += 1;
+    }
+    assert_eq!(
+        received.lock().unwrap().len(),
+        requests,
+        "every request went upstream"
+    );
+    running.proxy.flushed().await;
+    let metrics = running.proxy.metrics.render();
+    let failures = metric(&metrics, "condense_summarizer_failures_total");
+    let over = metric(&metrics, "condense_over_threshold_total");
+    assert_eq!(failures, 3, "the breaker opened after 3 failures");
+    assert!(
+        over > failures,
+        "{over} over the threshold, {failures} failures"
+    );
+    assert_eq!(
+        metric(&metrics, "condense_compactions_total{phase=\"summary\"}"),
+        0
+    );
+    assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
+    assert_eq!(state(&running, "no-summarizer").consecutive_failures, 3);
 }
 
 fn metric(text: &str, name: &str) -> u64 {
