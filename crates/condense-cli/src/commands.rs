@@ -10,7 +10,7 @@ use condense_template::{BUILTIN, Template};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 use serde::Serialize;
 
-use crate::io::{Plan, input_path, label, read_session, write_file};
+use crate::io::{Plan, input_path, label, read_session};
 use crate::settings::{config, plugins, refuse_upstream};
 use crate::spinner::Spinner;
 use crate::{
@@ -117,10 +117,10 @@ fn compact(args: RunArgs, verbosity: Verbosity, summarize: bool) -> Result<()> {
         .with_context(|| label(&args.input))?;
     plan.destination.write(&bytes, &session.bytes)?;
     // Last, so that a report on disk always describes a run that succeeded.
-    if let Some(path) = &plan.report {
+    if let Some(report) = &plan.report {
         let json =
             serde_json::to_vec_pretty(&result.report).context("cannot serialise the report")?;
-        write_file(path, &json)?;
+        report.write(&json)?;
     }
     Ok(())
 }

@@ -156,7 +156,29 @@ fn same(a: &Identity, b: &Identity) -> bool {
 #[derive(Debug)]
 pub struct Plan {
     pub destination: Destination,
-    pub report: Option<PathBuf>,
+    pub report: Option<Report>,
+}
+
+/// Where `--report` goes.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Report {
+    File(PathBuf),
+    /// `--report -`.
+    Stdout,
+}
+
+impl Report {
+    pub fn write(&self, bytes: &[u8]) -> Result<()> {
+        match self {
+            Report::File(path) => write_file(path, bytes),
+            Report::Stdout => write_stdout(bytes),
+        }
+    }
+}
+
+/// `-` names stdout for `-o` and `--report`, as it names stdin for the input.
+fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
 }
 
 /// Where the result goes: a file, the input itself (after a backup), or stdout.
@@ -188,9 +210,23 @@ impl Plan {
                 input: input.to_path_buf(),
                 backup: free_backup_name(input, report)?,
             },
-            (false, Some(output), _) => Destination::File(output.to_path_buf()),
-            (false, None, _) => Destination::Stdout,
+            (false, Some(output), _) if !is_stdout(output) => {
+                Destination::File(output.to_path_buf())
+            }
+            (false, _, _) => Destination::Stdout,
         };
+        let report = report.map(|path| {
+            if is_stdout(path) {
+                Report::Stdout
+            } else {
+                Report::File(path.to_path_buf())
+            }
+        });
+        if matches!(destination, Destination::Stdout) && report == Some(Report::Stdout) {
+            return Err(usage_error(
+                "--report - and the session would both go to stdout: give the session -o FILE (or --dry-run for the report alone)",
+            ));
+        }
         let mut named: Vec<(&str, &Path)> = Vec::new();
         if let Some(input) = input {
             named.push(("the input", input));
@@ -200,13 +236,13 @@ impl Plan {
             Destination::InPlace { backup, .. } => named.push(("the backup", backup)),
             Destination::Stdout | Destination::Nowhere => {}
         }
-        if let Some(report) = report {
+        if let Some(Report::File(report)) = &report {
             named.push(("--report", report));
         }
         refuse_same(&named)?;
         Ok(Plan {
             destination,
-            report: report.map(Path::to_path_buf),
+            report,
         })
     }
 }
@@ -324,8 +360,9 @@ fn write_backup(input: &Path, backup: &Path, read: &[u8]) -> Result<()> {
 /// Writes `bytes` to `path` without ever leaving it half-written or replacing what is not a
 /// regular file (see the module's rules).
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    let target = resolve_symlinks(path)?;
-    let metadata = std::fs::metadata(&target).ok();
+    // Asked of the path itself, the kernel following its links: `/dev/stdout` is a link to
+    // `/proc/self/fd/1`, whose target, a pipe, has no name to resolve to.
+    let metadata = std::fs::metadata(path).ok();
     if let Some(metadata) = &metadata {
         if metadata.is_dir() {
             bail!("{}: is a directory", path.display());
@@ -334,7 +371,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
             // A device, FIFO or socket: write through it; renaming would replace it.
             let mut file = OpenOptions::new()
                 .write(true)
-                .open(&target)
+                .open(path)
                 .with_context(|| format!("{}: cannot open for writing", path.display()))?;
             return file
                 .write_all(bytes)
@@ -342,6 +379,9 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
                 .with_context(|| format!("{}: cannot write", path.display()));
         }
     }
+    // A regular file (or none yet): the temporary file goes beside the link's target, and the
+    // rename replaces the target, not the link.
+    let target = resolve_symlinks(path)?;
     write_atomic(&target, bytes, metadata.as_ref())
         .with_context(|| format!("{}: cannot write", path.display()))
 }

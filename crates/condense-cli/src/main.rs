@@ -174,13 +174,13 @@ pub struct RunArgs {
     /// The input's format, when detection should not decide.
     #[arg(long, value_parser = parse_format)]
     format: Option<Format>,
-    /// Write the result here instead of stdout.
+    /// Write the result here instead of stdout (`-`: stdout).
     #[arg(short, long, value_name = "FILE", conflicts_with = "in_place")]
     output: Option<PathBuf>,
     /// Replace the input file; a backup is kept as FILE.bak (FILE.1.bak, … when that exists).
     #[arg(long)]
     in_place: bool,
-    /// Write the full report as JSON.
+    /// Write the full report as JSON (`-`: stdout, when the session goes elsewhere).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
     /// Report only: write no session, store nothing (a --report is still written).

@@ -110,6 +110,45 @@ fn outputs_through_links_and_fifos_keep_them() {
     assert!(kind.is_fifo(), "the FIFO is still a FIFO");
 }
 
+/// `-` is stdout for `-o` and `--report`, as it is stdin for the input (no file named `-`
+/// appears); a link to a pipe (`/dev/stdout` when stdout is one) is written through, since its
+/// target has no name to rename onto; the session and the report cannot both take stdout.
+#[test]
+fn a_dash_and_dev_stdout_write_to_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    session(dir.path(), "v.json");
+    let out = condense(dir.path(), &["prune", "v.json", "-o", "-", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    assert!(serde_json::from_slice::<Value>(&out.stdout).is_ok());
+    assert!(!dir.path().join("-").exists());
+
+    for report in ["-", "/dev/stdout"] {
+        let out = condense(
+            dir.path(),
+            &["prune", "v.json", "-o", "o.json", "--report", report, "-q"],
+        );
+        assert!(
+            out.status.success(),
+            "{report}: {}",
+            stderr(&out, dir.path())
+        );
+        let report_json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(report_json["prune"].is_object(), "{report}: {report_json}");
+        assert!(dir.path().join("o.json").exists());
+        assert!(!dir.path().join("-").exists());
+    }
+    let out = condense(dir.path(), &["prune", "v.json", "--report", "-", "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out, dir.path()).contains("--report -"));
+    assert!(out.stdout.is_empty());
+    let out = condense(
+        dir.path(),
+        &["prune", "v.json", "--dry-run", "--report", "-", "-q"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    assert!(serde_json::from_slice::<Value>(&out.stdout).is_ok());
+}
+
 /// `v.json` compacted in place for an 8K window: small enough that the shared session is
 /// compacted, so the input really is replaced.
 const COMPACT_V_IN_PLACE: [&str; 8] = [
