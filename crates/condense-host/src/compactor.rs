@@ -7,7 +7,7 @@ use condense_compact::{
     TailRule, TailSettings, carried, continuation_message, is_due, previous_summary, reassemble,
     split,
 };
-use condense_core::{Conversation, Memos, Message};
+use condense_core::{Conversation, Memos, Message, Role};
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
 use condense_summarize::{Anthropic, Extractive, Fork, OpenAi, Summarizer};
 use condense_template::{PromptVars, Template, parse_summary};
@@ -344,7 +344,7 @@ impl Compactor {
                 )
                 .map(|frozen| FrozenHead {
                     continued_history: self
-                        .continuation_for(phases)
+                        .continuation_for(phases, &compacted.messages)
                         .map(|_| head::history_hash(&hashes)),
                     ..frozen
                 });
@@ -362,7 +362,7 @@ impl Compactor {
                 .as_ref()
                 .and_then(|frozen| frozen.continued_history)
                 == Some(head::history_hash(&hashes));
-        let continued = match self.continuation_for(phases) {
+        let continued = match self.continuation_for(phases, &conversation.messages) {
             Some(text) if retried => {
                 conversation.messages.push(continuation_message(text));
                 true
@@ -505,7 +505,7 @@ impl Compactor {
         };
         state.consecutive_failures = 0;
 
-        let continuation = self.continuation_for(Phases::Both { automatic });
+        let continuation = self.continuation_for(Phases::Both { automatic }, messages);
         let mut out = reassemble(
             messages,
             cut.pinned,
@@ -533,11 +533,17 @@ impl Compactor {
     }
 
     /// The continuation message's text when `phases` add one: automatic compaction (a harness's
-    /// request), with a continuation configured.
-    fn continuation_for(&self, phases: Phases) -> Option<&str> {
+    /// request), with a continuation configured, for a request that does not end in an
+    /// assistant message. A request that does is asking the model to go on from that text
+    /// (Anthropic's prefill, a server's `continue_final_message`): a user message after it
+    /// would turn the prefill into a finished reply and the answer into a reply to "Continue".
+    fn continuation_for(&self, phases: Phases, messages: &[Message]) -> Option<&str> {
+        let prefilled = messages
+            .last()
+            .is_some_and(|message| message.role == Role::Assistant);
         self.continuation
             .as_deref()
-            .filter(|_| phases == (Phases::Both { automatic: true }))
+            .filter(|_| phases == (Phases::Both { automatic: true }) && !prefilled)
     }
 }
 

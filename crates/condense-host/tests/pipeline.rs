@@ -237,6 +237,45 @@ async fn automatic_compaction_ends_with_the_continuation_message() {
     );
 }
 
+/// A request that ends in an assistant message asks the model to go on from it (Anthropic's
+/// prefill): compaction keeps it last, with no continuation message after it, on the request
+/// that summarizes and on a retry of that request, which reuses the frozen summary.
+#[tokio::test]
+async fn a_prefilled_request_keeps_its_prefill_last() {
+    let transcript = condense_core::testing::transcript("claude-code/d7d349f9").unwrap();
+    let (_, mut conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+    assert_eq!(conversation.messages.last().unwrap().role, Role::User);
+    let prefill = Message::text(Role::Assistant, "Here is the plan:\n1.");
+    conversation.messages.push(prefill.clone());
+    let config = config();
+    let compactor = compactor(&config);
+    let mut state = SessionState::default();
+    for request in ["first", "retry"] {
+        let result = compactor
+            .prepare(conversation.clone(), &mut state)
+            .await
+            .unwrap();
+        if request == "first" {
+            assert!(
+                matches!(
+                    result.report.compaction,
+                    CompactionOutcome::Summarized { .. }
+                ),
+                "{:?}",
+                result.report.compaction
+            );
+        }
+        let messages = &result.conversation.messages;
+        assert_eq!(messages.last(), Some(&prefill), "{request}");
+        assert!(
+            messages.iter().all(|message| !message
+                .plain_text()
+                .starts_with("Continue if you have next steps")),
+            "{request}: no continuation message"
+        );
+    }
+}
+
 /// The compacted session ends as the original did, at every window: its last message is there
 /// (its outputs at most cut to previews), and so is the last assistant step with all its calls.
 /// A resumed agent must see where it was, never its original task as the latest message.
