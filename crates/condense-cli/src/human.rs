@@ -49,6 +49,20 @@ pub fn report(
         thousands(prune.tokens_freed),
         thousands(report.tokens_after_prune)
     ));
+    // opencode's 40,000-token protect window was set for 200K models; on a small one it can
+    // cover more than the whole usable window, and then pruning, by design, keeps everything.
+    let window_kept = prune
+        .outputs
+        .iter()
+        .filter(|output| output.reason == condense_pruner::Reason::InsideWindow)
+        .count();
+    if prune.thresholds.protect_tokens >= report.usable && window_kept > 0 {
+        out.push_str(&format!(
+            "  note:    the protect window ({} tokens) is wider than the {} usable, so {window_kept} outputs it covers were kept; prune.adaptive_thresholds = true scales it to the window\n",
+            thousands(prune.thresholds.protect_tokens),
+            thousands(report.usable)
+        ));
+    }
     if let Some(micro) = prune.microcompact.as_ref().filter(|micro| micro.cache_cold) {
         out.push_str(&format!(
             "  microcompact: idle {} since the previous request (over {} min, the provider's cache has expired): {} old tool outputs cleared

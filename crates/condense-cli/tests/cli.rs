@@ -736,3 +736,42 @@ fn the_upstream_summarizer_is_refused_outside_the_proxy() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A protect window wider than the usable window keeps every output it reaches: the report says
+/// so, with the setting that scales it, and says nothing once that setting is on.
+#[test]
+fn a_protect_window_wider_than_the_window_is_pointed_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = transcripts().join("openai/mini-swe-agent-sympy__sympy-13091.json");
+    let input = input.to_str().unwrap();
+    let args = [
+        "prune",
+        input,
+        "--dry-run",
+        "--context-window",
+        "32000",
+        "--max-output-tokens",
+        "4096",
+    ];
+    let out = condense(dir.path(), &args);
+    assert!(out.status.success());
+    let said = text(&out.stderr, dir.path());
+    assert!(
+        said.contains(
+            "note:    the protect window (40,000 tokens) is wider than the 27,904 usable, so 113 outputs it covers were kept; prune.adaptive_thresholds = true"
+        ),
+        "{said}"
+    );
+    std::fs::write(
+        dir.path().join("adaptive.toml"),
+        "[prune]\nadaptive_thresholds = true\n",
+    )
+    .unwrap();
+    let mut adaptive = args.to_vec();
+    adaptive.extend(["--config", "adaptive.toml"]);
+    let out = condense(dir.path(), &adaptive);
+    assert!(out.status.success());
+    let said = text(&out.stderr, dir.path());
+    assert!(!said.contains("note:"), "{said}");
+    assert!(said.contains("54 of 124 tool outputs replaced"), "{said}");
+}
