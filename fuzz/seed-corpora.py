@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Seeds fuzz/corpus/* from ../shared/transcripts: each transcript cut to about 60 KB (whole
-lines, whole messages) for the readers, its shape as a script of steps for `prepare`, and the
+lines, whole messages) for the readers (as a request body too, for the proxy's reader), its shape as a script of steps for `prepare`, and the
 built-in configuration for the loader. Run from fuzz/; the corpora are not committed."""
 import glob, json, os, shutil, sys
 
 T = os.environ.get("CONDENSE_TRANSCRIPTS", "../../shared/transcripts")
 LIM = 60_000
-for d in ("read", "config", "prepare"):
+for d in ("read", "request", "config", "prepare"):
     os.makedirs(f"corpus/{d}", exist_ok=True)
 for path in sorted(glob.glob(T + "/*/*.json*")):
     data = open(path, "rb").read()
@@ -32,6 +32,9 @@ for path in sorted(glob.glob(T + "/*/*.json*")):
         keep = trial
     d = dict(doc, messages=keep) if isinstance(doc, dict) else keep
     open(f"corpus/read/{name}", "wb").write(b"\x00" + json.dumps(d, indent=1).encode())
+    body = d if isinstance(d, dict) else {"model": "m", "messages": d}
+    choice = b"\x01" if "/anthropic/" in path else b"\x00"
+    open(f"corpus/request/{name}", "wb").write(choice + json.dumps(body).encode())
     ops = bytearray()
     for m in msgs[:200]:
         role, size = m.get("role"), len(json.dumps(m))
@@ -48,4 +51,4 @@ for path in sorted(glob.glob(T + "/*/*.json*")):
 shutil.copy("../config/condense.toml", "corpus/config/built-in.toml")
 open("corpus/config/small.toml", "w").write(
     '[model]\ncontext_window = 32000\nmax_output_tokens = 4096\n[prune]\nprotected_tools = ["memory_store"]\n')
-print("seeded", sum(len(os.listdir(f"corpus/{d}")) for d in ("read", "config", "prepare")), "inputs", file=sys.stderr)
+print("seeded", sum(len(os.listdir(f"corpus/{d}")) for d in ("read", "request", "config", "prepare")), "inputs", file=sys.stderr)
