@@ -138,10 +138,14 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(content, original, "protected output {id} changed");
         }
     }
-    // Automatic compaction ends with the continuation message; the session's own last message
-    // comes right before it.
+    // Automatic compaction ends with the continuation message, the session's own last message
+    // right before it; unless that message is the assistant's (a prefill), which stays last.
     let mut ending = out.messages.iter().rev().peekable();
-    if matches!(&first.report.compaction, CompactionOutcome::Summarized { .. }) {
+    let prefilled = conversation
+        .messages
+        .last()
+        .is_some_and(|message| message.role == Role::Assistant);
+    if matches!(&first.report.compaction, CompactionOutcome::Summarized { .. }) && !prefilled {
         ending.next();
     }
     if let (Some(last_in), Some(last_out)) = (conversation.messages.last(), ending.next())
