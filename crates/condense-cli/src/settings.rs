@@ -50,13 +50,11 @@ pub fn config(args: &SettingArgs) -> Result<Config> {
 /// [`config`] for sources a command has added its own flags to.
 pub fn load(sources: &Sources) -> Result<Config> {
     Config::load(sources).map_err(|error| {
-        let text = error.to_string();
-        let from_flag = sources
-            .flags
-            .iter()
-            .any(|(flag, _, _)| text.starts_with(&format!("{flag}:")));
+        let from_flag = error
+            .at()
+            .is_some_and(|at| sources.flags.iter().any(|(flag, _, _)| flag == at));
         if from_flag {
-            usage_error(text)
+            usage_error(error.to_string())
         } else {
             error.into()
         }

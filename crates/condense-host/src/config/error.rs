@@ -69,6 +69,21 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// Where the problem was written, as the message begins: `file:line:column`, a variable's
+    /// name or a flag's (`--context-window`); `None` for a problem of no one place. A caller
+    /// that gave the flags tells its own mistakes from a file's by it.
+    pub fn at(&self) -> Option<&str> {
+        match self {
+            ConfigError::Syntax { at, .. }
+            | ConfigError::UnknownKey { at, .. }
+            | ConfigError::WrongType { at, .. }
+            | ConfigError::BadValue { at, .. } => Some(at),
+            _ => None,
+        }
+    }
+}
+
 pub(crate) fn hint(word: &str, known: &[&str]) -> String {
     condense_text::nearest(word, known)
         .map(|near| format!(" (did you mean `{near}`?)"))
