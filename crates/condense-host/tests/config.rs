@@ -171,9 +171,20 @@ fn a_bad_environment_variable_is_named() {
         )],
         ..Sources::default()
     };
+    let error = Config::load(&sources).unwrap_err();
     assert_eq!(
-        Config::load(&sources).unwrap_err().to_string(),
+        error.to_string(),
         "--context-window: `model.context_window`: 18446744073709551615 is too large (at most 9223372036854775807)"
+    );
+    // The place alone, for a caller that tells its flags' mistakes from a file's.
+    assert_eq!(error.at(), Some("--context-window"));
+    let sources = Sources {
+        env: vec![("CONDENSE_PRUNE_PROTECT_TOKEN".into(), "1".into())],
+        ..Sources::default()
+    };
+    assert_eq!(
+        Config::load(&sources).unwrap_err().at(),
+        Some("CONDENSE_PRUNE_PROTECT_TOKEN")
     );
 }
 
