@@ -140,6 +140,28 @@ impl Message {
     }
 }
 
+impl Message {
+    /// Feeds the message's outline into `state`: what [`Message::hash_content`] feeds, except
+    /// what a tool result holds (only the call it answers) and the wire records. Pruning, on
+    /// either side of a proxy, changes results and nothing else: a harness that clears its old
+    /// results itself (Claude Code after an idle hour, opencode's prune) resends the same
+    /// outline, an edited or branched conversation does not.
+    pub fn hash_outline<H: Hasher>(&self, state: &mut H) {
+        hash_str(self.role.as_str(), state);
+        write_len(self.parts.len(), state);
+        for part in &self.parts {
+            match part {
+                Part::ToolResult(result) => {
+                    state.write_u8(2);
+                    hash_str(&result.call_id, state);
+                }
+                other => other.hash_content(state),
+            }
+        }
+        state.write_u8(u8::from(self.generated));
+    }
+}
+
 impl Part {
     /// Feeds the part's kind and every field it holds into `state`.
     pub fn hash_content<H: Hasher>(&self, state: &mut H) {
@@ -273,6 +295,46 @@ mod tests {
         let mut state = DefaultHasher::new();
         message.hash_content(&mut state);
         state.finish()
+    }
+
+    fn outline(message: &Message) -> u64 {
+        let mut state = DefaultHasher::new();
+        message.hash_outline(&mut state);
+        state.finish()
+    }
+
+    #[test]
+    fn the_outline_ignores_what_results_hold_and_nothing_else() {
+        let result = Message::new(
+            Role::User,
+            vec![tool_result("c1", "fn main() {}"), Part::text("and then?")],
+        );
+        let mut cleared = result.clone();
+        if let Part::ToolResult(output) = &mut cleared.parts[0] {
+            output.content = ToolOutput::Text("[Old tool result content cleared]".into());
+            output.is_error = Some(false);
+        }
+        cleared.wire.push(WireRecord::default());
+        assert_ne!(hash(&result), hash(&cleared));
+        assert_eq!(outline(&result), outline(&cleared));
+        // What else the message holds still counts: the call answered, the text beside it.
+        let mut other = result.clone();
+        if let Part::ToolResult(output) = &mut other.parts[0] {
+            output.call_id = "c2".into();
+        }
+        assert_ne!(outline(&result), outline(&other));
+        let mut other = result.clone();
+        other.parts[1] = Part::text("and now?");
+        assert_ne!(outline(&result), outline(&other));
+        let call = Message::new(
+            Role::Assistant,
+            vec![tool_call("c1", "Read", json!({"path": "a.rs"}))],
+        );
+        let mut other = call.clone();
+        if let Part::ToolCall(tool) = &mut other.parts[0] {
+            tool.input = json!({"path": "b.rs"});
+        }
+        assert_ne!(outline(&call), outline(&other));
     }
 
     fn value_hash(value: &Value) -> u64 {

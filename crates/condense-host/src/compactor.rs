@@ -335,12 +335,18 @@ impl Compactor {
                 },
             ) = (compacted, &outcome)
             {
+                let earlier = state
+                    .head
+                    .as_ref()
+                    .map_or(&[][..], |frozen| &frozen.outlines[..]);
                 state.head = head::freeze(
                     split.tail_start,
                     split.pinned + 1 + carried_messages,
                     placed,
                     &compacted.messages,
                     &hashes,
+                    &conversation.messages,
+                    earlier,
                 )
                 .map(|frozen| FrozenHead {
                     continued_history: self

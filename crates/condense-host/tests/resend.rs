@@ -6,7 +6,7 @@
 mod common;
 
 use condense_core::testing::transcript;
-use condense_core::{Conversation, Message, Role};
+use condense_core::{Conversation, Message, Part, Role, ToolOutput};
 use condense_host::{CompactionOutcome, HeadOutcome, SessionState};
 
 /// The session's requests: each assistant step is one, its input everything before it.
@@ -126,6 +126,78 @@ async fn an_edited_history_is_judged_afresh_and_says_so() {
     assert_eq!(json["head"], "diverged");
     // The old summary, made of the history before the edit, is gone.
     assert!(!prepared.conversation.messages.contains(&old_summary));
+}
+
+/// Claude Code clears its own old tool results after an idle hour (`[Old tool result content
+/// cleared]`, all but the five most recent) and sends the history so: the head the summary
+/// stands for comes back with other contents but the same conversation. It keeps its summary,
+/// byte for byte, on that request and the next, instead of being judged afresh and summarized
+/// again.
+#[tokio::test]
+async fn a_client_that_clears_its_own_old_results_keeps_the_summary() {
+    let (_, session) = condense_formats::read(
+        &transcript("anthropic/claude-code-5f8cbb78").unwrap().bytes,
+        None,
+    )
+    .unwrap();
+    let compactor = common::compactor(&[]);
+    let mut state = SessionState::default();
+    let all = requests(&session);
+    let mut summarized_at = None;
+    for (index, request) in all.iter().enumerate() {
+        let prepared = compactor
+            .prepare(request.clone(), &mut state)
+            .await
+            .unwrap();
+        if matches!(
+            prepared.report.compaction,
+            CompactionOutcome::Summarized { .. }
+        ) {
+            summarized_at = Some(index);
+            break;
+        }
+    }
+    let index = summarized_at.expect("a summary at 32K");
+    let replacement = state.head.as_ref().unwrap().replacement.clone();
+    let clear = |request: &Conversation| {
+        let mut request = request.clone();
+        let results: Vec<(usize, usize)> = request
+            .messages
+            .iter()
+            .enumerate()
+            .flat_map(|(m, message)| {
+                message
+                    .parts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, part)| matches!(part, Part::ToolResult(_)))
+                    .map(move |(p, _)| (m, p))
+            })
+            .collect();
+        let keep = results.len().saturating_sub(5);
+        for &(m, p) in &results[..keep] {
+            if let Part::ToolResult(result) = &mut request.messages[m].parts[p] {
+                result.content = ToolOutput::Text("[Old tool result content cleared]".into());
+            }
+        }
+        request
+    };
+    for next in &all[index + 1..index + 3] {
+        let prepared = compactor.prepare(clear(next), &mut state).await.unwrap();
+        assert!(
+            matches!(prepared.report.head, Some(HeadOutcome::Reused { .. })),
+            "{:?}",
+            prepared.report.head
+        );
+        assert!(!matches!(
+            prepared.report.compaction,
+            CompactionOutcome::Summarized { .. }
+        ));
+        assert_eq!(
+            &prepared.conversation.messages[..replacement.len()],
+            &replacement[..]
+        );
+    }
 }
 
 /// A session whose protected outputs alone are over the threshold (the fuzzer's `prepare`
