@@ -251,19 +251,7 @@ fn a_state_path_that_is_not_a_directory_is_refused_at_start() {
 #[test]
 fn an_unreachable_redis_is_a_warning_and_the_proxy_serves() {
     let dir = tempfile::tempdir().unwrap();
-    let (replica, mut lines) = spawn(
-        dir.path(),
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--state",
-            "redis://:hunter2@127.0.0.1:1/0",
-        ],
-    );
-    let warning = lines.next().unwrap().unwrap();
-    let listening = lines.next().unwrap().unwrap();
-    drop(replica);
+    let warning = warned_then_listened(dir.path(), &["--state", "redis://:hunter2@127.0.0.1:1/0"]);
     assert!(
         warning.contains("warning") && warning.contains("127.0.0.1:1"),
         "{warning}"
@@ -272,7 +260,19 @@ fn an_unreachable_redis_is_a_warning_and_the_proxy_serves() {
         !warning.contains("hunter2"),
         "no password in the log: {warning}"
     );
+}
+
+/// `condense serve --listen 127.0.0.1:0 ARGS` in `dir`: its first line, which must be followed
+/// by the line that says it listens (a warning, then serving).
+fn warned_then_listened(dir: &Path, args: &[&str]) -> String {
+    let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let (replica, mut lines) = spawn(dir, &all);
+    let warning = lines.next().unwrap().unwrap();
+    let listening = lines.next().unwrap().unwrap();
+    drop(replica);
     assert!(listening.contains("listening on"), "{listening}");
+    warning
 }
 
 /// A remote summarizer whose key variable is unset would fail every summary: said once at
@@ -285,24 +285,9 @@ fn a_summarizer_without_its_key_is_a_warning_at_start() {
         "[summarizer]\nkind = \"openai\"\napi_key_env = \"CONDENSE_TEST_UNSET_KEY\"\n",
     )
     .unwrap();
-    let (replica, mut lines) = spawn(
-        dir.path(),
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--state",
-            "state",
-            "--config",
-            "key.toml",
-        ],
-    );
-    let warning = lines.next().unwrap().unwrap();
-    let listening = lines.next().unwrap().unwrap();
-    drop(replica);
+    let warning = warned_then_listened(dir.path(), &["--state", "state", "--config", "key.toml"]);
     assert!(
         warning.contains("warning") && warning.contains("CONDENSE_TEST_UNSET_KEY"),
         "{warning}"
     );
-    assert!(listening.contains("listening on"), "{listening}");
 }

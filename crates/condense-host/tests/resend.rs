@@ -24,6 +24,24 @@ fn requests(conversation: &Conversation) -> Vec<Conversation> {
         .collect()
 }
 
+/// Prepares `requests` in turn until one is summarized; its index.
+async fn first_summary(
+    compactor: &condense_host::Compactor,
+    state: &mut SessionState,
+    requests: &[Conversation],
+) -> usize {
+    for (index, request) in requests.iter().enumerate() {
+        let prepared = compactor.prepare(request.clone(), state).await.unwrap();
+        if matches!(
+            prepared.report.compaction,
+            CompactionOutcome::Summarized { .. }
+        ) {
+            return index;
+        }
+    }
+    panic!("no summary at 32K")
+}
+
 #[tokio::test]
 async fn every_request_after_a_summary_starts_with_the_same_bytes() {
     // An autonomous run in OpenAI format (no timestamps: the clock alone never makes
@@ -86,21 +104,7 @@ async fn an_edited_history_is_judged_afresh_and_says_so() {
     let compactor = common::compactor(&[]);
     let mut state = SessionState::default();
     let all = requests(&session);
-    let mut summarized_at = None;
-    for (index, request) in all.iter().enumerate() {
-        let prepared = compactor
-            .prepare(request.clone(), &mut state)
-            .await
-            .unwrap();
-        if matches!(
-            prepared.report.compaction,
-            CompactionOutcome::Summarized { .. }
-        ) {
-            summarized_at = Some(index);
-            break;
-        }
-    }
-    let index = summarized_at.expect("a summary at 32K");
+    let index = first_summary(&compactor, &mut state, &all).await;
     let old_summary = state
         .head
         .as_ref()
@@ -143,21 +147,7 @@ async fn a_client_that_clears_its_own_old_results_keeps_the_summary() {
     let compactor = common::compactor(&[]);
     let mut state = SessionState::default();
     let all = requests(&session);
-    let mut summarized_at = None;
-    for (index, request) in all.iter().enumerate() {
-        let prepared = compactor
-            .prepare(request.clone(), &mut state)
-            .await
-            .unwrap();
-        if matches!(
-            prepared.report.compaction,
-            CompactionOutcome::Summarized { .. }
-        ) {
-            summarized_at = Some(index);
-            break;
-        }
-    }
-    let index = summarized_at.expect("a summary at 32K");
+    let index = first_summary(&compactor, &mut state, &all).await;
     let replacement = state.head.as_ref().unwrap().replacement.clone();
     let clear = |request: &Conversation| {
         let mut request = request.clone();
