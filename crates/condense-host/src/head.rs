@@ -24,9 +24,10 @@ pub struct FrozenHead {
     /// same history, nothing new) gets it again, so that it is sent the same bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continued_history: Option<u64>,
-    /// Outline hashes ([`Message::hash_outline`]) of the same messages: a client that clears old tool
-    /// results itself resends the head with other contents but the same outline, and still gets
-    /// the summary. Empty in a state saved before outlines were kept: no such tolerance then.
+    /// Outline hashes ([`Message::hash_outline`]) of the same messages: a client that clears
+    /// old tool results itself resends the head with other contents but the same outline, and
+    /// still gets the summary. Empty in a state saved before outlines were kept: no such
+    /// tolerance then.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outlines: Vec<u64>,
 }
