@@ -24,22 +24,33 @@ fn requests(conversation: &Conversation) -> Vec<Conversation> {
         .collect()
 }
 
-/// Prepares `requests` in turn until one is summarized; its index.
-async fn first_summary(
-    compactor: &condense_host::Compactor,
-    state: &mut SessionState,
-    requests: &[Conversation],
-) -> usize {
-    for (index, request) in requests.iter().enumerate() {
-        let prepared = compactor.prepare(request.clone(), state).await.unwrap();
+/// A shared transcript's requests prepared in turn at 32K until one is summarized: the
+/// compactor, the session's state after it, every request, and that one's index.
+async fn up_to_the_first_summary(
+    name: &str,
+) -> (
+    condense_host::Compactor,
+    SessionState,
+    Vec<Conversation>,
+    usize,
+) {
+    let (_, session) = condense_formats::read(&transcript(name).unwrap().bytes, None).unwrap();
+    let compactor = common::compactor(&[]);
+    let mut state = SessionState::default();
+    let all = requests(&session);
+    for (index, request) in all.iter().enumerate() {
+        let prepared = compactor
+            .prepare(request.clone(), &mut state)
+            .await
+            .unwrap();
         if matches!(
             prepared.report.compaction,
             CompactionOutcome::Summarized { .. }
         ) {
-            return index;
+            return (compactor, state, all, index);
         }
     }
-    panic!("no summary at 32K")
+    panic!("no summary of {name} at 32K")
 }
 
 #[tokio::test]
@@ -94,17 +105,8 @@ async fn every_request_after_a_summary_starts_with_the_same_bytes() {
 
 #[tokio::test]
 async fn an_edited_history_is_judged_afresh_and_says_so() {
-    let (_, session) = condense_formats::read(
-        &transcript("openai/mini-swe-agent-sympy__sympy-13091")
-            .unwrap()
-            .bytes,
-        None,
-    )
-    .unwrap();
-    let compactor = common::compactor(&[]);
-    let mut state = SessionState::default();
-    let all = requests(&session);
-    let index = first_summary(&compactor, &mut state, &all).await;
+    let (compactor, mut state, all, index) =
+        up_to_the_first_summary("openai/mini-swe-agent-sympy__sympy-13091").await;
     let old_summary = state
         .head
         .as_ref()
@@ -139,15 +141,8 @@ async fn an_edited_history_is_judged_afresh_and_says_so() {
 /// again.
 #[tokio::test]
 async fn a_client_that_clears_its_own_old_results_keeps_the_summary() {
-    let (_, session) = condense_formats::read(
-        &transcript("anthropic/claude-code-5f8cbb78").unwrap().bytes,
-        None,
-    )
-    .unwrap();
-    let compactor = common::compactor(&[]);
-    let mut state = SessionState::default();
-    let all = requests(&session);
-    let index = first_summary(&compactor, &mut state, &all).await;
+    let (compactor, mut state, all, index) =
+        up_to_the_first_summary("anthropic/claude-code-5f8cbb78").await;
     let replacement = state.head.as_ref().unwrap().replacement.clone();
     let clear = |request: &Conversation| {
         let mut request = request.clone();
