@@ -12,7 +12,7 @@ use condense_replay::{
 use condense_tokenizer::{Tiktoken, TokenCounter};
 
 use crate::io::{read_session, refuse_same, write_file};
-use crate::settings::{plugins, sources};
+use crate::settings::{load, plugins, sources};
 use crate::{ReplayArgs, Verbosity, usage_error};
 
 pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
@@ -141,13 +141,13 @@ fn replay_config(
         }
         sources.explicit = Some(explicit);
     }
-    let requests = policy::SummaryRequests::from_config(&Config::load(&sources)?);
+    let requests = policy::SummaryRequests::from_config(&load(&sources)?);
     sources.flags.push((
         "replay".to_owned(),
         "summarizer.kind".to_owned(),
         "extractive".to_owned(),
     ));
-    Ok((Config::load(&sources)?, requests))
+    Ok((load(&sources)?, requests))
 }
 
 fn condense(

@@ -653,8 +653,11 @@ fn replay_refuses_what_it_cannot_do_before_writing_anything() {
     let dir = tempfile::tempdir().unwrap();
     let input = transcripts().join("openai/swe-agent-marshmallow-1867.json");
     let input = input.to_str().unwrap();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["--policy", "aider"], "unknown policy `aider`"),
+        // A configuration value refused where a flag gave it is a usage error, as in `compact`.
+        (&["--context-window", "0"], "must be more than 0"),
+        (&["--template", "nope"], "unknown template `nope`"),
         (&["--policy", "condense-b"], "needs --config-b"),
         (&["--provider", "gemini"], "unknown provider `gemini`"),
         (&["--ttl", "10m"], "use 5m or 1h"),
