@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use condense_host::{Compactor, ServeConfig, SummarizerKind};
+use condense_host::{Compactor, DirStore, ServeConfig, SummarizerKind};
 use condense_serve::{
-    DirSessionStore, Proxy, ProxyError, ProxySettings, RedisSessionStore, SessionStore,
-    UpstreamSummaries,
+    DirSessionStore, OriginalsExpiry, Proxy, ProxyError, ProxySettings, RedisSessionStore,
+    SessionStore, UpstreamSummaries,
 };
 
 use crate::settings::{load, plugins, sources};
@@ -65,6 +65,8 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     let originals = &config.settings().store.dir;
     let originals = std::path::absolute(originals).unwrap_or_else(|_| originals.clone());
     let mut settings = ProxySettings::from_config(&serve);
+    settings.originals = hours(serve.originals_ttl_hours, "serve.originals_ttl_hours")?
+        .map(|unused_for| OriginalsExpiry::new(DirStore::new(&originals), unused_for));
     if config.summarizer_kind() == SummarizerKind::Upstream {
         settings.upstream_summarizer = Some(UpstreamSummaries::from_config(&config));
     }
@@ -88,10 +90,14 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
         let bound = listener.local_addr().unwrap_or(listen);
         // Tests and scripts read this line to learn the port when they asked for port 0.
         eprintln!(
-            "condense serve: listening on http://{bound} (OpenAI upstream {}, Anthropic upstream {}, state {state_label}, originals {})",
+            "condense serve: listening on http://{bound} (OpenAI upstream {}, Anthropic upstream {}, state {state_label}, originals {}{})",
             serve.openai_upstream,
             serve.anthropic_upstream,
-            originals.display()
+            originals.display(),
+            match serve.originals_ttl_hours {
+                0 => String::new(),
+                hours => format!(", swept of what no state names after {hours} h unused"),
+            }
         );
         condense_serve::run(listener, proxy, shutdown_signal()).await?;
         eprintln!("condense serve: stopped");
@@ -116,19 +122,22 @@ fn missing_key(config: &condense_host::Config) -> Option<String> {
     })
 }
 
+/// A `*_ttl_hours` value as a duration; `0`: `None`, forever.
+fn hours(value: u64, key: &str) -> Result<Option<Duration>> {
+    // A century: past it Redis refuses the expiry, and 0 already means forever.
+    const TTL_HOURS_LIMIT: u64 = 876_000;
+    if value > TTL_HOURS_LIMIT {
+        return Err(usage_error(format!(
+            "{key}: {value} is more than a century ({TTL_HOURS_LIMIT}); 0 keeps them forever"
+        )));
+    }
+    Ok((value > 0).then(|| Duration::from_secs(value * 3_600)))
+}
+
 /// The sessions' state store `[serve]` names (a directory, or Redis), with its ttl, checked once
 /// before the proxy listens.
 fn session_store(serve: &ServeConfig) -> Result<Arc<dyn SessionStore>> {
-    // A century: past it Redis refuses the expiry, and 0 already means forever.
-    const TTL_HOURS_LIMIT: u64 = 876_000;
-    if serve.state_ttl_hours > TTL_HOURS_LIMIT {
-        return Err(usage_error(format!(
-            "serve.state_ttl_hours: {} is more than a century ({TTL_HOURS_LIMIT}); 0 keeps states forever",
-            serve.state_ttl_hours
-        )));
-    }
-    let ttl = (serve.state_ttl_hours > 0)
-        .then(|| Duration::from_secs(serve.state_ttl_hours.saturating_mul(3_600)));
+    let ttl = hours(serve.state_ttl_hours, "serve.state_ttl_hours")?;
     let store: Arc<dyn SessionStore> =
         if serve.state.starts_with("redis://") || serve.state.starts_with("rediss://") {
             Arc::new(

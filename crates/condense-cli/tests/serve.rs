@@ -212,6 +212,14 @@ fn a_bad_address_or_upstream_is_a_usage_error() {
         said.contains("serve.state_ttl_hours") && said.contains("9999999"),
         "{said}"
     );
+    std::fs::write(
+        dir.path().join("originals.toml"),
+        "[serve]\noriginals_ttl_hours = 9999999\n",
+    )
+    .unwrap();
+    let out = common::condense(dir.path(), &["serve", "--config", "originals.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("serve.originals_ttl_hours"));
     for bad in ["http://a b", "https://api.anthropic.com/?key=1", "https://"] {
         let out = common::condense(dir.path(), &["serve", "--anthropic-upstream", bad]);
         assert_eq!(out.status.code(), Some(2), "{bad}");
@@ -290,4 +298,71 @@ fn a_summarizer_without_its_key_is_a_warning_at_start() {
         warning.contains("warning") && warning.contains("CONDENSE_TEST_UNSET_KEY"),
         "{warning}"
     );
+}
+
+/// With `serve.originals_ttl_hours` the proxy sweeps its store of originals as it starts (and
+/// every hour): an original unused for longer that no session's state names goes, one a state
+/// names stays, and the start line says the store is swept.
+#[test]
+fn originals_no_state_names_are_swept_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = condense_host::DirStore::new(dir.path().join("originals"));
+    let mut paths = Vec::new();
+    for bytes in [&b"named by a session"[..], b"named by nobody"] {
+        let handle = condense_host::handle_of(bytes);
+        condense_host::Store::put(&store, &handle, bytes).unwrap();
+        let path = dir
+            .path()
+            .join("originals")
+            .join(&handle[..2])
+            .join(&handle);
+        condense_core::testing::backdate(&path, Duration::from_secs(3 * 3_600));
+        paths.push((handle, path));
+    }
+    let sessions = condense_serve::DirSessionStore::new(dir.path().join("state"));
+    let state = condense_serve::testing::state_naming(&[&paths[0].0]);
+    condense_serve::SessionStore::save(&sessions, "a session", &state, 0).unwrap();
+    std::fs::write(
+        dir.path().join("sweep.toml"),
+        "[serve]\noriginals_ttl_hours = 2\n",
+    )
+    .unwrap();
+    let (replica, mut lines) = spawn(
+        dir.path(),
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--state",
+            "state",
+            "--store",
+            "originals",
+            "--config",
+            "sweep.toml",
+        ],
+    );
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.by_ref().map_while(Result::ok) {
+            let _ = send.send(line);
+        }
+    });
+    let listening = receive.recv_timeout(Duration::from_secs(60)).unwrap();
+    assert!(
+        listening.contains("swept of what no state names after 2 h unused"),
+        "{listening}"
+    );
+    let swept = loop {
+        let line = receive.recv_timeout(Duration::from_secs(60)).unwrap();
+        if line.contains("originals swept") {
+            break line;
+        }
+    };
+    drop(replica);
+    assert!(
+        swept.contains("removed=1") && swept.contains("kept_named=1"),
+        "{swept}"
+    );
+    assert!(paths[0].1.exists(), "named: kept");
+    assert!(!paths[1].1.exists(), "named by nobody: removed");
 }

@@ -3,7 +3,7 @@
 //! They live in `../shared/transcripts` beside the checkout (not copied in: see that folder's
 //! README for their provenance and licence). `CONDENSE_TRANSCRIPTS` points elsewhere.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// One recorded session.
 #[derive(Debug, Clone)]
@@ -104,6 +104,16 @@ pub fn required_url(test: &str, url_var: &str, require_var: &str) -> Option<Stri
         &format!("{url_var} is not set (set {require_var}=1 to require it)"),
     );
     None
+}
+
+/// Sets `path`'s modification time `age` into the past, as if last written then: how tests
+/// reach what expires (session states, originals) without waiting.
+pub fn backdate(path: &Path, age: std::time::Duration) {
+    std::fs::File::options()
+        .append(true)
+        .open(path)
+        .and_then(|file| file.set_modified(std::time::SystemTime::now() - age))
+        .unwrap_or_else(|error| panic!("cannot backdate {}: {error}", path.display()));
 }
 
 /// A tool call part: `id`, tool `name`, JSON `input`, nothing else set.

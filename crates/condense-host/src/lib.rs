@@ -38,7 +38,7 @@ pub use condense_compact::{Split, TailRule, TailSettings};
 pub use condense_pruner::{
     Clock, Decision, DecisionLog, DirStore, FixedClock, MemoryStore, MicrocompactReport,
     MicrocompactSettings, OutputReport, PreviousRequest, PruneReport, PruneRequest, PruneSettings,
-    Reason, Store, StoreError, SystemClock, Thresholds,
+    Reason, Store, StoreError, Swept, SystemClock, Thresholds, handle_of, handles_in,
 };
 pub use condense_summarize::{SummarizeError, SummarizeErrorKind, Summarizer};
 pub use state::{ReportedUsage, SessionState, StateError};

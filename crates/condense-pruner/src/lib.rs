@@ -47,7 +47,7 @@ pub use settings::{
     DEFAULT_DUPLICATE_NOTE, DEFAULT_PLACEHOLDER, DEFAULT_PREVIEW_NOTE, DEFAULT_SUPERSEDED_NOTE,
     DUPLICATE_VARIABLES, PREVIEW_VARIABLES, PruneSettings, SUPERSEDED_VARIABLES, Thresholds,
 };
-pub use store::{DirStore, MemoryStore, Store, StoreError, handle_of};
+pub use store::{DirStore, MemoryStore, Store, StoreError, Swept, handle_of, handles_in};
 pub use trim::{
     TRIM_TOOL, TRIM_TOOL_DESCRIPTION, TrimOutcome, TrimRefusal, TrimReport, trim_tool_parameters,
 };

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
@@ -27,6 +28,31 @@ pub fn handle_of(bytes: &[u8]) -> String {
         handle.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
     handle
+}
+
+/// Every handle written in `text`: each run of exactly 32 lowercase hex digits (the length
+/// [`handle_of`] gives). A placeholder, a marker's `handle` field and a summary that quotes a placeholder all
+/// write a handle so, whatever the surrounding format; what reads as a handle but is not one (a
+/// hash of the same length) only keeps an original that a sweep could have removed.
+pub fn handles_in(text: &[u8]) -> impl Iterator<Item = &str> {
+    let hex = |byte: &u8| byte.is_ascii_digit() || (b'a'..=b'f').contains(byte);
+    text.split(move |byte| !hex(byte))
+        .filter(|run| run.len() == HANDLE_HEX_DIGITS)
+        // Hex digits are ASCII, so a run is always UTF-8.
+        .filter_map(|run| std::str::from_utf8(run).ok())
+}
+
+/// What [`DirStore::sweep`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Originals removed.
+    pub removed: usize,
+    /// Their bytes.
+    pub removed_bytes: u64,
+    /// Originals unused for the whole period but kept, because the caller still names them.
+    pub kept_named: usize,
+    /// Originals that could not be removed (each is left as it was).
+    pub failed: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +146,82 @@ impl DirStore {
 }
 
 impl DirStore {
+    /// Removes the originals not written (nor stored again, see [`Store::put`]) for
+    /// `unused_for` that `named` does not claim: a long-running proxy keeps an original for
+    /// every output it ever pruned, and without this its store only grows. `named` answers for
+    /// the handles something still points at (the proxy: every saved session state); an
+    /// original it claims stays whatever its age.
+    ///
+    /// Only regular files whose name is a handle, in the folder of their first two digits, are
+    /// ever removed: a symlink, a temporary file or anything a person put there is left alone.
+    /// Only the root that cannot be read is an error; an entry that cannot be removed is counted
+    /// in [`Swept::failed`] and left as it was.
+    pub fn sweep(
+        &self,
+        unused_for: Duration,
+        named: &dyn Fn(&str) -> bool,
+    ) -> Result<Swept, StoreError> {
+        let mut swept = Swept::default();
+        let folders = match std::fs::read_dir(&self.root) {
+            Ok(folders) => folders,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(swept),
+            Err(source) => {
+                return Err(StoreError::Read {
+                    path: self.root.clone(),
+                    source,
+                });
+            }
+        };
+        let now = SystemTime::now();
+        for folder in folders.flatten() {
+            let prefix = folder.file_name();
+            let is_folder = folder
+                .path()
+                .symlink_metadata()
+                .is_ok_and(|meta| meta.is_dir());
+            let Some(prefix) = prefix.to_str().filter(|name| name.len() == 2 && is_folder) else {
+                continue;
+            };
+            let Ok(entries) = std::fs::read_dir(folder.path()) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(handle) = name.to_str() else {
+                    continue;
+                };
+                if !handle.starts_with(prefix) || self.path_of(handle).is_err() {
+                    continue;
+                }
+                let Ok(meta) = entry.path().symlink_metadata() else {
+                    continue;
+                };
+                let unused = meta
+                    .modified()
+                    .ok()
+                    .and_then(|modified| now.duration_since(modified).ok())
+                    .is_some_and(|age| age > unused_for);
+                if !meta.is_file() || !unused {
+                    continue;
+                }
+                if named(handle) {
+                    swept.kept_named += 1;
+                    continue;
+                }
+                match std::fs::remove_file(entry.path()) {
+                    Ok(()) => {
+                        swept.removed += 1;
+                        swept.removed_bytes += meta.len();
+                    }
+                    Err(_) => swept.failed += 1,
+                }
+            }
+            // An emptied folder stays: a put may be about to write into it (there are at most
+            // 256 of them).
+        }
+        Ok(swept)
+    }
+
     /// The entry's state: absent, a regular file, or something that must not be trusted (a
     /// symlink at the entry or its folder).
     fn entry(&self, handle: &str, path: &Path) -> Result<Option<()>, StoreError> {
@@ -158,8 +260,16 @@ impl Store for DirStore {
             source,
         };
         match self.entry(handle, &path) {
-            // Already there and intact: content addressing makes this the same original.
+            // Already there and intact: content addressing makes this the same original. Its
+            // time is renewed, since a new placeholder now names it: a sweep of unused originals
+            // ([`DirStore::sweep`]) goes by that time, and must not take an original between
+            // this put and the save of the state that names it. Best effort: a store this
+            // process may read but not write still serves.
             Ok(Some(())) if std::fs::read(&path).is_ok_and(|stored| stored == bytes) => {
+                let _ = std::fs::File::options()
+                    .append(true)
+                    .open(&path)
+                    .and_then(|file| file.set_modified(SystemTime::now()));
                 return Ok(());
             }
             // A symlink in place of the entry is replaced below (the rename replaces the link,
@@ -276,6 +386,8 @@ impl Store for MemoryStore {
 
 #[cfg(test)]
 mod tests {
+    use condense_core::testing::backdate as age;
+
     use super::*;
 
     #[test]
@@ -323,6 +435,92 @@ mod tests {
             store.get("../../etc/passwd"),
             Err(StoreError::BadHandle(_))
         ));
+    }
+
+    #[test]
+    fn a_sweep_removes_only_old_unnamed_originals() {
+        const DAY: Duration = Duration::from_secs(86_400);
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirStore::new(dir.path());
+        let put = |bytes: &[u8]| {
+            let handle = handle_of(bytes);
+            store.put(&handle, bytes).unwrap();
+            let path = dir.path().join(&handle[..2]).join(&handle);
+            (handle, path)
+        };
+        let (old, old_path) = put(b"old and unnamed");
+        let (named, named_path) = put(b"old but a state names it");
+        let (fresh, _) = put(b"written an hour ago");
+        age(&old_path, 3 * DAY);
+        age(&named_path, 3 * DAY);
+        age(&dir.path().join(&fresh[..2]).join(&fresh), DAY / 24);
+        // Things a sweep never touches, however old: a symlink, a file whose name is no handle,
+        // a handle outside its folder.
+        let stranger = dir.path().join(&old[..2]).join("notes.txt");
+        std::fs::write(&stranger, b"mine").unwrap();
+        age(&stranger, 3 * DAY);
+        let misplaced = dir.path().join(&fresh);
+        std::fs::write(&misplaced, b"misplaced").unwrap();
+        age(&misplaced, 3 * DAY);
+        let link = dir.path().join(&named[..2]).join(handle_of(b"a link"));
+        std::os::unix::fs::symlink(&named_path, &link).unwrap();
+
+        let swept = store.sweep(2 * DAY, &|handle| handle == named).unwrap();
+
+        assert_eq!(
+            swept,
+            Swept {
+                removed: 1,
+                removed_bytes: b"old and unnamed".len() as u64,
+                kept_named: 1,
+                failed: 0,
+            }
+        );
+        assert!(matches!(store.get(&old), Err(StoreError::NotFound(_))));
+        assert_eq!(store.get(&named).unwrap(), b"old but a state names it");
+        assert_eq!(store.get(&fresh).unwrap(), b"written an hour ago");
+        assert!(stranger.exists() && misplaced.exists() && link.symlink_metadata().is_ok());
+        // Nothing to sweep in a store never written.
+        let empty = DirStore::new(dir.path().join("never"));
+        assert_eq!(empty.sweep(DAY, &|_| false).unwrap(), Swept::default());
+    }
+
+    /// Storing an original again renews its time: a new placeholder names it, and the state
+    /// that holds the placeholder is saved after the put.
+    #[test]
+    fn storing_again_renews_an_original() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirStore::new(dir.path());
+        let bytes = b"pruned again by another session";
+        let handle = handle_of(bytes);
+        store.put(&handle, bytes).unwrap();
+        let path = dir.path().join(&handle[..2]).join(&handle);
+        age(&path, Duration::from_secs(30 * 86_400));
+        store.put(&handle, bytes).unwrap();
+        let age = SystemTime::now()
+            .duration_since(std::fs::metadata(&path).unwrap().modified().unwrap())
+            .unwrap_or_default();
+        assert!(age < Duration::from_secs(3_600), "{age:?}");
+        let swept = store
+            .sweep(Duration::from_secs(86_400), &|_| false)
+            .unwrap();
+        assert_eq!(swept.removed, 0);
+    }
+
+    #[test]
+    fn handles_are_found_in_any_text() {
+        let a = handle_of(b"a");
+        let b = handle_of(b"b");
+        let text = format!(
+            r#"{{"content":"[output pruned; condense recall {a}]","marker":{{"handle":"{b}"}},"sha":"{a}0","short":"{}"}}"#,
+            &b[..31]
+        );
+        let found: Vec<&str> = handles_in(text.as_bytes()).collect();
+        assert_eq!(
+            found,
+            [a.as_str(), b.as_str()],
+            "a longer or shorter run is no handle"
+        );
     }
 
     #[test]

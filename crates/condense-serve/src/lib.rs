@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod metrics;
+mod originals;
 mod proxy;
 mod state;
 #[cfg(feature = "testing")]
@@ -36,6 +37,7 @@ mod upstream;
 mod wire;
 
 pub use metrics::Metrics;
+pub use originals::{OriginalsExpiry, SweepError};
 pub use proxy::{Proxy, ProxyError, ProxySettings, SESSION_HEADER};
 pub use state::{
     DirSessionStore, RedisSessionStore, Saved, SessionStore, StateStoreError, Versioned,
@@ -44,15 +46,20 @@ pub use upstream::UpstreamSummaries;
 pub use wire::{Provider, SESSION_NAME_LIMIT, UsageScanner, derived_session, named_session};
 
 /// Serves `proxy` on `listener` until `shutdown` resolves; then in-flight requests and streams
-/// finish, and the usage of every finished response is saved, before it returns.
+/// finish, and the usage of every finished response is saved, before it returns. Meanwhile the
+/// store of originals is swept at start and every hour, when the settings ask for it
+/// ([`ProxySettings::originals`]).
 pub async fn run(
     listener: tokio::net::TcpListener,
     proxy: std::sync::Arc<Proxy>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, proxy.clone().router())
+    let sweeping = tokio::spawn(originals::sweep_every_hour(proxy.clone()));
+    let served = axum::serve(listener, proxy.clone().router())
         .with_graceful_shutdown(shutdown)
-        .await?;
+        .await;
+    sweeping.abort();
+    served?;
     proxy.flushed().await;
     Ok(())
 }

@@ -44,6 +44,10 @@ pub struct Metrics {
     pub refused: AtomicU64,
     /// Upstream unreachable or timed out.
     pub upstream_errors: AtomicU64,
+    /// Originals removed by sweeps (`serve.originals_ttl_hours`).
+    pub originals_removed: AtomicU64,
+    /// Their bytes.
+    pub originals_removed_bytes: AtomicU64,
     /// Tokens of the conversations as the clients sent them.
     pub tokens_before: AtomicU64,
     /// Tokens of the conversations as forwarded.
@@ -143,6 +147,16 @@ impl Metrics {
             "condense_upstream_errors_total",
             "Upstream unreachable or timed out.",
             &[("", get(&self.upstream_errors))],
+        );
+        counter(
+            "condense_originals_removed_total",
+            "Originals removed by sweeps: unused for serve.originals_ttl_hours, named by no session state.",
+            &[("", get(&self.originals_removed))],
+        );
+        counter(
+            "condense_originals_removed_bytes_total",
+            "Bytes of the originals removed by sweeps.",
+            &[("", get(&self.originals_removed_bytes))],
         );
         counter(
             "condense_tokens_total",

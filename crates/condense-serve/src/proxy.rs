@@ -14,12 +14,13 @@ use axum::http::{HeaderName, StatusCode, header};
 use axum::response::Response;
 use axum::routing::get;
 use condense_host::{
-    CompactionOutcome, Compactor, HeadOutcome, ReportedUsage, ServeConfig, SessionState,
+    CompactionOutcome, Compactor, HeadOutcome, ReportedUsage, ServeConfig, SessionState, Swept,
 };
 use futures_util::Stream;
 use serde_json::Value;
 
 use crate::metrics::Metrics;
+use crate::originals::{OriginalsExpiry, SweepError};
 use crate::state::{Saved, SessionStore};
 use crate::upstream::{Asked, UpstreamSummaries, UpstreamSummarizer};
 use crate::wire::{Provider, UsageScanner, derived_session, named_session};
@@ -45,6 +46,9 @@ pub struct ProxySettings {
     /// the client's credentials and model, with these settings for the rest (timeouts,
     /// retries, `compaction_model`, forking). `None`: the compactor's own summarizer.
     pub upstream_summarizer: Option<UpstreamSummaries>,
+    /// `serve.originals_ttl_hours`: the store of originals to sweep of what no state names
+    /// after that long unused. `None` (`0`, the default): originals are kept forever.
+    pub originals: Option<OriginalsExpiry>,
 }
 
 impl ProxySettings {
@@ -56,6 +60,7 @@ impl ProxySettings {
             body_limit_bytes: config.body_limit_bytes,
             upstream_timeout: Duration::from_secs(config.upstream_timeout_secs),
             upstream_summarizer: None,
+            originals: None,
         }
     }
 
@@ -181,6 +186,19 @@ impl Proxy {
             // upstream's to answer (OpenAI lists stored completions at GET /v1/chat/completions).
             .fallback(dispatch)
             .with_state(self)
+    }
+
+    /// Sweeps the store of originals once, when `serve.originals_ttl_hours` asks for it
+    /// ([`ProxySettings::originals`]): `None` when it does not, else the sweep's outcome, also
+    /// logged and counted. [`crate::run`] calls it at start and every hour.
+    pub async fn sweep_originals(&self) -> Option<Result<Swept, SweepError>> {
+        let expiry = self.settings.originals.clone()?;
+        let sessions = self.store.clone();
+        let swept = tokio::task::spawn_blocking(move || expiry.sweep(sessions.as_ref()))
+            .await
+            .unwrap_or_else(|error| Err(SweepError::Stopped(error.to_string())));
+        crate::originals::record(&self.metrics, &swept);
+        Some(swept)
     }
 
     /// Waits until every state saved after forwarding and every usage recording of a finished

@@ -4,10 +4,13 @@
 //! Every save is a compare-and-set on a version, so two replicas that prepared the same session
 //! at once cannot both win: the loser reloads and prepares again on the winner's state.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use condense_host::SessionState;
+use condense_host::{SessionState, handles_in};
+
+use crate::originals::SWEEP_EVERY;
 use sha2::{Digest, Sha256};
 
 /// A session's state and the version it was read at (`0`: never saved).
@@ -92,6 +95,10 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     fn check(&self) -> Result<(), StateStoreError> {
         Ok(())
     }
+    /// Every original's handle that a saved state names (a frozen placeholder, a summary's
+    /// carried messages): what a sweep of unused originals must keep. An error when any state
+    /// could not be read, since a sweep must not go on a partial list.
+    fn named_handles(&self) -> Result<HashSet<String>, StateStoreError>;
     /// Stores `state` if the session is still at `expected`.
     fn save(
         &self,
@@ -115,9 +122,6 @@ pub struct DirSessionStore {
     /// When the directory was last swept of expired states (`None`: not yet).
     swept: std::sync::Mutex<Option<Instant>>,
 }
-
-/// How often, at most, the directory is swept of expired states: a sweep reads every entry.
-const SWEEP_EVERY: Duration = Duration::from_secs(3_600);
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Stored {
@@ -263,6 +267,37 @@ impl SessionStore for DirSessionStore {
         let probe = self.dir.join(format!(".check.{}.tmp", std::process::id()));
         std::fs::write(&probe, b"").map_err(io)?;
         std::fs::remove_file(&probe).map_err(io)
+    }
+
+    /// Reads every state file; one removed meanwhile (expired) names nothing.
+    fn named_handles(&self) -> Result<HashSet<String>, StateStoreError> {
+        let io = |path: &Path, source| StateStoreError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let mut named = HashSet::new();
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(named),
+            Err(source) => return Err(io(&self.dir, source)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|source| io(&self.dir, source))?;
+            let path = entry.path();
+            let state = entry.file_type().is_ok_and(|kind| kind.is_file())
+                && path
+                    .extension()
+                    .is_some_and(|extension| extension == "json");
+            if !state {
+                continue;
+            }
+            match std::fs::read(&path) {
+                Ok(bytes) => named.extend(handles_in(&bytes).map(str::to_owned)),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(io(&path, source)),
+            }
+        }
+        Ok(named)
     }
 
     /// The directory belongs to one proxy process (see the type's documentation).
@@ -440,6 +475,40 @@ impl SessionStore for RedisSessionStore {
             .map(drop)
     }
 
+    /// Walks the sessions' keys with `SCAN` (never `KEYS`, which stops the server while it
+    /// runs) and reads each state; a key that expired meanwhile names nothing.
+    fn named_handles(&self) -> Result<HashSet<String>, StateStoreError> {
+        self.with(|connection| {
+            let mut keys: Vec<String> = Vec::new();
+            let mut cursor = 0u64;
+            loop {
+                let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg("condense:session:*")
+                    .arg("COUNT")
+                    .arg(1_000)
+                    .query(connection)?;
+                keys.extend(batch);
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+            let mut named = HashSet::new();
+            for key in keys {
+                let state: Option<Vec<u8>> = redis::cmd("HGET")
+                    .arg(&key)
+                    .arg("state")
+                    .query(connection)?;
+                if let Some(state) = state {
+                    named.extend(handles_in(&state).map(str::to_owned));
+                }
+            }
+            Ok(named)
+        })
+    }
+
     fn load(&self, session: &str) -> Result<Versioned, StateStoreError> {
         let key = Self::key(session);
         let (version, state): (Option<u64>, Option<String>) = self.with(|connection| {
@@ -537,15 +606,7 @@ mod tests {
     fn states_not_saved_for_the_ttl_are_swept_after_a_save() {
         let dir = tempfile::tempdir().unwrap();
         let day = Duration::from_secs(86_400);
-        let old = SystemTime::now() - 2 * day;
-        let age = |path: &Path| {
-            std::fs::File::options()
-                .write(true)
-                .open(path)
-                .unwrap()
-                .set_modified(old)
-                .unwrap();
-        };
+        let age = |path: &Path| condense_core::testing::backdate(path, 2 * day);
         let forever = DirSessionStore::new(dir.path());
         forever.save("stale", &SessionState::default(), 0).unwrap();
         forever.save("recent", &SessionState::default(), 0).unwrap();

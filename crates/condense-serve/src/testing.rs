@@ -25,6 +25,35 @@ pub fn settings_for(upstream: &str) -> ProxySettings {
         body_limit_bytes: 32 << 20,
         upstream_timeout: Duration::from_secs(30),
         upstream_summarizer: None,
+        originals: None,
+    }
+}
+
+/// A session state whose decisions replaced one output per handle in `handles`, each
+/// placeholder naming its original as the pruner's do.
+pub fn state_naming(handles: &[&str]) -> condense_host::SessionState {
+    let decisions: serde_json::Map<String, serde_json::Value> = handles
+        .iter()
+        .enumerate()
+        .map(|(index, handle)| {
+            let decision = serde_json::json!({
+                "fate": "replaced",
+                "content": format!("[output pruned; original: condense recall {handle}]"),
+                "marker": {
+                    "at_ms": 1_763_700_000_000u64,
+                    "phase": "prune",
+                    "original_tokens": 100,
+                    "original_chars": 400,
+                    "handle": handle,
+                },
+            });
+            (format!("call_{index}"), decision)
+        })
+        .collect();
+    let log = serde_json::json!({"version": 1, "decisions": decisions});
+    condense_host::SessionState {
+        log: condense_host::DecisionLog::from_json(&log.to_string()).unwrap(),
+        ..condense_host::SessionState::default()
     }
 }
 

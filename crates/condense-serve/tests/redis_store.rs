@@ -98,3 +98,27 @@ fn a_saved_state_expires_after_the_ttl() {
     store.save(&session, &SessionState::default(), 1).unwrap();
     assert_eq!(pttl(&mut redis), -1, "kept forever");
 }
+
+/// Every handle a saved state names is found (other tests' sessions may share the server:
+/// their handles may be there too); one no state names is not.
+#[test]
+fn the_handles_saved_states_name_are_listed() {
+    let Some(store) = store("the_handles_saved_states_name_are_listed") else {
+        return;
+    };
+    let run = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
+    let handle = |what: &str| condense_host::handle_of(format!("{run} {what}").as_bytes());
+    let (a, b, unnamed) = (handle("a"), handle("b"), handle("unnamed"));
+    for (session, handles) in [("one", vec![a.as_str()]), ("two", vec![&a, &b])] {
+        let session = format!("named-{run}-{session}");
+        let state = condense_serve::testing::state_naming(&handles);
+        assert_eq!(store.save(&session, &state, 0).unwrap(), Saved::Stored(1));
+    }
+    let named = store.named_handles().unwrap();
+    assert!(
+        named.contains(&a) && named.contains(&b),
+        "{} named",
+        named.len()
+    );
+    assert!(!named.contains(&unnamed));
+}

@@ -198,6 +198,8 @@ pub struct ServeConfig {
     pub state: String,
     /// Hours a session's state is kept after its last request; `0`: forever.
     pub state_ttl_hours: u64,
+    /// Hours an original named by no session state is kept; `0`: forever.
+    pub originals_ttl_hours: u64,
     /// The largest request body accepted.
     pub body_limit_bytes: usize,
     /// The longest the upstream may stay silent.
