@@ -1,8 +1,39 @@
 #!/usr/bin/env python3
 """Seeds fuzz/corpus/* from ../shared/transcripts: each transcript cut to about 60 KB (whole
-lines, whole messages) for the readers (as a request body too, for the proxy's reader), its shape as a script of steps for `prepare`, and the
-built-in configuration for the loader. Run from fuzz/; the corpora are not committed."""
+lines, whole messages) for the readers (as a request body too, for the proxy's reader, and each
+Chat Completions one as a Responses body as well), its shape as a script of steps for
+`prepare`, and the built-in configuration for the loader. Run from fuzz/; the corpora are not committed."""
 import glob, json, os, shutil, sys
+
+
+def responses(chat):
+    """A Chat Completions body as the Responses body Codex would send (as
+    condense_core::testing::responses_from_chat builds it)."""
+    def text(content):
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return ""
+    body = {k: v for k, v in chat.items() if k != "messages"}
+    items = []
+    for i, m in enumerate(chat["messages"]):
+        role, t = m.get("role"), text(m.get("content"))
+        if role == "system" and i == 0:
+            body["instructions"] = t
+        elif role == "tool":
+            items.append({"type": "function_call_output", "call_id": m.get("tool_call_id"), "output": t})
+        elif role == "assistant":
+            if t:
+                items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t}]})
+            for c in m.get("tool_calls") or []:
+                f = c.get("function", {})
+                items.append({"type": "function_call", "call_id": c.get("id"), "name": f.get("name"), "arguments": f.get("arguments")})
+        else:
+            items.append({"type": "message", "role": role, "content": [{"type": "input_text", "text": t}]})
+    body["input"] = items
+    return body
+
 
 T = os.environ.get("CONDENSE_TRANSCRIPTS", "../../shared/transcripts")
 LIM = 60_000
@@ -35,6 +66,11 @@ for path in sorted(glob.glob(T + "/*/*.json*")):
     body = d if isinstance(d, dict) else {"model": "m", "messages": d}
     choice = b"\x01" if "/anthropic/" in path else b"\x00"
     open(f"corpus/request/{name}", "wb").write(choice + json.dumps(body).encode())
+    if "/openai/" in path:
+        # The same conversation as a Responses body (the request target's choice 2).
+        resp = json.dumps(responses(body)).encode()
+        open(f"corpus/read/resp-{name}", "wb").write(b"\x00" + resp)
+        open(f"corpus/request/resp-{name}", "wb").write(b"\x02" + resp)
     ops = bytearray()
     for m in msgs[:200]:
         role, size = m.get("role"), len(json.dumps(m))

@@ -1,4 +1,4 @@
-//! The three readers: any bytes either fail with an error or give a conversation whose parts
+//! The four readers: any bytes either fail with an error or give a conversation whose parts
 //! survive write -> read, and whose written form is a fixed point.
 #![no_main]
 
@@ -10,10 +10,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((&choice, bytes)) = data.split_first() else {
         return;
     };
-    let forced = match choice % 4 {
+    let forced = match choice % 5 {
         0 => None,
         1 => Some(Format::OpenAi),
         2 => Some(Format::Anthropic),
+        3 => Some(Format::Responses),
         _ => Some(Format::ClaudeCode),
     };
     let Ok((format, conversation)) = read(bytes, forced) else {

@@ -10,15 +10,15 @@ fuzz_target!(|data: &[u8]| {
     let Some((&choice, bytes)) = data.split_first() else {
         return;
     };
-    let format = if choice % 2 == 0 {
-        Format::OpenAi
-    } else {
-        Format::Anthropic
+    let format = match choice % 3 {
+        0 => Format::OpenAi,
+        1 => Format::Anthropic,
+        _ => Format::Responses,
     };
     let Ok(body) = std::str::from_utf8(bytes) else {
         return;
     };
-    let Ok(request) = Request::parse(body) else {
+    let Ok(request) = Request::parse_for(format, body) else {
         return;
     };
     let plain = serde_json::from_str::<serde_json::Value>(body)

@@ -391,6 +391,13 @@ fn tools_schema(format: condense_formats::Format) -> Result<()> {
                 "parameters": trim_tool_parameters(),
             }
         }),
+        // The Responses API's function tools are flat: no `function` object.
+        condense_formats::Format::Responses => serde_json::json!({
+            "type": "function",
+            "name": TRIM_TOOL,
+            "description": TRIM_TOOL_DESCRIPTION,
+            "parameters": trim_tool_parameters(),
+        }),
         _ => serde_json::json!({
             "name": TRIM_TOOL,
             "description": TRIM_TOOL_DESCRIPTION,

@@ -321,7 +321,7 @@ fn bad_input_is_one_line_and_the_right_status() {
                 "out.json",
             ],
             2,
-            "condense: invalid value 'yaml' for '--format <FORMAT>': unknown format `yaml` (expected openai, anthropic or claude-code) (see condense --help)",
+            "condense: invalid value 'yaml' for '--format <FORMAT>': unknown format `yaml` (expected openai, openai-responses, anthropic or claude-code) (see condense --help)",
         ),
         (
             &[
@@ -492,7 +492,7 @@ fn a_compacted_anthropic_request_starts_with_the_summary_as_a_user_message() {
 #[test]
 fn the_trim_tool_is_printed_for_each_provider_and_applied() {
     let dir = tempfile::tempdir().unwrap();
-    for format in ["openai", "anthropic"] {
+    for format in ["openai", "openai-responses", "anthropic"] {
         let out = condense(dir.path(), &["tools", "schema", "--format", format]);
         assert!(out.status.success());
         let tool: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -154,3 +154,65 @@ pub fn tool_step(
         crate::Message::new(crate::Role::Tool, vec![tool_result(id, output)]),
     ]
 }
+
+/// A Chat Completions request body (`{"messages": …}`) as the Responses API request a client
+/// such as Codex would send for the same conversation: the leading system message becomes
+/// `instructions`; other messages become `message` items with `input_text` / `output_text`
+/// parts; each tool call a `function_call` item, each tool message a `function_call_output`.
+/// The shared transcripts hold no Responses session, so tests reach real ones this way.
+pub fn responses_from_chat(chat: &serde_json::Value) -> serde_json::Value {
+    use serde_json::{Value, json};
+    let mut body = chat.as_object().cloned().unwrap_or_default();
+    let messages = match body.shift_remove("messages") {
+        Some(Value::Array(messages)) => messages,
+        _ => Vec::new(),
+    };
+    let text_of = |content: &Value| match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    let mut input = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        let role = message["role"].as_str().unwrap_or("user");
+        let text = text_of(&message["content"]);
+        match role {
+            "system" if index == 0 => {
+                body.insert("instructions".into(), text.into());
+            }
+            "tool" => input.push(json!({
+                "type": "function_call_output",
+                "call_id": message["tool_call_id"],
+                "output": text,
+            })),
+            "assistant" => {
+                if !text.is_empty() {
+                    input.push(json!({
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}],
+                    }));
+                }
+                for call in message["tool_calls"].as_array().into_iter().flatten() {
+                    input.push(json!({
+                        "type": "function_call",
+                        "call_id": call["id"],
+                        "name": call["function"]["name"],
+                        "arguments": call["function"]["arguments"],
+                    }));
+                }
+            }
+            role => input.push(json!({
+                "type": "message",
+                "role": role,
+                "content": [{"type": "input_text", "text": text}],
+            })),
+        }
+    }
+    body.insert("input".into(), Value::Array(input));
+    Value::Object(body)
+}

@@ -1,7 +1,7 @@
 //! Telling the formats apart from their content.
 //!
-//! Claude Code logs are JSONL whose lines carry a `type`. OpenAI and Anthropic bodies are both
-//! `messages` lists; OpenAI is recognised by what only it has (`system`/`tool`/`developer` roles,
+//! Claude Code logs are JSONL whose lines carry a `type`. A Responses body has an `input` list.
+//! OpenAI Chat Completions and Anthropic bodies are both `messages` lists; OpenAI is recognised by what only it has (`system`/`tool`/`developer` roles,
 //! `tool_calls`), Anthropic by what only it has (a top-level `system`, typed tool and thinking
 //! blocks). A plain-text chat that has neither reads the same either way, and is read as OpenAI.
 
@@ -51,6 +51,7 @@ pub(crate) fn detect_value(value: &Value) -> Result<Format, FormatError> {
             Some(Value::Array(messages)) => {
                 Ok(openai_or_anthropic(messages, object.contains_key("system")))
             }
+            _ if is_responses(object) => Ok(Format::Responses),
             _ if is_session_record(value) => Ok(Format::ClaudeCode),
             _ => Err(FormatError::Unrecognized(
                 "an object with no `messages` list".into(),
@@ -61,6 +62,12 @@ pub(crate) fn detect_value(value: &Value) -> Result<Format, FormatError> {
             crate::blocks::kind_of(other)
         ))),
     }
+}
+
+/// A Responses request body: an `input` list and no `messages` (only the Responses API has
+/// `input`).
+fn is_responses(object: &serde_json::Map<String, Value>) -> bool {
+    matches!(object.get("input"), Some(Value::Array(_))) && !object.contains_key("messages")
 }
 
 fn openai_or_anthropic(messages: &[Value], has_system_key: bool) -> Format {
@@ -80,6 +87,7 @@ pub fn detect_confidently(bytes: &[u8]) -> Option<Format> {
         Value::Array(messages) => evidence(messages, false),
         Value::Object(object) => match object.get("messages") {
             Some(Value::Array(messages)) => evidence(messages, object.contains_key("system")),
+            _ if is_responses(object) => Some(Format::Responses),
             _ if is_session_record(&value) => Some(Format::ClaudeCode),
             _ => None,
         },

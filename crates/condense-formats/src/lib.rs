@@ -1,8 +1,9 @@
 //! Agent sessions on the wire, read into and written from condense's conversation model.
 //!
-//! Three formats: OpenAI Chat Completions (a bare array of messages, or an object with
-//! `messages`), Anthropic Messages request bodies, and Claude Code's JSONL session logs. The
-//! format is detected from the content unless the caller names it. Reading keeps what the model
+//! Four formats: OpenAI Chat Completions (a bare array of messages, or an object with
+//! `messages`), OpenAI Responses request bodies (`input` items, what Codex sends), Anthropic
+//! Messages request bodies, and Claude Code's JSONL session logs. The format is detected from
+//! the content unless the caller names it. Reading keeps what the model
 //! does not interpret (unknown keys, block types, string-or-list content), so an OpenAI or
 //! Anthropic file read and written back is the same JSON value.
 
@@ -15,6 +16,7 @@ mod embedded;
 mod error;
 mod openai;
 mod request;
+mod responses;
 mod text;
 
 use std::fmt;
@@ -31,6 +33,8 @@ pub use request::{MessageCache, Request};
 pub enum Format {
     /// OpenAI Chat Completions: a list of messages, or a request body with `messages`.
     OpenAi,
+    /// An OpenAI Responses request body: `instructions` and a list of `input` items.
+    Responses,
     /// An Anthropic Messages request body.
     Anthropic,
     /// Claude Code's JSONL session log.
@@ -39,12 +43,19 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order detection tries them.
-    pub const ALL: [Format; 3] = [Format::OpenAi, Format::Anthropic, Format::ClaudeCode];
+    pub const ALL: [Format; 4] = [
+        Format::OpenAi,
+        Format::Responses,
+        Format::Anthropic,
+        Format::ClaudeCode,
+    ];
 
-    /// The name flags and reports use: `openai`, `anthropic`, `claude-code`.
+    /// The name flags and reports use: `openai`, `openai-responses`, `anthropic`,
+    /// `claude-code`.
     pub fn name(self) -> &'static str {
         match self {
             Format::OpenAi => "openai",
+            Format::Responses => "openai-responses",
             Format::Anthropic => "anthropic",
             Format::ClaudeCode => "claude-code",
         }
@@ -58,8 +69,8 @@ impl fmt::Display for Format {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format `{0}` (expected openai, anthropic or claude-code)")]
-/// A format name that is none of the three.
+#[error("unknown format `{0}` (expected openai, openai-responses, anthropic or claude-code)")]
+/// A format name that is none of the four.
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -109,6 +120,7 @@ pub fn write_compact(format: Format, conversation: &Conversation) -> Result<Vec<
     let value = match format {
         Format::ClaudeCode => return claude_code::write(conversation),
         Format::OpenAi => openai::to_value(conversation),
+        Format::Responses => responses::to_value(conversation),
         Format::Anthropic => anthropic::to_value(conversation),
     };
     serde_json::to_vec(&value).map_err(|error| FormatError::Write(error.to_string()))
@@ -119,6 +131,7 @@ pub fn write(format: Format, conversation: &Conversation) -> Result<Vec<u8>, For
     let value = match format {
         Format::ClaudeCode => return claude_code::write(conversation),
         Format::OpenAi => openai::to_value(conversation),
+        Format::Responses => responses::to_value(conversation),
         Format::Anthropic => anthropic::to_value(conversation),
     };
     let mut out =
@@ -128,7 +141,7 @@ pub fn write(format: Format, conversation: &Conversation) -> Result<Vec<u8>, For
 }
 
 /// A tool's output of several blocks as `format` puts them on the wire: Anthropic content blocks
-/// (also Claude Code's), or OpenAI content parts. `condense recall` prints a stored original this
+/// (also Claude Code's), or OpenAI content parts (Chat Completions' or the Responses API's). `condense recall` prints a stored original this
 /// way, so that what comes back is what the tool returned, not condense's internal form.
 pub fn output_blocks(format: Format, parts: &[condense_core::Part]) -> serde_json::Value {
     serde_json::Value::Array(
@@ -136,6 +149,7 @@ pub fn output_blocks(format: Format, parts: &[condense_core::Part]) -> serde_jso
             .iter()
             .map(|part| match format {
                 Format::OpenAi => openai::part_value(part),
+                Format::Responses => responses::part_value(condense_core::Role::Tool, part),
                 Format::Anthropic | Format::ClaudeCode => blocks::block_from_part(part),
             })
             .collect(),
@@ -149,6 +163,7 @@ fn parse_document(input: &str) -> Result<serde_json::Value, FormatError> {
 fn from_value(format: Format, value: serde_json::Value) -> Result<Conversation, FormatError> {
     match format {
         Format::OpenAi => openai::from_value(value),
+        Format::Responses => responses::from_value(value),
         Format::Anthropic => anthropic::from_value(value),
         Format::ClaudeCode => Err(FormatError::Unrecognized(
             "a Claude Code session is JSONL, not one JSON document".into(),

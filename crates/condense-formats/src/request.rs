@@ -19,12 +19,14 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::{Format, FormatError, Location, anthropic, openai};
+use crate::{Format, FormatError, Location, anthropic, openai, responses};
 
 /// A request body, checked as JSON, with each top-level entry still unread.
 #[derive(Debug)]
 pub struct Request<'a> {
     entries: Vec<(String, Entry<'a>)>,
+    /// The entry that holds the conversation: `messages`, or the Responses API's `input`.
+    list: &'static str,
 }
 
 /// A top-level entry: the `messages` list split into its messages' bytes in the same pass
@@ -41,11 +43,21 @@ enum Entry<'a> {
 }
 
 impl<'a> Request<'a> {
-    /// Checks that `body` is a JSON object and finds its entries.
+    /// Checks that `body` is a JSON object and finds its entries, its `messages` split (a Chat
+    /// Completions or Anthropic body).
     pub fn parse(body: &'a str) -> Result<Request<'a>, FormatError> {
+        Request::parse_for(Format::OpenAi, body)
+    }
+
+    /// [`Request::parse`] for a body of `format`: a Responses body's `input` is split instead.
+    pub fn parse_for(format: Format, body: &'a str) -> Result<Request<'a>, FormatError> {
+        let list = match format {
+            Format::Responses => "input",
+            _ => "messages",
+        };
         let mut deserializer = serde_json::Deserializer::from_str(body);
         let entries = deserializer
-            .deserialize_any(EntriesVisitor)
+            .deserialize_any(EntriesVisitor { list })
             .and_then(|entries| deserializer.end().map(|()| entries))
             .map_err(|error| {
                 if error.is_data() {
@@ -54,17 +66,17 @@ impl<'a> Request<'a> {
                     FormatError::json(&error)
                 }
             })?;
-        Ok(Request { entries })
+        Ok(Request { entries, list })
     }
 
-    /// Whether the body has a `messages` list: what makes it a chat request.
+    /// Whether the body has its `messages` (or `input`) list: what makes it a chat request.
     pub fn has_messages(&self) -> bool {
         self.messages().is_some()
     }
 
     fn messages(&self) -> Option<&[&'a RawValue]> {
         // A repeated key: the last one counts, as when the body is read into a JSON value.
-        match self.entries.iter().rev().find(|(key, _)| key == "messages") {
+        match self.entries.iter().rev().find(|(key, _)| key == self.list) {
             Some((_, Entry::Messages(messages))) => Some(messages),
             _ => None,
         }
@@ -93,7 +105,7 @@ impl<'a> Request<'a> {
             None => {
                 return Err(FormatError::malformed(
                     Location::TopLevel,
-                    "a request body needs a `messages` list",
+                    format!("a request body needs a `{}` list", self.list),
                 ));
             }
         };
@@ -105,6 +117,7 @@ impl<'a> Request<'a> {
         }
         let read_one = match format {
             Format::OpenAi => openai::message_from_value,
+            Format::Responses => responses::message_from_value,
             Format::Anthropic => anthropic::message_from_value,
             Format::ClaudeCode => {
                 return Err(FormatError::Unrecognized(
@@ -118,6 +131,7 @@ impl<'a> Request<'a> {
         // its wire fields, Anthropic's does not): the format seeds the key.
         let seed = match format {
             Format::OpenAi => 1,
+            Format::Responses => 3,
             _ => 2,
         };
         for (index, raw) in raw_messages.iter().enumerate() {
@@ -142,6 +156,7 @@ impl<'a> Request<'a> {
                 }
                 conversation
             }
+            Format::Responses => responses::assemble(envelope, read),
             _ => anthropic::assemble(envelope, read)?,
         };
         // Messages the envelope added before the body's own (Anthropic's `system`).
@@ -168,9 +183,11 @@ fn parse(raw: &RawValue, at: Location, key: Option<&str>) -> Result<Value, Forma
     })
 }
 
-/// A JSON object's entries in their order, each value left unread (`messages` split into its
-/// messages, each unread).
-struct EntriesVisitor;
+/// A JSON object's entries in their order, each value left unread (the `list` entry split into
+/// its messages, each unread).
+struct EntriesVisitor {
+    list: &'static str,
+}
 
 impl<'de> Visitor<'de> for EntriesVisitor {
     type Value = Vec<(String, Entry<'de>)>;
@@ -182,7 +199,7 @@ impl<'de> Visitor<'de> for EntriesVisitor {
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
         let mut entries = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
-            let entry = if key == "messages" {
+            let entry = if key == self.list {
                 map.next_value_seed(MessagesSeed)?
             } else {
                 Entry::Raw(map.next_value()?)
@@ -444,6 +461,58 @@ mod tests {
             with_memos += usize::from(!text_tools);
         }
         assert!(with_memos >= 4, "only {with_memos} sessions kept memos");
+    }
+
+    /// Every shared Chat Completions transcript, sent as a Responses body (as Codex would send
+    /// the same conversation): the split reader gives what `read_json` gives, cold and warm; the
+    /// conversation has every call and result the chat had; and written back it is the same
+    /// JSON value.
+    #[test]
+    fn responses_bodies_read_as_read_json_reads_them_and_write_back_unchanged() {
+        let mut read = 0;
+        for transcript in condense_core::testing::transcripts().unwrap() {
+            if !transcript.name.starts_with("openai/") {
+                continue;
+            }
+            let chat: Value = serde_json::from_slice(&transcript.bytes).unwrap();
+            let value = condense_core::testing::responses_from_chat(&chat);
+            let body = value.to_string();
+            assert_eq!(crate::detect(body.as_bytes()).unwrap(), Format::Responses);
+            let cache = MessageCache::default();
+            let expected = crate::read_json(Format::Responses, value.clone()).unwrap();
+            let request = Request::parse_for(Format::Responses, &body).unwrap();
+            assert!(request.has_messages());
+            let cold = request.read(Format::Responses, &cache).unwrap();
+            let warm = request.read(Format::Responses, &cache).unwrap();
+            assert_eq!(cold, expected, "{}", transcript.name);
+            assert_eq!(warm, expected, "{}", transcript.name);
+            let (_, chat_conversation) =
+                crate::read(&transcript.bytes, Some(Format::OpenAi)).unwrap();
+            let count = |conversation: &Conversation| {
+                let parts = conversation.messages.iter().flat_map(|m| &m.parts);
+                parts
+                    .filter(|part| {
+                        matches!(part, Part::ToolCall(call) if !call.embedded)
+                            || matches!(part, Part::ToolResult(result) if !result.embedded)
+                    })
+                    .count()
+            };
+            assert_eq!(
+                count(&expected),
+                count(&chat_conversation),
+                "{}",
+                transcript.name
+            );
+            let written = crate::write_compact(Format::Responses, &expected).unwrap();
+            let written: Value = serde_json::from_slice(&written).unwrap();
+            assert_eq!(written, value, "{}", transcript.name);
+            read += 1;
+        }
+        assert!(read >= 10, "only {read} transcripts");
+        // A string `input` is one user message: no list to split, nothing a proxy compacts.
+        let request =
+            Request::parse_for(Format::Responses, r#"{"model": "m", "input": "hi"}"#).unwrap();
+        assert!(!request.has_messages());
     }
 
     #[test]

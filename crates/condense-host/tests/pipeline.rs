@@ -278,9 +278,23 @@ async fn a_prefilled_request_keeps_its_prefill_last() {
 
 /// The compacted session ends as the original did, at every window: its last message is there
 /// (its outputs at most cut to previews), and so is the last assistant step with all its calls.
-/// A resumed agent must see where it was, never its original task as the latest message.
+/// A resumed agent must see where it was, never its original task as the latest message. Each
+/// Chat Completions transcript also goes through as the Responses body Codex would send for it
+/// (its calls and outputs items of their own).
 #[tokio::test]
 async fn every_transcript_ends_with_its_last_exchange_at_every_window() {
+    let mut sessions = Vec::new();
+    for transcript in transcripts().unwrap() {
+        let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        if transcript.name.starts_with("openai/") {
+            let chat: serde_json::Value = serde_json::from_slice(&transcript.bytes).unwrap();
+            let body = condense_core::testing::responses_from_chat(&chat);
+            let responses =
+                condense_formats::read_json(condense_formats::Format::Responses, body).unwrap();
+            sessions.push((format!("{} (Responses)", transcript.name), responses));
+        }
+        sessions.push((transcript.name, conversation));
+    }
     for window in [8_000u32, 16_000, 32_000, 64_000] {
         let config = Config::load(&Sources {
             env: vec![
@@ -290,8 +304,7 @@ async fn every_transcript_ends_with_its_last_exchange_at_every_window() {
             ..Sources::default()
         })
         .unwrap();
-        for transcript in transcripts().unwrap() {
-            let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        for (name, conversation) in &sessions {
             if conversation.messages.is_empty() {
                 continue; // c001d2c0 holds only side records: nothing to end with.
             }
@@ -300,7 +313,7 @@ async fn every_transcript_ends_with_its_last_exchange_at_every_window() {
                 .await
                 .unwrap()
                 .conversation;
-            let at = format!("{} at {window}", transcript.name);
+            let at = format!("{name} at {window}");
             let (Some(last_in), Some(last_out)) =
                 (conversation.messages.last(), compacted.messages.last())
             else {
@@ -349,7 +362,7 @@ async fn every_transcript_ends_with_its_last_exchange_at_every_window() {
                     })
                     .collect()
             };
-            let before = unanswered(&conversation);
+            let before = unanswered(conversation);
             assert!(
                 unanswered(&compacted).iter().all(|id| before.contains(id)),
                 "{at}: a call lost its result"

@@ -1,0 +1,598 @@
+//! OpenAI Responses API request bodies (`POST /v1/responses`, what Codex sends): `instructions`
+//! plus an `input` list of typed items instead of messages.
+//!
+//! Each item is one message of the model: a `message` item (or a bare `{role, content}`) is a
+//! message of its role; a `function_call` or `custom_tool_call` is an assistant message holding
+//! that call; a `function_call_output` or `custom_tool_call_output` is a tool message holding
+//! that result. Any other item (`reasoning` with its encrypted content, `web_search_call`,
+//! `item_reference`, …) is an assistant message holding the item as an opaque part, written back
+//! as it came. `instructions`, when a string, is the first message (a system one), as
+//! Anthropic's `system` is. A string `input` is the API's shorthand for one user message, and is
+//! read as that message (written back as a one-item list, which the API reads the same).
+
+use condense_core::{
+    ContentShape, Conversation, JsonMap, Message, Part, Role, Text, ToolCall, ToolOutput,
+    ToolResult, WireRecord,
+};
+use serde_json::Value;
+
+use crate::blocks::{kind_of, take_string};
+use crate::{FormatError, Location};
+
+/// The item types that hold a call, with the key their arguments are under.
+const CALLS: [(&str, &str); 2] = [
+    ("function_call", "arguments"),
+    ("custom_tool_call", "input"),
+];
+/// The item types that hold a call's output.
+const OUTPUTS: [&str; 2] = ["function_call_output", "custom_tool_call_output"];
+
+pub(crate) fn from_value(value: Value) -> Result<Conversation, FormatError> {
+    let Value::Object(mut body) = value else {
+        return Err(FormatError::malformed(
+            Location::TopLevel,
+            format!("a Responses request is an object, not {}", kind_of(&value)),
+        ));
+    };
+    let items = match body.shift_remove("input") {
+        Some(Value::Array(items)) => items,
+        Some(Value::String(text)) => vec![serde_json::json!({"role": "user", "content": text})],
+        _ => {
+            return Err(FormatError::malformed(
+                Location::TopLevel,
+                "a Responses request needs an `input` list",
+            ));
+        }
+    };
+    let mut messages = Vec::with_capacity(items.len());
+    for (index, item) in items.into_iter().enumerate() {
+        messages.push(message_from_value(index, item)?);
+    }
+    Ok(assemble(body, messages))
+}
+
+/// The conversation of a request whose `input` items are read already (`body` without them):
+/// a string `instructions` becomes the first message, the rest of the body the envelope.
+pub(crate) fn assemble(mut body: JsonMap, mut messages: Vec<Message>) -> Conversation {
+    if let Some(Value::String(instructions)) = body.get("instructions") {
+        let instructions = instructions.clone();
+        body.shift_remove("instructions");
+        messages.insert(
+            0,
+            Message {
+                role: Role::System,
+                parts: vec![Part::text(instructions)],
+                generated: false,
+                // No fields: what tells the instructions from an input item, which always
+                // keeps its `role` or `type`.
+                wire: vec![WireRecord {
+                    fields: JsonMap::new(),
+                    parts: 0,
+                    shape: ContentShape::String,
+                }],
+            },
+        );
+    }
+    Conversation {
+        messages,
+        envelope: Some(body),
+        side: Vec::new(),
+    }
+}
+
+/// One `input` item as a message.
+pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, FormatError> {
+    let at = Location::Message(index);
+    let Value::Object(mut fields) = raw else {
+        return Err(FormatError::malformed(
+            at,
+            format!("an input item is an object, not {}", kind_of(&raw)),
+        ));
+    };
+    let kind = match fields.get("type") {
+        None => None,
+        Some(Value::String(kind)) => Some(kind.clone()),
+        Some(other) => {
+            return Err(FormatError::malformed(
+                at,
+                format!("`type` must be a string, not {}", kind_of(other)),
+            ));
+        }
+    };
+    let item = |role, part| Message {
+        role,
+        parts: vec![part],
+        generated: false,
+        wire: vec![WireRecord {
+            fields: JsonMap::new(),
+            parts: 1,
+            shape: ContentShape::Absent,
+        }],
+    };
+    match kind.as_deref() {
+        None | Some("message") => message_item(at, fields),
+        Some(kind) if CALLS.iter().any(|(call, _)| *call == kind) => {
+            let call =
+                call(kind, &mut fields).map_err(|problem| FormatError::malformed(at, problem))?;
+            Ok(item(Role::Assistant, call))
+        }
+        Some(kind) if OUTPUTS.contains(&kind) => {
+            let (result, shape) =
+                output(&mut fields).map_err(|problem| FormatError::malformed(at, problem))?;
+            let mut message = item(Role::Tool, result);
+            message.wire[0].shape = shape;
+            Ok(message)
+        }
+        Some(_) => Ok(item(
+            Role::Assistant,
+            Part::Opaque {
+                value: Value::Object(fields),
+            },
+        )),
+    }
+}
+
+/// A `message` item: its role kept among the wire fields, so `developer` goes back as
+/// `developer`.
+fn message_item(at: Location, mut fields: JsonMap) -> Result<Message, FormatError> {
+    let role = match fields.get("role") {
+        Some(Value::String(role)) => match role.as_str() {
+            "system" | "developer" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            _ => {
+                return Err(FormatError::UnknownRole {
+                    at,
+                    role: role.clone(),
+                });
+            }
+        },
+        Some(other) => {
+            return Err(FormatError::malformed(
+                at,
+                format!("`role` must be a string, not {}", kind_of(other)),
+            ));
+        }
+        None => return Err(FormatError::malformed(at, "the message has no `role`")),
+    };
+    let (parts, shape) = content_parts(fields.shift_remove("content"))
+        .map_err(|problem| FormatError::malformed(at, problem))?;
+    Ok(Message {
+        role,
+        wire: vec![WireRecord {
+            fields,
+            parts: parts.len(),
+            shape,
+        }],
+        parts,
+        generated: false,
+    })
+}
+
+fn content_parts(content: Option<Value>) -> Result<(Vec<Part>, ContentShape), String> {
+    match content {
+        None => Ok((Vec::new(), ContentShape::Absent)),
+        Some(Value::String(text)) => Ok((vec![Part::text(text)], ContentShape::String)),
+        Some(Value::Array(items)) => Ok((
+            items
+                .into_iter()
+                .map(content_part)
+                .collect::<Result<_, _>>()?,
+            ContentShape::Blocks,
+        )),
+        Some(other) => Err(format!(
+            "`content` must be a string or a list, not {}",
+            kind_of(&other)
+        )),
+    }
+}
+
+/// A text part keeps its `type` (`input_text`, `output_text`) among its wire fields; any other
+/// part (an image, a file, a refusal) is kept whole.
+fn content_part(item: Value) -> Result<Part, String> {
+    let Value::Object(mut fields) = item else {
+        return Err(format!(
+            "a content part must be an object, not {}",
+            kind_of(&item)
+        ));
+    };
+    let text = matches!(
+        fields.get("type").and_then(Value::as_str),
+        Some("input_text" | "output_text")
+    );
+    if text {
+        return match take_string(&mut fields, "text") {
+            Some(text) => Ok(Part::Text(Text {
+                text,
+                extra: fields,
+            })),
+            None => Err("a text part has no `text` string".into()),
+        };
+    }
+    Ok(Part::Opaque {
+        value: Value::Object(fields),
+    })
+}
+
+/// A call item: its `call_id` is the id its output names; the item's other fields (`type`, the
+/// item's own `id`, `status`) stay with the call.
+fn call(kind: &str, fields: &mut JsonMap) -> Result<Part, String> {
+    let Some(id) = take_string(fields, "call_id") else {
+        return Err(format!("a {kind} item has no `call_id`"));
+    };
+    let Some(name) = take_string(fields, "name") else {
+        return Err(format!("{kind} `{id}` has no `name`"));
+    };
+    let key = arguments_key(kind);
+    let raw = match fields.shift_remove(key) {
+        Some(Value::String(raw)) => raw,
+        None => String::new(),
+        Some(other) => {
+            return Err(format!(
+                "{kind} `{id}`: `{key}` must be a string, not {}",
+                kind_of(&other)
+            ));
+        }
+    };
+    // A custom tool's input is free text (Codex's apply_patch): only function arguments are
+    // JSON.
+    let input = match key {
+        "arguments" => serde_json::from_str(&raw).unwrap_or_else(|_| Value::String(raw.clone())),
+        _ => Value::String(raw.clone()),
+    };
+    Ok(Part::ToolCall(ToolCall {
+        id,
+        name,
+        input,
+        raw_input: Some(raw),
+        embedded: false,
+        extra: std::mem::take(fields),
+    }))
+}
+
+fn arguments_key(kind: &str) -> &'static str {
+    CALLS
+        .iter()
+        .find(|(call, _)| *call == kind)
+        .map_or("arguments", |(_, key)| key)
+}
+
+/// An output item: a string, or a list of content parts.
+fn output(fields: &mut JsonMap) -> Result<(Part, ContentShape), String> {
+    let Some(call_id) = take_string(fields, "call_id") else {
+        return Err("an output item has no `call_id`".into());
+    };
+    let (content, shape) = match fields.shift_remove("output") {
+        Some(Value::String(text)) => (ToolOutput::Text(text), ContentShape::String),
+        Some(Value::Array(items)) => (
+            ToolOutput::Parts(
+                items
+                    .into_iter()
+                    .map(content_part)
+                    .collect::<Result<_, _>>()?,
+            ),
+            ContentShape::Blocks,
+        ),
+        None => (ToolOutput::Text(String::new()), ContentShape::Absent),
+        Some(other) => {
+            return Err(format!(
+                "output `{call_id}`: `output` must be a string or a list, not {}",
+                kind_of(&other)
+            ));
+        }
+    };
+    let result = ToolResult {
+        call_id,
+        content,
+        is_error: None,
+        embedded: false,
+        compacted: None,
+        extra: std::mem::take(fields),
+    };
+    Ok((Part::ToolResult(result), shape))
+}
+
+pub(crate) fn to_value(conversation: &Conversation) -> Value {
+    let mut body = conversation.envelope.clone().unwrap_or_default();
+    let mut messages = conversation.messages.as_slice();
+    if let Some((first, rest)) = messages.split_first()
+        && is_instructions(first)
+    {
+        let text: String = first
+            .parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Text(text) => Some(text.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        body.insert("instructions".into(), Value::String(text));
+        messages = rest;
+    }
+    let mut items = Vec::with_capacity(messages.len());
+    for message in messages {
+        write_message(message, &mut items);
+    }
+    body.insert("input".into(), Value::Array(items));
+    Value::Object(body)
+}
+
+/// The message read from `instructions`: a system message whose wire record has no fields.
+fn is_instructions(message: &Message) -> bool {
+    message.role == Role::System
+        && message
+            .wire
+            .first()
+            .is_some_and(|record| record.fields.is_empty() && record.parts == 0)
+}
+
+fn write_message(message: &Message, out: &mut Vec<Value>) {
+    let record = message.wire.first();
+    let fields = record
+        .map(|record| record.fields.clone())
+        .unwrap_or_default();
+    // An item read as a call, an output or an opaque item kept no fields of its own: each of
+    // its parts is an item. A message item keeps its `role`; a message condense made has no
+    // record and is written as a plain message.
+    let is_message = record.is_none() || fields.contains_key("role");
+    if !is_message {
+        for part in &message.parts {
+            out.push(part_item(message, part, record.map(|record| record.shape)));
+        }
+        return;
+    }
+    let content: Vec<&Part> = message
+        .parts
+        .iter()
+        .filter(|part| !matches!(part, Part::ToolCall(_) | Part::ToolResult(_)))
+        .collect();
+    let shape = record.map_or(ContentShape::String, |record| record.shape);
+    let mut object = JsonMap::new();
+    let role = match (message.role, fields.get("role").and_then(Value::as_str)) {
+        (Role::System, Some(original @ ("system" | "developer"))) => original.to_owned(),
+        (Role::Tool, _) => "user".to_owned(),
+        (role, _) => role.as_str().to_owned(),
+    };
+    object.insert("role".into(), role.into());
+    if let Some(value) = content_value(message.role, &content, shape) {
+        object.insert("content".into(), value);
+    }
+    for (key, value) in fields {
+        if key != "role" {
+            object.insert(key, value);
+        }
+    }
+    out.push(Value::Object(object));
+    // Calls and results in a message condense made (none today): items of their own.
+    for part in &message.parts {
+        if matches!(part, Part::ToolCall(_) | Part::ToolResult(_)) {
+            out.push(part_item(message, part, None));
+        }
+    }
+}
+
+/// A part that is an item of its own.
+fn part_item(message: &Message, part: &Part, shape: Option<ContentShape>) -> Value {
+    match part {
+        Part::ToolCall(call) => call_item(call),
+        Part::ToolResult(result) => output_item(result, shape.unwrap_or(ContentShape::String)),
+        Part::Opaque { value } => value.clone(),
+        other => {
+            let mut object = JsonMap::new();
+            object.insert("role".into(), message.role.as_str().into());
+            if let Some(content) = content_value(message.role, &[other], ContentShape::Blocks) {
+                object.insert("content".into(), content);
+            }
+            Value::Object(object)
+        }
+    }
+}
+
+fn call_item(call: &ToolCall) -> Value {
+    let mut extra = call.extra.clone();
+    let kind = match extra.shift_remove("type") {
+        Some(Value::String(kind)) => kind,
+        _ => "function_call".to_owned(),
+    };
+    let raw = call.raw_input.clone().unwrap_or_else(|| match &call.input {
+        Value::String(text) if kind != "function_call" => text.clone(),
+        input => input.to_string(),
+    });
+    let mut object = JsonMap::new();
+    object.insert("type".into(), kind.clone().into());
+    object.insert("call_id".into(), call.id.clone().into());
+    object.insert("name".into(), call.name.clone().into());
+    object.insert(arguments_key(&kind).into(), raw.into());
+    object.append(&mut extra);
+    Value::Object(object)
+}
+
+fn output_item(result: &ToolResult, shape: ContentShape) -> Value {
+    let mut extra = result.extra.clone();
+    let kind = match extra.shift_remove("type") {
+        Some(Value::String(kind)) => kind,
+        _ => "function_call_output".to_owned(),
+    };
+    let mut object = JsonMap::new();
+    object.insert("type".into(), kind.into());
+    object.insert("call_id".into(), result.call_id.clone().into());
+    match (&result.content, shape) {
+        (ToolOutput::Text(text), ContentShape::Absent) if text.is_empty() => {}
+        (ToolOutput::Text(text), _) => {
+            object.insert("output".into(), text.clone().into());
+        }
+        (ToolOutput::Parts(parts), _) => {
+            let parts = parts
+                .iter()
+                .map(|part| part_value(Role::Tool, part))
+                .collect();
+            object.insert("output".into(), Value::Array(parts));
+        }
+    }
+    object.append(&mut extra);
+    Value::Object(object)
+}
+
+/// A message's content: one string when it came as one (or condense made it), else a list.
+fn content_value(role: Role, parts: &[&Part], shape: ContentShape) -> Option<Value> {
+    match (shape, parts) {
+        (ContentShape::Absent, []) => None,
+        (ContentShape::String, [Part::Text(text)]) if text.extra.is_empty() => {
+            Some(text.text.clone().into())
+        }
+        _ => Some(Value::Array(
+            parts.iter().map(|part| part_value(role, part)).collect(),
+        )),
+    }
+}
+
+/// A part as a Responses content part: text keeps the `type` it came with; text condense made
+/// is `output_text` from the assistant and `input_text` from anyone else, as the API requires.
+pub(crate) fn part_value(role: Role, part: &Part) -> Value {
+    let text_type = match role {
+        Role::Assistant => "output_text",
+        _ => "input_text",
+    };
+    let text = |text: &str, extra: &JsonMap| {
+        let mut object = JsonMap::new();
+        object.insert("type".into(), text_type.into());
+        object.insert("text".into(), text.into());
+        // A `type` read with the part replaces the default in place.
+        for (key, value) in extra {
+            object.insert(key.clone(), value.clone());
+        }
+        Value::Object(object)
+    };
+    match part {
+        Part::Text(part) => text(&part.text, &part.extra),
+        Part::Thinking(thinking) => text(&thinking.text, &JsonMap::new()),
+        Part::ToolResult(result) => text(&result.content.text(), &JsonMap::new()),
+        Part::ToolCall(call) => call_item(call),
+        Part::Image(image) => {
+            let mut object = JsonMap::new();
+            object.insert("type".into(), "input_image".into());
+            object.insert("image_url".into(), image.source.clone());
+            object.extend(image.extra.clone());
+            Value::Object(object)
+        }
+        Part::Opaque { value } => value.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Codex-like request: instructions, a developer message, a user turn, reasoning with
+    /// encrypted content, a function call and its output, a custom tool call (free-text input)
+    /// and its output, an assistant message, and top-level settings.
+    fn codex_request() -> Value {
+        serde_json::json!({
+            "model": "gpt-5-codex",
+            "instructions": "You are Codex, a coding agent.",
+            "input": [
+                {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<permissions>workspace-write</permissions>"}]},
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix the failing test."}]},
+                {"type": "reasoning", "summary": [], "content": null, "encrypted_content": "gAAAAB..."},
+                {"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"bash\",\"-lc\",\"cargo test\"]}", "call_id": "call_1"},
+                {"type": "function_call_output", "call_id": "call_1", "output": "test result: FAILED. 1 failed"},
+                {"type": "custom_tool_call", "status": "completed", "call_id": "call_2", "name": "apply_patch", "input": "*** Begin Patch\n*** End Patch"},
+                {"type": "custom_tool_call_output", "call_id": "call_2", "output": "Done!"},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Fixed."}]},
+                {"role": "user", "content": "Thanks, now commit."}
+            ],
+            "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}}],
+            "store": false,
+            "stream": true,
+            "include": ["reasoning.encrypted_content"],
+            "prompt_cache_key": "0199-session"
+        })
+    }
+
+    #[test]
+    fn a_codex_request_reads_into_the_model_and_back_unchanged() {
+        let conversation = from_value(codex_request()).unwrap();
+        let roles: Vec<Role> = conversation.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::System,
+                Role::System,
+                Role::User,
+                Role::Assistant,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant,
+                Role::User,
+            ]
+        );
+        assert_eq!(
+            conversation.messages[0].plain_text(),
+            "You are Codex, a coding agent."
+        );
+        let call = conversation.messages[4].parts[0].as_tool_call().unwrap();
+        assert_eq!((call.id.as_str(), call.name.as_str()), ("call_1", "shell"));
+        assert_eq!(call.input["command"][2], "cargo test");
+        let patch = conversation.messages[6].parts[0].as_tool_call().unwrap();
+        assert_eq!(patch.input, "*** Begin Patch\n*** End Patch");
+        let result = conversation.messages[7].parts[0].as_tool_result().unwrap();
+        assert_eq!(result.call_id, "call_2");
+        assert_eq!(result.content.text(), "Done!");
+        assert!(matches!(
+            conversation.messages[3].parts[0],
+            Part::Opaque { .. }
+        ));
+        assert_eq!(to_value(&conversation), codex_request());
+    }
+
+    /// A replaced output goes back as a string under the same item; a summary condense adds is a
+    /// plain message; a string `input` is one user message.
+    #[test]
+    fn what_condense_changes_is_written_as_the_api_expects() {
+        let mut conversation = from_value(codex_request()).unwrap();
+        if let Part::ToolResult(result) = &mut conversation.messages[5].parts[0] {
+            result.content = ToolOutput::Text("[output pruned]".into());
+        }
+        conversation.messages.insert(
+            1,
+            Message::text(Role::User, "<summary>earlier work</summary>"),
+        );
+        let value = to_value(&conversation);
+        assert_eq!(
+            value["input"][0],
+            serde_json::json!({"role": "user", "content": "<summary>earlier work</summary>"})
+        );
+        assert_eq!(
+            value["input"][5],
+            serde_json::json!({"type": "function_call_output", "call_id": "call_1", "output": "[output pruned]"})
+        );
+        assert_eq!(value["instructions"], "You are Codex, a coding agent.");
+
+        let short = from_value(serde_json::json!({"model": "m", "input": "Hello"})).unwrap();
+        assert_eq!(short.messages.len(), 1);
+        assert_eq!(short.messages[0].role, Role::User);
+        assert_eq!(
+            to_value(&short)["input"],
+            serde_json::json!([{"role": "user", "content": "Hello"}])
+        );
+    }
+
+    #[test]
+    fn malformed_items_name_the_item() {
+        let error = |input: Value| {
+            from_value(serde_json::json!({"input": input}))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            error(serde_json::json!([{"role": "user", "content": "a"}, 3])).contains("message 1")
+        );
+        assert!(
+            error(serde_json::json!([{"type": "function_call", "name": "x"}])).contains("call_id")
+        );
+        assert!(error(serde_json::json!([{"role": "wizard", "content": "a"}])).contains("wizard"));
+        assert!(error(serde_json::json!(7)).contains("`input` list"));
+    }
+}
