@@ -74,6 +74,20 @@ impl<'a> Request<'a> {
         self.messages().is_some()
     }
 
+    /// The JSON text of the top-level entry `key` (the last, when repeated), other than the
+    /// conversation's list; `None` when the body has no such entry.
+    pub fn entry(&self, key: &str) -> Option<&'a str> {
+        match self.entries.iter().rev().find(|(name, _)| name == key) {
+            Some((_, Entry::Raw(raw))) => Some(raw.get()),
+            _ => None,
+        }
+    }
+
+    /// Whether the body has a top-level entry `key`, whatever its value.
+    pub fn has_entry(&self, key: &str) -> bool {
+        self.entries.iter().any(|(name, _)| name == key)
+    }
+
     fn messages(&self) -> Option<&[&'a RawValue]> {
         // A repeated key: the last one counts, as when the body is read into a JSON value.
         match self.entries.iter().rev().find(|(key, _)| key == self.list) {
@@ -513,6 +527,9 @@ mod tests {
         let request =
             Request::parse_for(Format::Responses, r#"{"model": "m", "input": "hi"}"#).unwrap();
         assert!(!request.has_messages());
+        assert_eq!(request.entry("model"), Some(r#""m""#));
+        assert_eq!(request.entry("previous_response_id"), None);
+        assert!(request.has_entry("input") && !request.has_entry("messages"));
     }
 
     #[test]

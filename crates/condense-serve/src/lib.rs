@@ -3,7 +3,8 @@
 //! changed.
 //!
 //! A POST to a path ending in `/chat/completions` (OpenAI, and Azure's deployments or a
-//! gateway's route) or `/v1/messages` (Anthropic) is compacted: the
+//! gateway's route), `/responses` (OpenAI's Responses API: Codex) or `/v1/messages`
+//! (Anthropic) is compacted: the
 //! session's state is loaded, [`condense_host::Compactor::prepare`] runs (frozen decisions, agent
 //! trims, time-based microcompact from the real gap since the session's previous request, the
 //! pruner, a summary when due, and the frozen summary of earlier requests put back in place),

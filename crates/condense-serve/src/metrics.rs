@@ -12,8 +12,8 @@ const BUCKETS_MS: [f64; 10] = [
 /// Everything `/metrics` reports.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    /// Compactable requests, by provider: OpenAI, Anthropic.
-    pub requests: [AtomicU64; 2],
+    /// Compactable requests, by API: OpenAI Chat Completions, Anthropic, OpenAI Responses.
+    pub requests: [AtomicU64; 3],
     /// Requests passed through untouched.
     pub passthrough: AtomicU64,
     /// Requests where phase 1 replaced outputs (frozen replays included).
@@ -93,6 +93,7 @@ impl Metrics {
             &[
                 ("{provider=\"openai\"}", get(&self.requests[0])),
                 ("{provider=\"anthropic\"}", get(&self.requests[1])),
+                ("{provider=\"openai-responses\"}", get(&self.requests[2])),
             ],
         );
         counter(

@@ -66,7 +66,7 @@ impl ProxySettings {
 
     fn upstream(&self, provider: Provider) -> &str {
         match provider {
-            Provider::OpenAi => &self.openai_upstream,
+            Provider::OpenAi | Provider::Responses => &self.openai_upstream,
             Provider::Anthropic => &self.anthropic_upstream,
         }
     }
@@ -215,7 +215,11 @@ impl Proxy {
 
     async fn compacted(self: Arc<Self>, provider: Provider, request: Request) -> Response {
         let started = Instant::now();
-        let index = usize::from(provider == Provider::Anthropic);
+        let index = match provider {
+            Provider::OpenAi => 0,
+            Provider::Anthropic => 1,
+            Provider::Responses => 2,
+        };
         Metrics::add(&self.metrics.requests[index], 1);
         let (parts, body) = request.into_parts();
         if let Some(encoding) = compressed(&parts.headers) {
@@ -252,8 +256,18 @@ impl Proxy {
                 };
             }
         };
-        let request = match chat_request(&bytes) {
-            Ok(request) => request,
+        let request = match chat_request(provider, &bytes) {
+            Ok(Some(request)) => request,
+            Ok(None) => {
+                Metrics::add(&self.metrics.passthrough, 1);
+                tracing::debug!(
+                    provider = provider.name(),
+                    "the provider holds this conversation (previous_response_id, or no input list); forwarded as it came"
+                );
+                return self
+                    .forward(provider, parts, reqwest::Body::from(bytes), None)
+                    .await;
+            }
             Err(why) => {
                 Metrics::add(&self.metrics.refused, 1);
                 return provider.error(StatusCode::BAD_REQUEST, &why);
@@ -796,25 +810,47 @@ fn compressed(headers: &axum::http::HeaderMap) -> Option<String> {
 /// checked once for the whole body: parsing from a `str` then skips checking each string again.
 /// The JSON is checked whole, but only the messages not seen before are built (see
 /// [`condense_formats::Request`]).
-fn chat_request(bytes: &[u8]) -> Result<condense_formats::Request<'_>, String> {
+///
+/// `None` for a Responses request whose conversation the provider holds: one that continues a
+/// stored response (`previous_response_id`: its `input` is only what is new), or whose
+/// `input` is a single string. There is nothing of the conversation to compact, and the body
+/// is valid for the provider, so it goes upstream as it came.
+fn chat_request(
+    provider: Provider,
+    bytes: &[u8],
+) -> Result<Option<condense_formats::Request<'_>>, String> {
     let text = std::str::from_utf8(bytes).map_err(|error| {
         format!(
             "the request body is not valid UTF-8 (byte {}): JSON must be",
             error.valid_up_to()
         )
     })?;
-    let request = condense_formats::Request::parse(text).map_err(|error| match error {
-        condense_formats::FormatError::Json {
-            line,
-            column,
-            message,
-        } => {
-            format!("the request body is not valid JSON (line {line}, column {column}): {message}")
+    let request = condense_formats::Request::parse_for(provider.format(), text).map_err(
+        |error| match error {
+            condense_formats::FormatError::Json {
+                line,
+                column,
+                message,
+            } => {
+                format!(
+                    "the request body is not valid JSON (line {line}, column {column}): {message}"
+                )
+            }
+            _ => "not a chat request: the body is not a JSON object".to_owned(),
+        },
+    )?;
+    if provider == Provider::Responses {
+        let continues = request
+            .entry("previous_response_id")
+            .is_some_and(|id| id != "null");
+        if continues || (!request.has_messages() && request.has_entry("input")) {
+            return Ok(None);
         }
-        _ => "not a chat request: the body is not a JSON object".to_owned(),
-    })?;
-    if !request.has_messages() {
+        if !request.has_messages() {
+            return Err("not a Responses request: the body has no `input`".to_owned());
+        }
+    } else if !request.has_messages() {
         return Err("not a chat request: the body has no `messages` array".to_owned());
     }
-    Ok(request)
+    Ok(Some(request))
 }

@@ -91,6 +91,48 @@ pub const OPENAI_TOOL_CALL_REPLY: &str = r#"{"id":"chatcmpl-2","object":"chat.co
 /// (`tool_choice: {"type": "any"}`): a `tool_use` block and no text.
 pub const ANTHROPIC_TOOL_CALL_REPLY: &str = r#"{"id":"msg_2","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"cache_read_input_tokens":800,"output_tokens":9}}"#;
 
+/// The scripted upstream's Responses answer: the whole response object, as OpenAI sends it.
+pub const RESPONSES_REPLY: &str = r#"{"id":"resp_1","object":"response","created_at":1,"status":"completed","error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":"m","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"ok","annotations":[]}]}],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":false,"temperature":1.0,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":{"input_tokens":880,"input_tokens_details":{"cached_tokens":512},"output_tokens":4,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":884},"user":null,"metadata":{}}"#;
+/// The scripted upstream's Responses answer to a request that forces a tool call
+/// (`tool_choice: "required"`): a function call and no text.
+pub const RESPONSES_TOOL_CALL_REPLY: &str = r#"{"id":"resp_2","object":"response","created_at":1,"status":"completed","error":null,"incomplete_details":null,"model":"m","output":[{"type":"function_call","id":"fc_1","call_id":"call_1","name":"shell","arguments":"{\"command\":[\"ls\"]}","status":"completed"}],"parallel_tool_calls":true,"tool_choice":"required","tools":[],"usage":{"input_tokens":880,"input_tokens_details":{"cached_tokens":0},"output_tokens":9,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":889},"metadata":{}}"#;
+
+/// The scripted upstream's Responses stream, event by event: the events OpenAI sends for one
+/// text answer, the usage in `response.completed`.
+pub fn responses_stream() -> Vec<String> {
+    let response = |status: &str, output: &str, usage: &str| {
+        format!(
+            r#"{{"id":"resp_1","object":"response","created_at":1,"status":"{status}","error":null,"incomplete_details":null,"model":"m","output":[{output}],"parallel_tool_calls":true,"tool_choice":"auto","tools":[],"text":{{"format":{{"type":"text"}}}},"usage":{usage},"metadata":{{}}}}"#
+        )
+    };
+    let message = |status: &str, text: &str| {
+        format!(
+            r#"{{"type":"message","id":"msg_1","status":"{status}","role":"assistant","content":[{text}]}}"#
+        )
+    };
+    let part = r#"{"type":"output_text","text":"ok","annotations":[]}"#;
+    let events = [
+        ("response.created", format!(r#""response":{}"#, response("in_progress", "", "null"))),
+        ("response.in_progress", format!(r#""response":{}"#, response("in_progress", "", "null"))),
+        ("response.output_item.added", format!(r#""output_index":0,"item":{}"#, message("in_progress", ""))),
+        ("response.content_part.added", r#""item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}"#.to_owned()),
+        ("response.output_text.delta", r#""item_id":"msg_1","output_index":0,"content_index":0,"delta":"ok","logprobs":[]"#.to_owned()),
+        ("response.output_text.done", r#""item_id":"msg_1","output_index":0,"content_index":0,"text":"ok","logprobs":[]"#.to_owned()),
+        ("response.content_part.done", format!(r#""item_id":"msg_1","output_index":0,"content_index":0,"part":{part}"#)),
+        ("response.output_item.done", format!(r#""output_index":0,"item":{}"#, message("completed", part))),
+        ("response.completed", format!(r#""response":{}"#, response("completed", &message("completed", part), r#"{"input_tokens":700,"input_tokens_details":{"cached_tokens":0},"output_tokens":2,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":702}"#))),
+    ];
+    events
+        .iter()
+        .enumerate()
+        .map(|(sequence, (kind, fields))| {
+            format!(
+                "event: {kind}\ndata: {{\"type\":\"{kind}\",\"sequence_number\":{sequence},{fields}}}\n\n"
+            )
+        })
+        .collect()
+}
+
 /// The scripted upstream's Chat Completions stream, event by event.
 pub fn openai_stream() -> Vec<String> {
     vec![
@@ -141,15 +183,18 @@ pub async fn upstream() -> (SocketAddr, Received) {
                 }
                 let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 let anthropic = uri.path().ends_with("/v1/messages");
+                let responses = uri.path().ends_with("/responses");
                 let stream = request["stream"] == true;
                 let forced =
                     request["tool_choice"] == "required" || request["tool_choice"]["type"] == "any";
                 if !stream {
-                    let reply = match (anthropic, forced) {
-                        (true, false) => ANTHROPIC_REPLY,
-                        (true, true) => ANTHROPIC_TOOL_CALL_REPLY,
-                        (false, false) => OPENAI_REPLY,
-                        (false, true) => OPENAI_TOOL_CALL_REPLY,
+                    let reply = match (anthropic, responses, forced) {
+                        (true, _, false) => ANTHROPIC_REPLY,
+                        (true, _, true) => ANTHROPIC_TOOL_CALL_REPLY,
+                        (false, true, false) => RESPONSES_REPLY,
+                        (false, true, true) => RESPONSES_TOOL_CALL_REPLY,
+                        (false, false, false) => OPENAI_REPLY,
+                        (false, false, true) => OPENAI_TOOL_CALL_REPLY,
                     };
                     return Response::builder()
                         .header("content-type", "application/json")
@@ -159,6 +204,8 @@ pub async fn upstream() -> (SocketAddr, Received) {
                 }
                 let mut events = if anthropic {
                     anthropic_stream()
+                } else if responses {
+                    responses_stream()
                 } else {
                     openai_stream()
                 };
@@ -222,11 +269,17 @@ pub async fn upstream() -> (SocketAddr, Received) {
     (address, received)
 }
 
-/// Every tool result of a request body, by call id: OpenAI's `tool` messages and Anthropic's
-/// `tool_result` blocks.
+/// Every tool result of a request body, by call id: OpenAI's `tool` messages, the Responses
+/// API's output items and Anthropic's `tool_result` blocks.
 pub fn tool_results(messages: &[Value]) -> Vec<(String, Value)> {
     let mut results = Vec::new();
     for message in messages {
+        if message["type"] == "function_call_output" || message["type"] == "custom_tool_call_output"
+        {
+            let id = message["call_id"].as_str().unwrap_or_default().to_owned();
+            results.push((id, message["output"].clone()));
+            continue;
+        }
         if let (Some(id), Some(content)) =
             (message["tool_call_id"].as_str(), message.get("content"))
         {
@@ -257,7 +310,11 @@ impl Frozen {
         let conversation = condense_formats::read_json(format, body.clone()).unwrap();
         let findings = conversation.validate();
         assert!(findings.is_empty(), "request {request}: {findings:?}");
-        self.check(request, tool_results(body["messages"].as_array().unwrap()));
+        let list = match format {
+            condense_formats::Format::Responses => &body["input"],
+            _ => &body["messages"],
+        };
+        self.check(request, tool_results(list.as_array().unwrap()));
     }
 
     /// Checks one request's results and remembers its replacements.

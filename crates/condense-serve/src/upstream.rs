@@ -18,7 +18,8 @@
 
 use condense_core::Message;
 use condense_summarize::{
-    Anthropic, Fork, OpenAi, RemoteSettings, SummarizeError, SummarizeErrorKind, Summarizer,
+    Anthropic, Fork, OpenAi, RemoteSettings, Responses, SummarizeError, SummarizeErrorKind,
+    Summarizer,
 };
 use serde_json::{Value, json};
 
@@ -159,14 +160,18 @@ impl<'m> UpstreamSummarizer<'m> {
     /// `None` when the separate prompt is the better request (see [`Fork::request`]), when the
     /// request is bound to an output schema, or when it cannot be written.
     fn forked_body(&self, fork: &Fork<'_>, prompt: &str) -> Option<Value> {
-        // An answer bound to the agent's own output schema (OpenAI's `response_format`,
-        // Anthropic's `output_format`) would not be a summary, and the schema is part of the
-        // cached prefix: such a request is summarized apart.
+        // An answer bound to the agent's own output schema (OpenAI's `response_format`, the
+        // Responses API's `text.format`, Anthropic's `output_format`) would not be a summary,
+        // and the schema is part of the cached prefix: such a request is summarized apart.
         let envelope = fork.conversation.envelope.as_ref();
         let structured = envelope.is_some_and(|envelope| {
             envelope
                 .get("response_format")
                 .is_some_and(|format| format["type"] != "text")
+                || envelope
+                    .get("text")
+                    .and_then(|text| text.get("format"))
+                    .is_some_and(|format| format["type"] != "text")
                 || envelope.contains_key("output_format")
         });
         if structured {
@@ -197,6 +202,12 @@ impl<'m> UpstreamSummarizer<'m> {
                 };
                 object.insert(key.to_owned(), json!(reply_tokens));
             }
+            // The limit covers a reasoning model's reasoning as well; the summary is read from
+            // the answer, so it need not be kept on the server either.
+            Provider::Responses => {
+                object.insert("max_output_tokens".to_owned(), json!(reply_tokens));
+                object.insert("store".to_owned(), json!(false));
+            }
             // With extended thinking the limit covers the thinking budget as well, and must
             // exceed it.
             Provider::Anthropic => {
@@ -223,6 +234,11 @@ impl<'m> UpstreamSummarizer<'m> {
         match self.provider {
             Provider::OpenAi => {
                 OpenAi::new(self.settings.clone())?
+                    .complete_body(body)
+                    .await
+            }
+            Provider::Responses => {
+                Responses::new(self.settings.clone())?
                     .complete_body(body)
                     .await
             }
@@ -309,6 +325,11 @@ impl Summarizer for UpstreamSummarizer<'_> {
                     .summarize(head, prompt)
                     .await
             }
+            Provider::Responses => {
+                Responses::new(self.settings.clone())?
+                    .summarize(head, prompt)
+                    .await
+            }
             Provider::Anthropic => {
                 Anthropic::new(self.settings.clone())?
                     .summarize(head, prompt)
@@ -342,6 +363,7 @@ mod tests {
     fn parts(provider: Provider) -> axum::http::request::Parts {
         let path = match provider {
             Provider::OpenAi => "/v1/chat/completions",
+            Provider::Responses => "/v1/responses",
             Provider::Anthropic => "/v1/messages",
         };
         axum::http::Request::post(path)
@@ -372,7 +394,7 @@ mod tests {
         let counted = 100;
         let fork = Fork {
             conversation: &conversation,
-            head: 0..3,
+            head: 0..conversation.messages.len(),
             tokens: counted,
             window: 200_000,
             counted,
@@ -438,6 +460,44 @@ mod tests {
         assert!(forked(Provider::OpenAi, &body).is_some());
         body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "step"}});
         assert!(forked(Provider::OpenAi, &body).is_none());
+    }
+
+    /// A Responses request (Codex's) forks as the others do: its items and instructions, tools
+    /// and reasoning kept, the prompt one more user item, the limit in `max_output_tokens`, no
+    /// stream, nothing stored; one bound to a schema (`text.format`) is not forked.
+    #[test]
+    fn a_responses_fork_keeps_the_items_and_limits_the_answer() {
+        let chat = json!({"messages": listed_sources()});
+        let mut body = condense_core::testing::responses_from_chat(&chat);
+        let object = body.as_object_mut().unwrap();
+        object.insert("model".into(), json!("gpt-5-codex"));
+        object.insert("instructions".into(), json!("You are Codex."));
+        object.insert("stream".into(), json!(true));
+        object.insert("store".into(), json!(true));
+        object.insert("reasoning".into(), json!({"effort": "high"}));
+        object.insert(
+            "tools".into(),
+            json!([{"type": "function", "name": "shell"}]),
+        );
+        let fork = forked(Provider::Responses, &body).unwrap();
+        let items = fork["input"].as_array().unwrap();
+        assert_eq!(items[..3], body["input"].as_array().unwrap()[..]);
+        assert_eq!(items.len(), 4);
+        assert_eq!(items[3]["role"], "user");
+        assert!(
+            items[3]["content"]
+                .as_str()
+                .unwrap()
+                .ends_with("Summarize. ")
+        );
+        for key in ["instructions", "tools", "reasoning", "model"] {
+            assert_eq!(fork[key], body[key], "{key}");
+        }
+        assert_eq!(fork["max_output_tokens"], 4_096);
+        assert_eq!(fork["store"], false);
+        assert!(fork.get("stream").is_none());
+        body["text"] = json!({"format": {"type": "json_schema", "name": "step"}});
+        assert!(forked(Provider::Responses, &body).is_none());
     }
 
     #[test]

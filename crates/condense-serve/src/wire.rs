@@ -8,21 +8,30 @@ use condense_formats::Format;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-/// The two APIs the proxy compacts.
+/// The APIs the proxy compacts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
     /// OpenAI Chat Completions (`POST …/chat/completions`), and every server that speaks it.
     OpenAi,
+    /// OpenAI Responses (`POST …/responses`): Codex, and clients of the Responses API. Sent to
+    /// the OpenAI upstream.
+    Responses,
     /// Anthropic Messages (`POST …/v1/messages`).
     Anthropic,
 }
 
 impl Provider {
+    /// Every API, in the order metrics list them.
+    pub const ALL: [Provider; 3] = [Provider::OpenAi, Provider::Responses, Provider::Anthropic];
+
     /// What a client appends to its base URL to send a chat request: `/chat/completions` (the
-    /// OpenAI SDKs' base ends in `/v1`, Azure's in `/openai/deployments/NAME`) or `/v1/messages`.
+    /// OpenAI SDKs' base ends in `/v1`, Azure's in `/openai/deployments/NAME`), `/responses`
+    /// or `/v1/messages`. The Responses API's other routes (`/responses/{id}`,
+    /// `/responses/compact`, `/responses/input_tokens`) end otherwise, and pass through.
     pub fn endpoint(self) -> &'static str {
         match self {
             Provider::OpenAi => "/chat/completions",
+            Provider::Responses => "/responses",
             Provider::Anthropic => "/v1/messages",
         }
     }
@@ -34,7 +43,7 @@ impl Provider {
         if method != axum::http::Method::POST {
             return None;
         }
-        [Provider::OpenAi, Provider::Anthropic]
+        Provider::ALL
             .into_iter()
             .find(|provider| path.ends_with(provider.endpoint()))
     }
@@ -43,6 +52,7 @@ impl Provider {
     pub fn format(self) -> Format {
         match self {
             Provider::OpenAi => Format::OpenAi,
+            Provider::Responses => Format::Responses,
             Provider::Anthropic => Format::Anthropic,
         }
     }
@@ -51,6 +61,7 @@ impl Provider {
     pub fn name(self) -> &'static str {
         match self {
             Provider::OpenAi => "openai",
+            Provider::Responses => "openai-responses",
             Provider::Anthropic => "anthropic",
         }
     }
@@ -59,7 +70,7 @@ impl Provider {
     /// would the provider's.
     pub fn error(self, status: StatusCode, message: &str) -> Response {
         let body = match self {
-            Provider::OpenAi => json!({
+            Provider::OpenAi | Provider::Responses => json!({
                 "error": {
                     "message": message,
                     "type": openai_type(status),
@@ -250,6 +261,16 @@ impl UsageScanner {
                     self.output = number(usage, "completion_tokens").or(self.output);
                 }
             }
+            // A whole response, or a stream's `response.completed` event, which nests it.
+            Provider::Responses => {
+                let usage = value
+                    .get("usage")
+                    .or_else(|| value.get("response").and_then(|r| r.get("usage")));
+                if let Some(usage) = usage.filter(|usage| usage.is_object()) {
+                    self.input = number(usage, "input_tokens").or(self.input);
+                    self.output = number(usage, "output_tokens").or(self.output);
+                }
+            }
             Provider::Anthropic => {
                 // A whole message, or a stream's `message_start` (which nests it) and
                 // `message_delta` (which carries the output so far).
@@ -344,6 +365,24 @@ mod tests {
             ),
             Some(24)
         );
+        // The Responses API: the whole response, or the stream's `response.completed`, which
+        // nests it (`response.created` carries `usage: null`).
+        assert_eq!(
+            scan(
+                Provider::Responses,
+                false,
+                &[
+                    r#"{"id":"resp_1","object":"response","usage":{"input_tokens":30,"input_tokens_details":{"cached_tokens":20},"output_tokens":6,"total_tokens":36}}"#
+                ]
+            ),
+            Some(36)
+        );
+        let responses = [
+            "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"usage\":null}}\n\n",
+            "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"ok\"}\n\n",
+            "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"usage\":{\"input_tokens\":40,\"output_tokens\":2}}}\n\n",
+        ];
+        assert_eq!(scan(Provider::Responses, true, &responses), Some(42));
         assert_eq!(scan(Provider::OpenAi, false, &["not json"]), None);
         assert_eq!(scan(Provider::OpenAi, true, &["data: [DONE]\n"]), None);
     }
@@ -418,7 +457,24 @@ mod tests {
             Some(Provider::Anthropic)
         );
         assert_eq!(of(&Method::POST, "/v1/messages/count_tokens"), None);
-        assert_eq!(of(&Method::POST, "/v1/responses"), None);
+        assert_eq!(
+            of(&Method::POST, "/v1/responses"),
+            Some(Provider::Responses)
+        );
+        assert_eq!(
+            of(&Method::POST, "/openai/v1/responses"),
+            Some(Provider::Responses)
+        );
+        // The Responses API's other routes are the upstream's: retrieve, cancel, Codex's
+        // server-side compaction, token counting.
+        for path in [
+            "/v1/responses/resp_1/cancel",
+            "/v1/responses/compact",
+            "/v1/responses/input_tokens",
+        ] {
+            assert_eq!(of(&Method::POST, path), None, "{path}");
+        }
+        assert_eq!(of(&Method::GET, "/v1/responses/resp_1"), None);
         assert_eq!(of(&Method::GET, "/v1/chat/completions"), None);
     }
 }

@@ -10,8 +10,8 @@ use condense_core::testing::transcript;
 use condense_host::{Compactor, Config, SessionState, Sources, SummarizerKind};
 use condense_pruner::{FixedClock, MemoryStore};
 use condense_serve::testing::{
-    ANTHROPIC_REPLY, Frozen, OPENAI_REPLY, anthropic_stream, openai_stream, replay_ends,
-    settings_for, spawn, upstream,
+    ANTHROPIC_REPLY, Frozen, OPENAI_REPLY, RESPONSES_REPLY, anthropic_stream, openai_stream,
+    replay_ends, responses_stream, settings_for, spawn, upstream,
 };
 use condense_serve::{DirSessionStore, Proxy, ProxySettings, SessionStore, UpstreamSummaries};
 use serde_json::{Value, json};
@@ -897,7 +897,11 @@ async fn a_forked_summary_repeats_the_previous_request_and_falls_back_without_te
 /// state nor anything else keeps the credentials.
 #[tokio::test]
 async fn summaries_are_asked_of_the_upstream_with_the_clients_own_credentials() {
-    for (provider, compaction_model) in [("openai", None), ("anthropic", Some("cheap-model"))] {
+    for (provider, compaction_model) in [
+        ("openai", None),
+        ("anthropic", Some("cheap-model")),
+        ("openai-responses", None),
+    ] {
         let (upstream, received) = upstream().await;
         let mut env = vec![("CONDENSE_SUMMARIZER_KIND", "upstream")];
         env.extend(compaction_model.map(|model| ("CONDENSE_SUMMARIZER_COMPACTION_MODEL", model)));
@@ -909,6 +913,14 @@ async fn summaries_are_asked_of_the_upstream_with_the_clients_own_credentials() 
                 .post(format!("{}/v1/chat/completions", running.url))
                 .header("authorization", "Bearer sk-client-secret");
             ("/v1/chat/completions", body, request)
+        } else if provider == "openai-responses" {
+            let chat = json!({"messages": messages("openai/openhands-ponylang__ponyc-4588")});
+            let mut body = condense_core::testing::responses_from_chat(&chat);
+            body["model"] = json!("client-model");
+            let request = client()
+                .post(format!("{}/v1/responses", running.url))
+                .header("authorization", "Bearer sk-client-secret");
+            ("/v1/responses", body, request)
         } else {
             let mut body: Value = serde_json::from_slice(
                 &transcript("anthropic/claude-code-5f8cbb78").unwrap().bytes,
@@ -937,7 +949,7 @@ async fn summaries_are_asked_of_the_upstream_with_the_clients_own_credentials() 
         );
         let (summary_path, headers, summary_body) = &received[0];
         assert_eq!(summary_path, path);
-        if provider == "openai" {
+        if provider != "anthropic" {
             assert_eq!(headers["authorization"], "Bearer sk-client-secret");
         } else {
             assert_eq!(headers["x-api-key"], "sk-client-secret");
@@ -1016,5 +1028,145 @@ async fn an_azure_deployment_path_is_compacted_and_summarized_there() {
     assert!(
         sent.to_string()
             .contains("<prior-conversation-summary>\\nok\\n")
+    );
+}
+
+/// Codex's API: a long autonomous run sent as Responses bodies (every call and output an item
+/// of its own), request by request at a 16K window. Every body the upstream receives is under
+/// the threshold, valid and frozen from one request to the next, the answer reaches the client
+/// as the upstream sent it, and the usage of the Responses API is recorded. A request whose
+/// conversation the provider holds (`previous_response_id`, a string `input`) and a stream
+/// pass through as they came, the stream's usage read from `response.completed`.
+#[tokio::test]
+async fn a_responses_session_is_compacted_like_a_chat_one() {
+    let (upstream, received) = upstream().await;
+    // Pruning thresholds the run crosses early, so outputs are replaced as well as summarized.
+    let running = proxy_with(
+        upstream,
+        16_000,
+        &[
+            ("CONDENSE_PRUNE_MINIMUM_TOKENS", "1000"),
+            ("CONDENSE_PRUNE_PROTECT_TOKENS", "3000"),
+            ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS", "false"),
+        ],
+        |_| {},
+    )
+    .await;
+    let chat: Value = serde_json::from_slice(
+        &transcript("openai/openhands-ponylang__ponyc-4588")
+            .unwrap()
+            .bytes,
+    )
+    .unwrap();
+    let session = condense_core::testing::responses_from_chat(&chat);
+    let items = session["input"].as_array().unwrap();
+    let format = condense_formats::Format::Responses;
+    let mut frozen = Frozen::default();
+    let mut requests = 0u64;
+    // Every third step: the items before each function call the model made.
+    let ends: Vec<usize> = (1..items.len())
+        .filter(|&end| items[end]["type"] == "function_call")
+        .step_by(3)
+        .chain([items.len()])
+        .collect();
+    for end in ends {
+        let mut body = session.clone();
+        body["model"] = json!("gpt-5-codex");
+        body["input"] = json!(&items[..end]);
+        let response = client()
+            .post(format!("{}/v1/responses", running.url))
+            .header("authorization", "Bearer sk-test-secret")
+            .header("x-condense-session", "codex")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.text().await.unwrap(), RESPONSES_REPLY);
+        requests += 1;
+        let (path, headers, sent) = received.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(path, "/v1/responses");
+        assert_eq!(headers["authorization"], "Bearer sk-test-secret");
+        let sent: Value = serde_json::from_slice(&sent).unwrap();
+        assert_eq!(sent["instructions"], session["instructions"]);
+        let conversation = condense_formats::read_json(format, sent.clone()).unwrap();
+        use condense_tokenizer::TokenCounter;
+        let counted = condense_tokenizer::Tiktoken::default().count_conversation(&conversation);
+        assert!(counted < 16_000 - 4_096, "request {requests}: {counted}");
+        frozen.check_body(requests as usize, format, &sent);
+    }
+    assert!(requests > 10, "{requests}");
+    let metrics = running.proxy.metrics.render();
+    assert!(metric(&metrics, "condense_compactions_total{phase=\"prune\"}") > 0);
+    assert!(!frozen.replaced.is_empty());
+    assert_eq!(
+        metric(
+            &metrics,
+            "condense_requests_total{provider=\"openai-responses\"}"
+        ),
+        requests
+    );
+    let summaries = metric(&metrics, "condense_compactions_total{phase=\"summary\"}");
+    let reused = metric(
+        &metrics,
+        "condense_compactions_total{phase=\"frozen_summary\"}",
+    );
+    assert!(
+        summaries >= 1 && summaries < reused,
+        "{summaries} summaries, {reused} reused"
+    );
+    assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
+    running.proxy.flushed().await;
+    assert_eq!(
+        state(&running, "codex")
+            .reported_usage
+            .map(|usage| usage.tokens),
+        Some(884)
+    );
+
+    // The provider holds these conversations: forwarded byte for byte.
+    let passed = metric(&metrics, "condense_passthrough_requests_total");
+    for body in [
+        json!({"model": "m", "previous_response_id": "resp_0", "input": [
+            {"type": "function_call_output", "call_id": "call_9", "output": "x".repeat(50_000)}
+        ]}),
+        json!({"model": "m", "input": "hello"}),
+    ] {
+        let response = client()
+            .post(format!("{}/v1/responses", running.url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let (_, _, forwarded) = received.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(forwarded, serde_json::to_vec(&body).unwrap());
+    }
+    let metrics = running.proxy.metrics.render();
+    assert_eq!(
+        metric(&metrics, "condense_passthrough_requests_total"),
+        passed + 2
+    );
+
+    let body = json!({"model": "m", "stream": true,
+        "input": [{"role": "user", "content": "hello"}]});
+    let response = client()
+        .post(format!("{}/v1/responses", running.url))
+        .header("x-condense-session", "codex-stream")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    assert_eq!(
+        response.bytes().await.unwrap(),
+        responses_stream().concat().into_bytes()
+    );
+    running.proxy.flushed().await;
+    assert_eq!(
+        state(&running, "codex-stream")
+            .reported_usage
+            .map(|u| (u.message, u.tokens)),
+        Some((1, 702))
     );
 }

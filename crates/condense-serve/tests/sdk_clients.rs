@@ -50,6 +50,15 @@ async fn the_official_sdks_get_what_the_upstream_sent() {
 
     let transcript =
         condense_core::testing::transcripts_dir().join("anthropic/claude-code-5f8cbb78.json");
+    let chat: Value = serde_json::from_slice(
+        &condense_core::testing::transcript("openai/openhands-ponylang__ponyc-4588")
+            .unwrap()
+            .bytes,
+    )
+    .unwrap();
+    let responses_body = condense_core::testing::responses_from_chat(&chat);
+    let responses_session = dir.path().join("responses.json");
+    std::fs::write(&responses_session, responses_body.to_string()).unwrap();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/sdks.py");
     // The SDKs block; the proxy runs on this runtime's other threads meanwhile.
     let output = tokio::task::spawn_blocking(move || {
@@ -57,6 +66,7 @@ async fn the_official_sdks_get_what_the_upstream_sent() {
             .arg(script)
             .arg(&url)
             .arg(&transcript)
+            .arg(&responses_session)
             .output()
     })
     .await
@@ -86,6 +96,20 @@ async fn the_official_sdks_get_what_the_upstream_sent() {
     );
     assert_eq!(out["anthropic_stream"]["text"], "ok");
     assert_eq!(out["anthropic_stream"]["output"], 5);
+
+    assert_eq!(out["responses"]["text"], "ok");
+    assert_eq!(out["responses"]["usage"], 884);
+    let kinds: Vec<&str> = out["responses_stream"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(kinds.first(), Some(&"response.created"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"response.completed"), "{kinds:?}");
+    assert!(kinds.contains(&"response.output_text.delta"), "{kinds:?}");
+    assert_eq!(out["responses_stream"]["text"], "ok");
+    assert_eq!(out["responses_stream"]["usage"], 702);
 
     assert_eq!(out["too_large"]["status"], 413);
     assert_eq!(out["too_large"]["type"], "request_too_large");
@@ -121,4 +145,32 @@ async fn the_official_sdks_get_what_the_upstream_sent() {
         frozen.replaced.len()
     );
     assert!(frozen.replaced.len() >= 18, "{}", frozen.replaced.len());
+
+    // The Responses session the SDK replayed: one user turn of 22K tokens is under half this
+    // 200K window, so the whole run is inside the skip boundary and nothing is due (the proxy
+    // test compacts the same session at 16K). Each body reaches the upstream valid, with the
+    // items the SDK sent, in order, and the SDK's own settings.
+    let items = responses_body["input"].as_array().unwrap();
+    let ends: Vec<usize> = (1..items.len())
+        .filter(|&end| items[end]["type"] == "function_call")
+        .step_by(4)
+        .chain([items.len()])
+        .collect();
+    assert_eq!(out["responses_replayed"].as_u64(), Some(ends.len() as u64));
+    let bodies: Vec<Value> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(path, _, _)| path == "/v1/responses")
+        .filter_map(|(_, _, body)| serde_json::from_slice::<Value>(body).ok())
+        .filter(|body| body["model"] == "gpt-5-codex")
+        .collect();
+    assert_eq!(bodies.len(), ends.len());
+    let mut frozen = Frozen::default();
+    for (request, (body, end)) in bodies.iter().zip(&ends).enumerate() {
+        assert_eq!(body["store"], false);
+        assert_eq!(body["instructions"], responses_body["instructions"]);
+        assert_eq!(body["input"].as_array().unwrap()[..], items[..*end]);
+        frozen.check_body(request, condense_formats::Format::Responses, body);
+    }
 }

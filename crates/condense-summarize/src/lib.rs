@@ -20,7 +20,7 @@ use condense_core::Message;
 pub use error::{SummarizeError, SummarizeErrorKind};
 pub use extractive::{Extractive, ExtractiveSettings};
 pub use fork::Fork;
-pub use remote::{Anthropic, OpenAi, RemoteSettings};
+pub use remote::{Anthropic, OpenAi, RemoteSettings, Responses};
 
 /// Turns a head into a summary. `prompt` is the rendered template (preamble, sections,
 /// trailer); a model answers it, the extractive summarizer fills the sections it names.

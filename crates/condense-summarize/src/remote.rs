@@ -415,6 +415,84 @@ impl Summarizer for OpenAi {
     }
 }
 
+/// OpenAI Responses: `POST {base_url}/responses`. The proxy asks a Responses client's own
+/// upstream this way: models such as Codex's may answer only there.
+#[derive(Debug)]
+pub struct Responses {
+    http: Http,
+}
+
+impl Responses {
+    /// A summarizer on the Responses API.
+    pub fn new(settings: RemoteSettings) -> Result<Self, SummarizeError> {
+        Ok(Responses {
+            http: Http::new(settings)?,
+        })
+    }
+}
+
+#[async_trait]
+impl Complete for Responses {
+    async fn complete(&self, turns: Vec<Turn>) -> Result<String, SummarizeError> {
+        let settings = &self.http.settings;
+        // Nothing is kept on the server: a summary is asked once.
+        let body = json!({
+            "model": settings.model(),
+            "input": chat_messages(&turns),
+            "max_output_tokens": settings.max_summary_tokens,
+            "store": false,
+        });
+        self.complete_body(&body).await
+    }
+}
+
+impl Responses {
+    /// Posts `body`, a whole Responses request, and returns the text of the answer's
+    /// `output_text` parts, with this summarizer's headers, retries and time-out. An answer
+    /// without text (only a function call, or reasoning cut off by the output limit) is
+    /// [`SummarizeError::Empty`]. The proxy's forked summaries send the agent's own request this
+    /// way.
+    pub async fn complete_body(&self, body: &Value) -> Result<String, SummarizeError> {
+        let settings = &self.http.settings;
+        let url = self.http.url("/responses");
+        let mut defaults = Vec::new();
+        if !settings.has_header("authorization")
+            && let Some(key) = settings.api_key()?
+        {
+            defaults.push(("authorization", format!("Bearer {key}")));
+        }
+        let headers = settings.headers_with(defaults);
+        let answer = self.http.post(&url, &headers, body, "Responses").await?;
+        let Some(items) = answer.get("output").and_then(Value::as_array) else {
+            return Err(SummarizeError::Malformed {
+                url,
+                protocol: "Responses",
+                message: format!("no output list in {}", excerpt(&answer.to_string())),
+            });
+        };
+        let text: Vec<&str> = items
+            .iter()
+            .filter(|item| item.get("type").and_then(Value::as_str) == Some("message"))
+            .filter_map(|item| item.get("content").and_then(Value::as_array))
+            .flatten()
+            .filter(|part| part.get("type").and_then(Value::as_str) == Some("output_text"))
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect();
+        nonempty(&url, text.join("\n"))
+    }
+}
+
+#[async_trait]
+impl Summarizer for Responses {
+    fn name(&self) -> &str {
+        "openai-responses"
+    }
+
+    async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError> {
+        self.http.summarize(self, head, prompt).await
+    }
+}
+
 /// Messages: `POST {base_url}/v1/messages`.
 #[derive(Debug)]
 pub struct Anthropic {

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use condense_core::{Message, Part, Role};
-use condense_summarize::{Anthropic, OpenAi, RemoteSettings, SummarizeError, Summarizer};
+use condense_summarize::{
+    Anthropic, OpenAi, RemoteSettings, Responses, SummarizeError, Summarizer,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -31,6 +33,7 @@ fn reply(status: u16, body: impl Into<String>) -> Reply {
 #[derive(Clone, Copy, PartialEq)]
 enum Protocol {
     OpenAi,
+    Responses,
     Anthropic,
 }
 
@@ -42,6 +45,16 @@ impl Protocol {
                 json!({"choices": [{"message": {"role": "assistant", "content": text}}]})
                     .to_string(),
             ),
+            // Reasoning first, as a reasoning model answers: only the message's text counts.
+            Protocol::Responses => reply(
+                200,
+                json!({"object": "response", "status": "completed", "output": [
+                    {"type": "reasoning", "id": "rs_1", "summary": []},
+                    {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                     "content": [{"type": "output_text", "text": text, "annotations": []}]}
+                ]})
+                .to_string(),
+            ),
             Protocol::Anthropic => reply(
                 200,
                 json!({"content": [{"type": "text", "text": text}], "stop_reason": "end_turn"})
@@ -50,9 +63,19 @@ impl Protocol {
         }
     }
 
+    /// The request's turns: `messages`, or the Responses API's `input`.
+    fn turns(self, body: &Value) -> &Vec<Value> {
+        let key = match self {
+            Protocol::Responses => "input",
+            _ => "messages",
+        };
+        body[key].as_array().unwrap()
+    }
+
     fn summarizer(self, settings: RemoteSettings) -> Box<dyn Summarizer> {
         match self {
             Protocol::OpenAi => Box::new(OpenAi::new(settings).unwrap()),
+            Protocol::Responses => Box::new(Responses::new(settings).unwrap()),
             Protocol::Anthropic => Box::new(Anthropic::new(settings).unwrap()),
         }
     }
@@ -60,6 +83,7 @@ impl Protocol {
     fn path(self) -> &'static str {
         match self {
             Protocol::OpenAi => "/v1/chat/completions",
+            Protocol::Responses => "/v1/responses",
             Protocol::Anthropic => "/v1/messages",
         }
     }
@@ -143,7 +167,7 @@ async fn serve(replies: Vec<Reply>) -> (String, Arc<Mutex<Vec<Seen>>>) {
 
 fn settings(protocol: Protocol, base: &str) -> RemoteSettings {
     let base_url = match protocol {
-        Protocol::OpenAi => format!("{base}/v1"),
+        Protocol::OpenAi | Protocol::Responses => format!("{base}/v1"),
         Protocol::Anthropic => base.to_owned(),
     };
     let mut settings = RemoteSettings::new(base_url, "big-model");
@@ -174,6 +198,7 @@ const PROMPT: &str = "Summarize.\n\n## Goal\n## Files";
 
 async fn both(test: impl AsyncFn(Protocol)) {
     test(Protocol::OpenAi).await;
+    test(Protocol::Responses).await;
     test(Protocol::Anthropic).await;
 }
 
@@ -197,7 +222,7 @@ async fn a_summary_comes_back_and_the_request_is_well_formed() {
             seen[0].body["model"], "small-model",
             "the compaction model is used"
         );
-        let messages = seen[0].body["messages"].as_array().unwrap();
+        let messages = protocol.turns(&seen[0].body);
         assert_eq!(messages[0]["role"], "user");
         let last = messages.last().unwrap()["content"].as_str().unwrap();
         assert!(last.ends_with(PROMPT), "the prompt comes last");
@@ -353,7 +378,9 @@ async fn configured_headers_are_sent_instead_of_the_configured_key() {
         let mut settings = settings(protocol, &base);
         settings.api_key_env = Some("CONDENSE_TEST_KEY_THAT_IS_NOT_SET".into());
         settings.headers = match protocol {
-            Protocol::OpenAi => vec![("authorization".into(), "Bearer sk-client".into())],
+            Protocol::OpenAi | Protocol::Responses => {
+                vec![("authorization".into(), "Bearer sk-client".into())]
+            }
             Protocol::Anthropic => vec![
                 ("x-api-key".into(), "sk-ant-client".into()),
                 ("anthropic-version".into(), "2099-01-01".into()),
@@ -366,7 +393,9 @@ async fn configured_headers_are_sent_instead_of_the_configured_key() {
             .unwrap();
         let headers = seen.lock().unwrap()[0].headers.clone();
         match protocol {
-            Protocol::OpenAi => assert!(headers.contains("authorization: bearer sk-client")),
+            Protocol::OpenAi | Protocol::Responses => {
+                assert!(headers.contains("authorization: bearer sk-client"))
+            }
             Protocol::Anthropic => {
                 assert!(headers.contains("x-api-key: sk-ant-client"));
                 assert!(headers.contains("anthropic-version: 2099-01-01"));
@@ -412,7 +441,7 @@ async fn a_large_head_is_summarized_in_chunks_and_merged() {
         assert_eq!(summary, "## Goal\npartial or merged");
         let seen = seen.lock().unwrap().clone();
         assert!(seen.len() > 4, "{} requests", seen.len());
-        let last = seen.last().unwrap().body["messages"][0]["content"]
+        let last = protocol.turns(&seen.last().unwrap().body)[0]["content"]
             .as_str()
             .unwrap()
             .to_owned();
@@ -421,7 +450,7 @@ async fn a_large_head_is_summarized_in_chunks_and_merged() {
             "the last request merges partial summaries"
         );
         for request in &seen {
-            let text = request.body["messages"].to_string();
+            let text = Value::Array(protocol.turns(&request.body).clone()).to_string();
             assert!(
                 text.len() < 3_000 * 4,
                 "a request of {} characters does not fit a 3,000-token window",

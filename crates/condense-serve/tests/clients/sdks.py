@@ -1,7 +1,8 @@
 """The official OpenAI and Anthropic Python SDKs talking to `condense serve`.
 
-Run by tests/sdk_clients.rs with the proxy's URL and a shared transcript (an Anthropic request
-body); prints one JSON object of what each call returned, for the Rust test to check against
+Run by tests/sdk_clients.rs with the proxy's URL, a shared transcript (an Anthropic request
+body) and a Responses request body (a shared Chat Completions transcript as Codex would send
+it); prints one JSON object of what each call returned, for the Rust test to check against
 what the scripted upstream sent.
 """
 
@@ -11,7 +12,7 @@ import sys
 import anthropic
 import openai
 
-url, transcript = sys.argv[1], sys.argv[2]
+url, transcript, responses_session = sys.argv[1], sys.argv[2], sys.argv[3]
 out = {}
 
 oa = openai.OpenAI(base_url=f"{url}/v1", api_key="sk-openai-test", max_retries=0)
@@ -31,6 +32,33 @@ for chunk in oa.chat.completions.create(
 ):
     chunks.append(chunk.model_dump(exclude_none=True))
 out["openai_stream"] = chunks
+
+# The Responses API, as Codex and the Agents SDK use it.
+response = oa.responses.create(model="m", input="hello")
+out["responses"] = {"text": response.output_text, "usage": response.usage.total_tokens}
+kinds = []
+with oa.responses.stream(
+    model="m", input=[{"role": "user", "content": "hello"}]
+) as stream:
+    for event in stream:
+        kinds.append(event.type)
+    final = stream.get_final_response()
+out["responses_stream"] = {"events": kinds, "text": final.output_text,
+                           "usage": final.usage.total_tokens}
+session = json.load(open(responses_session))
+items = session["input"]
+calls = [end for end in range(1, len(items)) if items[end]["type"] == "function_call"]
+sent = 0
+for end in calls[::4] + [len(items)]:
+    oa.responses.create(
+        model="gpt-5-codex",
+        instructions=session["instructions"],
+        input=items[:end],
+        store=False,
+        extra_headers={"x-condense-session": "sdk-responses"},
+    )
+    sent += 1
+out["responses_replayed"] = sent
 
 an = anthropic.Anthropic(base_url=url, api_key="sk-ant-test", max_retries=0)
 message = an.messages.create(
