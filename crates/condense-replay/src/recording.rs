@@ -1,7 +1,7 @@
 //! The requests a harness made, read back from its saved session.
 //!
-//! Every assistant message is the answer to one request, and that request's input was everything
-//! before it. Claude Code logs add the time of every line and the provider's own accounting of
+//! Every assistant message (or run of them: a Responses answer is several items) is the answer
+//! to one request, and that request's input was everything before it. Claude Code logs add the time of every line and the provider's own accounting of
 //! every request (`message.usage`, one per `message.id`: the reader already merged the lines of
 //! one reply into one message, so one message carries one usage).
 
@@ -21,11 +21,15 @@ const KEPT_FIELDS: &[&str] = &[
     "isCompactSummary",
 ];
 
-/// One request of the recorded session: the assistant message it produced.
+/// One request of the recorded session: the assistant message (or messages) it produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     /// The index of the assistant message that answered it; its input was the messages before.
     pub answer: usize,
+    /// The end (exclusive) of its answer: one message, or the run of assistant messages one
+    /// answer became (a Responses answer is a list of items: reasoning, a message, calls, each
+    /// read as a message of its own).
+    pub answer_end: usize,
     /// When it was sent, in milliseconds since the epoch: the time of the last message of its
     /// input (the tool result or the person's message that prompted it), else of the answer.
     /// `None` when the format records no time (the cache then never expires between requests).
@@ -83,7 +87,9 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// The requests of `conversation`: one per assistant message that has something before it.
+    /// The requests of `conversation`: one per run of assistant messages that has something
+    /// before it. A run is one answer, unless a later message in it carries the provider's own
+    /// accounting of another request (Claude Code logs one usage per request).
     ///
     /// Each message's wire records keep only what a policy reads (the time, the provider's
     /// usage and model, the harness's own flags): every policy copies the history for every
@@ -98,24 +104,34 @@ impl Recording {
             }
         }
         let messages = &conversation.messages;
-        let steps = messages
-            .iter()
-            .enumerate()
-            .filter(|(index, message)| *index > 0 && message.role == Role::Assistant)
-            .map(|(answer, message)| Step {
+        let mut steps: Vec<Step> = Vec::new();
+        for (answer, message) in messages.iter().enumerate().skip(1) {
+            if message.role != Role::Assistant {
+                continue;
+            }
+            let recorded = RecordedUsage::of(message);
+            if let Some(last) = steps.last_mut()
+                && last.answer_end == answer
+                && recorded.is_none()
+            {
+                last.answer_end = answer + 1;
+                continue;
+            }
+            steps.push(Step {
                 answer,
+                answer_end: answer + 1,
                 time_ms: messages[answer - 1]
                     .timestamp_ms()
                     .or_else(|| message.timestamp_ms()),
-                recorded: RecordedUsage::of(message),
+                recorded,
                 model: message
                     .wire
                     .iter()
                     .rev()
                     .find_map(|record| record.fields.get("message")?.get("model")?.as_str())
                     .map(str::to_owned),
-            })
-            .collect();
+            });
+        }
         Recording {
             conversation,
             steps,

@@ -328,7 +328,12 @@ fn run_policy(
         }
         let prompt = Prompt::of(&prepared.input, counter, &calibration, key);
         let context_tokens = prompt.tokens();
-        let output_tokens = calibration.scaled(counter.count_message(&messages[step.answer]));
+        let output_tokens = calibration.scaled(
+            messages[step.answer..step.answer_end]
+                .iter()
+                .map(|message| counter.count_message(message))
+                .sum(),
+        );
         let failed = context_tokens > settings.context_window as u64;
         let usage = if failed {
             Usage::default()

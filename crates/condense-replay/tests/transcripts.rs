@@ -490,3 +490,52 @@ impl condense_host::Clock for SetClock {
         self.0.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
+
+/// A session sent as Responses bodies (as Codex sends it: each answer a run of items, its text
+/// and each call a message of its own) is the same requests as its Chat Completions form: one
+/// per answer, with the same output and context within the few tokens the item framing adds.
+#[test]
+fn a_responses_session_replays_as_its_chat_form() {
+    let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+    let mut compared = 0;
+    for path in transcripts() {
+        if !path.to_string_lossy().contains("/openai/") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let chat: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let body = condense_core::testing::responses_from_chat(&chat);
+        let chat = recording(&path);
+        let responses = Recording::of(
+            condense_formats::read_json(condense_formats::Format::Responses, body).unwrap(),
+        );
+        assert_eq!(responses.steps.len(), chat.steps.len(), "{path:?}");
+        let replayed = |recording: &Recording| {
+            let mut policies: Vec<Box<dyn Policy>> = ["recorded", "none"]
+                .iter()
+                .filter_map(|name| policy::named(name, counter.clone()))
+                .collect();
+            replay(
+                recording,
+                &mut policies,
+                &settings(Provider::OpenAi, 200_000),
+                counter.clone(),
+                &mut |_| {},
+            )
+            .unwrap()
+        };
+        let (ours, theirs) = (replayed(&responses), replayed(&chat));
+        for (a, b) in ours.policies.iter().zip(&theirs.policies) {
+            assert_eq!(a.requests, b.requests, "{path:?} {}", a.name);
+            // An answer of text and calls is two items, each framed as a message (a few
+            // tokens each).
+            let (x, y) = (a.output_tokens as f64, b.output_tokens as f64);
+            let framing = 5.0 * a.requests as f64;
+            assert!((x - y).abs() <= framing, "{path:?} {}: {x} vs {y}", a.name);
+            let (x, y) = (a.mean_context_tokens as f64, b.mean_context_tokens as f64);
+            assert!((x - y).abs() <= 0.05 * y, "{path:?} {}: {x} vs {y}", a.name);
+        }
+        compared += 1;
+    }
+    assert!(compared >= 10, "{compared}");
+}
