@@ -2,6 +2,8 @@
 //! extractive summarizer (the files of a summary) and the pruner (a read made stale by a later
 //! call on the same path).
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 /// Input keys that name a file or directory in the tools seen in real sessions (Claude Code's
@@ -115,10 +117,13 @@ pub fn touched<'i>(tool: &str, input: &'i Value) -> (Vec<&'i str>, bool) {
             }
         }
     }
-    let command = command_of(input);
-    if let Some(command) = command {
-        paths.extend(paths_in_command(command));
+    for piece in command_pieces(input) {
+        paths.extend(paths_in_command(piece));
     }
+    let patched = patch_paths(input);
+    let patches = !patched.is_empty();
+    paths.extend(patched);
+    let command = command_of(input);
     let editor_writes = tool == "str_replace_editor"
         && input
             .get("command")
@@ -126,6 +131,7 @@ pub fn touched<'i>(tool: &str, input: &'i Value) -> (Vec<&'i str>, bool) {
             .is_some_and(|c| c != "view");
     let writes = WRITING_TOOLS.contains(&tool)
         || editor_writes
+        || patches
         || command.is_some_and(|command| {
             WRITING_COMMANDS.iter().any(|w| command.contains(w))
                 || command.contains(" > ")
@@ -136,13 +142,73 @@ pub fn touched<'i>(tool: &str, input: &'i Value) -> (Vec<&'i str>, bool) {
     (paths, writes)
 }
 
-/// The shell command of a call, for the tools that run one.
-pub fn command_of(input: &Value) -> Option<&str> {
-    input
-        .get("command")
-        .or_else(|| input.get("cmd"))
-        .and_then(Value::as_str)
-        .filter(|command| command.contains(' ') || command.contains('/') || command.len() > 12)
+/// The shell command of a call, for the tools that run one: a string (`command`, or `cmd` as
+/// Codex's `exec_command` has it), or Codex's `shell` argument list, whose script is the last
+/// word of `["bash", "-lc", SCRIPT]` and otherwise the words joined.
+pub fn command_of(input: &Value) -> Option<Cow<'_, str>> {
+    let pieces = command_pieces(input);
+    let command = match pieces.as_slice() {
+        [] => return None,
+        [one] => Cow::Borrowed(*one),
+        several => Cow::Owned(several.join(" ")),
+    };
+    let shell_like = command.contains(' ') || command.contains('/') || command.len() > 12;
+    shell_like.then_some(command)
+}
+
+/// A call's command as words borrowed from its input: the one string, the script of a shell
+/// invoked with `-c`, or each word of an argument list.
+fn command_pieces(input: &Value) -> Vec<&str> {
+    match input.get("command").or_else(|| input.get("cmd")) {
+        Some(Value::String(command)) => vec![command.as_str()],
+        Some(Value::Array(words)) => {
+            let words: Vec<&str> = words.iter().filter_map(Value::as_str).collect();
+            match words.as_slice() {
+                [shell, flag, script]
+                    if shell
+                        .rsplit('/')
+                        .next()
+                        .is_some_and(|name| name.ends_with("sh"))
+                        && flag.starts_with('-')
+                        && flag.contains('c') =>
+                {
+                    vec![*script]
+                }
+                _ => words,
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The files a patch in Codex's `apply_patch` format names (`*** Add File: P`, `*** Update
+/// File: P`, `*** Delete File: P`, `*** Move to: P`): the custom tool's whole input, or the
+/// `input` (or `patch`) argument of the function form.
+fn patch_paths(input: &Value) -> Vec<&str> {
+    let text = match input {
+        Value::String(text) => Some(text.as_str()),
+        Value::Object(fields) => ["input", "patch"]
+            .iter()
+            .find_map(|key| fields.get(*key).and_then(Value::as_str)),
+        _ => None,
+    };
+    let Some(text) = text.filter(|text| text.trim_start().starts_with("*** Begin Patch")) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| {
+            [
+                "*** Add File: ",
+                "*** Update File: ",
+                "*** Delete File: ",
+                "*** Move to: ",
+            ]
+            .iter()
+            .find_map(|marker| line.strip_prefix(marker))
+        })
+        .map(str::trim)
+        .filter(|path| !path.is_empty())
+        .collect()
 }
 
 /// Words of a shell command that look like file paths: they hold a `/` or end in an extension.
@@ -202,6 +268,38 @@ mod tests {
         );
         let edit = json!({"command": "str_replace", "path": "/w/src/main.c"});
         assert!(touched("str_replace_editor", &edit).1);
+    }
+
+    /// Codex's tools: `shell` takes an argument list (a script after `bash -lc`, or the words
+    /// of one command), `exec_command` a `cmd`, and `apply_patch` a patch in its own format.
+    #[test]
+    fn codex_calls_name_their_paths() {
+        let script = json!({"command": ["bash", "-lc", "cat src/lib.rs"], "workdir": "/w"});
+        assert!(shows_content("shell", &script));
+        assert_eq!(touched("shell", &script), (vec!["src/lib.rs"], false));
+        assert_eq!(command_of(&script).as_deref(), Some("cat src/lib.rs"));
+        let words = json!({"command": ["sed", "-n", "1,80p", "src/main.rs"]});
+        assert_eq!(touched("shell", &words), (vec!["src/main.rs"], false));
+        assert_eq!(
+            command_of(&words).as_deref(),
+            Some("sed -n 1,80p src/main.rs")
+        );
+        let exec = json!({"cmd": "nl -ba crates/a/src/lib.rs", "yield_time_ms": 1000});
+        assert!(shows_content("exec_command", &exec));
+        let patch = json!(
+            "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-a\n+b\n*** Add File: docs/new.md\n+hi\n*** End Patch"
+        );
+        assert_eq!(
+            touched("apply_patch", &patch),
+            (vec!["src/lib.rs", "docs/new.md"], true)
+        );
+        // The function form, under another tool name: still a write of those files.
+        let function = json!({"input": patch});
+        assert_eq!(
+            touched("patch", &function),
+            (vec!["src/lib.rs", "docs/new.md"], true)
+        );
+        assert_eq!(touched("note", &json!("no patch here")), (vec![], false));
     }
 
     #[test]

@@ -794,3 +794,52 @@ fn a_read_superseded_by_a_later_edit_is_replaced_first() {
     prune(&mut kept, &protected, &mut DecisionLog::new(), &store);
     assert_eq!(kept, original, "a protected tool's read is never replaced");
 }
+
+/// Codex's way of reading and editing: a `shell` call whose script `cat`s a file, then an
+/// `apply_patch` custom call that updates it, in a Responses body. The read is stale and goes
+/// first, its placeholder naming the patch.
+#[test]
+fn a_codex_read_superseded_by_apply_patch_is_replaced_first() {
+    let body = serde_json::json!({
+        "model": "gpt-5-codex",
+        "instructions": "You are Codex.",
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix src/lib.rs"}]},
+            {"type": "function_call", "call_id": "read", "name": "shell",
+             "arguments": "{\"command\":[\"bash\",\"-lc\",\"cat src/lib.rs\"],\"workdir\":\"/w\"}"},
+            {"type": "function_call_output", "call_id": "read", "output": words(300, "lib.rs before")},
+            {"type": "custom_tool_call", "call_id": "patch", "name": "apply_patch",
+             "input": "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-a\n+b\n*** End Patch"},
+            {"type": "custom_tool_call_output", "call_id": "patch", "output": "Success."},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "thanks"}]},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "and now?"}]}
+        ]
+    });
+    let mut conversation =
+        condense_formats::read_json(condense_formats::Format::Responses, body).unwrap();
+    let settings = PruneSettings {
+        protect_tokens: 1_000_000,
+        minimum_tokens: 0,
+        ..PruneSettings::default()
+    };
+    let report = prune(
+        &mut conversation,
+        &settings,
+        &mut DecisionLog::new(),
+        &MemoryStore::new(),
+    );
+    let read = report.outputs.iter().find(|o| o.call_id == "read").unwrap();
+    assert_eq!(
+        read.reason,
+        Reason::Superseded {
+            by: "apply_patch".into(),
+            at: 4
+        }
+    );
+    let text = output_text(&conversation.messages[3]);
+    assert!(
+        text.contains("superseded by apply_patch at message 4"),
+        "{text}"
+    );
+}

@@ -145,7 +145,7 @@ impl Facts {
 /// A call's input in one line: the command, else the path, else the compact JSON, cut at 120.
 fn describe(input: &serde_json::Value) -> String {
     let text = paths::command_of(input)
-        .map(str::to_owned)
+        .map(std::borrow::Cow::into_owned)
         .or_else(|| {
             [
                 "file_path",
