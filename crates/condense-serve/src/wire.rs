@@ -111,8 +111,9 @@ fn anthropic_type(status: StatusCode) -> &'static str {
 
 /// A session key for a client that sends no `x-condense-session`: the same for every request
 /// of one conversation, different for another. It hashes what a conversation starts with and
-/// never changes once the conversation has its first reply: the provider, the system prompt, the
-/// first user message and the first assistant message (their text and the ids and names of the
+/// never changes once the conversation has its first reply: the provider, the request's
+/// `prompt_cache_key` when it has one, the system prompt, the first user message and the first
+/// assistant message (their text and the ids and names of the
 /// calls, not their bytes, so a client that re-serializes them differently still lands in the
 /// same session).
 ///
@@ -133,6 +134,17 @@ pub fn derived_session(provider: Provider, conversation: &Conversation) -> Strin
             .unwrap_or_default()
     };
     hasher.update(provider.name().as_bytes());
+    // A client that names its conversation for the provider's cache (Codex sends its session
+    // id as `prompt_cache_key`) tells its sessions apart from their first request.
+    if let Some(key) = conversation
+        .envelope
+        .as_ref()
+        .and_then(|envelope| envelope.get("prompt_cache_key"))
+        .and_then(Value::as_str)
+    {
+        hasher.update([2]);
+        hasher.update(key.as_bytes());
+    }
     hasher.update([0]);
     hasher.update(first(Role::System).as_bytes());
     hasher.update([0]);
@@ -433,6 +445,18 @@ mod tests {
             key(&conversation(&["a"]))
         );
         assert!(key(&other).starts_with("auto-"));
+        // Two first requests alike but for the cache key the client gave them (Codex's session
+        // id): two sessions. Without one, the key is what it was.
+        let keyed = |cache_key: &str| {
+            let mut conversation = conversation(&[]);
+            let mut envelope = condense_core::JsonMap::new();
+            envelope.insert("prompt_cache_key".into(), cache_key.into());
+            conversation.envelope = Some(envelope);
+            key(&conversation)
+        };
+        assert_ne!(keyed("0199-a"), keyed("0199-b"));
+        assert_eq!(keyed("0199-a"), keyed("0199-a"));
+        assert_ne!(keyed("0199-a"), key(&conversation(&[])));
     }
 
     #[test]
