@@ -5,7 +5,7 @@
 use std::hint::black_box;
 
 use condense_core::testing::transcript;
-use condense_formats::read;
+use condense_formats::{Format, read};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 fn largest_transcript(c: &mut Criterion) {
@@ -43,5 +43,30 @@ fn huge_tool_output(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, largest_transcript, huge_tool_output);
+/// The same OpenHands run as a Chat Completions body and as the Responses body Codex would send
+/// for it (every call and output an item of its own): the baseline and the new reader in one
+/// run.
+fn chat_and_responses(c: &mut Criterion) {
+    let chat = transcript("openai/openhands-ponylang__ponyc-4595")
+        .unwrap()
+        .bytes;
+    let value: serde_json::Value = serde_json::from_slice(&chat).unwrap();
+    let responses =
+        serde_json::to_vec(&condense_core::testing::responses_from_chat(&value)).unwrap();
+    let mut group = c.benchmark_group("read openhands-4595 as");
+    group.bench_function("chat completions", |b| {
+        b.iter(|| read(black_box(&chat), Some(Format::OpenAi)).unwrap())
+    });
+    group.bench_function("responses", |b| {
+        b.iter(|| read(black_box(&responses), Some(Format::Responses)).unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    largest_transcript,
+    huge_tool_output,
+    chat_and_responses
+);
 criterion_main!(benches);
