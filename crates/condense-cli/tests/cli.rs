@@ -487,6 +487,58 @@ fn a_compacted_anthropic_request_starts_with_the_summary_as_a_user_message() {
     assert!(messages.len() < before["messages"].as_array().unwrap().len());
 }
 
+/// A Responses body (the OpenHands run as Codex would send it) is detected, compacted and
+/// written back as a Responses body: the instructions stay `instructions`, the summary is the
+/// first item, the last items are the session's own, and a forced format that contradicts the
+/// content is refused.
+#[test]
+fn a_compacted_responses_body_is_still_a_responses_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let chat: Value = serde_json::from_slice(
+        &std::fs::read(transcripts().join("openai/openhands-ponylang__ponyc-4588.json")).unwrap(),
+    )
+    .unwrap();
+    let before = condense_core::testing::responses_from_chat(&chat);
+    std::fs::write(dir.path().join("codex.json"), before.to_string()).unwrap();
+    let out = condense(
+        dir.path(),
+        &[
+            "compact",
+            "codex.json",
+            "--context-window",
+            "16000",
+            "--max-output-tokens",
+            "4096",
+            "-o",
+            "out.json",
+        ],
+    );
+    let stderr = text(&out.stderr, dir.path());
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("(openai-responses)"), "{stderr}");
+    let after: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("out.json")).unwrap()).unwrap();
+    assert_eq!(after["instructions"], before["instructions"]);
+    let (items, original) = (
+        after["input"].as_array().unwrap(),
+        before["input"].as_array().unwrap(),
+    );
+    assert!(items.len() < original.len());
+    assert!(
+        items[0]["content"]
+            .to_string()
+            .contains("<prior-conversation-summary>")
+    );
+    assert_eq!(items.last(), original.last());
+    let out = condense(dir.path(), &["count", "codex.json", "--format", "openai"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        text(&out.stderr, dir.path())
+    );
+}
+
 /// The trim tool, ready to paste into a harness's tool list, in each provider's shape; and a
 /// session whose agent called it comes out with the result trimmed and the call reported.
 #[test]
