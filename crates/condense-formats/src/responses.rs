@@ -4,9 +4,10 @@
 //! Each item is one message of the model: a `message` item (or a bare `{role, content}`) is a
 //! message of its role; a `function_call` or `custom_tool_call` is an assistant message holding
 //! that call; a `function_call_output` or `custom_tool_call_output` is a tool message holding
-//! that result. Any other item (`reasoning` with its encrypted content, `web_search_call`,
-//! `item_reference`, …) is an assistant message holding the item as an opaque part, written back
-//! as it came. `instructions`, when a string, is the first message (a system one), as
+//! that result. Any other item is kept as an opaque part, written back as it came: in an
+//! assistant message when the model made it (`reasoning` with its encrypted content,
+//! `web_search_call`, …), in a user message that is no person's turn when the client did
+//! (`computer_call_output`, `mcp_approval_response`, `item_reference`). `instructions`, when a string, is the first message (a system one), as
 //! Anthropic's `system` is. A string `input` is the API's shorthand for one user message, and is
 //! read as that message (written back as a one-item list, which the API reads the same).
 
@@ -123,12 +124,24 @@ pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, Fo
             message.wire[0].shape = shape;
             Ok(message)
         }
-        Some(_) => Ok(item(
-            Role::Assistant,
-            Part::Opaque {
+        Some(kind) => {
+            let by_client = kind.ends_with("_output")
+                || kind.ends_with("_response")
+                || kind == "item_reference";
+            let value = Part::Opaque {
                 value: Value::Object(fields),
-            },
-        )),
+            };
+            Ok(if by_client {
+                // What the client sends back (a computer call's screenshot, an approval, a
+                // reference to a stored item): a program wrote it, so it is no person's turn.
+                Message {
+                    generated: true,
+                    ..item(Role::User, value)
+                }
+            } else {
+                item(Role::Assistant, value)
+            })
+        }
     }
 }
 
@@ -577,6 +590,34 @@ mod tests {
             to_value(&short)["input"],
             serde_json::json!([{"role": "user", "content": "Hello"}])
         );
+    }
+
+    /// Items the model made are its answers; items the client sends back are not a person's
+    /// turn. Both go back as they came.
+    #[test]
+    fn other_items_are_the_model_s_or_the_client_s() {
+        let body = serde_json::json!({"input": [
+            {"role": "user", "content": "open the page"},
+            {"type": "computer_call", "call_id": "c1", "action": {"type": "screenshot"}},
+            {"type": "computer_call_output", "call_id": "c1", "output": {"type": "input_image", "image_url": "data:"}},
+            {"type": "item_reference", "id": "msg_7"}
+        ]});
+        let conversation = from_value(body.clone()).unwrap();
+        let who: Vec<(Role, bool)> = conversation
+            .messages
+            .iter()
+            .map(|m| (m.role, m.generated))
+            .collect();
+        assert_eq!(
+            who,
+            [
+                (Role::User, false),
+                (Role::Assistant, false),
+                (Role::User, true),
+                (Role::User, true)
+            ]
+        );
+        assert_eq!(to_value(&conversation), body);
     }
 
     #[test]
