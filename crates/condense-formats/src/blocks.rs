@@ -10,19 +10,27 @@ use serde_json::Value;
 pub(crate) fn parts_from_content(
     content: Option<Value>,
 ) -> Result<(Vec<Part>, ContentShape), String> {
+    content_with(content, part_from_block, "a list of blocks")
+}
+
+/// A `content` value, in any format: absent, `null`, one string, or a list whose items `part`
+/// reads (each format has its own part types); with the shape to write it back in. `list` names
+/// the list in the error for anything else.
+pub(crate) fn content_with(
+    content: Option<Value>,
+    part: impl Fn(Value) -> Result<Part, String>,
+    list: &str,
+) -> Result<(Vec<Part>, ContentShape), String> {
     match content {
         None => Ok((Vec::new(), ContentShape::Absent)),
         Some(Value::Null) => Ok((Vec::new(), ContentShape::Null)),
         Some(Value::String(text)) => Ok((vec![Part::text(text)], ContentShape::String)),
-        Some(Value::Array(blocks)) => Ok((
-            blocks
-                .into_iter()
-                .map(part_from_block)
-                .collect::<Result<_, _>>()?,
+        Some(Value::Array(items)) => Ok((
+            items.into_iter().map(part).collect::<Result<_, _>>()?,
             ContentShape::Blocks,
         )),
         Some(other) => Err(format!(
-            "`content` must be a string or a list of blocks, not {}",
+            "`content` must be a string or {list}, not {}",
             kind_of(&other)
         )),
     }

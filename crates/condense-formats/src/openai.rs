@@ -8,7 +8,7 @@ use condense_core::{
 };
 use serde_json::Value;
 
-use crate::blocks::{kind_of, take_string};
+use crate::blocks::{content_with, kind_of, take_string};
 use crate::{FormatError, Location, embedded};
 
 pub(crate) fn from_value(value: Value) -> Result<Conversation, FormatError> {
@@ -146,22 +146,7 @@ pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, Fo
 }
 
 fn content_parts(content: Option<Value>) -> Result<(Vec<Part>, ContentShape), String> {
-    match content {
-        None => Ok((Vec::new(), ContentShape::Absent)),
-        Some(Value::Null) => Ok((Vec::new(), ContentShape::Null)),
-        Some(Value::String(text)) => Ok((vec![Part::text(text)], ContentShape::String)),
-        Some(Value::Array(items)) => Ok((
-            items
-                .into_iter()
-                .map(content_part)
-                .collect::<Result<_, _>>()?,
-            ContentShape::Blocks,
-        )),
-        Some(other) => Err(format!(
-            "`content` must be a string or a list, not {}",
-            kind_of(&other)
-        )),
-    }
+    content_with(content, content_part, "a list")
 }
 
 fn content_part(item: Value) -> Result<Part, String> {

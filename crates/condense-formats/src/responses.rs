@@ -17,7 +17,7 @@ use condense_core::{
 };
 use serde_json::Value;
 
-use crate::blocks::{kind_of, take_string};
+use crate::blocks::{content_with, kind_of, take_string};
 use crate::{FormatError, Location};
 
 /// The item types that hold a call, with the key their arguments are under.
@@ -183,21 +183,7 @@ fn message_item(at: Location, mut fields: JsonMap) -> Result<Message, FormatErro
 }
 
 fn content_parts(content: Option<Value>) -> Result<(Vec<Part>, ContentShape), String> {
-    match content {
-        None => Ok((Vec::new(), ContentShape::Absent)),
-        Some(Value::String(text)) => Ok((vec![Part::text(text)], ContentShape::String)),
-        Some(Value::Array(items)) => Ok((
-            items
-                .into_iter()
-                .map(content_part)
-                .collect::<Result<_, _>>()?,
-            ContentShape::Blocks,
-        )),
-        Some(other) => Err(format!(
-            "`content` must be a string or a list, not {}",
-            kind_of(&other)
-        )),
-    }
+    content_with(content, content_part, "a list")
 }
 
 /// A text part keeps its `type` (`input_text`, `output_text`) among its wire fields; any other
@@ -450,6 +436,7 @@ fn output_item(result: &ToolResult, shape: ContentShape) -> Value {
 fn content_value(role: Role, parts: &[&Part], shape: ContentShape) -> Option<Value> {
     match (shape, parts) {
         (ContentShape::Absent, []) => None,
+        (ContentShape::Null, []) => Some(Value::Null),
         (ContentShape::String, [Part::Text(text)]) if text.extra.is_empty() => {
             Some(text.text.clone().into())
         }
@@ -600,7 +587,8 @@ mod tests {
             {"role": "user", "content": "open the page"},
             {"type": "computer_call", "call_id": "c1", "action": {"type": "screenshot"}},
             {"type": "computer_call_output", "call_id": "c1", "output": {"type": "input_image", "image_url": "data:"}},
-            {"type": "item_reference", "id": "msg_7"}
+            {"type": "item_reference", "id": "msg_7"},
+            {"role": "assistant", "content": null}
         ]});
         let conversation = from_value(body.clone()).unwrap();
         let who: Vec<(Role, bool)> = conversation
@@ -614,7 +602,8 @@ mod tests {
                 (Role::User, false),
                 (Role::Assistant, false),
                 (Role::User, true),
-                (Role::User, true)
+                (Role::User, true),
+                (Role::Assistant, false)
             ]
         );
         assert_eq!(to_value(&conversation), body);

@@ -2,7 +2,8 @@
 //!
 //! The default, [`Extractive`], needs no model and no network: it fills the template's sections
 //! from the head itself, deterministically. [`OpenAi`] (any Chat Completions server: OpenAI, vLLM,
-//! llama.cpp, Ollama) and [`Anthropic`] (the Messages API) ask a model. A head too large for the
+//! llama.cpp, Ollama), [`Responses`] (OpenAI's Responses API, which the proxy uses for a Codex
+//! client's own upstream) and [`Anthropic`] (the Messages API) ask a model. A head too large for the
 //! summarizer's own window is summarized in chunks whose partial summaries are merged, so a
 //! server's `context_length_exceeded` never reaches the user.
 

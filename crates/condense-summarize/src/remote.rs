@@ -135,7 +135,7 @@ impl RemoteSettings {
 const SAFETY: f64 = 0.6;
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// What both protocols share: the client and the retry loop.
+/// What the protocols share: the client and the retry loop.
 #[derive(Debug)]
 struct Http {
     settings: RemoteSettings,
@@ -264,6 +264,28 @@ impl Http {
 }
 
 impl Http {
+    /// POSTs `body` to `path` with OpenAI's bearer token (the configured key, unless a header
+    /// the harness gave carries its own `authorization`): the two OpenAI protocols' requests.
+    /// Returns the URL, for errors, and the answer.
+    async fn post_bearer(
+        &self,
+        path: &str,
+        body: &Value,
+        protocol: &'static str,
+    ) -> Result<(String, Value), SummarizeError> {
+        let settings = &self.settings;
+        let url = self.url(path);
+        let mut defaults = Vec::new();
+        if !settings.has_header("authorization")
+            && let Some(key) = settings.api_key()?
+        {
+            defaults.push(("authorization", format!("Bearer {key}")));
+        }
+        let headers = settings.headers_with(defaults);
+        let answer = self.post(&url, &headers, body, protocol).await?;
+        Ok((url, answer))
+    }
+
     /// The head as text turns, in as many chunks as the model's window needs.
     async fn summarize(
         &self,
@@ -369,18 +391,9 @@ impl OpenAi {
     /// text (a tool call, `content: null`) is [`SummarizeError::Empty`]. The proxy's forked
     /// summaries send the agent's own request this way.
     pub async fn complete_body(&self, body: &Value) -> Result<String, SummarizeError> {
-        let settings = &self.http.settings;
-        let url = self.http.url("/chat/completions");
-        let mut defaults = Vec::new();
-        if !settings.has_header("authorization")
-            && let Some(key) = settings.api_key()?
-        {
-            defaults.push(("authorization", format!("Bearer {key}")));
-        }
-        let headers = settings.headers_with(defaults);
-        let answer = self
+        let (url, answer) = self
             .http
-            .post(&url, &headers, body, "Chat Completions")
+            .post_bearer("/chat/completions", body, "Chat Completions")
             .await?;
         let Some(message) = answer.pointer("/choices/0/message") else {
             return Err(SummarizeError::Malformed {
@@ -453,16 +466,10 @@ impl Responses {
     /// [`SummarizeError::Empty`]. The proxy's forked summaries send the agent's own request this
     /// way.
     pub async fn complete_body(&self, body: &Value) -> Result<String, SummarizeError> {
-        let settings = &self.http.settings;
-        let url = self.http.url("/responses");
-        let mut defaults = Vec::new();
-        if !settings.has_header("authorization")
-            && let Some(key) = settings.api_key()?
-        {
-            defaults.push(("authorization", format!("Bearer {key}")));
-        }
-        let headers = settings.headers_with(defaults);
-        let answer = self.http.post(&url, &headers, body, "Responses").await?;
+        let (url, answer) = self
+            .http
+            .post_bearer("/responses", body, "Responses")
+            .await?;
         let Some(items) = answer.get("output").and_then(Value::as_array) else {
             return Err(SummarizeError::Malformed {
                 url,
