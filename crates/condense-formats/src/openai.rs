@@ -67,27 +67,7 @@ pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, Fo
             format!("a message is an object, not {}", kind_of(&raw)),
         ));
     };
-    let role = match fields.get("role") {
-        Some(Value::String(role)) => match role.as_str() {
-            "system" | "developer" => Role::System,
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            "tool" => Role::Tool,
-            _ => {
-                return Err(FormatError::UnknownRole {
-                    at,
-                    role: role.clone(),
-                });
-            }
-        },
-        Some(other) => {
-            return Err(FormatError::malformed(
-                at,
-                format!("`role` must be a string, not {}", kind_of(other)),
-            ));
-        }
-        None => return Err(FormatError::malformed(at, "the message has no `role`")),
-    };
+    let role = role_of(at, &fields, true)?;
     // The original role string stays in `fields` so that `developer` goes back as `developer`.
     let content = fields.shift_remove("content");
     let mut parts = Vec::new();
@@ -143,6 +123,32 @@ pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, Fo
         generated: false,
         wire,
     })
+}
+
+/// A message's `role` in OpenAI's APIs: `system` or `developer`, `user`, `assistant`, and with
+/// `tool_role` Chat Completions' `tool` (the Responses API carries results as items instead).
+pub(crate) fn role_of(
+    at: Location,
+    fields: &JsonMap,
+    tool_role: bool,
+) -> Result<Role, FormatError> {
+    match fields.get("role") {
+        Some(Value::String(role)) => match role.as_str() {
+            "system" | "developer" => Ok(Role::System),
+            "user" => Ok(Role::User),
+            "assistant" => Ok(Role::Assistant),
+            "tool" if tool_role => Ok(Role::Tool),
+            _ => Err(FormatError::UnknownRole {
+                at,
+                role: role.clone(),
+            }),
+        },
+        Some(other) => Err(FormatError::malformed(
+            at,
+            format!("`role` must be a string, not {}", kind_of(other)),
+        )),
+        None => Err(FormatError::malformed(at, "the message has no `role`")),
+    }
 }
 
 fn content_parts(content: Option<Value>) -> Result<(Vec<Part>, ContentShape), String> {

@@ -148,26 +148,7 @@ pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, Fo
 /// A `message` item: its role kept among the wire fields, so `developer` goes back as
 /// `developer`.
 fn message_item(at: Location, mut fields: JsonMap) -> Result<Message, FormatError> {
-    let role = match fields.get("role") {
-        Some(Value::String(role)) => match role.as_str() {
-            "system" | "developer" => Role::System,
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            _ => {
-                return Err(FormatError::UnknownRole {
-                    at,
-                    role: role.clone(),
-                });
-            }
-        },
-        Some(other) => {
-            return Err(FormatError::malformed(
-                at,
-                format!("`role` must be a string, not {}", kind_of(other)),
-            ));
-        }
-        None => return Err(FormatError::malformed(at, "the message has no `role`")),
-    };
+    let role = crate::openai::role_of(at, &fields, false)?;
     let (parts, shape) = content_parts(fields.shift_remove("content"))
         .map_err(|problem| FormatError::malformed(at, problem))?;
     Ok(Message {
