@@ -811,10 +811,10 @@ fn compressed(headers: &axum::http::HeaderMap) -> Option<String> {
 /// The JSON is checked whole, but only the messages not seen before are built (see
 /// [`condense_formats::Request`]).
 ///
-/// `None` for a Responses request whose conversation the provider holds: one that continues a
-/// stored response (`previous_response_id`: its `input` is only what is new), or whose
-/// `input` is a single string. There is nothing of the conversation to compact, and the body
-/// is valid for the provider, so it goes upstream as it came.
+/// `None` for a Responses request with no list of items to compact: one that continues a
+/// stored response (`previous_response_id`: its `input` is only what is new, the provider holds
+/// the rest), or whose `input` is not a list (a single string; anything else is the provider's
+/// to refuse). It goes upstream as it came.
 fn chat_request(
     provider: Provider,
     bytes: &[u8],
