@@ -99,7 +99,7 @@ enum Command {
     /// What each compaction policy would have cost on a recorded session, request by request,
     /// with the provider's prompt cache.
     #[command(
-        after_help = "Example:\n  condense replay session.jsonl --context-window 64000 --plot replay.svg\n  condense replay session.json --provider openai --policy recorded --policy condense --json"
+        after_help = "Example:\n  condense replay session.jsonl --context-window 64000 --plot replay.svg\n  condense replay session.json --policy recorded --policy condense --json"
     )]
     Replay(ReplayArgs),
     /// Tools condense gives the agent.
@@ -238,9 +238,10 @@ pub struct ReplayArgs {
     /// when none is named).
     #[arg(long, value_name = "NAME")]
     policy: Vec<String>,
-    /// Whose prompt cache and prices: anthropic or openai.
-    #[arg(long, default_value = "anthropic", value_parser = parse_provider)]
-    provider: condense_replay::Provider,
+    /// Whose prompt cache and prices: anthropic or openai (by default, the one whose wire
+    /// format the session is in: openai for Chat Completions and Responses bodies).
+    #[arg(long, value_parser = parse_provider)]
+    provider: Option<condense_replay::Provider>,
     /// Prices and cache rules read on top of config/prices.toml.
     #[arg(long, value_name = "FILE")]
     prices: Option<PathBuf>,

@@ -53,7 +53,9 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
     }
     let tail = config.tail_settings();
     let settings = Settings {
-        provider: args.provider,
+        provider: args
+            .provider
+            .unwrap_or_else(|| provider_speaking(session.format)),
         ttl: args.ttl,
         prices,
         context_window: tail.context_window,
@@ -88,6 +90,17 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
 }
 
 /// The policies asked for, each once, in the order given; all of them when none is named.
+/// The provider whose wire format a session is in: a session recorded from an OpenAI client was
+/// paid at OpenAI's prices, so that is what its replay prices unless `--provider` says otherwise.
+fn provider_speaking(format: condense_formats::Format) -> Provider {
+    match format {
+        condense_formats::Format::OpenAi | condense_formats::Format::Responses => Provider::OpenAi,
+        condense_formats::Format::Anthropic | condense_formats::Format::ClaudeCode => {
+            Provider::Anthropic
+        }
+    }
+}
+
 fn policy_names(args: &ReplayArgs) -> Result<Vec<String>> {
     let mut names: Vec<String> = if args.policy.is_empty() {
         policy::NAMES

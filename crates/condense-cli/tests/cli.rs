@@ -595,6 +595,8 @@ fn replay_prices_every_policy_and_draws_the_chart() {
         &[
             "replay",
             input,
+            "--provider",
+            "anthropic",
             "--context-window",
             "8000",
             "--max-output-tokens",
@@ -610,15 +612,7 @@ fn replay_prices_every_policy_and_draws_the_chart() {
 
     let json = condense(
         dir.path(),
-        &[
-            "replay",
-            input,
-            "--provider",
-            "openai",
-            "--json",
-            "--plot",
-            "chart.svg",
-        ],
+        &["replay", input, "--json", "--plot", "chart.svg"],
     );
     assert!(
         json.status.success(),
@@ -626,6 +620,7 @@ fn replay_prices_every_policy_and_draws_the_chart() {
         String::from_utf8_lossy(&json.stderr)
     );
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    // No --provider: a Chat Completions session was paid at OpenAI's prices.
     assert_eq!(value["provider"], "openai");
     let policies = value["policies"].as_array().unwrap();
     let names: Vec<&str> = policies
@@ -690,6 +685,10 @@ fn replay_of_a_claude_code_log_reports_the_logs_own_figures() {
         String::from_utf8_lossy(&out.stderr)
     );
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        value["provider"], "anthropic",
+        "Claude Code talks to Anthropic"
+    );
     let recorded = &value["policies"][0];
     assert_eq!(recorded["name"], "recorded");
     assert_eq!(recorded["recorded_requests"], 17);
