@@ -1,0 +1,317 @@
+//! OpenAI's Codex CLI as the proxy's client, configured as the README says: a model provider
+//! whose `base_url` is the proxy and whose `wire_api` is `responses`. `.ci/run` installs Codex
+//! with `scripts/codex.sh` and sets `CONDENSE_CODEX`; elsewhere the test says it was skipped.
+//!
+//! The upstream is scripted as a model that works like an agent: it has Codex run a command a
+//! few times, each printing a few thousand tokens, then answers in text. Codex resends its
+//! whole history with every request, so the later requests cross the pruning thresholds: what
+//! reaches the upstream is compacted, valid and frozen, while Codex's own session log keeps
+//! every output as the command printed it.
+#![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
+use condense_host::{Compactor, Config, Sources};
+use condense_pruner::{FixedClock, MemoryStore};
+use condense_serve::testing::{Frozen, Received, settings_for, spawn};
+use condense_serve::{DirSessionStore, Proxy};
+use serde_json::{Value, json};
+
+/// How many commands the scripted model has Codex run before it answers.
+const COMMANDS: usize = 6;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_works_through_the_proxy_and_its_requests_are_compacted() {
+    let Some(codex) = condense_core::testing::required_url(
+        "codex_works_through_the_proxy_and_its_requests_are_compacted",
+        "CONDENSE_CODEX",
+        "CONDENSE_REQUIRE_CODEX",
+    ) else {
+        return;
+    };
+    let (upstream, received) = agent_upstream().await;
+    let config = Config::load(&Sources {
+        // A window the session outgrows after a few commands (Codex's own instructions and
+        // tools take about 11K tokens of it), and a skip boundary of two calls (ten by
+        // default, more than this short run makes).
+        env: vec![
+            ("CONDENSE_PRUNE_SKIP_TOOL_CALLS".into(), "2".into()),
+            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "32000".into()),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+            ("CONDENSE_PRUNE_MINIMUM_TOKENS".into(), "2000".into()),
+            ("CONDENSE_PRUNE_PROTECT_TOKENS".into(), "5000".into()),
+        ],
+        ..Sources::default()
+    })
+    .unwrap();
+    let compactor = Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()))
+        .with_clock(Box::new(FixedClock(1_763_700_000_000)));
+    let state = tempfile::tempdir().unwrap();
+    let proxy = Arc::new(
+        Proxy::new(
+            settings_for(&upstream),
+            compactor,
+            Arc::new(DirSessionStore::new(state.path())),
+        )
+        .unwrap(),
+    );
+    let url = spawn(proxy).await;
+
+    // The configuration the README gives for Codex, in a home of its own.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "model = \"gpt-5-codex\"\nmodel_provider = \"condense\"\n\n\
+             [model_providers.condense]\nname = \"condense\"\nbase_url = \"{url}/v1\"\n\
+             wire_api = \"responses\"\nenv_key = \"OPENAI_API_KEY\"\n"
+        ),
+    )
+    .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut command = std::process::Command::new(&codex);
+    command
+        .args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "count to a few thousand, several times",
+        ])
+        .current_dir(work.path())
+        .env("CODEX_HOME", home.path())
+        .env("OPENAI_API_KEY", "sk-test")
+        .stdin(std::process::Stdio::null());
+    // Codex blocks; the proxy runs on this runtime's other threads meanwhile.
+    let output =
+        tokio::task::spawn_blocking(move || run_bounded(command, Duration::from_secs(240)))
+            .await
+            .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}\n{stdout}");
+
+    // Codex got the scripted model's answer, and the usage it reported, as the upstream sent
+    // them.
+    let events: Vec<Value> = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let said: Vec<&str> = events
+        .iter()
+        .filter(|event| event["type"] == "item.completed")
+        .filter(|event| event["item"]["type"] == "agent_message")
+        .filter_map(|event| event["item"]["text"].as_str())
+        .collect();
+    assert_eq!(said, [FINAL_ANSWER], "{stdout}");
+    let ran = events
+        .iter()
+        .filter(|event| event["type"] == "item.completed")
+        .filter(|event| event["item"]["type"] == "command_execution")
+        .count();
+    assert_eq!(ran, COMMANDS, "{stdout}");
+
+    let bodies: Vec<Value> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(path, _, _)| path == "/v1/responses")
+        .map(|(_, _, body)| serde_json::from_slice::<Value>(body).unwrap())
+        .collect();
+    assert_eq!(bodies.len(), COMMANDS + 1);
+    let mut frozen = Frozen::default();
+    for (request, body) in bodies.iter().enumerate() {
+        assert_eq!(body["stream"], true, "Codex streams");
+        frozen.check_body(request, condense_formats::Format::Responses, body);
+        // The last exchange is kept: the output Codex just produced goes up whole (followed,
+        // when the request was summarized, by the continuation message).
+        let items = body["input"].as_array().unwrap();
+        if request > 0 {
+            let last = items
+                .iter()
+                .rfind(|item| item["type"] == "function_call_output")
+                .unwrap();
+            assert_eq!(last["call_id"], format!("call_{}", request - 1));
+            assert!(
+                !last["output"].to_string().contains("condense recall"),
+                "request {request}: the newest output was replaced"
+            );
+        }
+    }
+    eprintln!(
+        "{} Codex requests, {} outputs replaced",
+        bodies.len(),
+        frozen.replaced.len()
+    );
+    assert!(
+        frozen.replaced.len() >= 2,
+        "the later requests were compacted: {:?}",
+        frozen.replaced.keys()
+    );
+
+    // Codex's own log of the session still holds every output as the command printed it:
+    // the proxy changed what the model saw, not what the agent keeps.
+    let rollout = rollout_of(home.path());
+    let outputs: Vec<&Value> = rollout
+        .iter()
+        .filter(|line| line["type"] == "response_item")
+        .map(|line| &line["payload"])
+        .filter(|item| item["type"] == "function_call_output")
+        .collect();
+    assert_eq!(outputs.len(), COMMANDS);
+    for output in outputs {
+        assert!(!output.to_string().contains("condense recall"), "{output}");
+    }
+}
+
+/// What the scripted model says once Codex has run its commands.
+const FINAL_ANSWER: &str = "Counted six times.";
+
+/// The scripted model, on a free 127.0.0.1 port: its origin and what it received. For the
+/// first [`COMMANDS`] Responses requests it streams a call to Codex's shell tool, then one text
+/// answer; each stream is the events OpenAI sends, usage in `response.completed`.
+async fn agent_upstream() -> (String, Received) {
+    let received: Received = Arc::default();
+    let count = Arc::new(AtomicUsize::new(0));
+    let record = received.clone();
+    let answer = move |uri: Uri, headers: HeaderMap, body: Bytes| {
+        let received = record.clone();
+        let count = count.clone();
+        async move {
+            received
+                .lock()
+                .unwrap()
+                .push((uri.path().to_owned(), headers, body.clone()));
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let turn = count.fetch_add(1, Ordering::SeqCst);
+            let item = if turn < COMMANDS {
+                shell_call(&request, turn)
+            } else {
+                json!({"type": "message", "id": format!("msg_{turn}"), "status": "completed",
+                       "role": "assistant",
+                       "content": [{"type": "output_text", "text": FINAL_ANSWER, "annotations": []}]})
+            };
+            let response = |status: &str, output: Value, usage: Value| {
+                json!({"id": format!("resp_{turn}"), "object": "response", "created_at": 1,
+                       "status": status, "model": "gpt-5-codex", "output": output,
+                       "usage": usage})
+            };
+            let usage = json!({"input_tokens": 1000 + turn, "input_tokens_details": {"cached_tokens": 0},
+                               "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 0},
+                               "total_tokens": 1009 + turn});
+            let events = [
+                (
+                    "response.created",
+                    json!({"response": response("in_progress", json!([]), Value::Null)}),
+                ),
+                (
+                    "response.output_item.added",
+                    json!({"output_index": 0, "item": item}),
+                ),
+                (
+                    "response.output_item.done",
+                    json!({"output_index": 0, "item": item}),
+                ),
+                (
+                    "response.completed",
+                    json!({"response": response("completed", json!([item]), usage)}),
+                ),
+            ];
+            let stream: String = events
+                .into_iter()
+                .enumerate()
+                .map(|(sequence, (kind, mut fields))| {
+                    fields["type"] = kind.into();
+                    fields["sequence_number"] = sequence.into();
+                    format!("event: {kind}\ndata: {fields}\n\n")
+                })
+                .collect();
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from(stream))
+                .unwrap()
+        }
+    };
+    let app = Router::new().fallback(axum::routing::post(answer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (origin, received)
+}
+
+/// A call to whichever shell tool the request offers (Codex's `exec_command`, or its older
+/// `shell`), printing a few thousand numbers: about 5K tokens, a different count each time.
+fn shell_call(request: &Value, turn: usize) -> Value {
+    let script = format!("seq 1 {}", 1500 + 100 * turn);
+    let tools: Vec<&str> = request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    let (name, arguments) = if tools.contains(&"exec_command") {
+        ("exec_command", json!({"cmd": script}))
+    } else if tools.contains(&"shell") {
+        ("shell", json!({"command": ["bash", "-lc", script]}))
+    } else {
+        panic!("Codex offered no shell tool: {tools:?}");
+    };
+    json!({"type": "function_call", "id": format!("fc_{turn}"), "call_id": format!("call_{turn}"),
+           "name": name, "arguments": arguments.to_string(), "status": "completed"})
+}
+
+/// Runs `command` to its end, or kills it after `limit` (a hung client fails the test instead
+/// of hanging it).
+fn run_bounded(mut command: std::process::Command, limit: Duration) -> std::process::Output {
+    let child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = child.id();
+    let deadline = Instant::now() + limit;
+    let (done, waited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    loop {
+        match waited.recv_timeout(Duration::from_millis(200)) {
+            Ok(output) => return output.unwrap(),
+            Err(_) if Instant::now() < deadline => {}
+            Err(_) => {
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &id.to_string()])
+                    .status();
+                panic!("Codex did not finish within {limit:?}");
+            }
+        }
+    }
+}
+
+/// The lines of the one session log Codex wrote under `home`.
+fn rollout_of(home: &std::path::Path) -> Vec<Value> {
+    let mut found = Vec::new();
+    let mut dirs = vec![home.join("sessions")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "jsonl") {
+                found.push(path);
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "{found:?}");
+    std::fs::read_to_string(&found[0])
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
