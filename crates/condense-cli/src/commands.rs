@@ -379,7 +379,8 @@ fn list_plugins(settings: &crate::SettingArgs, verbosity: Verbosity) -> Result<(
     Ok(())
 }
 
-/// The trim tool in the provider's own tool-list shape (Claude Code's format is Anthropic's).
+/// The trim tool in the provider's own tool-list shape (Claude Code's format is Anthropic's,
+/// Codex's the Responses API's).
 fn tools_schema(format: condense_formats::Format) -> Result<()> {
     use condense_pruner::{TRIM_TOOL, TRIM_TOOL_DESCRIPTION, trim_tool_parameters};
     let tool = match format {
@@ -391,13 +392,15 @@ fn tools_schema(format: condense_formats::Format) -> Result<()> {
                 "parameters": trim_tool_parameters(),
             }
         }),
-        // The Responses API's function tools are flat: no `function` object.
-        condense_formats::Format::Responses => serde_json::json!({
-            "type": "function",
-            "name": TRIM_TOOL,
-            "description": TRIM_TOOL_DESCRIPTION,
-            "parameters": trim_tool_parameters(),
-        }),
+        // The Responses API's function tools are flat: no `function` object (Codex's too).
+        condense_formats::Format::Responses | condense_formats::Format::Codex => {
+            serde_json::json!({
+                "type": "function",
+                "name": TRIM_TOOL,
+                "description": TRIM_TOOL_DESCRIPTION,
+                "parameters": trim_tool_parameters(),
+            })
+        }
         _ => serde_json::json!({
             "name": TRIM_TOOL,
             "description": TRIM_TOOL_DESCRIPTION,

@@ -94,7 +94,9 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
 /// paid at OpenAI's prices, so that is what its replay prices unless `--provider` says otherwise.
 fn provider_speaking(format: condense_formats::Format) -> Provider {
     match format {
-        condense_formats::Format::OpenAi | condense_formats::Format::Responses => Provider::OpenAi,
+        condense_formats::Format::OpenAi
+        | condense_formats::Format::Responses
+        | condense_formats::Format::Codex => Provider::OpenAi,
         condense_formats::Format::Anthropic | condense_formats::Format::ClaudeCode => {
             Provider::Anthropic
         }

@@ -321,7 +321,7 @@ fn bad_input_is_one_line_and_the_right_status() {
                 "out.json",
             ],
             2,
-            "condense: invalid value 'yaml' for '--format <FORMAT>': unknown format `yaml` (expected openai, openai-responses, anthropic or claude-code) (see condense --help)",
+            "condense: invalid value 'yaml' for '--format <FORMAT>': unknown format `yaml` (expected openai, openai-responses, anthropic, claude-code or codex) (see condense --help)",
         ),
         (
             &[

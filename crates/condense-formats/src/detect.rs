@@ -1,6 +1,7 @@
 //! Telling the formats apart from their content.
 //!
-//! Claude Code logs are JSONL whose lines carry a `type`. A Responses body has an `input` list.
+//! Claude Code and Codex logs are JSONL whose lines carry a `type` (a Codex line's is one of its
+//! own, around a `payload`). A Responses body has an `input` list.
 //! OpenAI Chat Completions and Anthropic bodies are both `messages` lists; OpenAI is recognised by what only it has (`system`/`tool`/`developer` roles,
 //! `tool_calls`), Anthropic by what only it has (a top-level `system`, typed tool and thinking
 //! blocks). A plain-text chat that has neither reads the same either way, and is read as OpenAI.
@@ -17,31 +18,39 @@ pub fn detect(bytes: &[u8]) -> Result<Format, FormatError> {
     if input.trim().is_empty() {
         return Err(FormatError::Empty);
     }
-    if looks_like_jsonl(input) {
-        return Ok(Format::ClaudeCode);
+    if let Some(format) = jsonl_format(input) {
+        return Ok(format);
     }
     let value: Value = serde_json::from_str(input).map_err(|error| FormatError::json(&error))?;
     detect_value(&value)
 }
 
-/// Several non-empty lines, the first of which is a session record on its own.
-pub(crate) fn looks_like_jsonl(input: &str) -> bool {
+/// The log format of `input` when it is several non-empty lines, the first of which is a
+/// session record on its own.
+pub(crate) fn jsonl_format(input: &str) -> Option<Format> {
     let mut lines = input.lines().filter(|line| !line.trim().is_empty());
     let (Some(first), Some(_)) = (lines.next(), lines.next()) else {
-        return false;
+        return None;
     };
-    matches!(serde_json::from_str::<Value>(first), Ok(value) if is_session_record(&value))
+    session_record_format(&serde_json::from_str::<Value>(first).ok()?)
 }
 
-fn is_session_record(value: &Value) -> bool {
+/// Claude Code's or Codex's, when `value` is a line of its log.
+fn session_record_format(value: &Value) -> Option<Format> {
     let Value::Object(object) = value else {
-        return false;
+        return None;
     };
-    !object.contains_key("messages")
-        && object
-            .get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|kind| SESSION_LINE_TYPES.contains(&kind))
+    if object.contains_key("messages") {
+        return None;
+    }
+    let kind = object.get("type").and_then(Value::as_str)?;
+    if SESSION_LINE_TYPES.contains(&kind) {
+        Some(Format::ClaudeCode)
+    } else if crate::codex::LINE_TYPES.contains(&kind) && object.get("payload").is_some() {
+        Some(Format::Codex)
+    } else {
+        None
+    }
 }
 
 pub(crate) fn detect_value(value: &Value) -> Result<Format, FormatError> {
@@ -52,10 +61,12 @@ pub(crate) fn detect_value(value: &Value) -> Result<Format, FormatError> {
                 Ok(openai_or_anthropic(messages, object.contains_key("system")))
             }
             _ if is_responses(object) => Ok(Format::Responses),
-            _ if is_session_record(value) => Ok(Format::ClaudeCode),
-            _ => Err(FormatError::Unrecognized(
-                "an object with no `messages` list".into(),
-            )),
+            _ => match session_record_format(value) {
+                Some(format) => Ok(format),
+                None => Err(FormatError::Unrecognized(
+                    "an object with no `messages` list".into(),
+                )),
+            },
         },
         other => Err(FormatError::Unrecognized(format!(
             "the document is {}",
@@ -79,8 +90,8 @@ fn openai_or_anthropic(messages: &[Value], has_system_key: bool) -> Format {
 /// this: a forced format the content contradicts would be read wrong.
 pub fn detect_confidently(bytes: &[u8]) -> Option<Format> {
     let input = text::utf8(bytes).ok()?;
-    if looks_like_jsonl(input) {
-        return Some(Format::ClaudeCode);
+    if let Some(format) = jsonl_format(input) {
+        return Some(format);
     }
     let value: Value = serde_json::from_str(input).ok()?;
     match &value {
@@ -88,8 +99,7 @@ pub fn detect_confidently(bytes: &[u8]) -> Option<Format> {
         Value::Object(object) => match object.get("messages") {
             Some(Value::Array(messages)) => evidence(messages, object.contains_key("system")),
             _ if is_responses(object) => Some(Format::Responses),
-            _ if is_session_record(&value) => Some(Format::ClaudeCode),
-            _ => None,
+            _ => session_record_format(&value),
         },
         _ => None,
     }

@@ -74,7 +74,7 @@ pub enum FormatError {
         problem: String,
     },
     #[error(
-        "cannot tell the format: expected a JSON array or object of messages, or Claude Code JSONL ({0})"
+        "cannot tell the format: expected a JSON array or object of messages, or Claude Code or Codex JSONL ({0})"
     )]
     /// Not a session of any known format.
     Unrecognized(String),
@@ -88,6 +88,22 @@ impl FormatError {
         FormatError::Malformed {
             at,
             problem: problem.into(),
+        }
+    }
+
+    /// The same error placed at `at`, when it was found at a message index of a document that
+    /// is itself one line of a JSONL file (a Codex log's item).
+    pub(crate) fn at(self, at: Location) -> Self {
+        match self {
+            FormatError::Malformed {
+                at: Location::Message(_),
+                problem,
+            } => FormatError::Malformed { at, problem },
+            FormatError::UnknownRole {
+                at: Location::Message(_),
+                role,
+            } => FormatError::UnknownRole { at, role },
+            other => other,
         }
     }
 

@@ -1,9 +1,9 @@
 //! Agent sessions on the wire, read into and written from condense's conversation model.
 //!
-//! Four formats: OpenAI Chat Completions (a bare array of messages, or an object with
+//! Five formats: OpenAI Chat Completions (a bare array of messages, or an object with
 //! `messages`), OpenAI Responses request bodies (`input` items, what Codex sends), Anthropic
-//! Messages request bodies, and Claude Code's JSONL session logs. The format is detected from
-//! the content unless the caller names it. Reading keeps what the model
+//! Messages request bodies, and the JSONL session logs of Claude Code and of Codex. The format
+//! is detected from the content unless the caller names it. Reading keeps what the model
 //! does not interpret (unknown keys, block types, string-or-list content), so an OpenAI or
 //! Anthropic file read and written back is the same JSON value.
 
@@ -11,6 +11,7 @@
 mod anthropic;
 mod blocks;
 mod claude_code;
+mod codex;
 mod detect;
 mod embedded;
 mod error;
@@ -39,26 +40,37 @@ pub enum Format {
     Anthropic,
     /// Claude Code's JSONL session log.
     ClaudeCode,
+    /// Codex CLI's JSONL session log (a "rollout": `response_item` lines hold Responses API
+    /// items).
+    Codex,
 }
 
 impl Format {
     /// Every format, in the order detection tries them.
-    pub const ALL: [Format; 4] = [
+    pub const ALL: [Format; 5] = [
         Format::OpenAi,
         Format::Responses,
         Format::Anthropic,
         Format::ClaudeCode,
+        Format::Codex,
     ];
 
     /// The name flags and reports use: `openai`, `openai-responses`, `anthropic`,
-    /// `claude-code`.
+    /// `claude-code`, `codex`.
     pub fn name(self) -> &'static str {
         match self {
             Format::OpenAi => "openai",
             Format::Responses => "openai-responses",
             Format::Anthropic => "anthropic",
             Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
         }
+    }
+
+    /// Whether the format is a session log of JSON lines (Claude Code's, Codex's) rather than
+    /// one JSON document.
+    pub fn is_jsonl(self) -> bool {
+        matches!(self, Format::ClaudeCode | Format::Codex)
     }
 }
 
@@ -69,8 +81,10 @@ impl fmt::Display for Format {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format `{0}` (expected openai, openai-responses, anthropic or claude-code)")]
-/// A format name that is none of the four.
+#[error(
+    "unknown format `{0}` (expected openai, openai-responses, anthropic, claude-code or codex)"
+)]
+/// A format name that is none of the five.
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -92,24 +106,31 @@ pub fn read(bytes: &[u8], format: Option<Format>) -> Result<(Format, Conversatio
         return Err(FormatError::Empty);
     }
     match format {
-        Some(Format::ClaudeCode) => Ok((Format::ClaudeCode, claude_code::read(bytes)?)),
+        Some(format) if format.is_jsonl() => Ok((format, read_jsonl(format, bytes)?)),
         Some(format) => Ok((format, from_value(format, parse_document(input)?)?)),
-        None if detect::looks_like_jsonl(input) => {
-            Ok((Format::ClaudeCode, claude_code::read(bytes)?))
-        }
-        None => {
-            let value = parse_document(input)?;
-            let format = detect::detect_value(&value)?;
-            Ok((format, from_value(format, value)?))
-        }
+        None => match detect::jsonl_format(input) {
+            Some(format) => Ok((format, read_jsonl(format, bytes)?)),
+            None => {
+                let value = parse_document(input)?;
+                let format = detect::detect_value(&value)?;
+                Ok((format, from_value(format, value)?))
+            }
+        },
+    }
+}
+
+fn read_jsonl(format: Format, bytes: &[u8]) -> Result<Conversation, FormatError> {
+    match format {
+        Format::Codex => codex::read(bytes),
+        _ => claude_code::read(bytes),
     }
 }
 
 /// Reads a JSON document already parsed, as `format`: what a proxy does with a request body it
-/// has parsed once to check it. A Claude Code value is read as a one-line log.
+/// has parsed once to check it. A Claude Code or Codex value is read as a one-line log.
 pub fn read_json(format: Format, value: serde_json::Value) -> Result<Conversation, FormatError> {
     match format {
-        Format::ClaudeCode => claude_code::read(value.to_string().as_bytes()),
+        format if format.is_jsonl() => read_jsonl(format, value.to_string().as_bytes()),
         format => from_value(format, value),
     }
 }
@@ -119,6 +140,7 @@ pub fn read_json(format: Format, value: serde_json::Value) -> Result<Conversatio
 pub fn write_compact(format: Format, conversation: &Conversation) -> Result<Vec<u8>, FormatError> {
     let value = match format {
         Format::ClaudeCode => return claude_code::write(conversation),
+        Format::Codex => return codex::write(conversation),
         Format::OpenAi => openai::to_value(conversation),
         Format::Responses => responses::to_value(conversation),
         Format::Anthropic => anthropic::to_value(conversation),
@@ -130,6 +152,7 @@ pub fn write_compact(format: Format, conversation: &Conversation) -> Result<Vec<
 pub fn write(format: Format, conversation: &Conversation) -> Result<Vec<u8>, FormatError> {
     let value = match format {
         Format::ClaudeCode => return claude_code::write(conversation),
+        Format::Codex => return codex::write(conversation),
         Format::OpenAi => openai::to_value(conversation),
         Format::Responses => responses::to_value(conversation),
         Format::Anthropic => anthropic::to_value(conversation),
@@ -141,7 +164,8 @@ pub fn write(format: Format, conversation: &Conversation) -> Result<Vec<u8>, For
 }
 
 /// A tool's output of several blocks as `format` puts them on the wire: Anthropic content blocks
-/// (also Claude Code's), or OpenAI content parts (Chat Completions' or the Responses API's). `condense recall` prints a stored original this
+/// (also Claude Code's), or OpenAI content parts (Chat Completions' or the Responses API's, also
+/// Codex's). `condense recall` prints a stored original this
 /// way, so that what comes back is what the tool returned, not condense's internal form.
 pub fn output_blocks(format: Format, parts: &[condense_core::Part]) -> serde_json::Value {
     serde_json::Value::Array(
@@ -149,7 +173,9 @@ pub fn output_blocks(format: Format, parts: &[condense_core::Part]) -> serde_jso
             .iter()
             .map(|part| match format {
                 Format::OpenAi => openai::part_value(part),
-                Format::Responses => responses::part_value(condense_core::Role::Tool, part),
+                Format::Responses | Format::Codex => {
+                    responses::part_value(condense_core::Role::Tool, part)
+                }
                 Format::Anthropic | Format::ClaudeCode => blocks::block_from_part(part),
             })
             .collect(),
@@ -165,8 +191,8 @@ fn from_value(format: Format, value: serde_json::Value) -> Result<Conversation, 
         Format::OpenAi => openai::from_value(value),
         Format::Responses => responses::from_value(value),
         Format::Anthropic => anthropic::from_value(value),
-        Format::ClaudeCode => Err(FormatError::Unrecognized(
-            "a Claude Code session is JSONL, not one JSON document".into(),
-        )),
+        Format::ClaudeCode | Format::Codex => Err(FormatError::Unrecognized(format!(
+            "a {format} session is JSONL, not one JSON document"
+        ))),
     }
 }

@@ -133,10 +133,10 @@ impl<'a> Request<'a> {
             Format::OpenAi => openai::message_from_value,
             Format::Responses => responses::message_from_value,
             Format::Anthropic => anthropic::message_from_value,
-            Format::ClaudeCode => {
-                return Err(FormatError::Unrecognized(
-                    "a Claude Code session is JSONL, not a request body".into(),
-                ));
+            Format::ClaudeCode | Format::Codex => {
+                return Err(FormatError::Unrecognized(format!(
+                    "a {format} session is JSONL, not a request body"
+                )));
             }
         };
         let mut read = Vec::with_capacity(raw_messages.len());

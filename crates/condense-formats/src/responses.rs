@@ -151,6 +151,7 @@ fn message_item(at: Location, mut fields: JsonMap) -> Result<Message, FormatErro
     let role = crate::openai::role_of(at, &fields, false)?;
     let (parts, shape) = content_parts(fields.shift_remove("content"))
         .map_err(|problem| FormatError::malformed(at, problem))?;
+    let generated = role == Role::User && is_context(&parts);
     Ok(Message {
         role,
         wire: vec![WireRecord {
@@ -159,8 +160,26 @@ fn message_item(at: Location, mut fields: JsonMap) -> Result<Message, FormatErro
             shape,
         }],
         parts,
-        generated: false,
+        generated,
     })
+}
+
+/// What Codex puts in the user's role that no person typed: the environment it runs in, the
+/// project's AGENTS.md, a note that a turn was interrupted. Such a message is not a user turn,
+/// or a one-prompt run would count two and the skip boundary would cover all of it.
+const CONTEXT_OPENINGS: [&str; 4] = [
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<turn_aborted>",
+];
+
+fn is_context(parts: &[Part]) -> bool {
+    !parts.is_empty()
+        && parts.iter().all(|part| {
+            matches!(part, Part::Text(text)
+                if CONTEXT_OPENINGS.iter().any(|opening| text.text.trim_start().starts_with(opening)))
+        })
 }
 
 fn content_parts(content: Option<Value>) -> Result<(Vec<Part>, ContentShape), String> {
@@ -306,7 +325,7 @@ fn is_instructions(message: &Message) -> bool {
             .is_some_and(|record| record.fields.is_empty() && record.parts == 0)
 }
 
-fn write_message(message: &Message, out: &mut Vec<Value>) {
+pub(crate) fn write_message(message: &Message, out: &mut Vec<Value>) {
     let record = message.wire.first();
     let fields = record
         .map(|record| record.fields.clone())

@@ -329,3 +329,136 @@ impl Frozen {
         }
     }
 }
+
+/// A scripted model that works like an agent, for a real agent (Codex) to talk to over the
+/// Responses API, on a free 127.0.0.1 port: its origin and what it received. The `n`-th request
+/// (counted from 0 over the upstream's life) gets a call to the shell tool the request offers
+/// (Codex's `exec_command`, or its older `shell`) running `commands[n]`; every later one gets
+/// `answer` as text. Each answer streams the events OpenAI sends, usage in `response.completed`.
+pub async fn agent_upstream(commands: Vec<String>, answer: &'static str) -> (String, Received) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let received: Received = Arc::default();
+    let count = Arc::new(AtomicUsize::new(0));
+    let commands = Arc::new(commands);
+    let record = received.clone();
+    let reply = move |uri: axum::http::Uri, headers: HeaderMap, body: Bytes| {
+        let received = record.clone();
+        let count = count.clone();
+        let commands = commands.clone();
+        async move {
+            received
+                .lock()
+                .unwrap()
+                .push((uri.path().to_owned(), headers, body.clone()));
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let turn = count.fetch_add(1, Ordering::SeqCst);
+            let item = match commands.get(turn) {
+                Some(command) => shell_call(&request, turn, command),
+                None => serde_json::json!({
+                    "type": "message", "id": format!("msg_{turn}"), "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": answer, "annotations": []}],
+                }),
+            };
+            let response = |status: &str, output: Value, usage: Value| {
+                serde_json::json!({
+                    "id": format!("resp_{turn}"), "object": "response", "created_at": 1,
+                    "status": status, "model": request["model"], "output": output,
+                    "usage": usage,
+                })
+            };
+            let usage = serde_json::json!({
+                "input_tokens": 1000 + turn, "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": 1009 + turn,
+            });
+            let events = [
+                (
+                    "response.created",
+                    serde_json::json!({"response": response("in_progress", Value::Array(vec![]), Value::Null)}),
+                ),
+                (
+                    "response.output_item.added",
+                    serde_json::json!({"output_index": 0, "item": item}),
+                ),
+                (
+                    "response.output_item.done",
+                    serde_json::json!({"output_index": 0, "item": item}),
+                ),
+                (
+                    "response.completed",
+                    serde_json::json!({"response": response("completed", Value::Array(vec![item.clone()]), usage)}),
+                ),
+            ];
+            let stream: String = events
+                .into_iter()
+                .enumerate()
+                .map(|(sequence, (kind, mut fields))| {
+                    fields["type"] = kind.into();
+                    fields["sequence_number"] = sequence.into();
+                    format!("event: {kind}\ndata: {fields}\n\n")
+                })
+                .collect();
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from(stream))
+                .unwrap()
+        }
+    };
+    let app = Router::new().fallback(post(reply));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (origin, received)
+}
+
+/// A call to whichever shell tool `request` offers, running `command`.
+fn shell_call(request: &Value, turn: usize, command: &str) -> Value {
+    let tools: Vec<&str> = request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    let (name, arguments) = if tools.contains(&"exec_command") {
+        ("exec_command", serde_json::json!({"cmd": command}))
+    } else if tools.contains(&"shell") {
+        (
+            "shell",
+            serde_json::json!({"command": ["bash", "-lc", command]}),
+        )
+    } else {
+        panic!("the request offers no shell tool: {tools:?}");
+    };
+    serde_json::json!({
+        "type": "function_call", "id": format!("fc_{turn}"), "call_id": format!("call_{turn}"),
+        "name": name, "arguments": arguments.to_string(), "status": "completed",
+    })
+}
+
+/// Runs `command` to its end, or kills it after `limit` and panics (a hung client fails the
+/// test instead of hanging it). Its output is captured.
+pub fn run_bounded(mut command: std::process::Command, limit: Duration) -> std::process::Output {
+    let child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = child.id();
+    let deadline = std::time::Instant::now() + limit;
+    let (done, waited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    loop {
+        match waited.recv_timeout(Duration::from_millis(200)) {
+            Ok(output) => return output.unwrap(),
+            Err(_) if std::time::Instant::now() < deadline => {}
+            Err(_) => {
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &id.to_string()])
+                    .status();
+                panic!("{command:?} did not finish within {limit:?}");
+            }
+        }
+    }
+}

@@ -10,21 +10,19 @@
 #![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, Uri};
-use axum::response::Response;
 use condense_host::{Compactor, Config, Sources};
 use condense_pruner::{FixedClock, MemoryStore};
-use condense_serve::testing::{Frozen, Received, settings_for, spawn};
+use condense_serve::testing::{Frozen, agent_upstream, run_bounded, settings_for, spawn};
 use condense_serve::{DirSessionStore, Proxy};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-/// How many commands the scripted model has Codex run before it answers.
+/// How many commands the scripted model has Codex run before it answers: each prints a few
+/// thousand numbers, about 5K tokens, a different count each time.
 const COMMANDS: usize = 6;
+/// What the scripted model says once Codex has run its commands.
+const FINAL_ANSWER: &str = "Counted six times.";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_works_through_the_proxy_and_its_requests_are_compacted() {
@@ -35,7 +33,10 @@ async fn codex_works_through_the_proxy_and_its_requests_are_compacted() {
     ) else {
         return;
     };
-    let (upstream, received) = agent_upstream().await;
+    let commands = (0..COMMANDS)
+        .map(|turn| format!("seq 1 {}", 1500 + 100 * turn))
+        .collect();
+    let (upstream, received) = agent_upstream(commands, FINAL_ANSWER).await;
     let config = Config::load(&Sources {
         // A window the session outgrows after a few commands (Codex's own instructions and
         // tools take about 11K tokens of it), and a skip boundary of two calls (ten by
@@ -88,8 +89,7 @@ async fn codex_works_through_the_proxy_and_its_requests_are_compacted() {
         ])
         .current_dir(work.path())
         .env("CODEX_HOME", home.path())
-        .env("OPENAI_API_KEY", "sk-test")
-        .stdin(std::process::Stdio::null());
+        .env("OPENAI_API_KEY", "sk-test");
     // Codex blocks; the proxy runs on this runtime's other threads meanwhile.
     let output =
         tokio::task::spawn_blocking(move || run_bounded(command, Duration::from_secs(240)))
@@ -169,128 +169,6 @@ async fn codex_works_through_the_proxy_and_its_requests_are_compacted() {
     assert_eq!(outputs.len(), COMMANDS);
     for output in outputs {
         assert!(!output.to_string().contains("condense recall"), "{output}");
-    }
-}
-
-/// What the scripted model says once Codex has run its commands.
-const FINAL_ANSWER: &str = "Counted six times.";
-
-/// The scripted model, on a free 127.0.0.1 port: its origin and what it received. For the
-/// first [`COMMANDS`] Responses requests it streams a call to Codex's shell tool, then one text
-/// answer; each stream is the events OpenAI sends, usage in `response.completed`.
-async fn agent_upstream() -> (String, Received) {
-    let received: Received = Arc::default();
-    let count = Arc::new(AtomicUsize::new(0));
-    let record = received.clone();
-    let answer = move |uri: Uri, headers: HeaderMap, body: Bytes| {
-        let received = record.clone();
-        let count = count.clone();
-        async move {
-            received
-                .lock()
-                .unwrap()
-                .push((uri.path().to_owned(), headers, body.clone()));
-            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let turn = count.fetch_add(1, Ordering::SeqCst);
-            let item = if turn < COMMANDS {
-                shell_call(&request, turn)
-            } else {
-                json!({"type": "message", "id": format!("msg_{turn}"), "status": "completed",
-                       "role": "assistant",
-                       "content": [{"type": "output_text", "text": FINAL_ANSWER, "annotations": []}]})
-            };
-            let response = |status: &str, output: Value, usage: Value| {
-                json!({"id": format!("resp_{turn}"), "object": "response", "created_at": 1,
-                       "status": status, "model": "gpt-5-codex", "output": output,
-                       "usage": usage})
-            };
-            let usage = json!({"input_tokens": 1000 + turn, "input_tokens_details": {"cached_tokens": 0},
-                               "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 0},
-                               "total_tokens": 1009 + turn});
-            let events = [
-                (
-                    "response.created",
-                    json!({"response": response("in_progress", json!([]), Value::Null)}),
-                ),
-                (
-                    "response.output_item.added",
-                    json!({"output_index": 0, "item": item}),
-                ),
-                (
-                    "response.output_item.done",
-                    json!({"output_index": 0, "item": item}),
-                ),
-                (
-                    "response.completed",
-                    json!({"response": response("completed", json!([item]), usage)}),
-                ),
-            ];
-            let stream: String = events
-                .into_iter()
-                .enumerate()
-                .map(|(sequence, (kind, mut fields))| {
-                    fields["type"] = kind.into();
-                    fields["sequence_number"] = sequence.into();
-                    format!("event: {kind}\ndata: {fields}\n\n")
-                })
-                .collect();
-            Response::builder()
-                .header("content-type", "text/event-stream")
-                .body(Body::from(stream))
-                .unwrap()
-        }
-    };
-    let app = Router::new().fallback(axum::routing::post(answer));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let origin = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (origin, received)
-}
-
-/// A call to whichever shell tool the request offers (Codex's `exec_command`, or its older
-/// `shell`), printing a few thousand numbers: about 5K tokens, a different count each time.
-fn shell_call(request: &Value, turn: usize) -> Value {
-    let script = format!("seq 1 {}", 1500 + 100 * turn);
-    let tools: Vec<&str> = request["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|tool| tool["name"].as_str())
-        .collect();
-    let (name, arguments) = if tools.contains(&"exec_command") {
-        ("exec_command", json!({"cmd": script}))
-    } else if tools.contains(&"shell") {
-        ("shell", json!({"command": ["bash", "-lc", script]}))
-    } else {
-        panic!("Codex offered no shell tool: {tools:?}");
-    };
-    json!({"type": "function_call", "id": format!("fc_{turn}"), "call_id": format!("call_{turn}"),
-           "name": name, "arguments": arguments.to_string(), "status": "completed"})
-}
-
-/// Runs `command` to its end, or kills it after `limit` (a hung client fails the test instead
-/// of hanging it).
-fn run_bounded(mut command: std::process::Command, limit: Duration) -> std::process::Output {
-    let child = command
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let id = child.id();
-    let deadline = Instant::now() + limit;
-    let (done, waited) = std::sync::mpsc::channel();
-    std::thread::spawn(move || done.send(child.wait_with_output()));
-    loop {
-        match waited.recv_timeout(Duration::from_millis(200)) {
-            Ok(output) => return output.unwrap(),
-            Err(_) if Instant::now() < deadline => {}
-            Err(_) => {
-                let _ = std::process::Command::new("kill")
-                    .args(["-9", &id.to_string()])
-                    .status();
-                panic!("Codex did not finish within {limit:?}");
-            }
-        }
     }
 }
 
