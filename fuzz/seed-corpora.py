@@ -39,6 +39,10 @@ T = os.environ.get("CONDENSE_TRANSCRIPTS", "../../shared/transcripts")
 LIM = 60_000
 for d in ("read", "request", "config", "prepare"):
     os.makedirs(f"corpus/{d}", exist_ok=True)
+# The Codex log Codex wrote (crates/condense-formats/tests/data), read by detection.
+for path in glob.glob("../crates/condense-formats/tests/data/*.jsonl"):
+    data = open(path, "rb").read()
+    open(f"corpus/read/{os.path.basename(path)}", "wb").write(b"\x00" + data)
 for path in sorted(glob.glob(T + "/*/*.json*")):
     data = open(path, "rb").read()
     name = os.path.basename(path)[:40]

@@ -1,4 +1,4 @@
-//! The four readers: any bytes either fail with an error or give a conversation whose parts
+//! The five readers: any bytes either fail with an error or give a conversation whose parts
 //! survive write -> read, and whose written form is a fixed point.
 #![no_main]
 
@@ -10,12 +10,13 @@ fuzz_target!(|data: &[u8]| {
     let Some((&choice, bytes)) = data.split_first() else {
         return;
     };
-    let forced = match choice % 5 {
+    let forced = match choice % 6 {
         0 => None,
         1 => Some(Format::OpenAi),
         2 => Some(Format::Anthropic),
         3 => Some(Format::Responses),
-        _ => Some(Format::ClaudeCode),
+        4 => Some(Format::ClaudeCode),
+        _ => Some(Format::Codex),
     };
     let Ok((format, conversation)) = read(bytes, forced) else {
         return;

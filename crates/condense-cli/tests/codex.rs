@@ -168,36 +168,9 @@ async fn codex_resumes_a_log_that_condense_pruned_and_compacted() {
         .map(|n| format!("seq 1 {}", 1500 + 100 * n))
         .collect();
     let (upstream, received) = agent_upstream(commands, "Done.").await;
-    let home = tempfile::tempdir().unwrap();
-    std::fs::write(
-        home.path().join("config.toml"),
-        format!(
-            "model = \"gpt-5-codex\"\nmodel_provider = \"scripted\"\n\n\
-             [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{upstream}/v1\"\n\
-             wire_api = \"responses\"\nenv_key = \"OPENAI_API_KEY\"\n"
-        ),
-    )
-    .unwrap();
+    let home = codex_home(&upstream);
     let work = tempfile::tempdir().unwrap();
-    let (home_path, work_path) = (home.path().to_owned(), work.path().to_owned());
-    let run = move |args: Vec<String>| {
-        let mut command = std::process::Command::new(&codex);
-        command
-            .arg("exec")
-            .args(["--json", "--skip-git-repo-check"])
-            .arg("--dangerously-bypass-approvals-and-sandbox")
-            .args(args)
-            .current_dir(&work_path)
-            .env("CODEX_HOME", &home_path)
-            .env("OPENAI_API_KEY", "sk-test");
-        let output = run_bounded(command, Duration::from_secs(120));
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
-    };
+    let run = codex_run(codex, home.path(), work.path());
     // Codex blocks; the scripted model runs on this runtime's other threads meanwhile.
     let first = tokio::task::spawn_blocking({
         let run = run.clone();
@@ -304,6 +277,132 @@ async fn codex_resumes_a_log_that_condense_pruned_and_compacted() {
         !items.iter().any(|item| item["call_id"] == "call_0"),
         "{items:?}"
     );
+}
+
+/// A Codex home whose configuration sends Codex to `upstream` over the Responses API.
+fn codex_home(upstream: &str) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "model = \"gpt-5-codex\"\nmodel_provider = \"scripted\"\n\n\
+             [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{upstream}/v1\"\n\
+             wire_api = \"responses\"\nenv_key = \"OPENAI_API_KEY\"\n"
+        ),
+    )
+    .unwrap();
+    home
+}
+
+/// `codex exec ARGS…` in `work` with `home`, as a function that a blocking task can run: it
+/// fails the test if Codex fails, and returns what Codex printed (JSON events).
+fn codex_run(
+    codex: String,
+    home: &Path,
+    work: &Path,
+) -> impl Fn(Vec<String>) -> String + Clone + Send + 'static {
+    let (home, work) = (home.to_owned(), work.to_owned());
+    move |args: Vec<String>| {
+        let mut command = std::process::Command::new(&codex);
+        command
+            .arg("exec")
+            .args(["--json", "--skip-git-repo-check"])
+            .arg("--dangerously-bypass-approvals-and-sandbox")
+            .args(args)
+            .current_dir(&work)
+            .env("CODEX_HOME", &home)
+            .env("OPENAI_API_KEY", "sk-test");
+        let output = run_bounded(command, Duration::from_secs(120));
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_resumes_a_log_it_compacted_itself_once_condense_compacted_it_too() {
+    let Some(codex) = condense_core::testing::required_url(
+        "codex_resumes_a_log_it_compacted_itself_once_condense_compacted_it_too",
+        "CONDENSE_CODEX",
+        "CONDENSE_REQUIRE_CODEX",
+    ) else {
+        return;
+    };
+    let (upstream, received) = agent_upstream(Vec::new(), "ok").await;
+    let home = codex_home(&upstream);
+    let thread = "01a209ed-fdb9-78e2-9288-2987e04fbd7d";
+    let day = home.path().join("sessions/2026/11/23");
+    std::fs::create_dir_all(&day).unwrap();
+    let log = day.join(format!("rollout-2026-11-23T19-42-01-{thread}.jsonl"));
+    std::fs::copy(
+        fixture().with_file_name("codex-0.169.0-compacted.jsonl"),
+        &log,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let said = condense_in(
+        dir.path(),
+        &[
+            "compact",
+            log.to_str().unwrap(),
+            "--in-place",
+            "--context-window",
+            "3000",
+            "--max-output-tokens",
+            "500",
+        ],
+    );
+    assert!(said.contains("summarized by extractive"), "{said}");
+    let (_, compacted) =
+        condense_formats::read(&std::fs::read(&log).unwrap(), Some(Format::Codex)).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let run = codex_run(codex, home.path(), work.path());
+    tokio::task::spawn_blocking(move || {
+        run(vec!["resume".into(), thread.into(), "and now?".into()])
+    })
+    .await
+    .unwrap();
+    let resumed: Value = {
+        let received = received.lock().unwrap();
+        serde_json::from_slice(&received[0].2).unwrap()
+    };
+    Frozen::default().check_body(0, Format::Responses, &resumed);
+    let items = resumed["input"].as_array().unwrap();
+    let opening = |start: &str| {
+        items
+            .iter()
+            .filter(|item| {
+                item["content"][0]["text"]
+                    .as_str()
+                    .is_some_and(|text| text.starts_with(start))
+            })
+            .count()
+    };
+    // Codex's own summary (what its compaction left, in the log's replacement history: a user
+    // turn, so carried whole) and condense's, each once; then the tail condense kept, and the
+    // new prompt.
+    assert_eq!(opening("Another language model started"), 1, "{items:?}");
+    assert_eq!(opening("<prior-conversation-summary>"), 1, "{items:?}");
+    let kept_calls: Vec<&str> = compacted
+        .messages
+        .iter()
+        .flat_map(|message| &message.parts)
+        .filter_map(|part| match part {
+            Part::ToolCall(call) => Some(call.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let sent_calls: Vec<&str> = items
+        .iter()
+        .filter(|item| item["type"] == "function_call")
+        .filter_map(|item| item["call_id"].as_str())
+        .collect();
+    assert_eq!(sent_calls, kept_calls);
+    assert!(!sent_calls.is_empty());
+    assert_eq!(items.last().unwrap()["content"][0]["text"], "and now?");
 }
 
 /// Runs `condense` in `dir` and returns what it said on stderr, failing on a failure.

@@ -11,8 +11,13 @@
 //! is replaced by the same placeholder: a pruned session must not keep the output on disk.
 //!
 //! A `compacted` line is Codex's own compaction: from there on the model saw its
-//! `replacement_history` instead of what came before. Such a session is refused for now, with
-//! the line named: reading on past it would count what the model no longer saw.
+//! `replacement_history` instead of what came before (Codex rebuilds a resumed session the same
+//! way). So at such a line everything read so far goes beside the conversation, written back
+//! as it came, and the replacement history's items become the first messages; writing puts them
+//! back into that line (with the per-item `replacement_history_metadata`, kept in step), so a
+//! replacement item condense pruned or summarized away is pruned or gone there too. A log of an
+//! older Codex, whose `compacted` line has only the summary `message`, is read with that summary
+//! as a user message (Codex sends it so), which the line keeps as it was.
 //!
 //! Writing keeps every line's keys in the order they came, so a session read and written back
 //! unchanged is the same bytes.
@@ -28,6 +33,11 @@ use crate::{FormatError, Location, responses, text};
 /// payload with every string emptied), so that the item goes back with its keys where they
 /// were. Removed again on writing.
 const ORDER: &str = "condense_key_order";
+
+/// The wire field of a message read from a `compacted` line: the index of its item in the
+/// line's `replacement_history` (or `"message"` for the summary of a line that has none). Such
+/// a message is written inside that line, not as a line of its own.
+const REPLACEMENT: &str = "condense_replacement_item";
 
 /// The line types that open a Codex session log: what tells it apart from other JSONL.
 pub(crate) const LINE_TYPES: [&str; 5] = [
@@ -61,11 +71,8 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
         match record.get("type").and_then(Value::as_str) {
             Some("response_item") => {}
             Some("compacted") => {
-                return Err(FormatError::malformed(
-                    at,
-                    "Codex compacted this session itself here (a `compacted` line); condense \
-                     reads Codex sessions that Codex has not compacted",
-                ));
+                compacted(&mut conversation, record, at)?;
+                continue;
             }
             _ => {
                 conversation.side.push(SideRecord {
@@ -106,23 +113,174 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
     Ok(conversation)
 }
 
+/// Codex's compaction at `record`: what was read so far goes beside the conversation as the
+/// lines it came as, then the line itself, then the history the model saw from there on.
+fn compacted(
+    conversation: &mut Conversation,
+    record: JsonMap,
+    at: Location,
+) -> Result<(), FormatError> {
+    let messages = std::mem::take(&mut conversation.messages);
+    let mut earlier = std::mem::take(&mut conversation.side)
+        .into_iter()
+        .peekable();
+    let mut side = Vec::with_capacity(earlier.len() + messages.len() + 1);
+    let mut timestamp = None;
+    let beside = |value| SideRecord {
+        kind: SideKind::Other,
+        before_message: 0,
+        value,
+    };
+    for (index, message) in messages.iter().enumerate() {
+        while let Some(record) = earlier.next_if(|record| record.before_message <= index) {
+            side.push(beside(record.value));
+        }
+        // An item of an earlier compaction's history is inside that line already.
+        if !is_replacement(message) {
+            for line in message_lines(message, &mut timestamp) {
+                side.push(beside(line));
+            }
+        }
+    }
+    side.extend(earlier.map(|record| beside(record.value)));
+    let timestamp = record.get("timestamp").cloned();
+    let payload = record.get("payload");
+    let history = payload
+        .and_then(|payload| payload.get("replacement_history"))
+        .and_then(Value::as_array)
+        .cloned();
+    let summary = payload
+        .and_then(|payload| payload.get("message"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    side.push(beside(Value::Object(record)));
+    conversation.side = side;
+
+    let stamped = |marker: Value| {
+        let mut fields = JsonMap::new();
+        if let Some(timestamp) = &timestamp {
+            fields.insert("timestamp".into(), timestamp.clone());
+        }
+        fields.insert(REPLACEMENT.into(), marker);
+        fields
+    };
+    match (history, summary) {
+        (Some(items), _) => {
+            for (index, item) in items.into_iter().enumerate() {
+                let order = skeleton(&item);
+                let mut message =
+                    responses::message_from_value(index, item).map_err(|error| error.at(at))?;
+                let item = std::mem::take(&mut message.wire[0].fields);
+                let mut fields = stamped(index.into());
+                fields.insert("payload".into(), Value::Object(item));
+                fields.insert(ORDER.into(), order);
+                message.wire[0].fields = fields;
+                conversation.messages.push(message);
+            }
+        }
+        (None, Some(summary)) => {
+            let mut message = Message::text(condense_core::Role::User, summary);
+            message.wire = vec![WireRecord {
+                fields: stamped("message".into()),
+                parts: 1,
+                shape: condense_core::ContentShape::String,
+            }];
+            conversation.messages.push(message);
+        }
+        (None, None) => {}
+    }
+    Ok(())
+}
+
+fn is_replacement(message: &Message) -> bool {
+    message
+        .wire
+        .first()
+        .is_some_and(|record| record.fields.contains_key(REPLACEMENT))
+}
+
 pub(crate) fn write(conversation: &Conversation) -> Result<Vec<u8>, FormatError> {
     let replaced = replaced_outputs(conversation);
+    let live = conversation
+        .side
+        .iter()
+        .rposition(|record| record.value.get("type").and_then(Value::as_str) == Some("compacted"));
+    let history = replacement_history(conversation);
+    // The line a side record goes back as: the live compaction with the history as it is now,
+    // an event without its copies of replaced outputs, anything else as it came.
+    let side_line = |index: usize, record: &SideRecord| -> Option<Value> {
+        if Some(index) == live {
+            return with_history(&record.value, &history);
+        }
+        forget_replaced_copies(&record.value, &replaced)
+    };
     let mut out = Vec::new();
-    let mut side = conversation.side.iter().peekable();
+    let mut side = conversation.side.iter().enumerate().peekable();
     let mut timestamp: Option<Value> = None;
     for (index, message) in conversation.messages.iter().enumerate() {
-        while let Some(record) = side.next_if(|record| record.before_message <= index) {
-            push_side(&mut out, record, &replaced, &mut timestamp)?;
+        while let Some((at, record)) = side.next_if(|(_, record)| record.before_message <= index) {
+            if let Some(stamp) = record.value.get("timestamp") {
+                timestamp = Some(stamp.clone());
+            }
+            push_line(
+                &mut out,
+                side_line(at, record).as_ref().unwrap_or(&record.value),
+            )?;
+        }
+        if is_replacement(message) {
+            continue;
         }
         for line in message_lines(message, &mut timestamp) {
             push_line(&mut out, &line)?;
         }
     }
-    for record in side {
-        push_side(&mut out, record, &replaced, &mut timestamp)?;
+    for (at, record) in side {
+        push_line(
+            &mut out,
+            side_line(at, record).as_ref().unwrap_or(&record.value),
+        )?;
     }
     Ok(out)
+}
+
+/// The items of the last compaction's history that are still in the conversation, each with
+/// its index in the line's `replacement_history`, written as items again.
+fn replacement_history(conversation: &Conversation) -> Vec<(usize, Value)> {
+    conversation
+        .messages
+        .iter()
+        .filter_map(|message| {
+            let index = message.wire.first()?.fields.get(REPLACEMENT)?.as_u64()?;
+            let item = message_lines(message, &mut None)
+                .into_iter()
+                .next()?
+                .get_mut("payload")?
+                .take();
+            Some((usize::try_from(index).ok()?, item))
+        })
+        .collect()
+}
+
+/// The `compacted` line `value` with `history` in place of its replacement history, and the
+/// metadata of the items kept; `None` when the line has no such history.
+fn with_history(value: &Value, history: &[(usize, Value)]) -> Option<Value> {
+    let mut line = value.clone();
+    let payload = line.get_mut("payload")?.as_object_mut()?;
+    let original = payload.get("replacement_history")?.as_array()?.len();
+    payload.insert(
+        "replacement_history".into(),
+        Value::Array(history.iter().map(|(_, item)| item.clone()).collect()),
+    );
+    if let Some(Value::Array(metadata)) = payload.get_mut("replacement_history_metadata")
+        && metadata.len() == original
+    {
+        let kept = history
+            .iter()
+            .filter_map(|(index, _)| metadata.get(*index).cloned())
+            .collect();
+        *metadata = kept;
+    }
+    Some(line)
 }
 
 /// The lines a message is written as: one per item. A message read from the log has one item
@@ -202,21 +360,6 @@ fn codex_item(item: Value) -> Value {
     item.insert("type".into(), "message".into());
     item.append(&mut fields);
     Value::Object(item)
-}
-
-fn push_side(
-    out: &mut Vec<u8>,
-    record: &SideRecord,
-    replaced: &[(String, String)],
-    timestamp: &mut Option<Value>,
-) -> Result<(), FormatError> {
-    if let Some(stamp) = record.value.get("timestamp") {
-        *timestamp = Some(stamp.clone());
-    }
-    match forget_replaced_copies(&record.value, replaced) {
-        Some(scrubbed) => push_line(out, &scrubbed),
-        None => push_line(out, &record.value),
-    }
 }
 
 fn push_line(out: &mut Vec<u8>, value: &Value) -> Result<(), FormatError> {

@@ -166,7 +166,9 @@ fn message_item(at: Location, mut fields: JsonMap) -> Result<Message, FormatErro
 
 /// What Codex puts in the user's role that no person typed: the environment it runs in, the
 /// project's AGENTS.md, a note that a turn was interrupted. Such a message is not a user turn,
-/// or a one-prompt run would count two and the skip boundary would cover all of it.
+/// or a one-prompt run would count two and the skip boundary would cover all of it. (The
+/// summary Codex's own compaction leaves there stays a user turn: it carries the task, and a
+/// summary of condense's keeps what the person asked, not what a program wrote.)
 const CONTEXT_OPENINGS: [&str; 4] = [
     "<environment_context>",
     "<user_instructions>",

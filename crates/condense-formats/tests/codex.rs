@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use condense_core::{Compacted, Part, Phase, Role, ToolOutput};
-use condense_formats::{Format, FormatError, detect, read, write};
+use condense_formats::{Format, detect, read, write};
 use serde_json::Value;
 
 fn log() -> Vec<u8> {
@@ -151,19 +151,118 @@ fn a_message_condense_makes_is_written_as_codex_keeps_one() {
     assert!(reread.validate().is_empty());
 }
 
+fn compacted_log() -> Vec<u8> {
+    std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/codex-0.169.0-compacted.jsonl"
+    ))
+    .unwrap()
+}
+
+/// The `compacted` line of a written log.
+fn compaction_in(bytes: &[u8]) -> Value {
+    std::str::from_utf8(bytes)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|line| line["type"] == "compacted")
+        .unwrap()
+}
+
 #[test]
-fn a_log_codex_compacted_itself_is_refused_at_its_line() {
-    let mut bytes = log();
-    bytes.extend_from_slice(
-        br#"{"timestamp":"2026-11-23T19:40:00.000Z","type":"compacted","payload":{"message":"summary","replacement_history":[]}}"#,
+fn after_codex_compacted_a_log_its_history_is_what_the_model_saw() {
+    let bytes = compacted_log();
+    let (format, conversation) = read(&bytes, None).unwrap();
+    assert_eq!(format, Format::Codex);
+    // The replacement history's four items, then the line after it and the second turn.
+    let texts: Vec<String> = conversation.messages[..6]
+        .iter()
+        .map(|m| m.plain_text().chars().take(24).collect())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "<skills_instructions>\n##",
+            "<environment_context>\n  ",
+            "count",
+            "Another language model s",
+            "SUMMARY: counted with se",
+            "count more"
+        ]
     );
-    bytes.push(b'\n');
-    let error = read(&bytes, None).unwrap_err();
-    assert!(matches!(error, FormatError::Malformed { .. }), "{error}");
+    assert_eq!(conversation.messages.len(), 13);
+    assert!(conversation.validate().is_empty());
+    // Codex's environment is no person's turn; its summary, which carries the task, is one.
+    assert_eq!(conversation.user_turns(), [2, 3, 5]);
+    // Before the compaction: 28 lines, kept beside, and written back as they came.
+    assert_eq!(write(Format::Codex, &conversation).unwrap(), bytes);
+}
+
+#[test]
+fn replacement_items_that_go_leave_the_compacted_line_with_their_metadata() {
+    let bytes = compacted_log();
+    let (_, mut conversation) = read(&bytes, None).unwrap();
+    let before = compaction_in(&bytes);
+    let history = before["payload"]["replacement_history"].as_array().unwrap();
+    let metadata = before["payload"]["replacement_history_metadata"]
+        .as_array()
+        .unwrap();
+    assert_eq!((history.len(), metadata.len()), (4, 4));
+    // `count` and Codex's summary go (as a summary of condense's would take them).
+    conversation.messages.remove(3);
+    conversation.messages.remove(2);
+    let written = write(Format::Codex, &conversation).unwrap();
+    let after = compaction_in(&written);
+    let kept = after["payload"]["replacement_history"].as_array().unwrap();
+    assert_eq!(kept[..], [history[0].clone(), history[1].clone()]);
+    assert_eq!(
+        after["payload"]["replacement_history_metadata"]
+            .as_array()
+            .unwrap()[..],
+        [metadata[0].clone(), metadata[1].clone()]
+    );
+    // Everything else in the line is as it was, and the log reads back without them.
+    let mut rest = after.clone();
+    let mut was = before.clone();
+    for line in [&mut rest, &mut was] {
+        line["payload"]["replacement_history"] = Value::Null;
+        line["payload"]["replacement_history_metadata"] = Value::Null;
+    }
+    assert_eq!(rest, was);
+    let (_, reread) = read(&written, None).unwrap();
+    assert_eq!(reread.messages.len(), 11);
+    assert_eq!(
+        reread.messages[2].plain_text(),
+        "SUMMARY: counted with seq several times."
+    );
+}
+
+#[test]
+fn an_older_codexs_compaction_is_read_as_its_summary() {
+    // Before replacement histories, a `compacted` line held only Codex's summary.
+    let text = String::from_utf8(compacted_log()).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let mut value: Value = serde_json::from_str(line).unwrap();
+            if value["type"] == "compacted" {
+                let payload = value["payload"].as_object_mut().unwrap();
+                payload.retain(|key, _| key == "message");
+            }
+            value.to_string()
+        })
+        .collect();
+    let bytes = (lines.join("\n") + "\n").into_bytes();
+    let (_, conversation) = read(&bytes, None).unwrap();
+    let first = &conversation.messages[0];
+    assert_eq!(first.role, Role::User);
     assert!(
-        error.to_string().starts_with("line 54: Codex compacted"),
-        "{error}"
+        first
+            .plain_text()
+            .starts_with("Another language model started")
     );
+    assert_eq!(conversation.messages.len(), 10);
+    assert_eq!(write(Format::Codex, &conversation).unwrap(), bytes);
 }
 
 #[test]
