@@ -83,6 +83,19 @@ fn a_codex_logs_items_are_the_models_history() {
 }
 
 #[test]
+fn the_usage_codex_logs_after_each_response_is_read_with_its_answer() {
+    let (_, conversation) = read(&log(), None).unwrap();
+    let usage = conversation.logged_usage();
+    // One per response: three calls and an answer, then two calls and an answer.
+    let answers: Vec<usize> = usage.iter().map(|usage| usage.answer).collect();
+    assert_eq!(answers, [4, 6, 8, 10, 13, 15, 17]);
+    // Codex's own totals for the two runs (`turn.completed`).
+    assert_eq!(usage.iter().map(|u| u.input).sum::<u64>(), 77_532);
+    assert_eq!(usage.iter().map(|u| u.cache_read).sum::<u64>(), 65_152);
+    assert_eq!(usage.iter().map(|u| u.output).sum::<u64>(), 280);
+}
+
+#[test]
 fn a_replaced_output_is_gone_from_every_copy_in_the_log() {
     let bytes = log();
     let (_, mut conversation) = read(&bytes, None).unwrap();

@@ -112,10 +112,19 @@ fn plausible(reported: usize, ours: usize) -> bool {
     reported <= ours.saturating_mul(2) && reported.saturating_mul(2) >= ours
 }
 
-/// The last assistant message whose wire record carries Anthropic usage (`message.usage` on a
-/// Claude Code line): input, cache reads and writes, and the reply itself.
+/// The last figure the log holds: Anthropic usage on an assistant message's wire record
+/// (`message.usage` on a Claude Code line: input, cache reads and writes, and the reply
+/// itself), or the last usage a log keeps beside its messages (Codex's: input, cached part
+/// included, and the reply), whichever accounts for the later answer.
 fn last_reported(conversation: &Conversation) -> Option<ReportedUsage> {
-    conversation
+    let logged = conversation
+        .logged_usage()
+        .last()
+        .map(|usage| ReportedUsage {
+            message: usage.answer,
+            tokens: usize::try_from(usage.input + usage.output).unwrap_or(usize::MAX),
+        });
+    let on_messages = conversation
         .messages
         .iter()
         .enumerate()
@@ -136,7 +145,15 @@ fn last_reported(conversation: &Conversation) -> Option<ReportedUsage> {
                 message: index,
                 tokens: usize::try_from(tokens).unwrap_or(usize::MAX),
             })
-        })
+        });
+    match (on_messages, logged) {
+        (Some(on), Some(beside)) => Some(if beside.message > on.message {
+            beside
+        } else {
+            on
+        }),
+        (on, beside) => on.or(beside),
+    }
 }
 
 #[cfg(test)]
@@ -191,5 +208,36 @@ mod tests {
             ),
             (Measure::Tokenizer { .. }, false)
         ));
+    }
+
+    /// A Codex log's usage sits beside the messages, after the answer it accounts for; the
+    /// trigger counts from there, as from a Claude Code line's.
+    #[test]
+    fn a_usage_record_beside_the_messages_is_the_providers_count() {
+        let counter = Tiktoken::default();
+        let mut conversation = conversation();
+        let ours: usize = counter.count_each(&conversation.messages)[..=1]
+            .iter()
+            .sum();
+        let input = ours as u64 + 300;
+        conversation.side.push(condense_core::SideRecord {
+            kind: condense_core::SideKind::Other,
+            before_message: 2,
+            value: serde_json::json!({"type": "token_usage_record", "payload": {"usage": {
+                "input_tokens": input, "cached_input_tokens": 100, "output_tokens": 20,
+            }}}),
+        });
+        let counts = counter.count_each(&conversation.messages);
+        let (measured, from_harness) = measure(&conversation, None, &counts, |_| 0);
+        assert!(!from_harness);
+        assert_eq!(
+            measured,
+            Measure::ProviderUsage {
+                tokens: input as usize + 20 + counts[2],
+                reported: input as usize + 20,
+                at_message: 1,
+                counted_after: counts[2],
+            }
+        );
     }
 }

@@ -78,58 +78,26 @@ impl RecordedUsage {
     }
 }
 
-/// The provider's accounting of each request in a Codex log, by the index of the first message
-/// of the answer it accounts for. Codex writes it beside the items, after the answer's last
-/// one: a `token_usage_record` line per response (Codex 0.169), or, in logs without those, an
-/// `event_msg` `token_count` with the `last_token_usage`. OpenAI counts cached tokens inside
-/// `input_tokens`; here they are taken out, as Anthropic's accounting has them.
-fn codex_usage(conversation: &Conversation) -> std::collections::HashMap<usize, RecordedUsage> {
-    let records = |kind: &'static str| {
-        conversation.side.iter().filter_map(move |record| {
-            let value = &record.value;
-            let usage = match (kind, value.get("type")?.as_str()?) {
-                ("token_usage_record", "token_usage_record") => {
-                    value.get("payload")?.get("usage")?
-                }
-                ("token_count", "event_msg") if value["payload"]["type"] == "token_count" => {
-                    value.get("payload")?.get("info")?.get("last_token_usage")?
-                }
-                _ => return None,
-            };
-            let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
-            let (input, cached, written) = (
-                field("input_tokens"),
-                field("cached_input_tokens"),
-                field("cache_write_input_tokens"),
-            );
-            let recorded = RecordedUsage {
-                uncached: input.saturating_sub(cached + written),
-                cache_write: written,
-                cache_read: cached,
-                output: field("output_tokens"),
-            };
-            (recorded.input() > 0).then_some((record.before_message, recorded))
-        })
-    };
-    let kind = if records("token_usage_record").next().is_some() {
-        "token_usage_record"
-    } else {
-        "token_count"
-    };
+/// The provider's accounting of each request that a log keeps beside the messages (Codex's,
+/// [`Conversation::logged_usage`]), by the index of the first message of the answer it
+/// accounts for. OpenAI counts cached tokens inside `input_tokens`; here they are taken out, as
+/// Anthropic's accounting has them.
+fn logged_usage(conversation: &Conversation) -> std::collections::HashMap<usize, RecordedUsage> {
     let messages = &conversation.messages;
     let mut usage = std::collections::HashMap::new();
-    for (before, recorded) in records(kind) {
-        // The answer is the run of assistant messages that ends last before the record.
-        let Some(mut first) = messages[..before.min(messages.len())]
-            .iter()
-            .rposition(|message| message.role == Role::Assistant)
-        else {
-            continue;
-        };
+    for logged in conversation.logged_usage() {
+        let mut first = logged.answer;
         while first > 0 && messages[first - 1].role == Role::Assistant {
             first -= 1;
         }
-        usage.entry(first).or_insert(recorded);
+        usage.entry(first).or_insert(RecordedUsage {
+            uncached: logged
+                .input
+                .saturating_sub(logged.cache_read + logged.cache_write),
+            cache_write: logged.cache_write,
+            cache_read: logged.cache_read,
+            output: logged.output,
+        });
     }
     usage
 }
@@ -160,7 +128,7 @@ impl Recording {
                     .retain(|key, _| KEPT_FIELDS.contains(&key.as_str()));
             }
         }
-        let logged = codex_usage(&conversation);
+        let logged = logged_usage(&conversation);
         let messages = &conversation.messages;
         let mut steps: Vec<Step> = Vec::new();
         for (answer, message) in messages.iter().enumerate().skip(1) {
