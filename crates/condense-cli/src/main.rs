@@ -116,7 +116,7 @@ pub enum ToolsAction {
     /// agent calls it to replace a result it has used by its own summary.
     Schema {
         /// openai (Chat Completions `tools` entry), openai-responses (Responses API `tools`
-        /// entry) or anthropic (Messages `tools` entry; also claude-code).
+        /// entry; also codex) or anthropic (Messages `tools` entry; also claude-code).
         #[arg(long, value_parser = parse_format, default_value = "openai")]
         format: Format,
     },
@@ -266,8 +266,8 @@ pub struct RecallArgs {
     /// The handle a placeholder names (32 hex digits, after `condense recall`).
     handle: String,
     /// The wire form for an output of several blocks (text and images): anthropic (the
-    /// default, also Claude Code's), openai or openai-responses. A text output is printed as
-    /// its text.
+    /// default, also Claude Code's), openai, or openai-responses (also Codex's). A text output
+    /// is printed as its text.
     #[arg(long, value_parser = parse_format, default_value = "anthropic")]
     format: Format,
     #[command(flatten)]

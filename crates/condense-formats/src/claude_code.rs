@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::blocks::{content_from_parts, kind_of, parts_from_content};
 use crate::error::strip_position;
+use crate::order::{ORDER, ordered_like, skeleton};
 use crate::{FormatError, Location, text};
 
 pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
@@ -81,8 +82,12 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
         // `content` is taken, but its place is kept (a null until written back), so that a line
         // comes back with its keys in their order.
         let content = message.get_mut("content").map(Value::take);
+        let order = content.as_ref().map(skeleton);
         let (parts, shape) =
             parts_from_content(content).map_err(|problem| FormatError::malformed(at, problem))?;
+        if let Some(order) = order {
+            record.insert(ORDER.into(), order);
+        }
         let generated = role == Role::User && is_generated(&record, &parts);
         let wire = WireRecord {
             fields: record,
@@ -305,6 +310,7 @@ fn message_lines(message: &Message) -> Vec<Value> {
 }
 
 fn line(role: Role, mut fields: JsonMap, parts: &[Part], shape: ContentShape) -> Value {
+    let order = fields.shift_remove(ORDER).unwrap_or(Value::Null);
     forget_replaced_results(&mut fields, parts);
     let (kind, wire_role) = match role {
         Role::Assistant => ("assistant", "assistant"),
@@ -324,7 +330,9 @@ fn line(role: Role, mut fields: JsonMap, parts: &[Part], shape: ContentShape) ->
     if let Some(Value::Object(message)) = fields.get_mut("message") {
         match content_from_parts(parts, shape) {
             Some(content) => {
-                message.insert("content".into(), content);
+                // Keys where the line had them (Claude Code 2 writes a result's
+                // `tool_use_id` before its `type`).
+                message.insert("content".into(), ordered_like(content, &order));
             }
             None => {
                 message.shift_remove("content");

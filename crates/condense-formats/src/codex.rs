@@ -27,12 +27,8 @@ use serde_json::Value;
 
 use crate::blocks::kind_of;
 use crate::error::strip_position;
+use crate::order::{ORDER, ordered_like, skeleton};
 use crate::{FormatError, Location, responses, text};
-
-/// The wire field of a `response_item` line's record that holds its payload's key order (the
-/// payload with every string emptied), so that the item goes back with its keys where they
-/// were. Removed again on writing.
-const ORDER: &str = "condense_key_order";
 
 /// The wire field of a message read from a `compacted` line: the index of its item in the
 /// line's `replacement_history` (or `"message"` for the summary of a line that has none). Such
@@ -417,45 +413,4 @@ fn forget_replaced_copies(value: &Value, replaced: &[(String, String)]) -> Optio
         }
     }
     Some(scrubbed)
-}
-
-/// `value` with its strings emptied: the shape of an item (its keys, in order, at every level),
-/// without its text.
-fn skeleton(value: &Value) -> Value {
-    match value {
-        Value::String(_) => Value::String(String::new()),
-        Value::Array(items) => Value::Array(items.iter().map(skeleton).collect()),
-        Value::Object(fields) => Value::Object(
-            fields
-                .iter()
-                .map(|(key, value)| (key.clone(), skeleton(value)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
-/// `value` with the keys of each object in the order `like` has them (at every level where the
-/// two have the same shape); keys `like` lacks come after, in their own order.
-fn ordered_like(value: Value, like: &Value) -> Value {
-    match (value, like) {
-        (Value::Object(mut fields), Value::Object(model)) => {
-            let mut ordered = JsonMap::with_capacity(fields.len());
-            for (key, model_value) in model {
-                if let Some(value) = fields.shift_remove(key) {
-                    ordered.insert(key.clone(), ordered_like(value, model_value));
-                }
-            }
-            ordered.append(&mut fields);
-            Value::Object(ordered)
-        }
-        (Value::Array(items), Value::Array(model)) if items.len() == model.len() => Value::Array(
-            items
-                .into_iter()
-                .zip(model)
-                .map(|(item, model)| ordered_like(item, model))
-                .collect(),
-        ),
-        (value, _) => value,
-    }
 }

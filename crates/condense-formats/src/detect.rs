@@ -1,7 +1,8 @@
 //! Telling the formats apart from their content.
 //!
 //! Claude Code and Codex logs are JSONL whose lines carry a `type` (a Codex line's is one of its
-//! own, around a `payload`). A Responses body has an `input` list.
+//! own, around a `payload`; a Claude Code log's first message line may follow lines of other
+//! kinds). A Responses body has an `input` list.
 //! OpenAI Chat Completions and Anthropic bodies are both `messages` lists; OpenAI is recognised by what only it has (`system`/`tool`/`developer` roles,
 //! `tool_calls`), Anthropic by what only it has (a top-level `system`, typed tool and thinking
 //! blocks). A plain-text chat that has neither reads the same either way, and is read as OpenAI.
@@ -25,14 +26,33 @@ pub fn detect(bytes: &[u8]) -> Result<Format, FormatError> {
     detect_value(&value)
 }
 
-/// The log format of `input` when it is several non-empty lines, the first of which is a
-/// session record on its own.
+/// How many leading lines of a log detection reads for one that tells its format: a Claude Code
+/// log can open with lines of other kinds (queue operations, file-history snapshots, titles)
+/// before its first message.
+const LINES_TO_DECIDE: usize = 64;
+
+/// The log format of `input` when it is several non-empty lines, the first of which is a log
+/// record (an object with a `type`, not a request body), and one of the first
+/// [`LINES_TO_DECIDE`] tells whose log it is. A Claude Code log none of whose first lines does
+/// is still known by the `sessionId` its lines carry.
 pub(crate) fn jsonl_format(input: &str) -> Option<Format> {
     let mut lines = input.lines().filter(|line| !line.trim().is_empty());
-    let (Some(first), Some(_)) = (lines.next(), lines.next()) else {
+    let first: Value = serde_json::from_str(lines.next()?).ok()?;
+    let Value::Object(object) = &first else {
         return None;
     };
-    session_record_format(&serde_json::from_str::<Value>(first).ok()?)
+    if object.contains_key("messages") || !object.get("type").is_some_and(Value::is_string) {
+        return None;
+    }
+    let mut rest = lines.peekable();
+    rest.peek()?;
+    std::iter::once(first.clone())
+        .chain(
+            rest.take(LINES_TO_DECIDE)
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok()),
+        )
+        .find_map(|value| session_record_format(&value))
+        .or_else(|| first.get("sessionId").map(|_| Format::ClaudeCode))
 }
 
 /// Claude Code's or Codex's, when `value` is a line of its log.

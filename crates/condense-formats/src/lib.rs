@@ -16,6 +16,7 @@ mod detect;
 mod embedded;
 mod error;
 mod openai;
+mod order;
 mod request;
 mod responses;
 mod text;
