@@ -155,6 +155,8 @@ pub(crate) fn write(conversation: &Conversation) -> Result<Vec<u8>, FormatError>
 struct Chain {
     emitted: std::collections::HashSet<String>,
     last: Option<String>,
+    /// Whether the last line linked is one condense made (the summary, the continuation).
+    last_made: bool,
     /// Session fields (`sessionId`, `cwd`, `version`, `userType`) for lines condense creates.
     session: JsonMap,
     timestamp: Option<Value>,
@@ -179,6 +181,7 @@ impl Chain {
         Chain {
             emitted: Default::default(),
             last: None,
+            last_made: false,
             session,
             timestamp: None,
         }
@@ -192,7 +195,8 @@ impl Chain {
 
     fn link(&mut self, line: &mut Value, message: &Message) {
         let Value::Object(fields) = line else { return };
-        if !fields.contains_key("uuid") {
+        let made = !fields.contains_key("uuid");
+        if made {
             let uuid = synthetic_uuid(
                 self.last.as_deref().unwrap_or(""),
                 &fields
@@ -215,14 +219,20 @@ impl Chain {
             if let Some(timestamp) = &self.timestamp {
                 fields.insert("timestamp".into(), timestamp.clone());
             }
-        } else if let Some(Value::String(parent)) = fields.get("parentUuid")
-            && !self.emitted.contains(parent)
-        {
+        } else if match fields.get("parentUuid") {
+            Some(Value::String(parent)) => !self.emitted.contains(parent),
+            // The session's first message, now after a summary condense put before it: a
+            // root there would start a second chain, and Claude Code, which resumes by
+            // following the last line's parents, would never reach the summary.
+            Some(Value::Null) => self.last_made,
+            _ => false,
+        } {
             fields.insert(
                 "parentUuid".into(),
                 self.last.clone().map_or(Value::Null, Value::String),
             );
         }
+        self.last_made = made;
         if let Some(timestamp) = fields.get("timestamp") {
             self.timestamp = Some(timestamp.clone());
         }

@@ -1,0 +1,79 @@
+//! A log that Claude Code 2.1.197 wrote (tests/data/README.md): what today's Claude Code puts
+//! in a session log, beside the older logs of ../shared/transcripts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use condense_core::{Message, Role};
+use condense_formats::{Format, detect, read, write};
+use serde_json::Value;
+
+fn log() -> Vec<u8> {
+    std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/claude-code-2.1.197.jsonl"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn a_log_that_opens_with_queue_operations_is_known_as_claude_code() {
+    let bytes = log();
+    let first: Value =
+        serde_json::from_slice(bytes.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(first["type"], "queue-operation");
+    assert_eq!(detect(&bytes).unwrap(), Format::ClaudeCode);
+    let (format, conversation) = read(&bytes, None).unwrap();
+    assert_eq!(format, Format::ClaudeCode);
+    assert_eq!(conversation.messages.len(), 8);
+    assert!(conversation.validate().is_empty());
+}
+
+#[test]
+fn it_is_written_back_as_the_same_bytes() {
+    let bytes = log();
+    let (_, conversation) = read(&bytes, None).unwrap();
+    assert_eq!(write(Format::ClaudeCode, &conversation).unwrap(), bytes);
+}
+
+/// Claude Code resumes a session by following the last line's `parentUuid`s back: after a
+/// summary that carried the first message, that message (the session's root) must hang below
+/// the summary, or the summary is not on the chain and the resumed agent never sees it.
+#[test]
+fn a_carried_first_message_hangs_below_the_summary() {
+    let (_, mut conversation) = read(&log(), None).unwrap();
+    let first = conversation.messages[0].clone();
+    let last = conversation.messages.pop().unwrap();
+    conversation.messages = vec![
+        Message::text(Role::User, "<prior-conversation-summary>\nsummary"),
+        first,
+        last,
+    ];
+    let written = String::from_utf8(write(Format::ClaudeCode, &conversation).unwrap()).unwrap();
+    let lines: Vec<Value> = written
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let by_uuid: std::collections::HashMap<&str, &Value> = lines
+        .iter()
+        .filter_map(|line| Some((line["uuid"].as_str()?, line)))
+        .collect();
+    let leaf = lines
+        .iter()
+        .rev()
+        .find(|line| line["type"] == "assistant")
+        .unwrap();
+    let mut chain = Vec::new();
+    let mut at = Some(leaf);
+    while let Some(line) = at {
+        chain.push(line["message"]["content"].to_string());
+        at = line["parentUuid"]
+            .as_str()
+            .and_then(|parent| by_uuid.get(parent).copied());
+    }
+    let root = chain.last().unwrap();
+    assert!(root.contains("prior-conversation-summary"), "{chain:#?}");
+    assert!(
+        chain
+            .iter()
+            .any(|text| text.contains("count to a few thousand"))
+    );
+}
