@@ -74,6 +74,13 @@ pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, Fo
         Some(Value::String(role)) => match role.as_str() {
             "user" => Role::User,
             "assistant" => Role::Assistant,
+            // Claude Code 2 sends notes of its own as `system` messages among the others (the
+            // agent types its Agent tool can start): kept among the wire fields, the role goes
+            // back as it came, and the message stays where it was.
+            "system" => {
+                fields.insert("role".into(), role.into());
+                Role::System
+            }
             _ => return Err(FormatError::UnknownRole { at, role }),
         },
         Some(other) => {
@@ -111,6 +118,7 @@ pub(crate) fn to_value(conversation: &Conversation) -> Value {
         .take_while(|message| {
             message.role == Role::System
                 && !(message.is_compaction_summary() && message.wire.is_empty())
+                && !is_system_message(message)
         })
         .count();
     let (system, rest) = conversation.messages.split_at(leading_system);
@@ -135,8 +143,17 @@ fn system_value(system: &[Message]) -> Option<Value> {
     }
 }
 
-/// A System message after the start has no place in the Messages API; it goes out as a `user`
-/// message, which is how Anthropic's own clients carry such notes.
+/// A `system` message the body had among its messages (not its `system` prompt).
+fn is_system_message(message: &Message) -> bool {
+    message
+        .wire
+        .first()
+        .is_some_and(|record| record.fields.get("role").and_then(Value::as_str) == Some("system"))
+}
+
+/// A System message after the start that did not come as a `system` message goes out as a
+/// `user` message, which is how Anthropic's own clients carry such notes; one that came as a
+/// `system` message keeps that role (its wire fields hold it).
 fn message_to_value(message: &Message) -> Value {
     let mut fields = message
         .wire
@@ -162,4 +179,37 @@ fn shape_of(message: &Message) -> condense_core::ContentShape {
         .first()
         .map(|record| record.shape)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What Claude Code 2 sends: a `system` prompt, and a `system` message of its own among the
+    /// others (here at the end, as it puts the agent types its Agent tool can start).
+    #[test]
+    fn a_system_message_among_the_messages_stays_one_where_it_was() {
+        let body = serde_json::json!({
+            "model": "claude-opus-4-8",
+            "system": [{"type": "text", "text": "You are Claude Code."}],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "count"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+                {"role": "system", "content": "Available agent types: claude."},
+            ],
+        });
+        let bytes = body.to_string();
+        assert_eq!(crate::detect(bytes.as_bytes()).unwrap(), crate::Format::Anthropic);
+        let conversation = from_value(body.clone()).unwrap();
+        let roles: Vec<Role> = conversation.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::System, Role::User, Role::Assistant, Role::System]
+        );
+        assert_eq!(to_value(&conversation), body);
+        // First among the messages, it is still not the `system` prompt.
+        let mut first = body.clone();
+        first["messages"].as_array_mut().unwrap().rotate_right(1);
+        assert_eq!(to_value(&from_value(first.clone()).unwrap()), first);
+    }
 }

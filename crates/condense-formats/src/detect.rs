@@ -128,7 +128,12 @@ pub fn detect_confidently(bytes: &[u8]) -> Option<Format> {
 /// What only one of the two formats has: OpenAI's roles and tool fields, Anthropic's top-level
 /// `system` and typed blocks.
 fn evidence(messages: &[Value], has_system_key: bool) -> Option<Format> {
-    let mut anthropic = has_system_key;
+    // Only Anthropic's bodies have a top-level `system`; their messages may then be `system`
+    // ones too (Claude Code 2 sends some), which alone would look like OpenAI's.
+    if has_system_key {
+        return Some(Format::Anthropic);
+    }
+    let mut anthropic = false;
     for message in messages {
         let role = message.get("role").and_then(Value::as_str);
         if matches!(role, Some("system" | "tool" | "developer"))

@@ -462,3 +462,129 @@ pub fn run_bounded(mut command: std::process::Command, limit: Duration) -> std::
         }
     }
 }
+
+/// A scripted model that works like an agent, for Claude Code to talk to over the Messages API,
+/// on a free 127.0.0.1 port: its origin and what it received. The `n`-th request that offers a
+/// `Bash` tool (counted from 0 over the upstream's life) gets a `tool_use` of it running
+/// `commands[n]`; every other request gets `answer` as text. Streams when asked, with the
+/// events Anthropic sends, usage in `message_start` and `message_delta`.
+pub async fn anthropic_agent_upstream(
+    commands: Vec<String>,
+    answer: &'static str,
+) -> (String, Received) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let received: Received = Arc::default();
+    let count = Arc::new(AtomicUsize::new(0));
+    let commands = Arc::new(commands);
+    let record = received.clone();
+    let reply = move |uri: axum::http::Uri, headers: HeaderMap, body: Bytes| {
+        let received = record.clone();
+        let count = count.clone();
+        let commands = commands.clone();
+        async move {
+            received.lock().unwrap().push((
+                uri.path_and_query()
+                    .map_or(uri.path(), |path| path.as_str())
+                    .to_owned(),
+                headers,
+                body.clone(),
+            ));
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            if uri.path().ends_with("/count_tokens") {
+                return Response::builder()
+                    .header("content-type", "application/json")
+                    .body(Body::from(r#"{"input_tokens":1000}"#))
+                    .unwrap();
+            }
+            let offers_bash = request["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|tool| tool["name"] == "Bash");
+            let turn = if offers_bash {
+                count.fetch_add(1, Ordering::SeqCst)
+            } else {
+                usize::MAX
+            };
+            let (block, stop) = match commands.get(turn) {
+                Some(command) => (
+                    serde_json::json!({"type": "tool_use", "id": format!("toolu_{turn:03}"),
+                        "name": "Bash", "input": {"command": command, "description": "Run it"}}),
+                    "tool_use",
+                ),
+                None => (
+                    serde_json::json!({"type": "text", "text": answer}),
+                    "end_turn",
+                ),
+            };
+            let input_tokens = body.len() / 4;
+            let message = |content: Value, stop: Value| {
+                serde_json::json!({
+                    "id": format!("msg_{turn}"), "type": "message", "role": "assistant",
+                    "model": request["model"], "content": content, "stop_reason": stop,
+                    "stop_sequence": null,
+                    "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
+                              "cache_read_input_tokens": 0, "output_tokens": 12},
+                })
+            };
+            if request["stream"] != true {
+                return Response::builder()
+                    .header("content-type", "application/json")
+                    .body(Body::from(
+                        message(Value::Array(vec![block]), stop.into()).to_string(),
+                    ))
+                    .unwrap();
+            }
+            let (start, delta) = if block["type"] == "text" {
+                (
+                    serde_json::json!({"type": "text", "text": ""}),
+                    serde_json::json!({"type": "text_delta", "text": answer}),
+                )
+            } else {
+                let mut start = block.clone();
+                start["input"] = serde_json::json!({});
+                (
+                    start,
+                    serde_json::json!({"type": "input_json_delta",
+                                       "partial_json": block["input"].to_string()}),
+                )
+            };
+            let events = [
+                (
+                    "message_start",
+                    serde_json::json!({"type": "message_start", "message": message(Value::Array(vec![]), Value::Null)}),
+                ),
+                (
+                    "content_block_start",
+                    serde_json::json!({"type": "content_block_start", "index": 0, "content_block": start}),
+                ),
+                (
+                    "content_block_delta",
+                    serde_json::json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+                ),
+                (
+                    "content_block_stop",
+                    serde_json::json!({"type": "content_block_stop", "index": 0}),
+                ),
+                (
+                    "message_delta",
+                    serde_json::json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 12}}),
+                ),
+                ("message_stop", serde_json::json!({"type": "message_stop"})),
+            ];
+            let stream: String = events
+                .into_iter()
+                .map(|(kind, data)| format!("event: {kind}\ndata: {data}\n\n"))
+                .collect();
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from(stream))
+                .unwrap()
+        }
+    };
+    let app = Router::new().fallback(post(reply));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (origin, received)
+}

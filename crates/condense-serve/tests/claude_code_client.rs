@@ -1,0 +1,160 @@
+//! Anthropic's Claude Code as the proxy's client, pointed at it as the README says
+//! (`ANTHROPIC_BASE_URL`). `.ci/run` installs Claude Code with `scripts/claude-code.sh` and sets
+//! `CONDENSE_CLAUDE_CODE`; elsewhere the test says it was skipped.
+//!
+//! The upstream is scripted as a model that works like an agent: it has Claude Code run a
+//! command a few times with its Bash tool, each printing a few thousand tokens, then answers in
+//! text. Claude Code resends its whole history with every request, so the later requests cross
+//! the pruning thresholds: what reaches the upstream is compacted, valid and frozen, while
+//! Claude Code's own session log keeps every output as the command printed it.
+#![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use condense_host::{Compactor, Config, Sources};
+use condense_pruner::{FixedClock, MemoryStore};
+use condense_serve::testing::{Frozen, anthropic_agent_upstream, run_bounded, settings_for, spawn};
+use condense_serve::{DirSessionStore, Proxy};
+use serde_json::Value;
+
+/// How many commands the scripted model has Claude Code run before it answers.
+const COMMANDS: usize = 6;
+/// What the scripted model says once Claude Code has run its commands.
+const FINAL_ANSWER: &str = "Counted six times.";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_works_through_the_proxy_and_its_requests_are_compacted() {
+    let Some(claude) = condense_core::testing::required_url(
+        "claude_code_works_through_the_proxy_and_its_requests_are_compacted",
+        "CONDENSE_CLAUDE_CODE",
+        "CONDENSE_REQUIRE_CLAUDE_CODE",
+    ) else {
+        return;
+    };
+    let commands = (0..COMMANDS)
+        .map(|turn| format!("seq 1 {}", 1500 + 100 * turn))
+        .collect();
+    let (upstream, received) = anthropic_agent_upstream(commands, FINAL_ANSWER).await;
+    let config = Config::load(&Sources {
+        // A window the session outgrows after a few commands (Claude Code's own system prompt
+        // and tools take about 20K tokens of it), and a skip boundary of two calls.
+        env: vec![
+            ("CONDENSE_PRUNE_SKIP_TOOL_CALLS".into(), "2".into()),
+            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "48000".into()),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+            ("CONDENSE_PRUNE_MINIMUM_TOKENS".into(), "2000".into()),
+            ("CONDENSE_PRUNE_PROTECT_TOKENS".into(), "5000".into()),
+        ],
+        ..Sources::default()
+    })
+    .unwrap();
+    let compactor = Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()))
+        .with_clock(Box::new(FixedClock(1_763_700_000_000)));
+    let state = tempfile::tempdir().unwrap();
+    let proxy = Arc::new(
+        Proxy::new(
+            settings_for(&upstream),
+            compactor,
+            Arc::new(DirSessionStore::new(state.path())),
+        )
+        .unwrap(),
+    );
+    let url = spawn(proxy).await;
+
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut command = std::process::Command::new(&claude);
+    command
+        .args(["-p", "count to a few thousand, several times"])
+        .args(["--allowedTools", "Bash", "--output-format", "json"])
+        .current_dir(work.path())
+        .env("HOME", home.path())
+        .env("ANTHROPIC_BASE_URL", &url)
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1");
+    // Claude Code blocks; the proxy runs on this runtime's other threads meanwhile.
+    let output =
+        tokio::task::spawn_blocking(move || run_bounded(command, Duration::from_secs(240)))
+            .await
+            .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}\n{stdout}");
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    // Claude Code got the scripted model's answer, as the upstream sent it.
+    assert_eq!(result["result"], FINAL_ANSWER, "{stdout}");
+    assert_eq!(result["is_error"], false);
+
+    let bodies: Vec<Value> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(path, _, _)| path.starts_with("/v1/messages") && !path.contains("count_tokens"))
+        .map(|(_, _, body)| serde_json::from_slice::<Value>(body).unwrap())
+        .filter(|body| {
+            body["tools"]
+                .as_array()
+                .is_some_and(|tools| !tools.is_empty())
+        })
+        .collect();
+    assert_eq!(bodies.len(), COMMANDS + 1);
+    let mut frozen = Frozen::default();
+    for (request, body) in bodies.iter().enumerate() {
+        frozen.check_body(request, condense_formats::Format::Anthropic, body);
+        // The last exchange is kept: the output Claude Code just produced goes up whole.
+        if request > 0 {
+            let results =
+                condense_serve::testing::tool_results(body["messages"].as_array().unwrap());
+            let (id, content) = results.last().unwrap();
+            assert_eq!(id, &format!("toolu_{:03}", request - 1));
+            assert!(
+                !content.to_string().contains("condense recall"),
+                "request {request}: the newest output was replaced"
+            );
+        }
+    }
+    eprintln!(
+        "{} Claude Code requests, {} outputs replaced",
+        bodies.len(),
+        frozen.replaced.len()
+    );
+    assert!(
+        frozen.replaced.len() >= 2,
+        "the later requests were compacted: {:?}",
+        frozen.replaced.keys()
+    );
+
+    // Claude Code's own log of the session still holds every output as the command printed
+    // it: the proxy changed what the model saw, not what the agent keeps.
+    let log = session_log(home.path());
+    assert!(!log.contains("condense recall"));
+    for turn in 0..COMMANDS {
+        let last = 1500 + 100 * turn;
+        assert!(
+            log.contains(&format!("\\n{}\\n{last}", last - 1)),
+            "output {turn}"
+        );
+    }
+}
+
+/// The one session log Claude Code wrote under `home`.
+fn session_log(home: &std::path::Path) -> String {
+    let mut found = Vec::new();
+    let mut dirs = vec![home.join(".claude/projects")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "jsonl") {
+                found.push(path);
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "{found:?}");
+    std::fs::read_to_string(&found[0]).unwrap()
+}
