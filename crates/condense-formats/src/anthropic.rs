@@ -199,7 +199,10 @@ mod tests {
             ],
         });
         let bytes = body.to_string();
-        assert_eq!(crate::detect(bytes.as_bytes()).unwrap(), crate::Format::Anthropic);
+        assert_eq!(
+            crate::detect(bytes.as_bytes()).unwrap(),
+            crate::Format::Anthropic
+        );
         let conversation = from_value(body.clone()).unwrap();
         let roles: Vec<Role> = conversation.messages.iter().map(|m| m.role).collect();
         assert_eq!(
