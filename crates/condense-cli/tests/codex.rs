@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{command, condense};
 use condense_core::{Part, ToolOutput};
 use condense_formats::Format;
-use condense_serve::testing::{Frozen, agent_upstream, run_bounded};
+use condense_serve::testing::{Frozen, responses_agent_upstream, run_bounded};
 use serde_json::Value;
 
 fn fixture() -> PathBuf {
@@ -167,7 +167,7 @@ async fn codex_resumes_a_log_that_condense_pruned_and_compacted() {
     let commands = (0..4)
         .map(|n| format!("seq 1 {}", 1500 + 100 * n))
         .collect();
-    let (upstream, received) = agent_upstream(commands, "Done.").await;
+    let (upstream, received) = responses_agent_upstream(commands, "Done.").await;
     let home = codex_home(&upstream);
     let work = tempfile::tempdir().unwrap();
     let run = codex_run(codex, home.path(), work.path());
@@ -331,7 +331,7 @@ async fn codex_resumes_a_log_it_compacted_itself_once_condense_compacted_it_too(
     ) else {
         return;
     };
-    let (upstream, received) = agent_upstream(Vec::new(), "ok").await;
+    let (upstream, received) = responses_agent_upstream(Vec::new(), "ok").await;
     let home = codex_home(&upstream);
     let thread = "01a209ed-fdb9-78e2-9288-2987e04fbd7d";
     let day = home.path().join("sessions/2026/11/23");

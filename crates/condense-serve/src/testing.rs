@@ -335,7 +335,10 @@ impl Frozen {
 /// (counted from 0 over the upstream's life) gets a call to the shell tool the request offers
 /// (Codex's `exec_command`, or its older `shell`) running `commands[n]`; every later one gets
 /// `answer` as text. Each answer streams the events OpenAI sends, usage in `response.completed`.
-pub async fn agent_upstream(commands: Vec<String>, answer: &'static str) -> (String, Received) {
+pub async fn responses_agent_upstream(
+    commands: Vec<String>,
+    answer: &'static str,
+) -> (String, Received) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let received: Received = Arc::default();
     let count = Arc::new(AtomicUsize::new(0));

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use condense_host::{Compactor, Config, Sources};
 use condense_pruner::{FixedClock, MemoryStore};
-use condense_serve::testing::{Frozen, agent_upstream, run_bounded, settings_for, spawn};
+use condense_serve::testing::{Frozen, responses_agent_upstream, run_bounded, settings_for, spawn};
 use condense_serve::{DirSessionStore, Proxy};
 use serde_json::Value;
 
@@ -36,7 +36,7 @@ async fn codex_works_through_the_proxy_and_its_requests_are_compacted() {
     let commands = (0..COMMANDS)
         .map(|turn| format!("seq 1 {}", 1500 + 100 * turn))
         .collect();
-    let (upstream, received) = agent_upstream(commands, FINAL_ANSWER).await;
+    let (upstream, received) = responses_agent_upstream(commands, FINAL_ANSWER).await;
     let config = Config::load(&Sources {
         // A window the session outgrows after a few commands (Codex's own instructions and
         // tools take about 11K tokens of it), and a skip boundary of two calls (ten by
