@@ -63,10 +63,43 @@ fn chat_and_responses(c: &mut Criterion) {
     group.finish();
 }
 
+/// The log Codex 0.169 wrote (tests/data) and the Responses body of the same conversation: what
+/// reading the log adds (its other lines kept beside, each item's key order kept) over reading
+/// its items.
+fn codex_log_and_responses(c: &mut Criterion) {
+    let log = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/codex-0.169.0.jsonl"
+    ))
+    .unwrap();
+    let (_, conversation) = read(&log, Some(Format::Codex)).unwrap();
+    let mut body = conversation.clone();
+    body.side.clear();
+    for message in &mut body.messages {
+        for record in &mut message.wire {
+            let item = record.fields.get("payload").cloned();
+            record.fields = match item {
+                Some(serde_json::Value::Object(item)) => item,
+                _ => condense_core::JsonMap::new(),
+            };
+        }
+    }
+    let body = condense_formats::write(Format::Responses, &body).unwrap();
+    let mut group = c.benchmark_group("read codex-0.169.0 as");
+    group.bench_function("codex log", |b| {
+        b.iter(|| read(black_box(&log), Some(Format::Codex)).unwrap())
+    });
+    group.bench_function("responses body", |b| {
+        b.iter(|| read(black_box(&body), Some(Format::Responses)).unwrap())
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
     largest_transcript,
     huge_tool_output,
-    chat_and_responses
+    chat_and_responses,
+    codex_log_and_responses
 );
 criterion_main!(benches);
