@@ -9,10 +9,10 @@ use condense_core::{
 };
 use serde_json::Value;
 
-use crate::blocks::{content_from_parts, kind_of, parts_from_content};
-use crate::error::strip_position;
+use crate::blocks::{content_from_parts, parts_from_content};
+use crate::jsonl::{self, push_line};
 use crate::order::{ORDER, ordered_like, skeleton};
-use crate::{FormatError, Location, text};
+use crate::{FormatError, text};
 
 pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
     let input = text::utf8(bytes)?;
@@ -20,23 +20,8 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
     // The `message.id` of the last main-thread assistant line, to merge the lines of one reply.
     let mut open_reply: Option<String> = None;
 
-    for (line_index, line) in input.lines().enumerate() {
-        let line_number = line_index + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = Location::Line(line_number);
-        let value: Value = serde_json::from_str(line).map_err(|error| FormatError::JsonLine {
-            line: line_number,
-            column: error.column(),
-            message: strip_position(&error),
-        })?;
-        let Value::Object(mut record) = value else {
-            return Err(FormatError::malformed(
-                at,
-                format!("a session line is an object, not {}", kind_of(&value)),
-            ));
-        };
+    for record in jsonl::records(input) {
+        let (at, mut record) = record?;
         let kind = record
             .get("type")
             .and_then(Value::as_str)
@@ -263,13 +248,6 @@ fn synthetic_uuid(parent: &str, content: &str) -> String {
         (low >> 48) & 0xfff,
         low & 0xffff_ffff_ffff
     )
-}
-
-fn push_line(out: &mut Vec<u8>, value: &Value) -> Result<(), FormatError> {
-    serde_json::to_writer(&mut *out, value)
-        .map_err(|error| FormatError::Write(error.to_string()))?;
-    out.push(b'\n');
-    Ok(())
 }
 
 /// Claude Code keeps a second copy of each tool's output beside the message, in the line's

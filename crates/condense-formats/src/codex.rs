@@ -26,7 +26,7 @@ use condense_core::{Conversation, JsonMap, Message, Part, SideKind, SideRecord, 
 use serde_json::Value;
 
 use crate::blocks::kind_of;
-use crate::error::strip_position;
+use crate::jsonl::{self, push_line};
 use crate::order::{ORDER, ordered_like, skeleton};
 use crate::{FormatError, Location, responses, text};
 
@@ -47,23 +47,8 @@ pub(crate) const LINE_TYPES: [&str; 5] = [
 pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
     let input = text::utf8(bytes)?;
     let mut conversation = Conversation::default();
-    for (line_index, line) in input.lines().enumerate() {
-        let line_number = line_index + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = Location::Line(line_number);
-        let value: Value = serde_json::from_str(line).map_err(|error| FormatError::JsonLine {
-            line: line_number,
-            column: error.column(),
-            message: strip_position(&error),
-        })?;
-        let Value::Object(mut record) = value else {
-            return Err(FormatError::malformed(
-                at,
-                format!("a session line is an object, not {}", kind_of(&value)),
-            ));
-        };
+    for record in jsonl::records(input) {
+        let (at, mut record) = record?;
         match record.get("type").and_then(Value::as_str) {
             Some("response_item") => {}
             Some("compacted") => {
@@ -356,13 +341,6 @@ fn codex_item(item: Value) -> Value {
     item.insert("type".into(), "message".into());
     item.append(&mut fields);
     Value::Object(item)
-}
-
-fn push_line(out: &mut Vec<u8>, value: &Value) -> Result<(), FormatError> {
-    serde_json::to_writer(&mut *out, value)
-        .map_err(|error| FormatError::Write(error.to_string()))?;
-    out.push(b'\n');
-    Ok(())
 }
 
 /// The call id and placeholder text of every tool output condense replaced.

@@ -15,6 +15,7 @@ mod codex;
 mod detect;
 mod embedded;
 mod error;
+mod jsonl;
 mod openai;
 mod order;
 mod request;
