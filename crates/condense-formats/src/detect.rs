@@ -46,12 +46,12 @@ pub(crate) fn jsonl_format(input: &str) -> Option<Format> {
     }
     let mut rest = lines.peekable();
     rest.peek()?;
-    std::iter::once(first.clone())
-        .chain(
+    session_record_format(&first)
+        .or_else(|| {
             rest.take(LINES_TO_DECIDE)
-                .filter_map(|line| serde_json::from_str::<Value>(line).ok()),
-        )
-        .find_map(|value| session_record_format(&value))
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .find_map(|value| session_record_format(&value))
+        })
         .or_else(|| first.get("sessionId").map(|_| Format::ClaudeCode))
 }
 

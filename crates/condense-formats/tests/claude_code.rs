@@ -77,3 +77,26 @@ fn a_carried_first_message_hangs_below_the_summary() {
             .any(|text| text.contains("count to a few thousand"))
     );
 }
+
+/// Past the lines detection reads, a log whose first line carries Claude Code's `sessionId` is
+/// still known as Claude Code's.
+#[test]
+fn a_log_that_opens_with_many_other_lines_is_known_by_its_session_id() {
+    let text = String::from_utf8(log()).unwrap();
+    let first = text.lines().next().unwrap();
+    let mut long = first.to_owned();
+    for _ in 0..100 {
+        long.push('\n');
+        long.push_str(first);
+    }
+    long.push('\n');
+    long.push_str(&text);
+    assert_eq!(detect(long.as_bytes()).unwrap(), Format::ClaudeCode);
+    let (_, conversation) = read(long.as_bytes(), None).unwrap();
+    assert_eq!(conversation.messages.len(), 8);
+    // Without it, nothing tells such lines from any JSONL.
+    let anonymous = long.replace("\"sessionId\"", "\"session\"");
+    let first_message = anonymous.find("\"type\":\"user\"").unwrap();
+    assert!(first_message > 100 * first.len());
+    assert!(detect(anonymous.as_bytes()).is_err());
+}
