@@ -22,7 +22,7 @@ mod validate;
 
 pub use compacted::{Compacted, Phase};
 pub use content_hash::{Prehashed, hash_value};
-pub use conversation::{Conversation, LoggedUsage, SideKind, SideRecord};
+pub use conversation::{Conversation, SideKind, SideRecord};
 pub use memo::{Memos, MessageMemo};
 pub use message::{ContentShape, Message, Role, SUMMARY_CLOSE, SUMMARY_OPEN, WireRecord};
 pub use pairs::{CallSite, ResultSite, ToolPairs};

@@ -392,3 +392,65 @@ fn forget_replaced_copies(value: &Value, replaced: &[(String, String)]) -> Optio
     }
     Some(scrubbed)
 }
+
+/// One request's accounting as a log kept it beside the messages (OpenAI's terms: `input`
+/// includes what was read from the cache and written to it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoggedUsage {
+    /// The last message of the answer it accounts for: the last assistant message before it.
+    pub answer: usize,
+    /// All the input the provider counted.
+    pub input: u64,
+    /// Of the input, what was read from the provider's cache.
+    pub cache_read: u64,
+    /// Of the input, what was written to the cache.
+    pub cache_write: u64,
+    /// The answer's tokens.
+    pub output: u64,
+}
+
+/// The provider's accounting that a log keeps beside its messages, one per request, in order:
+/// Codex writes a `token_usage_record` line after each response (Codex 0.169), or, in logs
+/// without those, an `event_msg` `token_count` with the `last_token_usage`. (Claude Code's is
+/// on the assistant line itself, `message.usage`.) Empty for a conversation of another format.
+pub fn logged_usage(conversation: &Conversation) -> Vec<LoggedUsage> {
+    let read = |kind: &str| -> Vec<LoggedUsage> {
+        conversation
+            .side
+            .iter()
+            .filter_map(|record| {
+                let value = &record.value;
+                let usage = match value.get("type")?.as_str()? {
+                    "token_usage_record" if kind == "token_usage_record" => {
+                        value.get("payload")?.get("usage")?
+                    }
+                    "event_msg"
+                        if kind == "token_count" && value["payload"]["type"] == "token_count" =>
+                    {
+                        value.get("payload")?.get("info")?.get("last_token_usage")?
+                    }
+                    _ => return None,
+                };
+                let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+                let before = record.before_message.min(conversation.messages.len());
+                let answer = conversation.messages[..before]
+                    .iter()
+                    .rposition(|message| message.role == condense_core::Role::Assistant)?;
+                Some(LoggedUsage {
+                    answer,
+                    input: field("input_tokens"),
+                    cache_read: field("cached_input_tokens"),
+                    cache_write: field("cache_write_input_tokens"),
+                    output: field("output_tokens"),
+                })
+            })
+            .filter(|usage| usage.input > 0)
+            .collect()
+    };
+    let records = read("token_usage_record");
+    if records.is_empty() {
+        read("token_count")
+    } else {
+        records
+    }
+}

@@ -27,6 +27,7 @@ use std::str::FromStr;
 
 use condense_core::Conversation;
 
+pub use codex::{LoggedUsage, logged_usage};
 pub use detect::{detect, detect_confidently};
 pub use error::{FormatError, Location};
 pub use request::{MessageCache, Request};

@@ -85,7 +85,7 @@ fn a_codex_logs_items_are_the_models_history() {
 #[test]
 fn the_usage_codex_logs_after_each_response_is_read_with_its_answer() {
     let (_, conversation) = read(&log(), None).unwrap();
-    let usage = conversation.logged_usage();
+    let usage = condense_formats::logged_usage(&conversation);
     // One per response: three calls and an answer, then two calls and an answer.
     let answers: Vec<usize> = usage.iter().map(|usage| usage.answer).collect();
     assert_eq!(answers, [4, 6, 8, 10, 13, 15, 17]);

@@ -117,8 +117,7 @@ fn plausible(reported: usize, ours: usize) -> bool {
 /// itself), or the last usage a log keeps beside its messages (Codex's: input, cached part
 /// included, and the reply), whichever accounts for the later answer.
 fn last_reported(conversation: &Conversation) -> Option<ReportedUsage> {
-    let logged = conversation
-        .logged_usage()
+    let logged = condense_formats::logged_usage(conversation)
         .last()
         .map(|usage| ReportedUsage {
             message: usage.answer,

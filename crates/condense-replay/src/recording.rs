@@ -79,13 +79,13 @@ impl RecordedUsage {
 }
 
 /// The provider's accounting of each request that a log keeps beside the messages (Codex's,
-/// [`Conversation::logged_usage`]), by the index of the first message of the answer it
+/// [`condense_formats::logged_usage`]), by the index of the first message of the answer it
 /// accounts for. OpenAI counts cached tokens inside `input_tokens`; here they are taken out, as
 /// Anthropic's accounting has them.
 fn logged_usage(conversation: &Conversation) -> std::collections::HashMap<usize, RecordedUsage> {
     let messages = &conversation.messages;
     let mut usage = std::collections::HashMap::new();
-    for logged in conversation.logged_usage() {
+    for logged in condense_formats::logged_usage(conversation) {
         let mut first = logged.answer;
         while first > 0 && messages[first - 1].role == Role::Assistant {
             first -= 1;
