@@ -68,6 +68,8 @@ fn a_pruned_codex_log_keeps_no_copy_of_what_it_replaced() {
             "16000",
             "--max-output-tokens",
             "2000",
+            "--now",
+            "2026-11-23T19:40:00Z",
             "-o",
             "pruned.jsonl",
         ],
@@ -353,6 +355,8 @@ async fn codex_resumes_a_log_it_compacted_itself_once_condense_compacted_it_too(
             "3000",
             "--max-output-tokens",
             "500",
+            "--now",
+            "2026-11-23T19:45:00Z",
         ],
     );
     assert!(said.contains("summarized by extractive"), "{said}");

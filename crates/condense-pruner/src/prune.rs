@@ -569,18 +569,21 @@ impl Pruner<'_> {
             .collect();
         let kept_from = compactable.len().saturating_sub(settings.keep());
         let mut cleared = Vec::new();
+        // Why the outputs it leaves stay: said only when it clears anything, since otherwise
+        // the other rules run and judge them (a decided output is one the walk passes over).
+        let mut kept = Vec::new();
         for (rank, &index) in compactable.iter().enumerate() {
             let output = &plan.outputs[index];
             if output.reason.is_some() || output.message >= boundary {
                 continue;
             }
             if rank >= kept_from {
-                plan.outputs[index].reason = Some(Reason::KeptRecent);
+                kept.push((index, Reason::KeptRecent));
                 continue;
             }
             let replacement = self.placeholder(plan, index, &Ground::CacheCold, now)?;
             if self.counter.count_text(&replacement.content) >= output.tokens {
-                plan.outputs[index].reason = Some(Reason::SmallerThanPlaceholder);
+                kept.push((index, Reason::SmallerThanPlaceholder));
                 continue;
             }
             cleared.push(replacement);
@@ -588,6 +591,9 @@ impl Pruner<'_> {
         report.cleared = cleared.len();
         if cleared.is_empty() {
             return Ok(Some(report));
+        }
+        for (index, reason) in kept {
+            plan.outputs[index].reason = Some(reason);
         }
         for replacement in cleared {
             plan.outputs[replacement.output].reason = Some(Reason::Microcompacted);

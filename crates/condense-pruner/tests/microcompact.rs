@@ -313,3 +313,58 @@ fn cleared_results_are_frozen_and_never_cleared_twice() {
     assert_eq!(report.microcompact.as_ref().unwrap().cleared, 9);
     assert_eq!(reason(&report, "late2"), Reason::KeptRecent);
 }
+
+/// A cold cache with nothing to clear (every compactable result before the boundary is among
+/// the most recent kept) is no reason to stop: the walk judges the results as it would on a
+/// warm cache. It once did not, because the rule had marked them kept before finding it would
+/// clear nothing, and the walk passes over what is marked (found by a Codex log an hour old).
+#[test]
+fn a_cold_cache_with_nothing_to_clear_leaves_the_results_to_the_walk() {
+    let session = || {
+        let mut messages = vec![system("agent"), user("task")];
+        for index in 0..3 {
+            let id = format!("r{index}");
+            messages.push(call(&id, "Read"));
+            messages.push(result(&id, &words(400, &id)));
+        }
+        messages.push(user("next"));
+        messages.push(call("late", "Read"));
+        messages.push(result("late", &words(400, "late")));
+        Conversation::new(messages)
+    };
+    let settings = PruneSettings {
+        skip_user_turns: 1,
+        protect_tokens: 0,
+        minimum_tokens: 10,
+        ..PruneSettings::default()
+    };
+    let mut outcomes = Vec::new();
+    for previous in [NOW - MINUTE, NOW - 61 * MINUTE] {
+        let mut conversation = session();
+        let report = run(
+            &mut conversation,
+            &settings,
+            &mut DecisionLog::new(),
+            &MemoryStore::new(),
+            NOW,
+            Some(previous),
+        );
+        let micro = report.microcompact.clone().unwrap();
+        assert_eq!(micro.cleared, 0);
+        let reasons: Vec<Reason> = ["r0", "r1", "r2", "late"]
+            .iter()
+            .map(|id| reason(&report, id))
+            .collect();
+        outcomes.push((micro.cache_cold, reasons, report.tokens_freed));
+    }
+    let (warm, cold) = (&outcomes[0], &outcomes[1]);
+    assert!(!warm.0 && cold.0);
+    assert_eq!(cold.1, warm.1);
+    assert_eq!(cold.2, warm.2);
+    assert_eq!(
+        cold.1[..3],
+        [Reason::Pruned, Reason::Pruned, Reason::Pruned],
+        "{cold:?}"
+    );
+    assert_eq!(cold.1[3], Reason::InsideBoundary);
+}
