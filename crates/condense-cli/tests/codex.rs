@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{command, condense};
 use condense_core::{Part, ToolOutput};
 use condense_formats::Format;
-use condense_serve::testing::{Frozen, responses_agent_upstream, run_bounded};
+use condense_serve::testing::{Frozen, files_under, responses_agent_upstream, run_bounded};
 use serde_json::Value;
 
 fn fixture() -> PathBuf {
@@ -419,18 +419,7 @@ fn condense_in(dir: &Path, args: &[&str]) -> String {
 
 /// The one session log Codex wrote under `home`.
 fn rollout_in(home: &Path) -> PathBuf {
-    let mut found = Vec::new();
-    let mut dirs = vec![home.join("sessions")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "jsonl") {
-                found.push(path);
-            }
-        }
-    }
+    let mut found = files_under(&home.join("sessions"), "jsonl");
     assert_eq!(found.len(), 1, "{found:?}");
     found.remove(0)
 }

@@ -29,6 +29,50 @@ pub fn settings_for(upstream: &str) -> ProxySettings {
     }
 }
 
+/// A proxy to `upstream` with the built-in configuration and `env`'s `CONDENSE_*` settings on
+/// top, its originals in memory, its clock fixed, its sessions' state under `state`: what the
+/// real-client tests put between a client and the scripted model.
+pub fn proxy_to(upstream: &str, env: &[(&str, &str)], state: &std::path::Path) -> Arc<Proxy> {
+    let config = condense_host::Config::load(&condense_host::Sources {
+        env: env
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect(),
+        ..condense_host::Sources::default()
+    })
+    .unwrap();
+    let compactor = condense_host::Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(condense_host::MemoryStore::new()))
+        .with_clock(Box::new(condense_host::FixedClock(1_763_700_000_000)));
+    Arc::new(
+        Proxy::new(
+            settings_for(upstream),
+            compactor,
+            Arc::new(crate::DirSessionStore::new(state)),
+        )
+        .unwrap(),
+    )
+}
+
+/// Every file under `dir`, at any depth, whose name ends in `.EXTENSION`: where an agent left
+/// its session log.
+pub fn files_under(dir: &std::path::Path, extension: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|ext| ext == extension) {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
 /// A session state whose decisions replaced one output per handle in `handles`, each
 /// placeholder naming its original as the pruner's do.
 pub fn state_naming(handles: &[&str]) -> condense_host::SessionState {
@@ -263,10 +307,19 @@ pub async fn upstream() -> (SocketAddr, Received) {
                 format!("{{\"object\":\"list\",\"data\":[],\"auth\":\"{auth}\"}}")
             }),
         );
+    let origin = serve(app).await;
+    (
+        origin.trim_start_matches("http://").parse().unwrap(),
+        received,
+    )
+}
+
+/// Serves `app` on a free 127.0.0.1 port for as long as the runtime lives; its origin.
+async fn serve(app: Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (address, received)
+    origin
 }
 
 /// Every tool result of a request body, by call id: OpenAI's `tool` messages, the Responses
@@ -409,10 +462,7 @@ pub async fn responses_agent_upstream(
         }
     };
     let app = Router::new().fallback(post(reply));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let origin = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (origin, received)
+    (serve(app).await, received)
 }
 
 /// A call to whichever shell tool `request` offers, running `command`.
@@ -586,8 +636,5 @@ pub async fn anthropic_agent_upstream(
         }
     };
     let app = Router::new().fallback(post(reply));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let origin = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (origin, received)
+    (serve(app).await, received)
 }

@@ -9,13 +9,11 @@
 //! Claude Code's own session log keeps every output as the command printed it.
 #![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use condense_host::{Compactor, Config, Sources};
-use condense_pruner::{FixedClock, MemoryStore};
-use condense_serve::testing::{Frozen, anthropic_agent_upstream, run_bounded, settings_for, spawn};
-use condense_serve::{DirSessionStore, Proxy};
+use condense_serve::testing::{
+    Frozen, anthropic_agent_upstream, files_under, proxy_to, run_bounded, spawn,
+};
 use serde_json::Value;
 
 /// How many commands the scripted model has Claude Code run before it answers.
@@ -36,31 +34,19 @@ async fn claude_code_works_through_the_proxy_and_its_requests_are_compacted() {
         .map(|turn| format!("seq 1 {}", 1500 + 100 * turn))
         .collect();
     let (upstream, received) = anthropic_agent_upstream(commands, FINAL_ANSWER).await;
-    let config = Config::load(&Sources {
-        // A window the session outgrows after a few commands (Claude Code's own system prompt
-        // and tools take about 20K tokens of it), and a skip boundary of two calls.
-        env: vec![
-            ("CONDENSE_PRUNE_SKIP_TOOL_CALLS".into(), "2".into()),
-            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "48000".into()),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
-            ("CONDENSE_PRUNE_MINIMUM_TOKENS".into(), "2000".into()),
-            ("CONDENSE_PRUNE_PROTECT_TOKENS".into(), "5000".into()),
-        ],
-        ..Sources::default()
-    })
-    .unwrap();
-    let compactor = Compactor::from_config(&config)
-        .unwrap()
-        .with_store(Box::new(MemoryStore::new()))
-        .with_clock(Box::new(FixedClock(1_763_700_000_000)));
+    // A window the session outgrows after a few commands (Claude Code's own system prompt and
+    // tools take about 20K tokens of it), and a skip boundary of two calls.
     let state = tempfile::tempdir().unwrap();
-    let proxy = Arc::new(
-        Proxy::new(
-            settings_for(&upstream),
-            compactor,
-            Arc::new(DirSessionStore::new(state.path())),
-        )
-        .unwrap(),
+    let proxy = proxy_to(
+        &upstream,
+        &[
+            ("CONDENSE_PRUNE_SKIP_TOOL_CALLS", "2"),
+            ("CONDENSE_MODEL_CONTEXT_WINDOW", "48000"),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+            ("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000"),
+            ("CONDENSE_PRUNE_PROTECT_TOKENS", "5000"),
+        ],
+        state.path(),
     );
     let url = spawn(proxy).await;
 
@@ -143,18 +129,7 @@ async fn claude_code_works_through_the_proxy_and_its_requests_are_compacted() {
 
 /// The one session log Claude Code wrote under `home`.
 fn session_log(home: &std::path::Path) -> String {
-    let mut found = Vec::new();
-    let mut dirs = vec![home.join(".claude/projects")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "jsonl") {
-                found.push(path);
-            }
-        }
-    }
+    let found = files_under(&home.join(".claude/projects"), "jsonl");
     assert_eq!(found.len(), 1, "{found:?}");
     std::fs::read_to_string(&found[0]).unwrap()
 }

@@ -9,13 +9,11 @@
 //! every output as the command printed it.
 #![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use condense_host::{Compactor, Config, Sources};
-use condense_pruner::{FixedClock, MemoryStore};
-use condense_serve::testing::{Frozen, responses_agent_upstream, run_bounded, settings_for, spawn};
-use condense_serve::{DirSessionStore, Proxy};
+use condense_serve::testing::{
+    Frozen, files_under, proxy_to, responses_agent_upstream, run_bounded, spawn,
+};
 use serde_json::Value;
 
 /// How many commands the scripted model has Codex run before it answers: each prints a few
@@ -37,32 +35,20 @@ async fn codex_works_through_the_proxy_and_its_requests_are_compacted() {
         .map(|turn| format!("seq 1 {}", 1500 + 100 * turn))
         .collect();
     let (upstream, received) = responses_agent_upstream(commands, FINAL_ANSWER).await;
-    let config = Config::load(&Sources {
-        // A window the session outgrows after a few commands (Codex's own instructions and
-        // tools take about 11K tokens of it), and a skip boundary of two calls (ten by
-        // default, more than this short run makes).
-        env: vec![
-            ("CONDENSE_PRUNE_SKIP_TOOL_CALLS".into(), "2".into()),
-            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "32000".into()),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
-            ("CONDENSE_PRUNE_MINIMUM_TOKENS".into(), "2000".into()),
-            ("CONDENSE_PRUNE_PROTECT_TOKENS".into(), "5000".into()),
-        ],
-        ..Sources::default()
-    })
-    .unwrap();
-    let compactor = Compactor::from_config(&config)
-        .unwrap()
-        .with_store(Box::new(MemoryStore::new()))
-        .with_clock(Box::new(FixedClock(1_763_700_000_000)));
+    // A window the session outgrows after a few commands (Codex's own instructions and tools
+    // take about 11K tokens of it), and a skip boundary of two calls (ten by default, more
+    // than this short run makes).
     let state = tempfile::tempdir().unwrap();
-    let proxy = Arc::new(
-        Proxy::new(
-            settings_for(&upstream),
-            compactor,
-            Arc::new(DirSessionStore::new(state.path())),
-        )
-        .unwrap(),
+    let proxy = proxy_to(
+        &upstream,
+        &[
+            ("CONDENSE_PRUNE_SKIP_TOOL_CALLS", "2"),
+            ("CONDENSE_MODEL_CONTEXT_WINDOW", "32000"),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+            ("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000"),
+            ("CONDENSE_PRUNE_PROTECT_TOKENS", "5000"),
+        ],
+        state.path(),
     );
     let url = spawn(proxy).await;
 
@@ -174,18 +160,7 @@ async fn codex_works_through_the_proxy_and_its_requests_are_compacted() {
 
 /// The lines of the one session log Codex wrote under `home`.
 fn rollout_of(home: &std::path::Path) -> Vec<Value> {
-    let mut found = Vec::new();
-    let mut dirs = vec![home.join("sessions")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "jsonl") {
-                found.push(path);
-            }
-        }
-    }
+    let found = files_under(&home.join("sessions"), "jsonl");
     assert_eq!(found.len(), 1, "{found:?}");
     std::fs::read_to_string(&found[0])
         .unwrap()
