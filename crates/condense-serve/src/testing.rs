@@ -307,19 +307,15 @@ pub async fn upstream() -> (SocketAddr, Received) {
                 format!("{{\"object\":\"list\",\"data\":[],\"auth\":\"{auth}\"}}")
             }),
         );
-    let origin = serve(app).await;
-    (
-        origin.trim_start_matches("http://").parse().unwrap(),
-        received,
-    )
+    (serve(app).await, received)
 }
 
-/// Serves `app` on a free 127.0.0.1 port for as long as the runtime lives; its origin.
-async fn serve(app: Router) -> String {
+/// Serves `app` on a free 127.0.0.1 port for as long as the runtime lives; its address.
+async fn serve(app: Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
-    origin
+    address
 }
 
 /// Every tool result of a request body, by call id: OpenAI's `tool` messages, the Responses
@@ -462,7 +458,7 @@ pub async fn responses_agent_upstream(
         }
     };
     let app = Router::new().fallback(post(reply));
-    (serve(app).await, received)
+    (format!("http://{}", serve(app).await), received)
 }
 
 /// A call to whichever shell tool `request` offers, running `command`.
@@ -636,5 +632,5 @@ pub async fn anthropic_agent_upstream(
         }
     };
     let app = Router::new().fallback(post(reply));
-    (serve(app).await, received)
+    (format!("http://{}", serve(app).await), received)
 }
