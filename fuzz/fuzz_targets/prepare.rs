@@ -7,11 +7,9 @@ use condense_core::testing::{tool_call, tool_result};
 use std::sync::OnceLock;
 
 use condense_core::{Conversation, Message, Part, Role, ToolOutput};
-use condense_host::{
-    CompactionOutcome, Compactor, Config, ReportedUsage, SessionState, Sources,
-};
-use condense_tokenizer::{Tiktoken, TokenCounter};
+use condense_host::{CompactionOutcome, Compactor, Config, ReportedUsage, SessionState, Sources};
 use condense_pruner::{FixedClock, MemoryStore};
+use condense_tokenizer::{Tiktoken, TokenCounter};
 use libfuzzer_sys::fuzz_target;
 
 const TOOLS: [&str; 4] = ["bash", "read_file", "skill", "grep"];
@@ -46,13 +44,22 @@ fn text(seed: u8, len: usize) -> String {
 /// Two bytes per step: what happens, and how big (outputs up to about 400 words, so one run
 /// stays fast enough to explore: the rules care about relative sizes, not megabytes).
 fn conversation(data: &[u8]) -> Conversation {
-    let mut messages = vec![Message::new(Role::System, vec![Part::text("You are an agent.")])];
+    let mut messages = vec![Message::new(
+        Role::System,
+        vec![Part::text("You are an agent.")],
+    )];
     let mut next_id = 0usize;
     for pair in data.chunks(2) {
         let (op, size) = (pair[0], usize::from(*pair.get(1).unwrap_or(&1)));
         match op % 4 {
-            0 => messages.push(Message::new(Role::User, vec![Part::text(text(op, size % 40 + 1))])),
-            1 => messages.push(Message::new(Role::Assistant, vec![Part::text(text(op, size % 30 + 1))])),
+            0 => messages.push(Message::new(
+                Role::User,
+                vec![Part::text(text(op, size % 40 + 1))],
+            )),
+            1 => messages.push(Message::new(
+                Role::Assistant,
+                vec![Part::text(text(op, size % 30 + 1))],
+            )),
             _ => {
                 let calls = usize::from(op % 3) + 1;
                 let mut call_parts = Vec::new();
@@ -61,7 +68,11 @@ fn conversation(data: &[u8]) -> Conversation {
                     let id = format!("call_{next_id}");
                     next_id += 1;
                     let tool = TOOLS[(usize::from(op) + k) % TOOLS.len()];
-                    call_parts.push(tool_call(id.clone(), tool, serde_json::json!({"command": text(op, 3)})));
+                    call_parts.push(tool_call(
+                        id.clone(),
+                        tool,
+                        serde_json::json!({"command": text(op, 3)}),
+                    ));
                     results.push(Message::new(
                         Role::Tool,
                         vec![tool_result(id, text(op ^ k as u8, (size % 64) * 6 + 1))],
@@ -129,7 +140,11 @@ fuzz_target!(|data: &[u8]| {
     }
     let first = run(&mut state);
     let out = &first.conversation;
-    assert!(out.validate().is_empty(), "pairs broken: {:?}", out.validate());
+    assert!(
+        out.validate().is_empty(),
+        "pairs broken: {:?}",
+        out.validate()
+    );
     let before = protected_outputs(&conversation);
     let after = protected_outputs(out);
     assert_eq!(after.len(), before.len(), "a protected output was dropped");
@@ -145,14 +160,22 @@ fuzz_target!(|data: &[u8]| {
         .messages
         .last()
         .is_some_and(|message| message.role == Role::Assistant);
-    if matches!(&first.report.compaction, CompactionOutcome::Summarized { .. }) && !prefilled {
+    if matches!(
+        &first.report.compaction,
+        CompactionOutcome::Summarized { .. }
+    ) && !prefilled
+    {
         ending.next();
     }
     if let (Some(last_in), Some(last_out)) = (conversation.messages.last(), ending.next())
         && conversation.messages.len() > 1
     {
         assert_eq!(last_in.role, last_out.role, "the last message is kept");
-        if !last_in.parts.iter().any(|p| matches!(p, Part::ToolResult(_))) {
+        if !last_in
+            .parts
+            .iter()
+            .any(|p| matches!(p, Part::ToolResult(_)))
+        {
             assert_eq!(last_in, last_out, "the last message is kept as it was");
         }
     }

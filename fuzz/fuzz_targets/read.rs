@@ -1,5 +1,5 @@
 //! The five readers: any bytes either fail with an error or give a conversation whose parts
-//! survive write -> read, and whose written form is a fixed point.
+//! survive write -> read, and whose written form is a fixed point; a Codex log also reads whole.
 #![no_main]
 
 use condense_formats::{Format, read, write};
@@ -21,6 +21,13 @@ fuzz_target!(|data: &[u8]| {
     let Ok((format, conversation)) = read(bytes, forced) else {
         return;
     };
+    // A replay reads a Codex log whole: every log that reads, reads whole, with at least the
+    // messages the model sees now (what came before a compaction adds to them).
+    if format == Format::Codex {
+        let whole =
+            condense_formats::read_whole(bytes, format).expect("a log that reads, reads whole");
+        assert!(whole.messages.len() >= conversation.messages.len());
+    }
     let written = write(format, &conversation).expect("a conversation that was read writes");
     let (again_format, again) = read(&written, Some(format)).expect("what was written reads");
     assert_eq!(again_format, format);
@@ -32,7 +39,11 @@ fuzz_target!(|data: &[u8]| {
             .map(|m| (m.role, m.parts.clone()))
             .collect::<Vec<_>>()
     };
-    assert_eq!(parts(&again), parts(&conversation), "read -> write -> read changed the parts");
+    assert_eq!(
+        parts(&again),
+        parts(&conversation),
+        "read -> write -> read changed the parts"
+    );
     // ... and from then on writing is a fixed point.
     let rewritten = write(format, &again).expect("writes again");
     assert_eq!(rewritten, written, "writing is stable");

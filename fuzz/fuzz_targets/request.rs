@@ -28,5 +28,8 @@ fuzz_target!(|data: &[u8]| {
     let cold = request.read(format, &cache).ok();
     let warm = request.read(format, &cache).ok();
     assert_eq!(cold, warm, "a warm read differs from the cold one");
-    assert_eq!(cold, plain, "the request reader and the plain reader disagree");
+    assert_eq!(
+        cold, plain,
+        "the request reader and the plain reader disagree"
+    );
 });

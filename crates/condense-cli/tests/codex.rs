@@ -15,8 +15,13 @@ use condense_serve::testing::{Frozen, files_under, responses_agent_upstream, run
 use serde_json::Value;
 
 fn fixture() -> PathBuf {
+    fixture_named("codex-0.169.0.jsonl")
+}
+
+fn fixture_named(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../condense-formats/tests/data/codex-0.169.0.jsonl")
+        .join("../condense-formats/tests/data")
+        .join(name)
         .canonicalize()
         .unwrap()
 }
@@ -153,6 +158,52 @@ fn replay_of_a_codex_log_prices_it_at_openai_with_the_logs_own_figures() {
     assert_eq!(recorded["recorded_cache_write_tokens"], 0);
     assert_eq!(recorded["recorded_uncached_tokens"], 77_532 - 65_152);
     assert_eq!(recorded["failures"], 0);
+}
+
+/// A log Codex compacted on its own is replayed from its start: `recorded` sends what Codex
+/// sent (its history, its summarizer call, then the replacement history and what followed),
+/// the other policies what they would have sent had Codex never compacted.
+#[test]
+fn replay_of_a_log_codex_compacted_covers_the_requests_before_its_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = fixture_named("codex-0.169.0-compacted.jsonl");
+    let out = condense(
+        dir.path(),
+        &[
+            "replay",
+            input.to_str().unwrap(),
+            "--policy",
+            "recorded",
+            "--policy",
+            "none",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let recorded = &value["policies"][0];
+    let none = &value["policies"][1];
+    // Four requests of the first turn (three commands and the summarizer call that answered
+    // the fourth with Codex's summary), five of the second: nine `token_usage_record` lines.
+    assert_eq!(recorded["requests"], 9);
+    assert_eq!(recorded["recorded_requests"], 9);
+    assert_eq!(recorded["compactions"], 1);
+    assert_eq!(recorded["recorded_uncached_tokens"], 91_073);
+    // Calibrated on every request, the simulated input agrees with Codex's own total.
+    let simulated = recorded["cache_read_tokens"].as_u64().unwrap()
+        + recorded["uncached_tokens"].as_u64().unwrap();
+    assert!(simulated.abs_diff(91_073) < 910, "{simulated}");
+    // Without Codex's compaction: no summarizer call, and the history grows to the end.
+    assert_eq!(none["requests"], 8);
+    assert_eq!(none["compactions"], 0);
+    assert!(
+        none["peak_context_tokens"].as_u64() > recorded["peak_context_tokens"].as_u64(),
+        "{value}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -339,11 +390,7 @@ async fn codex_resumes_a_log_it_compacted_itself_once_condense_compacted_it_too(
     let day = home.path().join("sessions/2026/11/23");
     std::fs::create_dir_all(&day).unwrap();
     let log = day.join(format!("rollout-2026-11-23T19-42-01-{thread}.jsonl"));
-    std::fs::copy(
-        fixture().with_file_name("codex-0.169.0-compacted.jsonl"),
-        &log,
-    )
-    .unwrap();
+    std::fs::copy(fixture_named("codex-0.169.0-compacted.jsonl"), &log).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let said = condense_in(
         dir.path(),

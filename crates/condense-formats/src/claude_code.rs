@@ -14,6 +14,18 @@ use crate::jsonl::{self, push_line};
 use crate::order::{ORDER, ordered_like, skeleton};
 use crate::{FormatError, text};
 
+/// The flag of the user line that holds a compaction's summary: Claude Code's own, and the one
+/// condense writes (Claude Code resumes from such a line).
+pub(crate) const COMPACT_SUMMARY: &str = "isCompactSummary";
+
+/// Whether `message` was read from a line flagged as a compaction's summary.
+pub(crate) fn is_compact_summary(message: &Message) -> bool {
+    message
+        .wire
+        .iter()
+        .any(|record| record.fields.get(COMPACT_SUMMARY) == Some(&Value::Bool(true)))
+}
+
 pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
     let input = text::utf8(bytes)?;
     let mut conversation = Conversation::default();
@@ -198,7 +210,7 @@ impl Chain {
                 fields.entry(key.clone()).or_insert_with(|| value.clone());
             }
             if message.is_compaction_summary() {
-                fields.insert("isCompactSummary".into(), Value::Bool(true));
+                fields.insert(COMPACT_SUMMARY.into(), Value::Bool(true));
             }
             fields.insert("uuid".into(), Value::String(uuid));
             if let Some(timestamp) = &self.timestamp {

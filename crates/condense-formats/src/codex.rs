@@ -18,6 +18,8 @@
 //! replacement item condense pruned or summarized away is pruned or gone there too. A log of an
 //! older Codex, whose `compacted` line has only the summary `message`, is read with that summary
 //! as a user message (Codex sends it so), which the line keeps as it was.
+//! A replay reads the log whole instead ([`read_whole`]): what came before each compaction, and
+//! Codex's summarizer answer (an item flagged `compaction_output`), are messages too.
 //!
 //! Writing keeps every line's keys in the order they came, so a session read and written back
 //! unchanged is the same bytes.
@@ -35,6 +37,14 @@ use crate::{FormatError, Location, responses, text};
 /// a message is written inside that line, not as a line of its own.
 const REPLACEMENT: &str = "condense_replacement_item";
 
+/// The wire field that marks a replacement item in a log read whole ([`read_whole`]): it
+/// restates history that the log also holds as it first happened.
+const RESTATES: &str = "condense_restates";
+
+/// The wire fields [`restatement`] and [`is_compaction_output`] read: whoever strips a message's wire records and still
+/// asks must keep them.
+pub(crate) const HARNESS_FIELDS: [&str; 3] = [REPLACEMENT, RESTATES, "metadata"];
+
 /// The line types that open a Codex session log: what tells it apart from other JSONL.
 pub(crate) const LINE_TYPES: [&str; 5] = [
     "session_meta",
@@ -45,6 +55,28 @@ pub(crate) const LINE_TYPES: [&str; 5] = [
 ];
 
 pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
+    read_as(bytes, Reading::AsTheModelSeesIt)
+}
+
+/// The whole session as it happened, for a replay: every item Codex ever logged is a message,
+/// and each compaction's replacement history follows the items it replaced, its items marked
+/// ([`RESTATES`]) so that a replay can send them from there on (what Codex did) or leave them
+/// out (what a policy that does not compact the way Codex does would have sent). Not for
+/// writing back: compacting reads the log as the model sees it now ([`read`]).
+pub(crate) fn read_whole(bytes: &[u8]) -> Result<Conversation, FormatError> {
+    read_as(bytes, Reading::Whole)
+}
+
+/// How [`read_as`] takes a `compacted` line.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// The replacement history stands in for everything before the line.
+    AsTheModelSeesIt,
+    /// The replacement history follows everything before the line.
+    Whole,
+}
+
+fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, FormatError> {
     let input = text::utf8(bytes)?;
     let mut conversation = Conversation::default();
     for record in jsonl::records(input) {
@@ -52,7 +84,15 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
         match record.get("type").and_then(Value::as_str) {
             Some("response_item") => {}
             Some("compacted") => {
-                compacted(&mut conversation, record, at)?;
+                if reading == Reading::AsTheModelSeesIt {
+                    set_aside(&mut conversation);
+                }
+                conversation.side.push(SideRecord {
+                    kind: SideKind::Other,
+                    before_message: conversation.messages.len(),
+                    value: Value::Object(record.clone()),
+                });
+                replacement(&mut conversation, &record, at, reading)?;
                 continue;
             }
             _ => {
@@ -94,13 +134,9 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
     Ok(conversation)
 }
 
-/// Codex's compaction at `record`: what was read so far goes beside the conversation as the
-/// lines it came as, then the line itself, then the history the model saw from there on.
-fn compacted(
-    conversation: &mut Conversation,
-    record: JsonMap,
-    at: Location,
-) -> Result<(), FormatError> {
+/// Sets aside what was read before a compaction: the lines it came as go beside the
+/// conversation, in their order, and the conversation starts again.
+fn set_aside(conversation: &mut Conversation) {
     let messages = std::mem::take(&mut conversation.messages);
     let mut earlier = std::mem::take(&mut conversation.side)
         .into_iter()
@@ -124,33 +160,42 @@ fn compacted(
         }
     }
     side.extend(earlier.map(|record| beside(record.value)));
-    let timestamp = record.get("timestamp").cloned();
+    conversation.side = side;
+}
+
+/// The history the model saw from the `compacted` line `record` on, as messages: the items of
+/// its `replacement_history`, or the summary of an older Codex's line that has none.
+fn replacement(
+    conversation: &mut Conversation,
+    record: &JsonMap,
+    at: Location,
+    reading: Reading,
+) -> Result<(), FormatError> {
+    let timestamp = record.get("timestamp");
     let payload = record.get("payload");
     let history = payload
         .and_then(|payload| payload.get("replacement_history"))
-        .and_then(Value::as_array)
-        .cloned();
+        .and_then(Value::as_array);
     let summary = payload
         .and_then(|payload| payload.get("message"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    side.push(beside(Value::Object(record)));
-    conversation.side = side;
-
+        .and_then(Value::as_str);
     let stamped = |marker: Value| {
         let mut fields = JsonMap::new();
-        if let Some(timestamp) = &timestamp {
+        if let Some(timestamp) = timestamp {
             fields.insert("timestamp".into(), timestamp.clone());
+        }
+        if reading == Reading::Whole {
+            fields.insert(RESTATES.into(), Value::Bool(true));
         }
         fields.insert(REPLACEMENT.into(), marker);
         fields
     };
     match (history, summary) {
         (Some(items), _) => {
-            for (index, item) in items.into_iter().enumerate() {
-                let order = skeleton(&item);
-                let mut message =
-                    responses::message_from_value(index, item).map_err(|error| error.at(at))?;
+            for (index, item) in items.iter().enumerate() {
+                let order = skeleton(item);
+                let mut message = responses::message_from_value(index, item.clone())
+                    .map_err(|error| error.at(at))?;
                 let item = std::mem::take(&mut message.wire[0].fields);
                 let mut fields = stamped(index.into());
                 fields.insert("payload".into(), Value::Object(item));
@@ -171,6 +216,32 @@ fn compacted(
         (None, None) => {}
     }
     Ok(())
+}
+
+/// Whether a message restates history in a log read whole ([`read_whole`]), and if so whether
+/// it is the first item of its replacement history (`Some(true)`): the point from which Codex
+/// sent that history instead of what came before.
+pub(crate) fn restatement(message: &Message) -> Option<bool> {
+    let fields = &message.wire.first()?.fields;
+    fields.get(RESTATES)?;
+    Some(match fields.get(REPLACEMENT)? {
+        Value::Number(index) => index.as_u64() == Some(0),
+        // The summary of an older Codex's line, which is the whole history.
+        _ => true,
+    })
+}
+
+/// Whether `message` is the answer of Codex's own summarizer: Codex 0.169 logs it as an item
+/// of the history, its line's `metadata` flagged `compaction_output`, before the `compacted`
+/// line that puts it to use.
+pub(crate) fn is_compaction_output(message: &Message) -> bool {
+    message.wire.first().is_some_and(|record| {
+        record
+            .fields
+            .get("metadata")
+            .and_then(|metadata| metadata.get("compaction_output"))
+            == Some(&Value::Bool(true))
+    })
 }
 
 fn is_replacement(message: &Message) -> bool {

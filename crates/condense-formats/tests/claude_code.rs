@@ -100,3 +100,42 @@ fn a_log_that_opens_with_many_other_lines_is_known_by_its_session_id() {
     assert!(first_message > 100 * first.len());
     assert!(detect(anonymous.as_bytes()).is_err());
 }
+
+#[test]
+fn claude_codes_own_summary_is_a_harness_compaction_and_condenses_is_not() {
+    use condense_formats::{HarnessCompaction, harness_compaction};
+    let text = String::from_utf8(log()).unwrap();
+    // Claude Code's summary after it compacted on its own: a user line of its own, flagged,
+    // after the lines it summarizes (which stay in the log).
+    let prompt = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|line| line["type"] == "user")
+        .unwrap();
+    let mut summary_line = prompt.clone();
+    summary_line["uuid"] = "11111111-2222-4333-8444-555555555555".into();
+    summary_line["message"]["content"] =
+        "This session is being continued from a previous conversation.".into();
+    summary_line["isCompactSummary"] = Value::Bool(true);
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    lines.push(summary_line.to_string());
+    let (_, conversation) = read((lines.join("\n") + "\n").as_bytes(), None).unwrap();
+    let marked: Vec<usize> = conversation
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| harness_compaction(m) == Some(HarnessCompaction::Summary))
+        .map(|(index, _)| index)
+        .collect();
+    assert_eq!(marked.len(), 1);
+    assert!(marked[0] > 0);
+    // condense's summary carries the same flag (Claude Code resumes from it), but what it
+    // replaced is gone from the file: nothing a replay could send instead.
+    let mut summary = Message::text(
+        Role::User,
+        format!("{}\nthe task so far", condense_core::SUMMARY_OPEN),
+    );
+    summary.wire = conversation.messages[marked[0]].wire.clone();
+    assert!(summary.is_compaction_summary());
+    assert_eq!(harness_compaction(&summary), None);
+}

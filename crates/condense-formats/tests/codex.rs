@@ -289,3 +289,102 @@ fn a_bad_item_is_reported_at_its_line() {
         "line 15: an output item has no `call_id`"
     );
 }
+
+#[test]
+fn a_log_read_whole_keeps_what_came_before_codexs_compaction() {
+    use condense_formats::{HarnessCompaction, harness_compaction, logged_usage, read_whole};
+    let bytes = compacted_log();
+    let (_, now) = read(&bytes, None).unwrap();
+    let whole = read_whole(&bytes, Format::Codex).unwrap();
+    let items = |text: &str| {
+        text.lines()
+            .filter(|line| line.contains(r#""type":"response_item""#))
+            .count()
+    };
+    let before = std::str::from_utf8(&bytes)
+        .unwrap()
+        .split(r#""type":"compacted""#);
+    let before = items(before.clone().next().unwrap());
+    assert_eq!(before, 10);
+    // Every item Codex logged before the compaction, then the history it replaced them with,
+    // then what came after: what the model saw now is the end of the whole.
+    assert_eq!(whole.messages.len(), before + now.messages.len());
+    assert_eq!(
+        whole.messages[before..],
+        now.messages[..]
+            .iter()
+            .map(|m| {
+                let mut m = m.clone();
+                for record in &mut m.wire {
+                    if record.fields.contains_key("condense_replacement_item") {
+                        record
+                            .fields
+                            .insert("condense_restates".into(), Value::Bool(true));
+                    }
+                }
+                m
+            })
+            .collect::<Vec<_>>()[..]
+    );
+    assert_eq!(whole.messages[2].plain_text(), "count");
+    let marks: Vec<Option<HarnessCompaction>> =
+        whole.messages.iter().map(harness_compaction).collect();
+    // Codex's summarizer answered its compaction request with an item of the history.
+    assert_eq!(
+        whole.messages[before - 1].plain_text(),
+        "SUMMARY: counted with seq several times."
+    );
+    assert_eq!(marks[before - 1], Some(HarnessCompaction::SummarizerAnswer));
+    assert!(marks[..before - 1].iter().all(Option::is_none));
+    assert_eq!(marks[before], Some(HarnessCompaction::Replacement));
+    assert_eq!(
+        marks[before + 1..before + 4],
+        [Some(HarnessCompaction::ReplacementItem); 3]
+    );
+    assert!(marks[before + 4..].iter().all(Option::is_none));
+    // Read as the model sees it, the replacement history is no restatement: nothing came
+    // before it.
+    assert!(now.messages.iter().all(|m| harness_compaction(m).is_none()));
+    assert!(whole.validate().is_empty(), "{:?}", whole.validate());
+    // The usage Codex logged before its compaction is read too, each with its own answer.
+    let usage = logged_usage(&whole);
+    assert_eq!(usage.len(), 9);
+    assert_eq!(logged_usage(&now).len(), 5);
+    assert!(usage[..4].iter().all(|u| u.answer < before));
+    assert!(
+        usage
+            .iter()
+            .all(|u| whole.messages[u.answer].role == Role::Assistant)
+    );
+}
+
+#[test]
+fn an_older_codexs_summary_read_whole_is_where_its_history_starts_again() {
+    use condense_formats::{HarnessCompaction, harness_compaction, read_whole};
+    let text = String::from_utf8(compacted_log()).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let mut value: Value = serde_json::from_str(line).unwrap();
+            if value["type"] == "compacted" {
+                let payload = value["payload"].as_object_mut().unwrap();
+                payload.retain(|key, _| key == "message");
+            }
+            value.to_string()
+        })
+        .collect();
+    let whole = read_whole((lines.join("\n") + "\n").as_bytes(), Format::Codex).unwrap();
+    let summary = whole
+        .messages
+        .iter()
+        .position(|m| harness_compaction(m) == Some(HarnessCompaction::Replacement))
+        .unwrap();
+    // After the ten items before the compaction, its summary alone.
+    assert_eq!(summary, 10);
+    assert_eq!(whole.messages.len(), 10 + 10);
+    assert!(
+        whole.messages[summary]
+            .plain_text()
+            .starts_with("Another language model started")
+    );
+}

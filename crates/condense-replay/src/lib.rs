@@ -5,7 +5,9 @@
 //! read. This crate answers whether that pays on a team's own sessions:
 //!
 //! 1. [`Recording::of`] turns a saved session back into the requests its harness made (each
-//!    assistant message answered one request whose input was everything before it).
+//!    assistant message answered one request whose input was everything before it). Read the
+//!    session with [`condense_formats::read_whole`]: a Codex log that Codex compacted is then
+//!    replayed from its start, not from its last compaction.
 //! 2. A [`Policy`] rebuilds each request as that policy would have sent it, keeping its own state
 //!    from request to request: `recorded`, `none`, `claude-code`, `opencode`, `hermes`, and
 //!    condense itself ([`policy`]).

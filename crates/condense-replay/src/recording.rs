@@ -7,11 +7,13 @@
 //! line and a usage record after each answer.
 
 use condense_core::{Conversation, Message, Role};
+use condense_formats::HarnessCompaction;
 use serde::Serialize;
 use serde_json::Value;
 
 /// The wire fields of a record that the replay and its policies read (`cwd`: condense's
-/// superseded-read rule resolves relative paths with it).
+/// superseded-read rule resolves relative paths with it), beside those that mark a harness's
+/// own compaction ([`condense_formats::HARNESS_COMPACTION_FIELDS`]).
 const KEPT_FIELDS: &[&str] = &[
     "type",
     "timestamp",
@@ -19,14 +21,23 @@ const KEPT_FIELDS: &[&str] = &[
     "message",
     "isMeta",
     "isSidechain",
-    "isCompactSummary",
 ];
+
+fn kept(field: &str) -> bool {
+    KEPT_FIELDS.contains(&field) || condense_formats::HARNESS_COMPACTION_FIELDS.contains(&field)
+}
 
 /// One request of the recorded session: the assistant message (or messages) it produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     /// The index of the assistant message that answered it; its input was the messages before.
     pub answer: usize,
+    /// The index of the same message in the session as if the harness had never compacted on
+    /// its own ([`Recording::history`]): `answer` less the messages it wrote when it did.
+    pub uncompacted_answer: usize,
+    /// Whether the request was the harness's own summarizer call (Codex logs its answer as an
+    /// item of the history): only the policy that follows the harness made it.
+    pub harness_summarizer: bool,
     /// The end (exclusive) of its answer: one message, or the run of assistant messages one
     /// answer became (a Responses answer is a list of items: reasoning, a message, calls, each
     /// read as a message of its own).
@@ -109,6 +120,9 @@ pub struct Recording {
     pub conversation: Conversation,
     /// Its requests, in order.
     pub steps: Vec<Step>,
+    /// The session as if the harness had never compacted on its own: the messages without
+    /// those it wrote when it did. `None` when it never did.
+    uncompacted: Option<Vec<Message>>,
 }
 
 impl Recording {
@@ -120,24 +134,43 @@ impl Recording {
     /// usage and model, the harness's own flags): every policy copies the history for every
     /// request, and a Claude Code line's other fields (a second copy of each tool result in
     /// `toolUseResult`, ids, paths) would be copied hundreds of times for nothing.
+    ///
+    /// A harness that compacted on its own left what it wrote then in its log beside what that
+    /// replaced (Claude Code's summary line; Codex's summarizer answer and replacement history,
+    /// in a log read with [`condense_formats::read_whole`]): the policies that do not follow
+    /// the harness never see them ([`Recording::history`]), and a summarizer answer is the
+    /// answer of a request of the harness's own ([`Step::harness_summarizer`]).
     pub fn of(mut conversation: Conversation) -> Recording {
         for message in &mut conversation.messages {
             for record in &mut message.wire {
-                record
-                    .fields
-                    .retain(|key, _| KEPT_FIELDS.contains(&key.as_str()));
+                record.fields.retain(|key, _| kept(key));
             }
         }
         let logged = logged_usage(&conversation);
         let messages = &conversation.messages;
+        let made: Vec<Option<HarnessCompaction>> = messages
+            .iter()
+            .map(condense_formats::harness_compaction)
+            .collect();
         let mut steps: Vec<Step> = Vec::new();
-        for (answer, message) in messages.iter().enumerate().skip(1) {
-            if message.role != Role::Assistant {
+        let mut made_before = 0;
+        for (answer, message) in messages.iter().enumerate() {
+            let uncompacted_answer = answer - made_before;
+            if made[answer].is_some() {
+                made_before += 1;
+            }
+            let summarizer = match made[answer] {
+                None => false,
+                Some(HarnessCompaction::SummarizerAnswer) => true,
+                Some(_) => continue,
+            };
+            if answer == 0 || message.role != Role::Assistant {
                 continue;
             }
             let recorded = RecordedUsage::of(message).or_else(|| logged.get(&answer).copied());
             if let Some(last) = steps.last_mut()
                 && last.answer_end == answer
+                && last.harness_summarizer == summarizer
                 && recorded.is_none()
             {
                 last.answer_end = answer + 1;
@@ -145,7 +178,9 @@ impl Recording {
             }
             steps.push(Step {
                 answer,
+                uncompacted_answer,
                 answer_end: answer + 1,
+                harness_summarizer: summarizer,
                 time_ms: messages[answer - 1]
                     .timestamp_ms()
                     .or_else(|| message.timestamp_ms()),
@@ -158,9 +193,30 @@ impl Recording {
                     .map(str::to_owned),
             });
         }
+        let uncompacted = made.iter().any(Option::is_some).then(|| {
+            messages
+                .iter()
+                .zip(&made)
+                .filter(|(_, made)| made.is_none())
+                .map(|(message, _)| message.clone())
+                .collect()
+        });
         Recording {
             conversation,
             steps,
+            uncompacted,
+        }
+    }
+
+    /// The history before `step`'s answer: as the harness recorded it, its own compactions
+    /// included (for the policy that sends what the harness sent), or as if it had never
+    /// compacted on its own (for a policy asked what it would have sent instead).
+    pub fn history(&self, step: &Step, with_harness_compactions: bool) -> &[Message] {
+        match &self.uncompacted {
+            Some(uncompacted) if !with_harness_compactions => {
+                &uncompacted[..step.uncompacted_answer]
+            }
+            _ => &self.conversation.messages[..step.answer],
         }
     }
 
@@ -170,5 +226,83 @@ impl Recording {
             .iter()
             .filter(|step| step.recorded.is_some())
             .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::policy::Recorded;
+    use condense_core::WireRecord;
+
+    /// Claude Code's summary after it compacted on its own: a user line flagged
+    /// `isCompactSummary`, after the lines it summarizes.
+    fn claude_code_summary() -> Message {
+        let mut message = Message::text(Role::User, "This session is being continued.");
+        let mut fields = condense_core::JsonMap::new();
+        fields.insert("type".into(), "user".into());
+        fields.insert("isCompactSummary".into(), Value::Bool(true));
+        message.wire = vec![WireRecord {
+            fields,
+            parts: 1,
+            shape: condense_core::ContentShape::String,
+        }];
+        message
+    }
+
+    #[test]
+    fn a_harness_summary_is_sent_by_the_harness_and_seen_by_no_other_policy() {
+        let messages = vec![
+            Message::text(Role::System, "You are an agent."),
+            Message::text(Role::User, "first task"),
+            Message::text(Role::Assistant, "done 1"),
+            claude_code_summary(),
+            Message::text(Role::Assistant, "done 2"),
+            Message::text(Role::User, "next task"),
+            Message::text(Role::Assistant, "done 3"),
+        ];
+        let recording = Recording::of(Conversation::new(messages));
+        // The summary is no request's answer; the three answers are three requests.
+        let answers: Vec<(usize, usize)> = recording
+            .steps
+            .iter()
+            .map(|step| (step.answer, step.uncompacted_answer))
+            .collect();
+        assert_eq!(answers, [(2, 2), (4, 3), (6, 5)]);
+        let last = &recording.steps[2];
+        let texts = |history: &[Message]| -> Vec<String> {
+            history.iter().map(Message::plain_text).collect()
+        };
+        // What Claude Code sent: its system prompt, its summary and what followed.
+        let sent: Vec<usize> = Recorded::sent(recording.history(last, true)).collect();
+        assert_eq!(sent, [0, 3, 4, 5]);
+        // What a policy of its own starts from: the session as if Claude Code had not compacted.
+        assert_eq!(
+            texts(recording.history(last, false)),
+            [
+                "You are an agent.",
+                "first task",
+                "done 1",
+                "done 2",
+                "next task"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_session_no_harness_compacted_is_one_history_for_every_policy() {
+        let messages = vec![
+            Message::text(Role::User, "task"),
+            Message::text(Role::Assistant, "done"),
+        ];
+        let recording = Recording::of(Conversation::new(messages));
+        assert!(recording.uncompacted.is_none());
+        let step = &recording.steps[0];
+        assert_eq!(
+            recording.history(step, false).as_ptr(),
+            recording.history(step, true).as_ptr()
+        );
     }
 }

@@ -83,7 +83,8 @@ pub struct Progress<'a> {
 pub enum RowKind {
     /// One of the agent's own requests.
     Agent,
-    /// A summarizer call the policy made before the agent's request of the same step.
+    /// A summarizer call the policy made before the agent's request of the same step, or (for
+    /// `recorded`) the harness's own summarizer call that the log records as a request.
     Summarizer,
 }
 
@@ -304,8 +305,12 @@ fn run_policy(
     }
     for (index, step) in recording.steps.iter().enumerate() {
         clock = step.time_ms.unwrap_or(clock);
+        if step.harness_summarizer && !policy.follows_the_harness() {
+            progress(index + 1);
+            continue;
+        }
         let key = model_key(step);
-        let history = &messages[..step.answer];
+        let history = recording.history(step, policy.follows_the_harness());
         let prepared = policy.prepare(history, step.time_ms, model)?;
         pruned_outputs += prepared.pruned_outputs;
         if let Some(call) = prepared.summarizer {
@@ -343,7 +348,11 @@ fn run_policy(
         policy.observe(context_tokens, output_tokens);
         rows.push(Row {
             step: index,
-            kind: RowKind::Agent,
+            kind: if step.harness_summarizer {
+                RowKind::Summarizer
+            } else {
+                RowKind::Agent
+            },
             context_tokens,
             usage,
             output_tokens: if failed { 0 } else { output_tokens },

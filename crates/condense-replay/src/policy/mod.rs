@@ -133,6 +133,14 @@ pub trait Policy {
         model: &Model<'_>,
     ) -> Result<Prepared<'h>, ReplayError>;
 
+    /// Whether it sends what the harness sent, the harness's own compactions included: only
+    /// `recorded` does. Every other policy is asked what it would have sent had the harness
+    /// never compacted on its own, and is given the history without what the harness wrote
+    /// when it did ([`crate::Recording::history`]).
+    fn follows_the_harness(&self) -> bool {
+        false
+    }
+
     /// What the provider reported for the request just prepared: its input and output tokens.
     /// A harness that reads the provider's usage (condense's proxy does) calibrates its next
     /// trigger with it; the others ignore it.

@@ -3,11 +3,13 @@
 //! A harness that compacted on its own left its summary in the log (Claude Code: a user line
 //! marked `isCompactSummary`; condense: its summary message). From there on it sent the summary
 //! and what followed, not the history before it; the leading System messages stay in front.
+//! Codex replaced its history with one of its own (its instructions, the person's messages,
+//! its summary), which is all it sent from there on.
 
 use std::borrow::Cow;
 
 use condense_core::{Message, Role};
-use serde_json::Value;
+use condense_formats::HarnessCompaction;
 
 use super::{Model, Policy, Prepared};
 use crate::ReplayError;
@@ -19,7 +21,10 @@ pub struct Recorded;
 impl Recorded {
     /// The input the harness sent before the answer at `history.len()`.
     pub fn input(history: &[Message]) -> Cow<'_, [Message]> {
-        match history.iter().rposition(is_harness_summary) {
+        match history
+            .iter()
+            .rposition(|message| compaction(message).is_some())
+        {
             None | Some(0) => Cow::Borrowed(history),
             Some(_) => Cow::Owned(
                 Recorded::sent(history)
@@ -30,29 +35,56 @@ impl Recorded {
     }
 
     /// The indexes of the messages of `history` that the harness sent: the leading System
-    /// messages, then everything from its latest summary on.
+    /// messages, then everything from its latest summary on (from its latest replacement
+    /// history on, alone, for Codex).
     pub fn sent(history: &[Message]) -> impl Iterator<Item = usize> + '_ {
-        let start = history.iter().rposition(is_harness_summary).unwrap_or(0);
-        let system = history[..start]
+        let latest = history
             .iter()
-            .take_while(|message| message.role == Role::System)
-            .count();
+            .enumerate()
+            .rev()
+            .find_map(|(index, message)| Some((index, compaction(message)?)));
+        let (start, system) = match latest {
+            None => (0, 0),
+            Some((start, Compaction::Replacement)) => (start, 0),
+            Some((start, Compaction::Summary)) => (
+                start,
+                history[..start]
+                    .iter()
+                    .take_while(|message| message.role == Role::System)
+                    .count(),
+            ),
+        };
         (0..system).chain(start..history.len())
     }
 }
 
-/// A summary a harness put in place of what came before it.
-fn is_harness_summary(message: &Message) -> bool {
-    message.is_compaction_summary()
-        || message
-            .wire
-            .iter()
-            .any(|record| record.fields.get("isCompactSummary") == Some(&Value::Bool(true)))
+/// How a harness's compaction message stands in for what came before it.
+enum Compaction {
+    /// After the leading System messages (Claude Code's summary, condense's).
+    Summary,
+    /// Alone (Codex's replacement history).
+    Replacement,
+}
+
+/// Where a harness's compaction starts, if `message` is one: a summary, or the first item of
+/// a replacement history.
+fn compaction(message: &Message) -> Option<Compaction> {
+    match condense_formats::harness_compaction(message) {
+        Some(HarnessCompaction::Replacement) => Some(Compaction::Replacement),
+        Some(HarnessCompaction::Summary) => Some(Compaction::Summary),
+        _ => message
+            .is_compaction_summary()
+            .then_some(Compaction::Summary),
+    }
 }
 
 impl Policy for Recorded {
     fn name(&self) -> &str {
         "recorded"
+    }
+
+    fn follows_the_harness(&self) -> bool {
+        true
     }
 
     fn prepare<'h>(
