@@ -21,16 +21,17 @@ mod order;
 mod request;
 mod responses;
 mod text;
+mod usage;
 
 use std::fmt;
 use std::str::FromStr;
 
 use condense_core::Conversation;
 
-pub use codex::{LoggedUsage, logged_usage};
 pub use detect::{detect, detect_confidently};
 pub use error::{FormatError, Location};
 pub use request::{MessageCache, Request};
+pub use usage::{LoggedUsage, logged_usage};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 /// The wire formats condense reads and writes.

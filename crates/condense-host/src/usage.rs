@@ -8,7 +8,6 @@
 
 use condense_core::{Conversation, Role};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::state::ReportedUsage;
 
@@ -112,47 +111,16 @@ fn plausible(reported: usize, ours: usize) -> bool {
     reported <= ours.saturating_mul(2) && reported.saturating_mul(2) >= ours
 }
 
-/// The last figure the log holds: Anthropic usage on an assistant message's wire record
-/// (`message.usage` on a Claude Code line: input, cache reads and writes, and the reply
-/// itself), or the last usage a log keeps beside its messages (Codex's: input, cached part
-/// included, and the reply), whichever accounts for the later answer.
+/// The last figure the log holds ([`condense_formats::logged_usage`]: Claude Code's on the
+/// assistant line, Codex's beside it): the request's whole input, cache reads and writes
+/// included, and the reply, which the next request sends too.
 fn last_reported(conversation: &Conversation) -> Option<ReportedUsage> {
-    let logged = condense_formats::logged_usage(conversation)
+    condense_formats::logged_usage(conversation)
         .last()
         .map(|usage| ReportedUsage {
             message: usage.answer,
             tokens: usize::try_from(usage.input + usage.output).unwrap_or(usize::MAX),
-        });
-    let on_messages = conversation
-        .messages
-        .iter()
-        .enumerate()
-        .rev()
-        .filter(|(_, m)| m.role == Role::Assistant)
-        .find_map(|(index, message)| {
-            let usage = message
-                .wire
-                .iter()
-                .rev()
-                .find_map(|record| record.fields.get("message")?.get("usage"))?;
-            let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
-            let tokens = field("input_tokens")
-                + field("cache_creation_input_tokens")
-                + field("cache_read_input_tokens")
-                + field("output_tokens");
-            (tokens > 0).then(|| ReportedUsage {
-                message: index,
-                tokens: usize::try_from(tokens).unwrap_or(usize::MAX),
-            })
-        });
-    match (on_messages, logged) {
-        (Some(on), Some(beside)) => Some(if beside.message > on.message {
-            beside
-        } else {
-            on
-        }),
-        (on, beside) => on.or(beside),
-    }
+        })
 }
 
 #[cfg(test)]

@@ -6,10 +6,11 @@
 //! one reply into one message, so one message carries one usage); Codex logs the time of every
 //! line and a usage record after each answer.
 
+use std::collections::HashMap;
+
 use condense_core::{Conversation, Message, Role};
 use condense_formats::HarnessCompaction;
 use serde::Serialize;
-use serde_json::Value;
 
 /// The wire fields of a record that the replay and its policies read (`cwd`: condense's
 /// superseded-read rule resolves relative paths with it), beside those that mark a harness's
@@ -71,40 +72,17 @@ impl RecordedUsage {
     pub fn input(&self) -> u64 {
         self.uncached + self.cache_write + self.cache_read
     }
-
-    fn of(message: &Message) -> Option<RecordedUsage> {
-        let usage = message
-            .wire
-            .iter()
-            .rev()
-            .find_map(|record| record.fields.get("message")?.get("usage"))?;
-        let field = |name: &str| usage.get(name).and_then(Value::as_u64);
-        let recorded = RecordedUsage {
-            uncached: field("input_tokens")?,
-            cache_write: field("cache_creation_input_tokens").unwrap_or(0),
-            cache_read: field("cache_read_input_tokens").unwrap_or(0),
-            output: field("output_tokens").unwrap_or(0),
-        };
-        (recorded.input() > 0).then_some(recorded)
-    }
 }
 
-/// The provider's accounting of each request that a log keeps beside the messages (Codex's,
-/// [`condense_formats::logged_usage`]), by the index of the first message of the answer it
-/// accounts for. OpenAI counts cached tokens inside `input_tokens`; here they are taken out, as
-/// Anthropic's accounting has them.
-fn logged_usage(conversation: &Conversation) -> std::collections::HashMap<usize, RecordedUsage> {
-    let messages = &conversation.messages;
-    let mut usage = std::collections::HashMap::new();
+/// The provider's accounting of each request that the log keeps
+/// ([`condense_formats::logged_usage`]), by the index of the first message of the answer it
+/// accounts for, in Anthropic's terms (OpenAI counts cached tokens inside its input; here they
+/// are taken out).
+fn logged_usage(conversation: &Conversation) -> HashMap<usize, RecordedUsage> {
+    let mut usage = HashMap::new();
     for logged in condense_formats::logged_usage(conversation) {
-        let mut first = logged.answer;
-        while first > 0 && messages[first - 1].role == Role::Assistant {
-            first -= 1;
-        }
-        usage.entry(first).or_insert(RecordedUsage {
-            uncached: logged
-                .input
-                .saturating_sub(logged.cache_read + logged.cache_write),
+        usage.entry(logged.first).or_insert(RecordedUsage {
+            uncached: logged.uncached(),
             cache_write: logged.cache_write,
             cache_read: logged.cache_read,
             output: logged.output,
@@ -167,7 +145,7 @@ impl Recording {
             if answer == 0 || message.role != Role::Assistant {
                 continue;
             }
-            let recorded = RecordedUsage::of(message).or_else(|| logged.get(&answer).copied());
+            let recorded = logged.get(&answer).copied();
             if let Some(last) = steps.last_mut()
                 && last.answer_end == answer
                 && last.harness_summarizer == summarizer
@@ -236,6 +214,7 @@ mod tests {
     use super::*;
     use crate::policy::Recorded;
     use condense_core::WireRecord;
+    use serde_json::Value;
 
     /// Claude Code's summary after it compacted on its own: a user line flagged
     /// `isCompactSummary`, after the lines it summarizes.

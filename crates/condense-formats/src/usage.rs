@@ -1,0 +1,125 @@
+//! The provider's own accounting of each request, where a session log keeps it: Claude Code on
+//! the assistant line itself (`message.usage`, Anthropic's terms), Codex on a line of its own
+//! after each response (`token_usage_record`, OpenAI's terms; `token_count` events in older
+//! logs). Read here once, in one shape, for the trigger's calibration and for replays.
+
+use condense_core::{Conversation, Role};
+use serde_json::Value;
+
+/// One request's accounting as a log kept it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoggedUsage {
+    /// The last message of the answer it accounts for: the assistant message that carries it
+    /// (Claude Code), or the last assistant message before the line that holds it (Codex).
+    pub answer: usize,
+    /// The first message of that answer: a Responses answer is several items (reasoning, text,
+    /// calls), each read as a message, and Codex accounts for them together; Claude Code's
+    /// accounting is for its one message (its lines of one reply are read as one).
+    pub first: usize,
+    /// All the input the provider counted, what was read from and written to its cache
+    /// included.
+    pub input: u64,
+    /// Of the input, what was read from the provider's cache.
+    pub cache_read: u64,
+    /// Of the input, what was written to the cache.
+    pub cache_write: u64,
+    /// The answer's tokens.
+    pub output: u64,
+}
+
+impl LoggedUsage {
+    /// The input at the full price: neither read from the cache nor written to it (Anthropic's
+    /// `input_tokens`).
+    pub fn uncached(&self) -> u64 {
+        self.input
+            .saturating_sub(self.cache_read.saturating_add(self.cache_write))
+    }
+}
+
+/// Every request's accounting that the log of `conversation` keeps, in the order of the
+/// answers; empty for a conversation whose format keeps none (request bodies). A request that
+/// reports no input is left out: no provider answers one, so the figure is not one.
+pub fn logged_usage(conversation: &Conversation) -> Vec<LoggedUsage> {
+    let mut usage: Vec<LoggedUsage> = on_messages(conversation)
+        .chain(beside_messages(conversation))
+        .filter(|usage| usage.input > 0)
+        .collect();
+    usage.sort_by_key(|usage| usage.answer);
+    usage
+}
+
+/// Anthropic's `usage` on the line of each assistant message (Claude Code's).
+fn on_messages(conversation: &Conversation) -> impl Iterator<Item = LoggedUsage> + '_ {
+    conversation
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(_, message)| message.role == Role::Assistant)
+        .filter_map(|(index, message)| {
+            // A reply over several lines carries its usage on each; the last is complete.
+            let usage = message
+                .wire
+                .iter()
+                .rev()
+                .find_map(|record| record.fields.get("message")?.get("usage"))?;
+            let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+            let cache_read = field("cache_read_input_tokens");
+            let cache_write = field("cache_creation_input_tokens");
+            Some(LoggedUsage {
+                answer: index,
+                first: index,
+                input: field("input_tokens") + cache_read + cache_write,
+                cache_read,
+                cache_write,
+                output: field("output_tokens"),
+            })
+        })
+}
+
+/// The usage lines a Codex log keeps beside its messages: a `token_usage_record` after each
+/// response (Codex 0.169), or, in logs without those, the `last_token_usage` of each
+/// `token_count` event.
+fn beside_messages(conversation: &Conversation) -> impl Iterator<Item = LoggedUsage> + '_ {
+    let messages = &conversation.messages;
+    let read = |kind: &'static str| {
+        conversation.side.iter().filter_map(move |record| {
+            let value = &record.value;
+            let usage = match value.get("type")?.as_str()? {
+                "token_usage_record" if kind == "token_usage_record" => {
+                    value.get("payload")?.get("usage")?
+                }
+                "event_msg"
+                    if kind == "token_count" && value["payload"]["type"] == "token_count" =>
+                {
+                    value.get("payload")?.get("info")?.get("last_token_usage")?
+                }
+                _ => return None,
+            };
+            let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+            let before = record.before_message.min(messages.len());
+            let answer = messages[..before]
+                .iter()
+                .rposition(|message| message.role == Role::Assistant)?;
+            let mut first = answer;
+            while first > 0 && messages[first - 1].role == Role::Assistant {
+                first -= 1;
+            }
+            Some(LoggedUsage {
+                answer,
+                first,
+                input: field("input_tokens"),
+                cache_read: field("cached_input_tokens"),
+                cache_write: field("cache_write_input_tokens"),
+                output: field("output_tokens"),
+            })
+        })
+    };
+    let has_records = conversation.side.iter().any(|record| {
+        record.value.get("type").and_then(Value::as_str) == Some("token_usage_record")
+    });
+    read(if has_records {
+        "token_usage_record"
+    } else {
+        "token_count"
+    })
+}
