@@ -829,3 +829,78 @@ fn a_protect_window_wider_than_the_window_is_pointed_out() {
     assert!(!said.contains("note:"), "{said}");
     assert!(said.contains("54 of 124 tool outputs replaced"), "{said}");
 }
+
+/// A session in Chat Completions' older function calling (`function_call`, `role: "function"`)
+/// is pruned like any other: the old answers become placeholders in their own form (a
+/// `function` message with its `name`, no id added), and each comes back with `recall`.
+#[test]
+fn a_session_of_legacy_function_calls_is_pruned_in_its_own_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": "You read files."}),
+        serde_json::json!({"role": "user", "content": "Read the four logs."}),
+    ];
+    for n in 0..4 {
+        messages.push(serde_json::json!({"role": "assistant", "content": null,
+            "function_call": {"name": "read_file", "arguments": format!("{{\"path\": \"log{n}.txt\"}}")}}));
+        let body: String = (0..400)
+            .map(|line| format!("log {n} line {line}: ok\n"))
+            .collect();
+        messages
+            .push(serde_json::json!({"role": "function", "name": "read_file", "content": body}));
+    }
+    messages.push(serde_json::json!({"role": "assistant", "content": "All four are fine."}));
+    messages.push(serde_json::json!({"role": "user", "content": "Thanks."}));
+    let session = serde_json::json!({"model": "gpt-3.5-turbo-0613", "messages": messages});
+    std::fs::write(dir.path().join("functions.json"), session.to_string()).unwrap();
+    std::fs::write(
+        dir.path().join("prune.toml"),
+        "[prune]\nskip_user_turns = 1\nprotect_tokens = 0\nminimum_tokens = 10\n",
+    )
+    .unwrap();
+    let out = condense(
+        dir.path(),
+        &[
+            "prune",
+            "functions.json",
+            "--config",
+            "prune.toml",
+            "-o",
+            "pruned.json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pruned: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("pruned.json")).unwrap()).unwrap();
+    let mut recalled = 0;
+    for (index, (was, now)) in session["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(pruned["messages"].as_array().unwrap())
+        .enumerate()
+    {
+        if was["role"] != "function" {
+            assert_eq!(was, now, "message {index}");
+            continue;
+        }
+        let keys: Vec<&String> = now.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 3, "{now}");
+        assert_eq!((&now["role"], &now["name"]), (&was["role"], &was["name"]));
+        let placeholder = now["content"].as_str().unwrap();
+        let at = placeholder.find("condense recall ").expect(placeholder) + 16;
+        let handle = &placeholder[at..at + 32];
+        let back = condense(dir.path(), &["recall", handle]);
+        assert!(back.status.success());
+        assert_eq!(
+            String::from_utf8(back.stdout).unwrap(),
+            was["content"].as_str().unwrap()
+        );
+        recalled += 1;
+    }
+    assert_eq!(recalled, 4);
+}

@@ -16,6 +16,7 @@ mod detect;
 mod embedded;
 mod error;
 mod jsonl;
+mod legacy;
 mod openai;
 mod order;
 mod request;

@@ -1,6 +1,7 @@
 //! OpenAI Chat Completions: a bare array of messages, or an object with `messages` and other keys
 //! (kept in the envelope). Tool calls are `tool_calls` on assistant messages, results are
-//! `role: tool` messages.
+//! `role: tool` messages; the older `function_call` and `role: function` are read too
+//! ([`legacy`]).
 
 use condense_core::{
     ContentShape, Conversation, Image, JsonMap, Message, Part, Role, Text, ToolCall, ToolOutput,
@@ -9,6 +10,7 @@ use condense_core::{
 use serde_json::Value;
 
 use crate::blocks::{content_with, kind_of, take_string};
+use crate::legacy::{self, FUNCTION_CALL, FUNCTION_ROLE};
 use crate::{FormatError, Location, embedded};
 
 pub(crate) fn from_value(value: Value) -> Result<Conversation, FormatError> {
@@ -44,13 +46,16 @@ pub(crate) fn assemble(envelope: Option<JsonMap>, messages: Vec<Message>) -> Con
     assemble_linked(envelope, messages).0
 }
 
-/// [`assemble`], and whether it linked tool calls written in text (which changes messages as
-/// read, depending on their neighbours: see [`embedded::link`]).
+/// [`assemble`], and whether it linked tool calls written in text, or functions to their
+/// answers (which changes messages as read, depending on their neighbours: see
+/// [`embedded::link`], [`legacy::link`]).
 pub(crate) fn assemble_linked(
     envelope: Option<JsonMap>,
     mut messages: Vec<Message>,
 ) -> (Conversation, bool) {
-    let linked = embedded::link(&mut messages, envelope.as_ref());
+    let in_text = embedded::link(&mut messages, envelope.as_ref());
+    let functions = legacy::link(&mut messages);
+    let linked = in_text || functions;
     let conversation = Conversation {
         messages,
         envelope,
@@ -73,11 +78,17 @@ pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, Fo
     let mut parts = Vec::new();
     let shape;
     if role == Role::Tool {
-        let Some(call_id) = take_string(&mut fields, "tool_call_id") else {
-            return Err(FormatError::malformed(
-                at,
-                "a tool message has no `tool_call_id`",
-            ));
+        // A function's answer names no call: linking gives it the call before it.
+        let call_id = if legacy::is_function_answer(&fields) {
+            String::new()
+        } else {
+            let Some(call_id) = take_string(&mut fields, "tool_call_id") else {
+                return Err(FormatError::malformed(
+                    at,
+                    "a tool message has no `tool_call_id`",
+                ));
+            };
+            call_id
         };
         let (output, output_shape) =
             tool_output(content).map_err(|problem| FormatError::malformed(at, problem))?;
@@ -112,6 +123,14 @@ pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, Fo
             parts.push(tool_call(call).map_err(|problem| FormatError::malformed(at, problem))?);
         }
     }
+    // The older form: one call, no id (`function_call: null` beside `tool_calls`, as some
+    // clients send, stays a field).
+    if role == Role::Assistant
+        && let Some(Value::Object(_)) = fields.get("function_call")
+        && let Some(Value::Object(function)) = fields.shift_remove("function_call")
+    {
+        parts.push(function_call(function).map_err(|problem| FormatError::malformed(at, problem))?);
+    }
     let wire = vec![WireRecord {
         fields,
         parts: parts.len(),
@@ -126,7 +145,8 @@ pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, Fo
 }
 
 /// A message's `role` in OpenAI's APIs: `system` or `developer`, `user`, `assistant`, and with
-/// `tool_role` Chat Completions' `tool` (the Responses API carries results as items instead).
+/// `tool_role` Chat Completions' `tool` and `function` (the Responses API carries results as
+/// items instead).
 pub(crate) fn role_of(
     at: Location,
     fields: &JsonMap,
@@ -137,7 +157,7 @@ pub(crate) fn role_of(
             "system" | "developer" => Ok(Role::System),
             "user" => Ok(Role::User),
             "assistant" => Ok(Role::Assistant),
-            "tool" if tool_role => Ok(Role::Tool),
+            "tool" | FUNCTION_ROLE if tool_role => Ok(Role::Tool),
             _ => Err(FormatError::UnknownRole {
                 at,
                 role: role.clone(),
@@ -251,6 +271,34 @@ fn tool_call(call: Value) -> Result<Part, String> {
     }))
 }
 
+/// A call in the older form: `function_call`'s `name` and `arguments`; its id comes from
+/// [`legacy::link`].
+fn function_call(mut function: JsonMap) -> Result<Part, String> {
+    let Some(name) = take_string(&mut function, "name") else {
+        return Err("`function_call` has no `name`".into());
+    };
+    let raw = match function.shift_remove("arguments") {
+        Some(Value::String(raw)) => raw,
+        None => String::new(),
+        Some(other) => {
+            return Err(format!(
+                "`function_call` `{name}`: `arguments` must be a string, not {}",
+                kind_of(&other)
+            ));
+        }
+    };
+    let input = serde_json::from_str(&raw).unwrap_or_else(|_| Value::String(raw.clone()));
+    function.insert(FUNCTION_CALL.into(), Value::Bool(true));
+    Ok(Part::ToolCall(ToolCall {
+        id: String::new(),
+        name,
+        input,
+        raw_input: Some(raw),
+        embedded: false,
+        extra: function,
+    }))
+}
+
 pub(crate) fn to_value(conversation: &Conversation) -> Value {
     let mut messages = Vec::with_capacity(conversation.messages.len());
     for message in &conversation.messages {
@@ -293,7 +341,9 @@ fn write_message(message: &Message, out: &mut Vec<Value>) {
             if let Some(content) = output_value(&result.content, shape) {
                 object.insert("content".into(), content);
             }
-            object.insert("tool_call_id".into(), result.call_id.clone().into());
+            if role != FUNCTION_ROLE {
+                object.insert("tool_call_id".into(), result.call_id.clone().into());
+            }
             object.extend(fields.clone());
             out.push(Value::Object(object));
         }
@@ -314,11 +364,16 @@ fn write_message(message: &Message, out: &mut Vec<Value>) {
         .parts
         .iter()
         .filter_map(Part::as_tool_call)
-        .filter(|call| !call.embedded)
+        .filter(|call| !call.embedded && !legacy::is_function_call(&call.extra))
         .map(call_value)
         .collect();
     if !calls.is_empty() {
         object.insert("tool_calls".into(), Value::Array(calls));
+    }
+    for call in message.parts.iter().filter_map(Part::as_tool_call) {
+        if legacy::is_function_call(&call.extra) {
+            object.insert("function_call".into(), function_call_value(call));
+        }
     }
     object.extend(fields);
     out.push(Value::Object(object));
@@ -327,7 +382,8 @@ fn write_message(message: &Message, out: &mut Vec<Value>) {
 fn role_string(role: Role, fields: &JsonMap) -> String {
     let original = fields.get("role").and_then(Value::as_str);
     match (role, original) {
-        (Role::System, Some(original @ ("system" | "developer"))) => original.to_owned(),
+        (Role::System, Some(original @ ("system" | "developer")))
+        | (Role::Tool, Some(original @ FUNCTION_ROLE)) => original.to_owned(),
         _ => role.as_str().to_owned(),
     }
 }
@@ -383,6 +439,26 @@ pub(crate) fn part_value(part: &Part) -> Value {
         Part::ToolCall(call) => return call_value(call),
         Part::Opaque { value } => return value.clone(),
     }
+    Value::Object(object)
+}
+
+/// A call read from `function_call`, as it came: `name`, `arguments`, and whatever else it had.
+fn function_call_value(call: &ToolCall) -> Value {
+    let mut object = JsonMap::new();
+    object.insert("name".into(), call.name.clone().into());
+    object.insert(
+        "arguments".into(),
+        call.raw_input
+            .clone()
+            .unwrap_or_else(|| call.input.to_string())
+            .into(),
+    );
+    object.extend(
+        call.extra
+            .iter()
+            .filter(|(key, _)| key.as_str() != FUNCTION_CALL)
+            .map(|(key, value)| (key.clone(), value.clone())),
+    );
     Value::Object(object)
 }
 
