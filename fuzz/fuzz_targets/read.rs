@@ -1,5 +1,5 @@
 //! The five readers: any bytes either fail with an error or give a conversation whose parts
-//! survive write -> read, and whose written form is a fixed point; a Codex log also reads whole.
+//! survive write -> read, and whose written form is a fixed point; a session log also reads whole.
 #![no_main]
 
 use condense_formats::{Format, read, write};
@@ -21,9 +21,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok((format, conversation)) = read(bytes, forced) else {
         return;
     };
-    // A replay reads a Codex log whole: every log that reads, reads whole, with at least the
-    // messages the model sees now (what came before a compaction adds to them).
-    if format == Format::Codex {
+    // A replay reads a log whole: every log that reads, reads whole, with at least the
+    // messages the model sees now (what came before an agent's own compaction adds to them).
+    if format.is_jsonl() {
         let whole =
             condense_formats::read_whole(bytes, format).expect("a log that reads, reads whole");
         assert!(whole.messages.len() >= conversation.messages.len());

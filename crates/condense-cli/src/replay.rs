@@ -36,14 +36,13 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
     let configured = replay_config(&args, None)?;
     let config = &configured.0;
     let session = read_session(&args.input, args.format)?;
-    // A harness's own compactions are replayed, not taken as where the session starts: a Codex
-    // log is read whole (every other format reads whole already, see `read_whole`).
-    let conversation = match session.format {
-        condense_formats::Format::Codex => {
-            condense_formats::read_whole(&session.bytes, session.format)
-                .with_context(|| session_name(&args))?
-        }
-        _ => session.conversation,
+    // A harness's own compactions are replayed, not taken as where the session starts: its log
+    // is read whole.
+    let conversation = if session.format.is_jsonl() {
+        condense_formats::read_whole(&session.bytes, session.format)
+            .with_context(|| session_name(&args))?
+    } else {
+        session.conversation
     };
     let recording = Recording::of(conversation);
     let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::new(config.encoding()));

@@ -14,6 +14,11 @@ use condense_formats::Format;
 use condense_serve::testing::{Frozen, Received, anthropic_agent_upstream, run_bounded};
 use serde_json::Value;
 
+/// The `n`-th command of a script: a count of about 4K tokens of output.
+fn seq(n: usize) -> String {
+    format!("seq 1 {}", 1500 + 100 * n)
+}
+
 /// A session Claude Code recorded against a scripted model that had it run three commands of
 /// about 4K tokens each, then answered (and answers every request after: the resumed ones).
 struct Recorded {
@@ -26,9 +31,11 @@ struct Recorded {
 
 impl Recorded {
     async fn new(claude: String) -> Recorded {
-        let commands = (0..3)
-            .map(|n| format!("seq 1 {}", 1500 + 100 * n))
-            .collect();
+        Recorded::with(claude, (0..3).map(seq).collect()).await
+    }
+
+    /// The same first turn, and `commands` for the requests after it (an empty one answers).
+    async fn with(claude: String, commands: Vec<String>) -> Recorded {
         let (upstream, received) = anthropic_agent_upstream(commands, "Done.").await;
         let home = tempfile::tempdir().unwrap();
         let work = tempfile::tempdir().unwrap();
@@ -44,6 +51,7 @@ impl Recorded {
         })
         .await
         .unwrap();
+        assert_eq!(first["result"], "Done.", "{first}");
         let session = first["session_id"].as_str().unwrap().to_owned();
         let log = session_log(home.path(), &session);
         let recorded = Recorded {
@@ -68,9 +76,8 @@ impl Recorded {
             .collect()
     }
 
-    /// `claude -p PROMPT --resume SESSION`, and the request it sent.
-    async fn resume(self: &std::sync::Arc<Self>, prompt: &str) -> Value {
-        let before = self.requests().len();
+    /// `claude -p PROMPT --resume SESSION`, and its JSON result.
+    async fn run_resumed(self: &std::sync::Arc<Self>, prompt: &str) -> Value {
         let this = self.clone();
         let prompt = prompt.to_owned();
         tokio::task::spawn_blocking(move || {
@@ -82,7 +89,14 @@ impl Recorded {
             ])
         })
         .await
-        .unwrap();
+        .unwrap()
+    }
+
+    /// `claude -p PROMPT --resume SESSION`, and the request it sent.
+    async fn resume(self: &std::sync::Arc<Self>, prompt: &str) -> Value {
+        let before = self.requests().len();
+        let result = self.run_resumed(prompt).await;
+        assert_eq!(result["result"], "Done.", "{result}");
         let resumed = self.requests().remove(before);
         Frozen::default().check_body(0, Format::Anthropic, &resumed);
         resumed
@@ -136,6 +150,85 @@ async fn claude_code_resumes_a_log_condense_compacted_from_its_summary() {
     assert!(prompt.is_some() && prompt < at("and now?"), "{texts:#?}");
     // What the summary stands for is not sent again.
     assert!(!resumed.to_string().contains("toolu_000"), "{resumed}");
+}
+
+/// Claude Code compacts a session on its own (`/compact`: a boundary line, then its summary;
+/// it resumes from the boundary on), then condense compacts the log too. condense works on what
+/// Claude Code sends (the history from its boundary on) and keeps the lines before as they were;
+/// Claude Code resumes from condense's summary, and what its own compaction left behind is not
+/// sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_resumes_a_log_it_compacted_itself_once_condense_compacted_it_too() {
+    let Some(claude) = condense_core::testing::required_url(
+        "claude_code_resumes_a_log_it_compacted_itself_once_condense_compacted_it_too",
+        "CONDENSE_CLAUDE_CODE",
+        "CONDENSE_REQUIRE_CLAUDE_CODE",
+    ) else {
+        return;
+    };
+    // The first turn's three commands and its answer; the summary Claude Code asks for at
+    // `/compact` (a request that offers tools too); three more commands in the next turn.
+    let script = [seq(0), seq(1), seq(2), String::new(), String::new()]
+        .into_iter()
+        .chain((3..6).map(seq))
+        .collect();
+    let recorded = std::sync::Arc::new(Recorded::with(claude, script).await);
+    let compacted = recorded.run_resumed("/compact").await;
+    assert_eq!(compacted["is_error"], false, "{compacted}");
+    let more = recorded.run_resumed("count more").await;
+    assert_eq!(more["result"], "Done.", "{more}");
+    let text = String::from_utf8(std::fs::read(&recorded.log).unwrap()).unwrap();
+    assert!(text.contains(r#""subtype":"compact_boundary""#), "{text}");
+    // condense sees what Claude Code would send: its summary and what followed, the second
+    // turn's three outputs but none of the first's.
+    let dir = tempfile::tempdir().unwrap();
+    let counted = command(
+        dir.path(),
+        &["count", recorded.log.to_str().unwrap(), "--json"],
+    )
+    .output()
+    .unwrap();
+    assert!(counted.status.success());
+    let counted: Value = serde_json::from_slice(&counted.stdout).unwrap();
+    let total = counted["total"].as_u64().unwrap();
+    assert!((12_000..16_000).contains(&total), "{counted}");
+    let said = condense_in(
+        dir.path(),
+        &[
+            "compact",
+            recorded.log.to_str().unwrap(),
+            "--in-place",
+            "--context-window",
+            "8000",
+            "--max-output-tokens",
+            "1000",
+        ],
+    );
+    assert!(said.contains("summarized by extractive"), "{said}");
+    // The lines before the boundary are as Claude Code wrote them.
+    let after = String::from_utf8(std::fs::read(&recorded.log).unwrap()).unwrap();
+    let boundary = |text: &str| text.find(r#""subtype":"compact_boundary""#).unwrap();
+    let head = |text: &str| text[..boundary(text)].rfind('\n').unwrap();
+    assert_eq!(after[..head(&after)], text[..head(&text)]);
+    let resumed = recorded.resume("and now?").await;
+    let texts = texts_of(&resumed);
+    let summary = |text: &&String| text.starts_with("<prior-conversation-summary>");
+    assert_eq!(texts.iter().filter(summary).count(), 1, "{texts:#?}");
+    let prompt = texts.iter().position(|text| text == "and now?");
+    assert!(
+        prompt.is_some() && texts.iter().position(|text| summary(&text)) < prompt,
+        "{texts:#?}"
+    );
+    // Nothing from before Claude Code's own compaction comes back, and what condense's
+    // summary stands for is not sent again either: the outputs sent are the tail's.
+    let results = condense_serve::testing::tool_results(resumed["messages"].as_array().unwrap());
+    let ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
+    assert!(
+        ids.iter()
+            .all(|id| ["toolu_005", "toolu_006", "toolu_007"].contains(id)),
+        "{ids:?}"
+    );
+    assert!(ids.len() < 3, "{ids:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,9 +323,7 @@ fn claude_run(
             "{}\n{stdout}",
             String::from_utf8_lossy(&output.stderr)
         );
-        let result: Value = serde_json::from_str(&stdout).unwrap();
-        assert_eq!(result["result"], "Done.", "{stdout}");
-        result
+        serde_json::from_str(&stdout).unwrap()
     }
 }
 

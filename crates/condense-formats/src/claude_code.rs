@@ -3,6 +3,12 @@
 //! consecutive lines) become one message with one wire record per line, so they can be written
 //! back as the lines they were. Sidechain (subagent) lines, titles (`summary`) and client notices
 //! (`system`) are kept beside the conversation, never mixed into it.
+//!
+//! When Claude Code compacts a session on its own it writes a `compact_boundary` line, a new
+//! root of its `parentUuid` chain, then its summary, and resumes from there: the model never
+//! sees the lines before again. So at such a line everything read so far goes beside the
+//! conversation, written back as it came (a replay reads the log whole instead, see
+//! [`read_as`]).
 
 use condense_core::{
     ContentShape, Conversation, JsonMap, Message, Part, Role, SideKind, SideRecord, WireRecord,
@@ -10,6 +16,7 @@ use condense_core::{
 use serde_json::Value;
 
 use crate::blocks::{content_from_parts, parts_from_content};
+use crate::harness::{RESTATES, Reading};
 use crate::jsonl::{self, push_line};
 use crate::order::{ORDER, ordered_like, skeleton};
 use crate::{FormatError, text};
@@ -27,10 +34,26 @@ pub(crate) fn is_compact_summary(message: &Message) -> bool {
 }
 
 pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
+    read_as(bytes, Reading::AsTheModelSeesIt)
+}
+
+/// Whether a line is the boundary Claude Code writes when it compacts the session on its own:
+/// a `system` line, a new root of the `parentUuid` chain, with its summary on the line after.
+fn is_compact_boundary(record: &JsonMap) -> bool {
+    record.get("type").and_then(Value::as_str) == Some("system")
+        && record.get("subtype").and_then(Value::as_str) == Some("compact_boundary")
+}
+
+/// Reads the log as the model sees it now, from Claude Code's last compact boundary on (the
+/// lines before go beside the conversation, as they came), or whole: then every line is read,
+/// and the summary after each boundary is flagged ([`RESTATES`]).
+pub(crate) fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, FormatError> {
     let input = text::utf8(bytes)?;
     let mut conversation = Conversation::default();
     // The `message.id` of the last main-thread assistant line, to merge the lines of one reply.
     let mut open_reply: Option<String> = None;
+    // Whether the last main-thread line was a compact boundary: the next is its summary.
+    let mut after_boundary = false;
 
     for record in jsonl::records(input) {
         let (at, mut record) = record?;
@@ -47,6 +70,11 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
             _ => Some(SideKind::Other),
         };
         if let Some(kind) = side_kind {
+            let boundary = is_compact_boundary(&record);
+            if boundary && reading == Reading::AsTheModelSeesIt {
+                jsonl::set_aside(&mut conversation, message_lines);
+            }
+            after_boundary |= boundary;
             conversation.side.push(SideRecord {
                 kind,
                 before_message: conversation.messages.len(),
@@ -84,6 +112,12 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
             parts_from_content(content).map_err(|problem| FormatError::malformed(at, problem))?;
         if let Some(order) = order {
             record.insert(ORDER.into(), order);
+        }
+        if std::mem::take(&mut after_boundary)
+            && reading == Reading::Whole
+            && record.get(COMPACT_SUMMARY) == Some(&Value::Bool(true))
+        {
+            record.insert(RESTATES.into(), Value::Bool(true));
         }
         let generated = role == Role::User && is_generated(&record, &parts);
         let wire = WireRecord {

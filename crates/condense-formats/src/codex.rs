@@ -18,7 +18,7 @@
 //! replacement item condense pruned or summarized away is pruned or gone there too. A log of an
 //! older Codex, whose `compacted` line has only the summary `message`, is read with that summary
 //! as a user message (Codex sends it so), which the line keeps as it was.
-//! A replay reads the log whole instead ([`read_whole`]): what came before each compaction, and
+//! A replay reads the log whole instead ([`read_as`]): what came before each compaction, and
 //! Codex's summarizer answer (an item flagged `compaction_output`), are messages too.
 //!
 //! Writing keeps every line's keys in the order they came, so a session read and written back
@@ -28,6 +28,7 @@ use condense_core::{Conversation, JsonMap, Message, Part, SideKind, SideRecord, 
 use serde_json::Value;
 
 use crate::blocks::kind_of;
+use crate::harness::{RESTATES, Reading};
 use crate::jsonl::{self, push_line};
 use crate::order::{ORDER, ordered_like, skeleton};
 use crate::{FormatError, Location, responses, text};
@@ -35,15 +36,7 @@ use crate::{FormatError, Location, responses, text};
 /// The wire field of a message read from a `compacted` line: the index of its item in the
 /// line's `replacement_history` (or `"message"` for the summary of a line that has none). Such
 /// a message is written inside that line, not as a line of its own.
-const REPLACEMENT: &str = "condense_replacement_item";
-
-/// The wire field that marks a replacement item in a log read whole ([`read_whole`]): it
-/// restates history that the log also holds as it first happened.
-const RESTATES: &str = "condense_restates";
-
-/// The wire fields [`restatement`] and [`is_compaction_output`] read: whoever strips a message's wire records and still
-/// asks must keep them.
-pub(crate) const HARNESS_FIELDS: [&str; 3] = [REPLACEMENT, RESTATES, "metadata"];
+pub(crate) const REPLACEMENT: &str = "condense_replacement_item";
 
 /// The line types that open a Codex session log: what tells it apart from other JSONL.
 pub(crate) const LINE_TYPES: [&str; 5] = [
@@ -58,25 +51,10 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
     read_as(bytes, Reading::AsTheModelSeesIt)
 }
 
-/// The whole session as it happened, for a replay: every item Codex ever logged is a message,
-/// and each compaction's replacement history follows the items it replaced, its items marked
-/// ([`RESTATES`]) so that a replay can send them from there on (what Codex did) or leave them
-/// out (what a policy that does not compact the way Codex does would have sent). Not for
-/// writing back: compacting reads the log as the model sees it now ([`read`]).
-pub(crate) fn read_whole(bytes: &[u8]) -> Result<Conversation, FormatError> {
-    read_as(bytes, Reading::Whole)
-}
-
-/// How [`read_as`] takes a `compacted` line.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Reading {
-    /// The replacement history stands in for everything before the line.
-    AsTheModelSeesIt,
-    /// The replacement history follows everything before the line.
-    Whole,
-}
-
-fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, FormatError> {
+/// Reads the log as the model sees it now, or whole: then each compaction's replacement
+/// history follows the items it replaced, its items flagged, and Codex's summarizer answer (an
+/// item flagged `compaction_output`) is a message too.
+pub(crate) fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, FormatError> {
     let input = text::utf8(bytes)?;
     let mut conversation = Conversation::default();
     for record in jsonl::records(input) {
@@ -85,7 +63,15 @@ fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, FormatError> 
             Some("response_item") => {}
             Some("compacted") => {
                 if reading == Reading::AsTheModelSeesIt {
-                    set_aside(&mut conversation);
+                    // An item of an earlier compaction's history is inside that line already.
+                    let mut timestamp = None;
+                    jsonl::set_aside(&mut conversation, |message| {
+                        if is_replacement(message) {
+                            Vec::new()
+                        } else {
+                            message_lines(message, &mut timestamp)
+                        }
+                    });
                 }
                 conversation.side.push(SideRecord {
                     kind: SideKind::Other,
@@ -132,35 +118,6 @@ fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, FormatError> 
         conversation.messages.push(message);
     }
     Ok(conversation)
-}
-
-/// Sets aside what was read before a compaction: the lines it came as go beside the
-/// conversation, in their order, and the conversation starts again.
-fn set_aside(conversation: &mut Conversation) {
-    let messages = std::mem::take(&mut conversation.messages);
-    let mut earlier = std::mem::take(&mut conversation.side)
-        .into_iter()
-        .peekable();
-    let mut side = Vec::with_capacity(earlier.len() + messages.len() + 1);
-    let mut timestamp = None;
-    let beside = |value| SideRecord {
-        kind: SideKind::Other,
-        before_message: 0,
-        value,
-    };
-    for (index, message) in messages.iter().enumerate() {
-        while let Some(record) = earlier.next_if(|record| record.before_message <= index) {
-            side.push(beside(record.value));
-        }
-        // An item of an earlier compaction's history is inside that line already.
-        if !is_replacement(message) {
-            for line in message_lines(message, &mut timestamp) {
-                side.push(beside(line));
-            }
-        }
-    }
-    side.extend(earlier.map(|record| beside(record.value)));
-    conversation.side = side;
 }
 
 /// The history the model saw from the `compacted` line `record` on, as messages: the items of
@@ -216,19 +173,6 @@ fn replacement(
         (None, None) => {}
     }
     Ok(())
-}
-
-/// Whether a message restates history in a log read whole ([`read_whole`]), and if so whether
-/// it is the first item of its replacement history (`Some(true)`): the point from which Codex
-/// sent that history instead of what came before.
-pub(crate) fn restatement(message: &Message) -> Option<bool> {
-    let fields = &message.wire.first()?.fields;
-    fields.get(RESTATES)?;
-    Some(match fields.get(REPLACEMENT)? {
-        Value::Number(index) => index.as_u64() == Some(0),
-        // The summary of an older Codex's line, which is the whole history.
-        _ => true,
-    })
 }
 
 /// Whether `message` is the answer of Codex's own summarizer: Codex 0.169 logs it as an item

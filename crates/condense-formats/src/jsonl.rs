@@ -1,7 +1,7 @@
 //! What the JSONL session logs (Claude Code's, Codex's) share: one JSON object per line, read
 //! with the line named when one is not, and written one compact object per line.
 
-use condense_core::JsonMap;
+use condense_core::{Conversation, JsonMap, Message, SideKind, SideRecord};
 use serde_json::Value;
 
 use crate::blocks::kind_of;
@@ -42,4 +42,38 @@ pub(crate) fn push_line(out: &mut Vec<u8>, value: &Value) -> Result<(), FormatEr
         .map_err(|error| FormatError::Write(error.to_string()))?;
     out.push(b'\n');
     Ok(())
+}
+
+/// Sets aside what was read before an agent's own compaction: each message goes beside the
+/// conversation as the lines it came as (`lines`), among the side records already there, in
+/// their order, and the conversation starts again. The model no longer sees any of it; the
+/// log keeps it, and so does writing.
+pub(crate) fn set_aside(
+    conversation: &mut Conversation,
+    mut lines: impl FnMut(&Message) -> Vec<Value>,
+) {
+    let messages = std::mem::take(&mut conversation.messages);
+    let mut earlier = std::mem::take(&mut conversation.side)
+        .into_iter()
+        .peekable();
+    let mut side = Vec::with_capacity(earlier.len() + messages.len() + 1);
+    let beside = |value| SideRecord {
+        kind: SideKind::Other,
+        before_message: 0,
+        value,
+    };
+    for (index, message) in messages.iter().enumerate() {
+        while let Some(record) = earlier.next_if(|record| record.before_message <= index) {
+            side.push(SideRecord {
+                before_message: 0,
+                ..record
+            });
+        }
+        side.extend(lines(message).into_iter().map(beside));
+    }
+    side.extend(earlier.map(|record| SideRecord {
+        before_message: 0,
+        ..record
+    }));
+    conversation.side = side;
 }

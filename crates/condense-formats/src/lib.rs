@@ -15,6 +15,7 @@ mod codex;
 mod detect;
 mod embedded;
 mod error;
+mod harness;
 mod jsonl;
 mod legacy;
 mod openai;
@@ -31,6 +32,8 @@ use condense_core::Conversation;
 
 pub use detect::{detect, detect_confidently};
 pub use error::{FormatError, Location};
+use harness::Reading;
+pub use harness::{HARNESS_COMPACTION_FIELDS, HarnessCompaction, harness_compaction};
 pub use request::{MessageCache, Request};
 pub use usage::{LoggedUsage, logged_usage};
 
@@ -124,69 +127,23 @@ pub fn read(bytes: &[u8], format: Option<Format>) -> Result<(Format, Conversatio
     }
 }
 
-/// Reads a session whole, as it happened, for a replay rather than for compacting: a Codex log
-/// that Codex compacted is read with every item it ever logged, each compaction's replacement
-/// history after the items it replaced (see [`harness_compaction`]); [`read`] gives what the
-/// model sees now instead. Every other format is read as [`read`] reads it: Claude Code's log
-/// keeps the lines before its own summary as messages already. Not for writing back.
+/// Reads a session whole, as it happened, for a replay rather than for compacting: a log whose
+/// agent compacted it on its own (Claude Code, Codex) is read with every message it ever
+/// logged, what the agent wrote when it compacted flagged (see [`harness_compaction`]); [`read`]
+/// gives what the model sees now instead. Other formats are read as [`read`] reads them. Not
+/// for writing back.
 pub fn read_whole(bytes: &[u8], format: Format) -> Result<Conversation, FormatError> {
+    if !format.is_jsonl() {
+        return Ok(read(bytes, Some(format))?.1);
+    }
+    let input = text::utf8(bytes)?;
+    if input.trim().is_empty() {
+        return Err(FormatError::Empty);
+    }
     match format {
-        Format::Codex => {
-            let input = text::utf8(bytes)?;
-            if input.trim().is_empty() {
-                return Err(FormatError::Empty);
-            }
-            codex::read_whole(bytes)
-        }
-        format => Ok(read(bytes, Some(format))?.1),
+        Format::Codex => codex::read_as(bytes, Reading::Whole),
+        _ => claude_code::read_as(bytes, Reading::Whole),
     }
-}
-
-/// A message a harness wrote when it compacted on its own, in a log that also keeps the
-/// history it stands in for (a Claude Code log, a Codex log read with [`read_whole`]). A replay
-/// sends what the harness sent from such a message on, and leaves these messages out when it
-/// asks what a policy of its own would have sent instead. condense's own summary is not one:
-/// the history it replaced is gone from the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum HarnessCompaction {
-    /// Claude Code's summary (its `isCompactSummary` line): from here on it sent its system
-    /// prompt, this summary and what followed.
-    Summary,
-    /// The first item of a Codex replacement history: from here on Codex sent this history
-    /// and what followed, and nothing from before (the history has its own instructions).
-    Replacement,
-    /// A later item of a Codex replacement history.
-    ReplacementItem,
-    /// The answer of the harness's own summarizer, logged as an item of the history (Codex
-    /// flags it `compaction_output`): the request it answered was the harness's compaction,
-    /// not one of the agent's.
-    SummarizerAnswer,
-}
-
-/// The wire fields [`harness_compaction`] reads: whoever strips messages' wire records and
-/// still asks must keep these.
-pub const HARNESS_COMPACTION_FIELDS: [&str; 4] = [
-    claude_code::COMPACT_SUMMARY,
-    codex::HARNESS_FIELDS[0],
-    codex::HARNESS_FIELDS[1],
-    codex::HARNESS_FIELDS[2],
-];
-
-/// What `message` stands for, if a harness wrote it when it compacted on its own.
-pub fn harness_compaction(message: &condense_core::Message) -> Option<HarnessCompaction> {
-    if codex::is_compaction_output(message) {
-        return Some(HarnessCompaction::SummarizerAnswer);
-    }
-    if let Some(first) = codex::restatement(message) {
-        return Some(if first {
-            HarnessCompaction::Replacement
-        } else {
-            HarnessCompaction::ReplacementItem
-        });
-    }
-    (claude_code::is_compact_summary(message) && !message.is_compaction_summary())
-        .then_some(HarnessCompaction::Summary)
 }
 
 fn read_jsonl(format: Format, bytes: &[u8]) -> Result<Conversation, FormatError> {

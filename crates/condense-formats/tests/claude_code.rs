@@ -101,41 +101,89 @@ fn a_log_that_opens_with_many_other_lines_is_known_by_its_session_id() {
     assert!(detect(anonymous.as_bytes()).is_err());
 }
 
+fn compacted_log() -> Vec<u8> {
+    std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/claude-code-2.1.197-compacted.jsonl"
+    ))
+    .unwrap()
+}
+
 #[test]
-fn claude_codes_own_summary_is_a_harness_compaction_and_condenses_is_not() {
-    use condense_formats::{HarnessCompaction, harness_compaction};
-    let text = String::from_utf8(log()).unwrap();
-    // Claude Code's summary after it compacted on its own: a user line of its own, flagged,
-    // after the lines it summarizes (which stay in the log).
-    let prompt = text
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .find(|line| line["type"] == "user")
-        .unwrap();
-    let mut summary_line = prompt.clone();
-    summary_line["uuid"] = "11111111-2222-4333-8444-555555555555".into();
-    summary_line["message"]["content"] =
-        "This session is being continued from a previous conversation.".into();
-    summary_line["isCompactSummary"] = Value::Bool(true);
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    lines.push(summary_line.to_string());
-    let (_, conversation) = read((lines.join("\n") + "\n").as_bytes(), None).unwrap();
-    let marked: Vec<usize> = conversation
+fn after_claude_code_compacted_a_log_its_history_starts_at_the_boundary() {
+    let bytes = compacted_log();
+    let (format, conversation) = read(&bytes, None).unwrap();
+    assert_eq!(format, Format::ClaudeCode);
+    // What Claude Code sent after its `/compact` (what it resumes from the boundary on): its
+    // summary, the command's lines, its "continue" note and its own reply to it, the new
+    // prompt and the answer. The three commands before are beside, not in the history.
+    let texts: Vec<String> = conversation
         .messages
         .iter()
-        .enumerate()
-        .filter(|(_, m)| harness_compaction(m) == Some(HarnessCompaction::Summary))
-        .map(|(index, _)| index)
+        .map(|m| m.plain_text().chars().take(30).collect())
         .collect();
-    assert_eq!(marked.len(), 1);
-    assert!(marked[0] > 0);
-    // condense's summary carries the same flag (Claude Code resumes from it), but what it
-    // replaced is gone from the file: nothing a replay could send instead.
-    let mut summary = Message::text(
+    assert_eq!(texts.len(), 8, "{texts:?}");
+    assert!(texts[0].starts_with("This session is being continu"));
+    assert_eq!(texts[6], "and now?");
+    assert!(
+        !conversation
+            .messages
+            .iter()
+            .any(|m| m.parts.iter().any(|p| p.as_tool_result().is_some()))
+    );
+    assert!(conversation.validate().is_empty());
+    // Claude Code's summary carries the task, and a person typed `/compact`: both are turns.
+    assert_eq!(conversation.user_turns(), [0, 2, 6]);
+    // Written back as the same bytes, the lines before the boundary among them.
+    assert_eq!(write(Format::ClaudeCode, &conversation).unwrap(), bytes);
+}
+
+#[test]
+fn a_log_read_whole_keeps_what_came_before_claude_codes_compaction() {
+    use condense_formats::{HarnessCompaction, harness_compaction, read_whole};
+    let bytes = compacted_log();
+    let (_, now) = read(&bytes, None).unwrap();
+    let whole = read_whole(&bytes, Format::ClaudeCode).unwrap();
+    // The prompt, three calls with their results, the answer; then what the model sees now.
+    assert_eq!(whole.messages.len(), 8 + now.messages.len());
+    assert_eq!(
+        whole.messages[0].plain_text(),
+        "count to a few thousand, three times"
+    );
+    let marks: Vec<Option<HarnessCompaction>> =
+        whole.messages.iter().map(harness_compaction).collect();
+    assert_eq!(marks[8], Some(HarnessCompaction::Summary));
+    assert_eq!(marks.iter().filter(|mark| mark.is_some()).count(), 1);
+    // Read as the model sees it, the summary is where the history starts: nothing to leave out.
+    assert!(now.messages.iter().all(|m| harness_compaction(m).is_none()));
+    assert!(whole.validate().is_empty());
+    // Every usage Claude Code logged, before the boundary too (its own reply after the
+    // command is Claude Code's words, with no usage).
+    assert_eq!(condense_formats::logged_usage(&whole).len(), 5);
+    assert_eq!(condense_formats::logged_usage(&now).len(), 1);
+}
+
+#[test]
+fn condenses_summary_is_no_harness_compaction() {
+    use condense_formats::{harness_compaction, read_whole};
+    // condense flags its summary as Claude Code flags its own (Claude Code resumes from such
+    // a line), but what it replaced is gone from the file: nothing a replay could send instead.
+    let bytes = compacted_log();
+    let (_, mut conversation) = read(&bytes, None).unwrap();
+    let summary = Message::text(
         Role::User,
         format!("{}\nthe task so far", condense_core::SUMMARY_OPEN),
     );
-    summary.wire = conversation.messages[marked[0]].wire.clone();
-    assert!(summary.is_compaction_summary());
-    assert_eq!(harness_compaction(&summary), None);
+    conversation.messages.splice(1..4, [summary]);
+    let written = write(Format::ClaudeCode, &conversation).unwrap();
+    let text = String::from_utf8(written.clone()).unwrap();
+    assert_eq!(text.matches(r#""isCompactSummary":true"#).count(), 2);
+    let whole = read_whole(&written, Format::ClaudeCode).unwrap();
+    let flagged: Vec<String> = whole
+        .messages
+        .iter()
+        .filter(|m| harness_compaction(m).is_some())
+        .map(|m| m.plain_text().chars().take(20).collect())
+        .collect();
+    assert_eq!(flagged, ["This session is bein"]);
 }

@@ -24,6 +24,9 @@ const KEPT_FIELDS: &[&str] = &[
     "isSidechain",
 ];
 
+/// The model Claude Code names on an assistant line it wrote itself, with no request.
+const SYNTHETIC_MODEL: &str = "<synthetic>";
+
 fn kept(field: &str) -> bool {
     KEPT_FIELDS.contains(&field) || condense_formats::HARNESS_COMPACTION_FIELDS.contains(&field)
 }
@@ -137,12 +140,25 @@ impl Recording {
             if made[answer].is_some() {
                 made_before += 1;
             }
+            // The answer of the harness's own summarizer: Codex logs it as an item; Claude
+            // Code's summary is the answer of its compaction request (the history before it,
+            // then its prompt).
             let summarizer = match made[answer] {
                 None => false,
-                Some(HarnessCompaction::SummarizerAnswer) => true,
+                Some(HarnessCompaction::SummarizerAnswer | HarnessCompaction::Summary) => true,
                 Some(_) => continue,
             };
-            if answer == 0 || message.role != Role::Assistant {
+            if answer == 0 || (!summarizer && message.role != Role::Assistant) {
+                continue;
+            }
+            let model = message
+                .wire
+                .iter()
+                .rev()
+                .find_map(|record| record.fields.get("message")?.get("model")?.as_str());
+            // Claude Code's own words in the assistant's place (an API error, "No response
+            // requested." after a local command): no request answered them.
+            if model == Some(SYNTHETIC_MODEL) {
                 continue;
             }
             let recorded = logged.get(&answer).copied();
@@ -163,12 +179,7 @@ impl Recording {
                     .timestamp_ms()
                     .or_else(|| message.timestamp_ms()),
                 recorded,
-                model: message
-                    .wire
-                    .iter()
-                    .rev()
-                    .find_map(|record| record.fields.get("message")?.get("model")?.as_str())
-                    .map(str::to_owned),
+                model: model.map(str::to_owned),
             });
         }
         let uncompacted = made.iter().any(Option::is_some).then(|| {
@@ -217,12 +228,13 @@ mod tests {
     use serde_json::Value;
 
     /// Claude Code's summary after it compacted on its own: a user line flagged
-    /// `isCompactSummary`, after the lines it summarizes.
+    /// `isCompactSummary`, after the lines it summarizes, as a whole read flags it.
     fn claude_code_summary() -> Message {
         let mut message = Message::text(Role::User, "This session is being continued.");
         let mut fields = condense_core::JsonMap::new();
         fields.insert("type".into(), "user".into());
         fields.insert("isCompactSummary".into(), Value::Bool(true));
+        fields.insert("condense_restates".into(), Value::Bool(true));
         message.wire = vec![WireRecord {
             fields,
             parts: 1,
@@ -243,14 +255,24 @@ mod tests {
             Message::text(Role::Assistant, "done 3"),
         ];
         let recording = Recording::of(Conversation::new(messages));
-        // The summary is no request's answer; the three answers are three requests.
-        let answers: Vec<(usize, usize)> = recording
+        // The three answers are three requests, and the summary answered Claude Code's own
+        // compaction request, which only the policy that follows it makes.
+        let answers: Vec<(usize, usize, bool)> = recording
             .steps
             .iter()
-            .map(|step| (step.answer, step.uncompacted_answer))
+            .map(|step| {
+                (
+                    step.answer,
+                    step.uncompacted_answer,
+                    step.harness_summarizer,
+                )
+            })
             .collect();
-        assert_eq!(answers, [(2, 2), (4, 3), (6, 5)]);
-        let last = &recording.steps[2];
+        assert_eq!(
+            answers,
+            [(2, 2, false), (3, 3, true), (4, 3, false), (6, 5, false)]
+        );
+        let last = &recording.steps[3];
         let texts = |history: &[Message]| -> Vec<String> {
             history.iter().map(Message::plain_text).collect()
         };

@@ -515,7 +515,8 @@ pub fn run_bounded(mut command: std::process::Command, limit: Duration) -> std::
 /// A scripted model that works like an agent, for Claude Code to talk to over the Messages API,
 /// on a free 127.0.0.1 port: its origin and what it received. The `n`-th request that offers a
 /// `Bash` tool (counted from 0 over the upstream's life) gets a `tool_use` of it running
-/// `commands[n]`; every other request gets `answer` as text. Streams when asked, with the
+/// `commands[n]` (unless that command is empty: then it ends the turn, which lets a script span
+/// several turns); every other request gets `answer` as text. Streams when asked, with the
 /// events Anthropic sends, usage in `message_start` and `message_delta`.
 pub async fn anthropic_agent_upstream(
     commands: Vec<String>,
@@ -555,7 +556,7 @@ pub async fn anthropic_agent_upstream(
             } else {
                 usize::MAX
             };
-            let (block, stop) = match commands.get(turn) {
+            let (block, stop) = match commands.get(turn).filter(|command| !command.is_empty()) {
                 Some(command) => (
                     serde_json::json!({"type": "tool_use", "id": format!("toolu_{turn:03}"),
                         "name": "Bash", "input": {"command": command, "description": "Run it"}}),
