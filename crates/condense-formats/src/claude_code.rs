@@ -4,11 +4,13 @@
 //! back as the lines they were. Sidechain (subagent) lines, titles (`summary`) and client notices
 //! (`system`) are kept beside the conversation, never mixed into it.
 //!
-//! When Claude Code compacts a session on its own it writes a `compact_boundary` line, a new
-//! root of its `parentUuid` chain, then its summary, and resumes from there: the model never
-//! sees the lines before again. So at such a line everything read so far goes beside the
-//! conversation, written back as it came (a replay reads the log whole instead, see
-//! [`read_as`]).
+//! Claude Code resumes a session along its `parentUuid` chain, back from the last message: a
+//! branch the person left, and everything before the `compact_boundary` line it writes when it
+//! compacts the session on its own (a new root, its summary on the line after), are not sent
+//! again. Those lines go beside the conversation too, written back as they came (a replay
+//! reads the log whole instead, see [`read_as`]).
+
+use std::collections::{HashMap, HashSet};
 
 use condense_core::{
     ContentShape, Conversation, JsonMap, Message, Part, Role, SideKind, SideRecord, WireRecord,
@@ -19,7 +21,7 @@ use crate::blocks::{content_from_parts, parts_from_content};
 use crate::harness::{RESTATES, Reading};
 use crate::jsonl::{self, push_line};
 use crate::order::{ORDER, ordered_like, skeleton};
-use crate::{FormatError, text};
+use crate::{FormatError, Location, text};
 
 /// The flag of the user line that holds a compaction's summary: Claude Code's own, and the one
 /// condense writes (Claude Code resumes from such a line).
@@ -44,37 +46,92 @@ fn is_compact_boundary(record: &JsonMap) -> bool {
         && record.get("subtype").and_then(Value::as_str) == Some("compact_boundary")
 }
 
-/// Reads the log as the model sees it now, from Claude Code's last compact boundary on (the
-/// lines before go beside the conversation, as they came), or whole: then every line is read,
-/// and the summary after each boundary is flagged ([`RESTATES`]).
+/// A line of the main thread's conversation (a person's, a tool result's, the model's).
+fn is_main_message(record: &JsonMap) -> bool {
+    matches!(
+        record.get("type").and_then(Value::as_str),
+        Some("user" | "assistant")
+    ) && record.get("isSidechain") != Some(&Value::Bool(true))
+}
+
+/// The lines (by their place among the log's records) of the branch Claude Code resumes: from
+/// the last message line back along `parentUuid` to a root, which is the session's first line
+/// or the boundary of Claude Code's last compaction. `None` when the chain cannot be trusted
+/// to say what was left: the last message line has no `uuid` (a log without the chain), or the
+/// walk meets a parent no line has, or a cycle (a damaged or hand-edited log); then every line
+/// counts, and writing relinks the chain.
+fn resumed_branch(records: &[(Location, JsonMap)]) -> Option<HashSet<usize>> {
+    let uuid = |record: &JsonMap| {
+        record
+            .get("uuid")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let leaf = records
+        .iter()
+        .rposition(|(_, record)| is_main_message(record))?;
+    uuid(&records[leaf].1)?;
+    let by_uuid: HashMap<String, usize> = records
+        .iter()
+        .enumerate()
+        .filter_map(|(index, (_, record))| Some((uuid(record)?, index)))
+        .collect();
+    let mut branch = HashSet::new();
+    let mut at = leaf;
+    loop {
+        if !branch.insert(at) {
+            return None;
+        }
+        let record = &records[at].1;
+        if is_compact_boundary(record) {
+            return Some(branch);
+        }
+        match record.get("parentUuid") {
+            Some(Value::String(parent)) => at = *by_uuid.get(parent.as_str())?,
+            Some(Value::Null) => return Some(branch),
+            _ => return None,
+        }
+    }
+}
+
+/// Reads the log as the model sees it now, or whole. Claude Code resumes a session by following
+/// the `parentUuid` chain back from its last message: a branch the person left (`/rewind`, a
+/// command run from an earlier point) and, after Claude Code compacted the session on its own,
+/// everything before its compact boundary are not sent again. So as the model sees it, message
+/// lines off that chain go beside the conversation, as they came; read whole, every line is a
+/// message, and the summary after each boundary is flagged ([`RESTATES`]).
 pub(crate) fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, FormatError> {
     let input = text::utf8(bytes)?;
+    let records = jsonl::records(input).collect::<Result<Vec<_>, _>>()?;
+    let branch = match reading {
+        Reading::AsTheModelSeesIt => resumed_branch(&records),
+        Reading::Whole => None,
+    };
     let mut conversation = Conversation::default();
     // The `message.id` of the last main-thread assistant line, to merge the lines of one reply.
     let mut open_reply: Option<String> = None;
     // Whether the last main-thread line was a compact boundary: the next is its summary.
     let mut after_boundary = false;
 
-    for record in jsonl::records(input) {
-        let (at, mut record) = record?;
+    for (index, (at, mut record)) in records.into_iter().enumerate() {
         let kind = record
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
+        let off_branch = branch.as_ref().is_some_and(|branch| {
+            !branch.contains(&index) && record.contains_key("uuid") && is_main_message(&record)
+        });
         let side_kind = match kind.as_str() {
             _ if record.get("isSidechain") == Some(&Value::Bool(true)) => Some(SideKind::Sidechain),
+            _ if off_branch => Some(SideKind::Other),
             "user" | "assistant" => None,
             "summary" => Some(SideKind::Summary),
             "system" => Some(SideKind::System),
             _ => Some(SideKind::Other),
         };
         if let Some(kind) = side_kind {
-            let boundary = is_compact_boundary(&record);
-            if boundary && reading == Reading::AsTheModelSeesIt {
-                jsonl::set_aside(&mut conversation, message_lines);
-            }
-            after_boundary |= boundary;
+            after_boundary |= is_compact_boundary(&record);
             conversation.side.push(SideRecord {
                 kind,
                 before_message: conversation.messages.len(),

@@ -187,3 +187,50 @@ fn condenses_summary_is_no_harness_compaction() {
         .collect();
     assert_eq!(flagged, ["This session is bein"]);
 }
+
+/// After a rewind, the person's new message hangs below an earlier line: Claude Code resumes
+/// along the chain from the last line, so the branch they left is not part of the history. It
+/// stays in the log, beside, and is written back where it was.
+#[test]
+fn a_branch_the_person_left_is_beside_the_history() {
+    let line = |uuid: &str, parent: Option<&str>, role: &str, text: &str| {
+        serde_json::json!({"parentUuid": parent, "isSidechain": false, "type": role,
+            "message": {"role": role, "content": text}, "uuid": uuid,
+            "timestamp": "2026-11-23T10:00:00.000Z", "sessionId": "s"})
+        .to_string()
+    };
+    let log = [
+        line("u1", None, "user", "fix the parser"),
+        line("a1", Some("u1"), "assistant", "which one?"),
+        line("u2", Some("a1"), "user", "the TOML one"),
+        line("a2", Some("u2"), "assistant", "done with TOML"),
+        // Rewound to `a1` and asked again.
+        line("u3", Some("a1"), "user", "the JSON one"),
+        line("a3", Some("u3"), "assistant", "done with JSON"),
+    ]
+    .join("\n")
+        + "\n";
+    let (_, conversation) = read(log.as_bytes(), Some(Format::ClaudeCode)).unwrap();
+    let texts: Vec<String> = conversation
+        .messages
+        .iter()
+        .map(Message::plain_text)
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "fix the parser",
+            "which one?",
+            "the JSON one",
+            "done with JSON"
+        ]
+    );
+    assert_eq!(conversation.side.len(), 2);
+    assert_eq!(
+        write(Format::ClaudeCode, &conversation).unwrap(),
+        log.as_bytes()
+    );
+    // Read whole (for a replay), every line is there.
+    let whole = condense_formats::read_whole(log.as_bytes(), Format::ClaudeCode).unwrap();
+    assert_eq!(whole.messages.len(), 6);
+}

@@ -170,21 +170,49 @@ fn claude_code_sessions_written_back_give_the_same_lines() {
     }
 }
 
-/// The reader is checked against the raw lines, read independently here: every text a main-thread
-/// line holds and every tool call and result id must be in the conversation.
+/// The reader is checked against the raw lines, read independently here: every text a line of
+/// the branch Claude Code resumes holds (back from the last main-thread line along
+/// `parentUuid`), and every tool call and result id, must be in the conversation, and every
+/// main-thread line off that branch beside it, as it came.
 #[test]
 fn claude_code_sessions_lose_no_text_and_no_tool_pair() {
     for transcript in transcripts().unwrap() {
         if !transcript.name.starts_with("claude-code/") {
             continue;
         }
+        let values: Vec<Value> = String::from_utf8(transcript.bytes.clone())
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        let is_main = |value: &Value| {
+            matches!(value["type"].as_str(), Some("user" | "assistant"))
+                && value["isSidechain"] != Value::Bool(true)
+        };
+        let mut branch = BTreeSet::new();
+        let mut at = values.iter().rev().find(|value| is_main(value));
+        while let Some(value) = at {
+            branch.insert(value["uuid"].as_str().unwrap().to_owned());
+            at = values
+                .iter()
+                .find(|line| line["uuid"].is_string() && line["uuid"] == value["parentUuid"]);
+        }
+        let (_, conversation) = read(&transcript.bytes, Some(Format::ClaudeCode)).unwrap();
         let mut texts = Vec::new();
         let mut ids = BTreeSet::new();
-        for line in String::from_utf8(transcript.bytes.clone()).unwrap().lines() {
-            let value: Value = serde_json::from_str(line).unwrap();
-            let main = matches!(value["type"].as_str(), Some("user" | "assistant"))
-                && value["isSidechain"] != Value::Bool(true);
-            if !main {
+        for value in &values {
+            if !is_main(value) {
+                continue;
+            }
+            if !branch.contains(value["uuid"].as_str().unwrap()) {
+                assert!(
+                    conversation
+                        .side
+                        .iter()
+                        .any(|record| record.value == *value),
+                    "{}: a line off the branch is lost",
+                    transcript.name
+                );
                 continue;
             }
             match &value["message"]["content"] {
@@ -210,7 +238,6 @@ fn claude_code_sessions_lose_no_text_and_no_tool_pair() {
             }
         }
 
-        let (_, conversation) = read(&transcript.bytes, Some(Format::ClaudeCode)).unwrap();
         let mut model_texts = Vec::new();
         let mut model_ids = BTreeSet::new();
         for message in &conversation.messages {
