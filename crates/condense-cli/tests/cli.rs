@@ -904,3 +904,111 @@ fn a_session_of_legacy_function_calls_is_pruned_in_its_own_form() {
     }
     assert_eq!(recalled, 4);
 }
+
+/// A Claude Code log with a branch the person left (a rewind) and attachments among the
+/// messages, compacted: the lines beside the messages keep their place among the messages
+/// they came with, so the last message line is still the session's last message (not the
+/// branch left behind, which would then be what Claude Code resumes), and the chain Claude
+/// Code walks back from it reaches condense's summary.
+#[test]
+fn a_compacted_claude_code_log_resumes_from_its_last_message_through_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let output =
+        |n: usize| -> String { (0..700).map(|line| format!("{n}: line {line}\n")).collect() };
+    let mut lines: Vec<Value> = Vec::new();
+    let mut push = |uuid: &str, parent: Option<&str>, kind: &str, content: Value| {
+        let mut line = serde_json::json!({"parentUuid": parent, "isSidechain": false,
+            "type": kind, "uuid": uuid, "timestamp": "2026-11-23T10:00:00.000Z",
+            "sessionId": "s", "cwd": "/work"});
+        if kind == "attachment" {
+            line["attachment"] =
+                serde_json::json!({"type": "todo_reminder", "content": "keep going"});
+        } else {
+            line["message"] = serde_json::json!({"role": kind, "content": content});
+        }
+        lines.push(line);
+    };
+    let call = |id: &str| serde_json::json!([{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": "ls"}}]);
+    let result = |id: &str, n: usize| serde_json::json!([{"type": "tool_result", "tool_use_id": id, "content": output(n)}]);
+    push("u1", None, "user", "task one".into());
+    push("a1", Some("u1"), "assistant", call("t1"));
+    push("r1", Some("a1"), "user", result("t1", 1));
+    push("att1", Some("r1"), "attachment", Value::Null);
+    push("a2", Some("att1"), "assistant", call("t2"));
+    push("r2", Some("a2"), "user", result("t2", 2));
+    push("a3", Some("r2"), "assistant", "done one".into());
+    // A turn the person then rewound.
+    push("u2x", Some("a3"), "user", "a wrong turn".into());
+    push("a2x", Some("u2x"), "assistant", "the wrong answer".into());
+    push("u2", Some("a3"), "user", "task two".into());
+    push("a4", Some("u2"), "assistant", call("t3"));
+    push("r3", Some("a4"), "user", result("t3", 3));
+    push("att2", Some("r3"), "attachment", Value::Null);
+    push("a5", Some("att2"), "assistant", call("t4"));
+    push("r4", Some("a5"), "user", result("t4", 4));
+    push("a6", Some("r4"), "assistant", "done two".into());
+    push("u3", Some("a6"), "user", "task three".into());
+    push("a7", Some("u3"), "assistant", "done three".into());
+    let log: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    std::fs::write(dir.path().join("session.jsonl"), &log).unwrap();
+    let out = condense(
+        dir.path(),
+        &[
+            "compact",
+            "session.jsonl",
+            "--context-window",
+            "9000",
+            "--max-output-tokens",
+            "1000",
+            "-o",
+            "out.jsonl",
+        ],
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && said.contains("summarized"),
+        "{said}"
+    );
+    let written: Vec<Value> = std::fs::read_to_string(dir.path().join("out.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    // Nothing beside the messages is lost: the branch left behind and both attachments.
+    for uuid in ["u2x", "a2x", "att1", "att2"] {
+        assert!(
+            written.iter().any(|line| line["uuid"] == uuid),
+            "{uuid} is gone"
+        );
+    }
+    // The last message line is the session's last message, and walking back from it along
+    // `parentUuid` reaches the summary, as Claude Code's resume does.
+    let last = written
+        .iter()
+        .rev()
+        .find(|line| matches!(line["type"].as_str(), Some("user" | "assistant")))
+        .unwrap();
+    assert_eq!(last["uuid"], "a7");
+    let mut at = Some(last);
+    let mut reached_summary = false;
+    let mut steps = 0;
+    while let Some(line) = at {
+        steps += 1;
+        assert!(steps <= written.len(), "the chain loops");
+        let content = &line["message"]["content"];
+        let text = content
+            .as_str()
+            .or_else(|| content[0]["text"].as_str())
+            .unwrap_or_default();
+        reached_summary |= text.starts_with(condense_core::SUMMARY_OPEN);
+        at = written
+            .iter()
+            .find(|other| other["uuid"].is_string() && other["uuid"] == line["parentUuid"]);
+    }
+    assert!(reached_summary, "{written:#?}");
+    // Read again, the history ends with the session's last message.
+    let (_, reread) =
+        condense_formats::read(&std::fs::read(dir.path().join("out.jsonl")).unwrap(), None)
+            .unwrap();
+    assert_eq!(reread.messages.last().unwrap().plain_text(), "done three");
+}

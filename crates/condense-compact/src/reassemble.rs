@@ -1,4 +1,4 @@
-use condense_core::{Message, Role, SUMMARY_CLOSE, SUMMARY_OPEN};
+use condense_core::{Message, Role, SUMMARY_CLOSE, SUMMARY_OPEN, SideRecord};
 
 /// What the agent is told after an automatic compaction (DESIGN.md). A setting: harnesses that
 /// drive the next turn themselves pass `None`.
@@ -45,6 +45,38 @@ pub fn reassemble(
     out
 }
 
+/// The records a log keeps beside its messages, placed among the compacted conversation's
+/// messages: each is written before the message it came before, so a record placed by its
+/// index in the old conversation would land among other messages, or after them all, once the
+/// head is gone. Those that sat among the pinned messages stay; those among the summarized
+/// head go just before the tail (after the summary and what it carries: a line the tail hangs
+/// below, such as a Claude Code attachment, then links back to them); those among the tail move
+/// with it. `front` is the number of messages before the tail now: the pinned ones, the
+/// summary and the carried messages.
+pub fn reposition_side(
+    side: &[SideRecord],
+    pinned: usize,
+    tail_start: usize,
+    front: usize,
+) -> Vec<SideRecord> {
+    side.iter()
+        .map(|record| {
+            let at = record.before_message;
+            let before_message = if at <= pinned {
+                at
+            } else if at <= tail_start {
+                front
+            } else {
+                at - tail_start + front
+            };
+            SideRecord {
+                before_message,
+                ..record.clone()
+            }
+        })
+        .collect()
+}
+
 /// The continuation message after the tail: generated text in the user's place, which does not
 /// count as a user turn.
 pub fn continuation_message(text: &str) -> Message {
@@ -56,6 +88,24 @@ pub fn continuation_message(text: &str) -> Message {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn side_records_keep_their_place_among_the_messages_they_came_with() {
+        use condense_core::SideKind;
+        let at = |before_message| SideRecord {
+            kind: SideKind::Other,
+            before_message,
+            value: serde_json::json!(before_message),
+        };
+        // One pinned message, a head of messages 1..5, a tail from 5 to 8; now the pinned
+        // message, the summary and one carried message come before the tail.
+        let side = [at(0), at(1), at(3), at(5), at(6), at(8)];
+        let placed: Vec<(u64, usize)> = reposition_side(&side, 1, 5, 3)
+            .iter()
+            .map(|record| (record.value.as_u64().unwrap(), record.before_message))
+            .collect();
+        assert_eq!(placed, [(0, 0), (1, 1), (3, 3), (5, 3), (6, 4), (8, 6)]);
+    }
 
     #[test]
     fn reassembly_keeps_pinned_and_tail_around_the_summary() {

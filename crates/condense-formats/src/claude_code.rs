@@ -222,8 +222,7 @@ pub(crate) fn write(conversation: &Conversation) -> Result<Vec<u8>, FormatError>
     let mut side = conversation.side.iter().peekable();
     for (index, message) in conversation.messages.iter().enumerate() {
         while let Some(record) = side.next_if(|record| record.before_message <= index) {
-            chain.saw(&record.value);
-            push_line(&mut out, &record.value)?;
+            push_line(&mut out, &chain.side_line(&record.value))?;
         }
         for mut line in message_lines(message) {
             chain.link(&mut line, message);
@@ -231,7 +230,7 @@ pub(crate) fn write(conversation: &Conversation) -> Result<Vec<u8>, FormatError>
         }
     }
     for record in side {
-        push_line(&mut out, &record.value)?;
+        push_line(&mut out, &chain.side_line(&record.value))?;
     }
     Ok(out)
 }
@@ -275,10 +274,24 @@ impl Chain {
         }
     }
 
-    fn saw(&mut self, value: &Value) {
-        if let Some(uuid) = value.get("uuid").and_then(Value::as_str) {
+    /// A line kept beside the messages, as it is written: as it came, unless it hangs below a
+    /// line that is gone (an attachment or a note among messages a summary replaced), which
+    /// would end Claude Code's walk back along the chain there, short of the summary; it then
+    /// hangs below the last line linked.
+    fn side_line<'v>(&mut self, value: &'v Value) -> std::borrow::Cow<'v, Value> {
+        let orphaned = matches!(value.get("parentUuid"),
+            Some(Value::String(parent)) if !self.emitted.contains(parent));
+        let line = if orphaned {
+            let mut line = value.clone();
+            line["parentUuid"] = self.last.clone().map_or(Value::Null, Value::String);
+            std::borrow::Cow::Owned(line)
+        } else {
+            std::borrow::Cow::Borrowed(value)
+        };
+        if let Some(uuid) = line.get("uuid").and_then(Value::as_str) {
             self.emitted.insert(uuid.to_owned());
         }
+        line
     }
 
     fn link(&mut self, line: &mut Value, message: &Message) {

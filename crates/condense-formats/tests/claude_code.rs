@@ -234,3 +234,44 @@ fn a_branch_the_person_left_is_beside_the_history() {
     let whole = condense_formats::read_whole(log.as_bytes(), Format::ClaudeCode).unwrap();
     assert_eq!(whole.messages.len(), 6);
 }
+
+/// A line kept beside the messages that hangs below a message a summary replaced (an
+/// attachment Claude Code chained between two messages) is hung below the last line linked when
+/// written: left pointing at a line that is gone, it would end Claude Code's walk back from the
+/// last message there, short of the summary.
+#[test]
+fn a_line_beside_that_hung_below_a_replaced_message_hangs_below_the_summary() {
+    let log = [
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"task"},"uuid":"u1","sessionId":"s"}"#,
+        r#"{"parentUuid":"u1","type":"assistant","message":{"role":"assistant","content":"step"},"uuid":"a1","sessionId":"s"}"#,
+        r#"{"parentUuid":"a1","type":"attachment","attachment":{"type":"todo_reminder"},"uuid":"att","sessionId":"s"}"#,
+        r#"{"parentUuid":"att","type":"user","message":{"role":"user","content":"next"},"uuid":"u2","sessionId":"s"}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let (_, mut conversation) = read(log.as_bytes(), Some(Format::ClaudeCode)).unwrap();
+    assert_eq!(conversation.messages.len(), 3);
+    // What a compaction leaves: the summary in place of the first two messages, the attachment
+    // just before the tail.
+    let summary = Message::text(
+        Role::User,
+        format!("{}\nthe task so far", condense_core::SUMMARY_OPEN),
+    );
+    conversation.messages.splice(0..2, [summary]);
+    conversation.side[0].before_message = 1;
+    let written = String::from_utf8(write(Format::ClaudeCode, &conversation).unwrap()).unwrap();
+    let lines: Vec<Value> = written
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[1]["uuid"], "att");
+    assert_eq!(lines[1]["parentUuid"], lines[0]["uuid"]);
+    assert_eq!(lines[2]["parentUuid"], "att");
+    // An untouched log's lines beside are written as they came.
+    let (_, untouched) = read(log.as_bytes(), Some(Format::ClaudeCode)).unwrap();
+    assert_eq!(
+        write(Format::ClaudeCode, &untouched).unwrap(),
+        log.as_bytes()
+    );
+}

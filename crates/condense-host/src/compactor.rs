@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use condense_compact::{
     TailRule, TailSettings, carried, continuation_message, is_due, previous_summary, reassemble,
-    split,
+    reposition_side, split,
 };
 use condense_core::{Conversation, Memos, Message, Role};
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
@@ -522,10 +522,16 @@ impl Compactor {
         let summary_at = cut.pinned + 1;
         out.splice(summary_at..summary_at, carried.iter().cloned());
         let summary_tokens = counter.count_message(&out[cut.pinned]);
+        let side = reposition_side(
+            &conversation.side,
+            cut.pinned,
+            cut.tail_start,
+            summary_at + carried.len(),
+        );
         let compacted = Conversation {
             messages: out,
             envelope: conversation.envelope.clone(),
-            side: conversation.side.clone(),
+            side,
         };
         let outcome = CompactionOutcome::Summarized {
             summarizer: name,
