@@ -43,6 +43,16 @@ for d in ("read", "request", "config", "prepare"):
 for path in glob.glob("../crates/condense-formats/tests/data/*.jsonl"):
     data = open(path, "rb").read()
     open(f"corpus/read/{os.path.basename(path)}", "wb").write(b"\x00" + data)
+# Chat Completions' older function calling (`function_call`, `role: "function"`), which the
+# shared transcripts do not use.
+legacy = {"model": "gpt-3.5-turbo-0613", "messages": [
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": None,
+     "function_call": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+    {"role": "function", "name": "get_weather", "content": "{\"temp\": 21}"},
+    {"role": "assistant", "content": "21 degrees.", "function_call": None}]}
+open("corpus/read/legacy-functions.json", "wb").write(b"\x01" + json.dumps(legacy).encode())
+open("corpus/request/legacy-functions.json", "wb").write(b"\x00" + json.dumps(legacy).encode())
 for path in sorted(glob.glob(T + "/*/*.json*")):
     data = open(path, "rb").read()
     name = os.path.basename(path)[:40]
