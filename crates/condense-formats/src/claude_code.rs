@@ -56,11 +56,12 @@ fn is_main_message(record: &JsonMap) -> bool {
 
 /// The lines (by their place among the log's records) of the branch Claude Code resumes: from
 /// the last message line back along `parentUuid` to a root, which is the session's first line
-/// or the boundary of Claude Code's last compaction. `None` when the chain cannot be trusted
-/// to say what was left: the last message line has no `uuid` (a log without the chain), or the
-/// walk meets a parent no line has, or a cycle (a damaged or hand-edited log); then every line
-/// counts, and writing relinks the chain.
-fn resumed_branch(records: &[(Location, JsonMap)]) -> Option<HashSet<usize>> {
+/// or, as the model sees it, the boundary of Claude Code's last compaction (read whole, the
+/// walk goes on from a boundary to the line it followed, its `logicalParentUuid`). `None` when
+/// the chain cannot be trusted to say what was left: the last message line has no `uuid` (a
+/// log without the chain), or the walk meets a parent no line has, or a cycle (a damaged or
+/// hand-edited log); then every line counts, and writing relinks the chain.
+fn resumed_branch(records: &[(Location, JsonMap)], reading: Reading) -> Option<HashSet<usize>> {
     let uuid = |record: &JsonMap| {
         record
             .get("uuid")
@@ -83,10 +84,12 @@ fn resumed_branch(records: &[(Location, JsonMap)]) -> Option<HashSet<usize>> {
             return None;
         }
         let record = &records[at].1;
-        if is_compact_boundary(record) {
-            return Some(branch);
-        }
-        match record.get("parentUuid") {
+        let parent = match (is_compact_boundary(record), reading) {
+            (true, Reading::AsTheModelSeesIt) => return Some(branch),
+            (true, Reading::Whole) => record.get("logicalParentUuid"),
+            (false, _) => record.get("parentUuid"),
+        };
+        match parent {
             Some(Value::String(parent)) => at = *by_uuid.get(parent.as_str())?,
             Some(Value::Null) => return Some(branch),
             _ => return None,
@@ -98,15 +101,13 @@ fn resumed_branch(records: &[(Location, JsonMap)]) -> Option<HashSet<usize>> {
 /// the `parentUuid` chain back from its last message: a branch the person left (`/rewind`, a
 /// command run from an earlier point) and, after Claude Code compacted the session on its own,
 /// everything before its compact boundary are not sent again. So as the model sees it, message
-/// lines off that chain go beside the conversation, as they came; read whole, every line is a
-/// message, and the summary after each boundary is flagged ([`RESTATES`]).
+/// lines off that chain go beside the conversation, as they came. Read whole, the chain goes on
+/// through each boundary to the history it replaced, and the summary after each boundary is
+/// flagged ([`RESTATES`]); a branch the person left is still beside.
 pub(crate) fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, FormatError> {
     let input = text::utf8(bytes)?;
     let records = jsonl::records(input).collect::<Result<Vec<_>, _>>()?;
-    let branch = match reading {
-        Reading::AsTheModelSeesIt => resumed_branch(&records),
-        Reading::Whole => None,
-    };
+    let branch = resumed_branch(&records, reading);
     let mut conversation = Conversation::default();
     // The `message.id` of the last main-thread assistant line, to merge the lines of one reply.
     let mut open_reply: Option<String> = None;

@@ -131,8 +131,8 @@ pub fn read(bytes: &[u8], format: Option<Format>) -> Result<(Format, Conversatio
 /// agent compacted it on its own (Claude Code, Codex) is read with every message it ever
 /// logged, in the log's order, what the agent wrote when it compacted flagged (see
 /// [`harness_compaction`]); [`read`] gives what the model sees now instead. A branch a person
-/// left in a Claude Code log is read as if it had come before the one they took. Other formats
-/// are read as [`read`] reads them. Not for writing back.
+/// left in a Claude Code log stays beside the history in both. Other formats are read as
+/// [`read`] reads them. Not for writing back.
 pub fn read_whole(bytes: &[u8], format: Format) -> Result<Conversation, FormatError> {
     if !format.is_jsonl() {
         return Ok(read(bytes, Some(format))?.1);

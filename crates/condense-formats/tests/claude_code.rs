@@ -230,9 +230,10 @@ fn a_branch_the_person_left_is_beside_the_history() {
         write(Format::ClaudeCode, &conversation).unwrap(),
         log.as_bytes()
     );
-    // Read whole (for a replay), every line is there.
+    // Read whole (for a replay), the branch left is beside too: the requests that made the
+    // session are those along the branch taken.
     let whole = condense_formats::read_whole(log.as_bytes(), Format::ClaudeCode).unwrap();
-    assert_eq!(whole.messages.len(), 6);
+    assert_eq!(whole.messages, conversation.messages);
 }
 
 /// A line kept beside the messages that hangs below a message a summary replaced (an
