@@ -62,17 +62,14 @@ fn is_main_message(record: &JsonMap) -> bool {
 /// log without the chain), or the walk meets a parent no line has, or a cycle (a damaged or
 /// hand-edited log); then every line counts, and writing relinks the chain.
 fn resumed_branch(records: &[(Location, JsonMap)], reading: Reading) -> Option<HashSet<usize>> {
-    let uuid = |record: &JsonMap| {
-        record
-            .get("uuid")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
+    fn uuid(record: &JsonMap) -> Option<&str> {
+        record.get("uuid").and_then(Value::as_str)
+    }
     let leaf = records
         .iter()
         .rposition(|(_, record)| is_main_message(record))?;
     uuid(&records[leaf].1)?;
-    let by_uuid: HashMap<String, usize> = records
+    let by_uuid: HashMap<&str, usize> = records
         .iter()
         .enumerate()
         .filter_map(|(index, (_, record))| Some((uuid(record)?, index)))
