@@ -240,8 +240,10 @@ pub(crate) fn write(conversation: &Conversation) -> Result<Vec<u8>, FormatError>
 struct Chain {
     emitted: std::collections::HashSet<String>,
     last: Option<String>,
-    /// Whether the last line linked is one condense made (the summary, the continuation).
-    last_made: bool,
+    /// When the last line linked is one condense made (the summary, the continuation), the
+    /// parent it was given: a line that came below that same parent now comes below the made
+    /// line instead, or it would start a branch beside it.
+    made_below: Option<Option<String>>,
     /// Session fields (`sessionId`, `cwd`, `version`, `userType`) for lines condense creates.
     session: JsonMap,
     timestamp: Option<Value>,
@@ -266,7 +268,7 @@ impl Chain {
         Chain {
             emitted: Default::default(),
             last: None,
-            last_made: false,
+            made_below: None,
             session,
             timestamp: None,
         }
@@ -295,7 +297,9 @@ impl Chain {
     fn link(&mut self, line: &mut Value, message: &Message) {
         let Value::Object(fields) = line else { return };
         let made = !fields.contains_key("uuid");
+        let made_below = std::mem::take(&mut self.made_below);
         if made {
+            self.made_below = Some(self.last.clone());
             let uuid = synthetic_uuid(
                 self.last.as_deref().unwrap_or(""),
                 &fields
@@ -319,11 +323,14 @@ impl Chain {
                 fields.insert("timestamp".into(), timestamp.clone());
             }
         } else if match fields.get("parentUuid") {
-            Some(Value::String(parent)) => !self.emitted.contains(parent),
+            Some(Value::String(parent)) => {
+                !self.emitted.contains(parent)
+                    || made_below.as_ref() == Some(&Some(parent.clone()))
+            }
             // The session's first message, now after a summary condense put before it: a
             // root there would start a second chain, and Claude Code, which resumes by
             // following the last line's parents, would never reach the summary.
-            Some(Value::Null) => self.last_made,
+            Some(Value::Null) => made_below == Some(None),
             _ => false,
         } {
             fields.insert(
@@ -331,7 +338,6 @@ impl Chain {
                 self.last.clone().map_or(Value::Null, Value::String),
             );
         }
-        self.last_made = made;
         if let Some(timestamp) = fields.get("timestamp") {
             self.timestamp = Some(timestamp.clone());
         }

@@ -99,3 +99,25 @@ fn a_system_prompt_that_opens_like_a_summary_stays_the_system_prompt() {
     assert!(value.get("system").is_none(), "{value}");
     assert_eq!(value["messages"][0]["role"], "user");
 }
+
+/// Claude Code lines without a `uuid` (the fuzzer renamed the key) get one when written, and
+/// hang below the line before; the line after them used to keep its parent, so the written
+/// log forked there, and read again (along the chain Claude Code resumes) it lost the line
+/// without a uuid. A line that came below the parent a made line was given now comes below the
+/// made line (read run 17).
+#[test]
+fn a_line_given_a_uuid_on_writing_does_not_fork_the_chain() {
+    let lines = concat!(
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"one"},"uuid":"a"}"#,
+        "\n",
+        r#"{"parentUuid":"no-such-line","type":"user","message":{"role":"user","content":"two"}}"#,
+        "\n",
+        r#"{"parentUuid":"a","type":"user","message":{"role":"user","content":"three"},"uuid":"c"}"#,
+        "\n",
+        r#"{"parentUuid":"gone","type":"user","message":{"role":"user","content":"four"}}"#,
+        "\n"
+    );
+    round_trips(lines.as_bytes(), Format::ClaudeCode);
+    let (_, first) = read(lines.as_bytes(), None).unwrap();
+    assert_eq!(first.messages.len(), 4);
+}
