@@ -1012,3 +1012,45 @@ fn a_compacted_claude_code_log_resumes_from_its_last_message_through_the_summary
             .unwrap();
     assert_eq!(reread.messages.last().unwrap().plain_text(), "done three");
 }
+
+/// A log Claude Code compacted itself (`/compact`) is replayed from its first request:
+/// `recorded` makes Claude Code's own requests, its summarizer call among them (counted as a
+/// summary, reading the agent's cached prefix as Claude Code's forked call does), and the other
+/// policies the session's requests as if Claude Code had not compacted. Claude Code's reply to
+/// its own command (`"model": "<synthetic>"`) is no request.
+#[test]
+fn replay_of_a_log_claude_code_compacted_counts_its_summarizer_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../condense-formats/tests/data/claude-code-2.1.197-compacted.jsonl");
+    let out = condense(
+        dir.path(),
+        &[
+            "replay",
+            input.to_str().unwrap(),
+            "--policy",
+            "recorded",
+            "--policy",
+            "none",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["provider"], "anthropic");
+    let (recorded, none) = (&value["policies"][0], &value["policies"][1]);
+    // Four requests before the boundary, the summarizer call, the one after.
+    assert_eq!(recorded["requests"], 6);
+    assert_eq!(recorded["compactions"], 1);
+    assert_eq!(recorded["recorded_requests"], 5);
+    assert_eq!(none["requests"], 5);
+    assert_eq!(none["compactions"], 0);
+    // The summarizer call reads what the agent's last request wrote: beyond the cold start,
+    // `recorded` writes little more than `none` does.
+    let writes = |policy: &Value| policy["cache_write_tokens"].as_u64().unwrap();
+    assert!(writes(recorded) < writes(none) + 1_000, "{value}");
+}

@@ -324,8 +324,7 @@ impl Chain {
             }
         } else if match fields.get("parentUuid") {
             Some(Value::String(parent)) => {
-                !self.emitted.contains(parent)
-                    || made_below.as_ref() == Some(&Some(parent.clone()))
+                !self.emitted.contains(parent) || made_below.as_ref() == Some(&Some(parent.clone()))
             }
             // The session's first message, now after a summary condense put before it: a
             // root there would start a second chain, and Claude Code, which resumes by

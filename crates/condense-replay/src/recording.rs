@@ -39,8 +39,9 @@ pub struct Step {
     /// The index of the same message in the session as if the harness had never compacted on
     /// its own ([`Recording::history`]): `answer` less the messages it wrote when it did.
     pub uncompacted_answer: usize,
-    /// Whether the request was the harness's own summarizer call (Codex logs its answer as an
-    /// item of the history): only the policy that follows the harness made it.
+    /// Whether the request was the harness's own summarizer call (its answer is Claude Code's
+    /// summary line, or the item Codex logs as its summarizer's answer): only the policy that
+    /// follows the harness made it.
     pub harness_summarizer: bool,
     /// The end (exclusive) of its answer: one message, or the run of assistant messages one
     /// answer became (a Responses answer is a list of items: reasoning, a message, calls, each
@@ -179,7 +180,13 @@ impl Recording {
                     .timestamp_ms()
                     .or_else(|| message.timestamp_ms()),
                 recorded,
-                model: model.map(str::to_owned),
+                // A summary line names no model: the harness asked the one it was using, whose
+                // cache it reads.
+                model: model.map(str::to_owned).or_else(|| {
+                    summarizer
+                        .then(|| steps.last().and_then(|step| step.model.clone()))
+                        .flatten()
+                }),
             });
         }
         let uncompacted = made.iter().any(Option::is_some).then(|| {
