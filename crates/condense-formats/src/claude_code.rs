@@ -57,9 +57,10 @@ fn is_main_message(record: &JsonMap) -> bool {
 /// The lines (by their place among the log's records) of the branch Claude Code resumes: from
 /// the last message line back along `parentUuid` to a root, which is the session's first line
 /// or, as the model sees it, the boundary of Claude Code's last compaction (read whole, the
-/// walk goes on from a boundary to the line it followed, its `logicalParentUuid`). `None` when
-/// the chain cannot be trusted to say what was left: the last message line has no `uuid` (a
-/// log without the chain), or the walk meets a parent no line has, or a cycle (a damaged or
+/// walk goes on from a boundary to the line it followed, its `logicalParentUuid`). A line
+/// without a `uuid` of its own still names its parent (writing gives it a uuid, below that
+/// parent). `None` when the chain cannot be trusted to say what was left: a line on it names
+/// no parent (a log without the chain), or one no line has, or the walk loops (a damaged or
 /// hand-edited log); then every line counts, and writing relinks the chain.
 fn resumed_branch(records: &[(Location, JsonMap)], reading: Reading) -> Option<HashSet<usize>> {
     fn uuid(record: &JsonMap) -> Option<&str> {
@@ -68,7 +69,6 @@ fn resumed_branch(records: &[(Location, JsonMap)], reading: Reading) -> Option<H
     let leaf = records
         .iter()
         .rposition(|(_, record)| is_main_message(record))?;
-    uuid(&records[leaf].1)?;
     let by_uuid: HashMap<&str, usize> = records
         .iter()
         .enumerate()

@@ -121,3 +121,25 @@ fn a_line_given_a_uuid_on_writing_does_not_fork_the_chain() {
     let (_, first) = read(lines.as_bytes(), None).unwrap();
     assert_eq!(first.messages.len(), 4);
 }
+
+/// A last line without a `uuid` (the fuzzer renamed the key) still names its parent: the chain
+/// back from it is the one Claude Code resumes, with a branch beside it. The reader used to
+/// distrust the whole chain for want of that uuid and read every line, while the written log,
+/// where the line has one, was read along its chain (read run 18).
+#[test]
+fn a_last_line_without_a_uuid_is_walked_back_from_its_parent() {
+    let lines = concat!(
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"one"},"uuid":"a"}"#,
+        "\n",
+        r#"{"parentUuid":"a","type":"user","message":{"role":"user","content":"left"},"uuid":"b"}"#,
+        "\n",
+        r#"{"parentUuid":"a","type":"user","message":{"role":"user","content":"taken"},"uuid":"c"}"#,
+        "\n",
+        r#"{"parentUuid":"c","type":"user","message":{"role":"user","content":"last"}}"#,
+        "\n"
+    );
+    round_trips(lines.as_bytes(), Format::ClaudeCode);
+    let (_, first) = read(lines.as_bytes(), None).unwrap();
+    let texts: Vec<String> = first.messages.iter().map(|m| m.plain_text()).collect();
+    assert_eq!(texts, ["one", "taken", "last"]);
+}
