@@ -60,8 +60,9 @@ fn is_main_message(record: &JsonMap) -> bool {
 /// walk goes on from a boundary to the line it followed, its `logicalParentUuid`). A line
 /// without a `uuid` of its own still names its parent (writing gives it a uuid, below that
 /// parent). `None` when the chain cannot be trusted to say what was left: a line on it names
-/// no parent (a log without the chain), or one no line has, or the walk loops (a damaged or
-/// hand-edited log); then every line counts, and writing relinks the chain.
+/// no parent (a log without the chain), or one no line has, two lines share a uuid, or the
+/// walk loops (a damaged or hand-edited log); then every line counts, and writing relinks the
+/// chain.
 fn resumed_branch(records: &[(Location, JsonMap)], reading: Reading) -> Option<HashSet<usize>> {
     fn uuid(record: &JsonMap) -> Option<&str> {
         record.get("uuid").and_then(Value::as_str)
@@ -69,11 +70,15 @@ fn resumed_branch(records: &[(Location, JsonMap)], reading: Reading) -> Option<H
     let leaf = records
         .iter()
         .rposition(|(_, record)| is_main_message(record))?;
-    let by_uuid: HashMap<&str, usize> = records
-        .iter()
-        .enumerate()
-        .filter_map(|(index, (_, record))| Some((uuid(record)?, index)))
-        .collect();
+    let mut by_uuid: HashMap<&str, usize> = HashMap::with_capacity(records.len());
+    for (index, (_, record)) in records.iter().enumerate() {
+        // Two lines with one uuid: which is the parent cannot be told.
+        if let Some(uuid) = uuid(record)
+            && by_uuid.insert(uuid, index).is_some()
+        {
+            return None;
+        }
+    }
     let mut branch = HashSet::new();
     let mut at = leaf;
     loop {

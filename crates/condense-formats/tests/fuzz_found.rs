@@ -143,3 +143,55 @@ fn a_last_line_without_a_uuid_is_walked_back_from_its_parent() {
     let texts: Vec<String> = first.messages.iter().map(|m| m.plain_text()).collect();
     assert_eq!(texts, ["one", "taken", "last"]);
 }
+
+/// Two lines with one `uuid` (the fuzzer copied a line): which of them a child hangs below
+/// cannot be told, so the chain is not trusted and every line counts, before writing and
+/// after (read run 19).
+#[test]
+fn two_lines_with_one_uuid_leave_every_line_in_the_history() {
+    let lines = concat!(
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"one"},"uuid":"a"}"#,
+        "\n",
+        r#"{"parentUuid":"gone","type":"user","message":{"role":"user","content":"two"},"uuid":"b"}"#,
+        "\n",
+        r#"{"parentUuid":"x","type":"user","message":{"role":"user","content":"three"}}"#,
+        "\n",
+        r#"{"parentUuid":"a","type":"user","message":{"role":"user","content":"four"},"uuid":"b"}"#,
+        "\n",
+        r#"{"parentUuid":"x","type":"user","message":{"role":"user","content":"five"}}"#,
+        "\n"
+    );
+    round_trips(lines.as_bytes(), Format::ClaudeCode);
+    let (_, first) = read(lines.as_bytes(), None).unwrap();
+    assert_eq!(first.messages.len(), 5);
+}
+
+/// A broken chain (the last line's parent is missing) is not trusted: every line is history.
+/// Writing repairs it (that line hangs below the line before), and the repaired chain, read
+/// again, leaves the branch the log always had (two replies to one line) beside the history,
+/// still in the file. The fuzzer's property allows this one change (read run 19).
+#[test]
+fn a_repaired_chain_leaves_the_branch_it_reveals_in_the_log() {
+    let lines = concat!(
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"one"},"uuid":"a"}"#,
+        "\n",
+        r#"{"parentUuid":"a","type":"assistant","message":{"role":"assistant","content":"left"},"uuid":"b"}"#,
+        "\n",
+        r#"{"parentUuid":"a","type":"assistant","message":{"role":"assistant","content":"taken"},"uuid":"c"}"#,
+        "\n",
+        r#"{"parentUuid":"gone","type":"user","message":{"role":"user","content":"last"},"uuid":"d"}"#,
+        "\n"
+    );
+    let (_, first) = read(lines.as_bytes(), None).unwrap();
+    assert_eq!(first.messages.len(), 4);
+    let written = write(Format::ClaudeCode, &first).unwrap();
+    let (_, again) = read(&written, None).unwrap();
+    let texts: Vec<String> = again.messages.iter().map(|m| m.plain_text()).collect();
+    assert_eq!(texts, ["one", "taken", "last"]);
+    assert!(
+        String::from_utf8(written.clone())
+            .unwrap()
+            .contains(r#""content":"left""#)
+    );
+    assert_eq!(write(Format::ClaudeCode, &again).unwrap(), written);
+}
