@@ -667,24 +667,7 @@ fn replay_prices_every_policy_and_draws_the_chart() {
 fn replay_of_a_claude_code_log_reports_the_logs_own_figures() {
     let dir = tempfile::tempdir().unwrap();
     let input = transcripts().join("claude-code/e80aa543-6eff-4cb5-91e0-6d4e8e7951e9.jsonl");
-    let out = condense(
-        dir.path(),
-        &[
-            "replay",
-            input.to_str().unwrap(),
-            "--policy",
-            "recorded",
-            "--policy",
-            "condense",
-            "--json",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let value = replay_json(dir.path(), &input, &["recorded", "condense"]);
     assert_eq!(
         value["provider"], "anthropic",
         "Claude Code talks to Anthropic"
@@ -1023,24 +1006,7 @@ fn replay_of_a_log_claude_code_compacted_counts_its_summarizer_call() {
     let dir = tempfile::tempdir().unwrap();
     let input = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../condense-formats/tests/data/claude-code-2.1.197-compacted.jsonl");
-    let out = condense(
-        dir.path(),
-        &[
-            "replay",
-            input.to_str().unwrap(),
-            "--policy",
-            "recorded",
-            "--policy",
-            "none",
-            "--json",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let value = replay_json(dir.path(), &input, &["recorded", "none"]);
     assert_eq!(value["provider"], "anthropic");
     let (recorded, none) = (&value["policies"][0], &value["policies"][1]);
     // Four requests before the boundary, the summarizer call, the one after.

@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{command, condense};
+use common::{command, condense, replay_json};
 use condense_core::{Part, ToolOutput};
 use condense_formats::Format;
 use condense_serve::testing::{Frozen, files_under, responses_agent_upstream, run_bounded};
@@ -129,24 +129,7 @@ fn a_pruned_codex_log_keeps_no_copy_of_what_it_replaced() {
 fn replay_of_a_codex_log_prices_it_at_openai_with_the_logs_own_figures() {
     let dir = tempfile::tempdir().unwrap();
     let input = fixture();
-    let out = condense(
-        dir.path(),
-        &[
-            "replay",
-            input.to_str().unwrap(),
-            "--policy",
-            "recorded",
-            "--policy",
-            "condense",
-            "--json",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let value = replay_json(dir.path(), &input, &["recorded", "condense"]);
     assert_eq!(value["provider"], "openai");
     let recorded = &value["policies"][0];
     // One request per response: two turns of three and two calls, each ended by an answer.
@@ -167,24 +150,7 @@ fn replay_of_a_codex_log_prices_it_at_openai_with_the_logs_own_figures() {
 fn replay_of_a_log_codex_compacted_covers_the_requests_before_its_compaction() {
     let dir = tempfile::tempdir().unwrap();
     let input = fixture_named("codex-0.169.0-compacted.jsonl");
-    let out = condense(
-        dir.path(),
-        &[
-            "replay",
-            input.to_str().unwrap(),
-            "--policy",
-            "recorded",
-            "--policy",
-            "none",
-            "--json",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let value = replay_json(dir.path(), &input, &["recorded", "none"]);
     let recorded = &value["policies"][0];
     let none = &value["policies"][1];
     // Four requests of the first turn (three commands and the summarizer call that answered

@@ -61,6 +61,22 @@ pub fn compact_for_32k(dir: &Path, input: &str, extra: &[&str]) -> Output {
     condense(dir, &args)
 }
 
+/// `condense replay INPUT --policy P… --json` in `dir`, which must succeed, as JSON.
+pub fn replay_json(dir: &Path, input: &Path, policies: &[&str]) -> serde_json::Value {
+    let mut args = vec!["replay", input.to_str().unwrap()];
+    for policy in policies {
+        args.extend(["--policy", policy]);
+    }
+    args.push("--json");
+    let out = condense(dir, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 pub fn text(bytes: &[u8], dir: &Path) -> String {
     String::from_utf8_lossy(bytes)
         .replace(&dir.display().to_string(), "<tmp>")
