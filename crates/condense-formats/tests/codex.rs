@@ -172,6 +172,24 @@ fn compacted_log() -> Vec<u8> {
     .unwrap()
 }
 
+/// The compacted log as an older Codex wrote it: before replacement histories, a `compacted`
+/// line held only Codex's summary.
+fn older_codex_log() -> Vec<u8> {
+    let text = String::from_utf8(compacted_log()).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let mut value: Value = serde_json::from_str(line).unwrap();
+            if value["type"] == "compacted" {
+                let payload = value["payload"].as_object_mut().unwrap();
+                payload.retain(|key, _| key == "message");
+            }
+            value.to_string()
+        })
+        .collect();
+    (lines.join("\n") + "\n").into_bytes()
+}
+
 /// The `compacted` line of a written log.
 fn compaction_in(bytes: &[u8]) -> Value {
     std::str::from_utf8(bytes)
@@ -252,20 +270,7 @@ fn replacement_items_that_go_leave_the_compacted_line_with_their_metadata() {
 
 #[test]
 fn an_older_codexs_compaction_is_read_as_its_summary() {
-    // Before replacement histories, a `compacted` line held only Codex's summary.
-    let text = String::from_utf8(compacted_log()).unwrap();
-    let lines: Vec<String> = text
-        .lines()
-        .map(|line| {
-            let mut value: Value = serde_json::from_str(line).unwrap();
-            if value["type"] == "compacted" {
-                let payload = value["payload"].as_object_mut().unwrap();
-                payload.retain(|key, _| key == "message");
-            }
-            value.to_string()
-        })
-        .collect();
-    let bytes = (lines.join("\n") + "\n").into_bytes();
+    let bytes = older_codex_log();
     let (_, conversation) = read(&bytes, None).unwrap();
     let first = &conversation.messages[0];
     assert_eq!(first.role, Role::User);
@@ -361,19 +366,7 @@ fn a_log_read_whole_keeps_what_came_before_codexs_compaction() {
 #[test]
 fn an_older_codexs_summary_read_whole_is_where_its_history_starts_again() {
     use condense_formats::{HarnessCompaction, harness_compaction, read_whole};
-    let text = String::from_utf8(compacted_log()).unwrap();
-    let lines: Vec<String> = text
-        .lines()
-        .map(|line| {
-            let mut value: Value = serde_json::from_str(line).unwrap();
-            if value["type"] == "compacted" {
-                let payload = value["payload"].as_object_mut().unwrap();
-                payload.retain(|key, _| key == "message");
-            }
-            value.to_string()
-        })
-        .collect();
-    let whole = read_whole((lines.join("\n") + "\n").as_bytes(), Format::Codex).unwrap();
+    let whole = read_whole(&older_codex_log(), Format::Codex).unwrap();
     let summary = whole
         .messages
         .iter()
