@@ -35,6 +35,25 @@ pub(crate) fn is_compact_summary(message: &Message) -> bool {
         .any(|record| record.fields.get(COMPACT_SUMMARY) == Some(&Value::Bool(true)))
 }
 
+/// The model Claude Code names on an assistant line it wrote itself, with no request behind it
+/// (an API error, "No response requested." after a local command).
+const SYNTHETIC_MODEL: &str = "<synthetic>";
+
+/// The model that wrote an assistant message, where its line names it (`message.model`; the
+/// last line of a reply spread over several).
+pub(crate) fn model_of(message: &Message) -> Option<&str> {
+    message
+        .wire
+        .iter()
+        .rev()
+        .find_map(|record| record.fields.get("message")?.get("model")?.as_str())
+}
+
+/// Whether Claude Code wrote `message` in the assistant's place itself: no request answered it.
+pub(crate) fn is_synthetic(message: &Message) -> bool {
+    model_of(message) == Some(SYNTHETIC_MODEL)
+}
+
 pub(crate) fn read(bytes: &[u8]) -> Result<Conversation, FormatError> {
     read_as(bytes, Reading::AsTheModelSeesIt)
 }

@@ -147,6 +147,18 @@ pub fn read_whole(bytes: &[u8], format: Format) -> Result<Conversation, FormatEr
     }
 }
 
+/// The model that wrote an assistant message, where its log names it (Claude Code's
+/// `message.model`): a provider keeps one prompt cache per model.
+pub fn answering_model(message: &condense_core::Message) -> Option<&str> {
+    claude_code::model_of(message)
+}
+
+/// Whether the agent wrote an assistant message itself, with no request behind it (Claude
+/// Code's `<synthetic>` replies: an API error, "No response requested." after a local command).
+pub fn is_synthetic_reply(message: &condense_core::Message) -> bool {
+    claude_code::is_synthetic(message)
+}
+
 fn read_jsonl(format: Format, bytes: &[u8]) -> Result<Conversation, FormatError> {
     match format {
         Format::Codex => codex::read(bytes),

@@ -24,9 +24,6 @@ const KEPT_FIELDS: &[&str] = &[
     "isSidechain",
 ];
 
-/// The model Claude Code names on an assistant line it wrote itself, with no request.
-const SYNTHETIC_MODEL: &str = "<synthetic>";
-
 fn kept(field: &str) -> bool {
     KEPT_FIELDS.contains(&field) || condense_formats::HARNESS_COMPACTION_FIELDS.contains(&field)
 }
@@ -152,16 +149,11 @@ impl Recording {
             if answer == 0 || (!summarizer && message.role != Role::Assistant) {
                 continue;
             }
-            let model = message
-                .wire
-                .iter()
-                .rev()
-                .find_map(|record| record.fields.get("message")?.get("model")?.as_str());
-            // Claude Code's own words in the assistant's place (an API error, "No response
-            // requested." after a local command): no request answered them.
-            if model == Some(SYNTHETIC_MODEL) {
+            // The agent's own words in the assistant's place: no request answered them.
+            if condense_formats::is_synthetic_reply(message) {
                 continue;
             }
+            let model = condense_formats::answering_model(message);
             let recorded = logged.get(&answer).copied();
             if let Some(last) = steps.last_mut()
                 && last.answer_end == answer
