@@ -88,6 +88,16 @@ pub fn normalize(path: &str, cwd: Option<&str>) -> String {
     if absolute { format!("/{body}") } else { body }
 }
 
+/// The directory a call runs in when it names one (Codex's `shell` and `exec_command` take a
+/// `workdir`, its `local_shell` action a `working_directory`): the paths of its command are
+/// relative to it, not to the session's working directory.
+pub fn call_directory(input: &Value) -> Option<&str> {
+    ["workdir", "working_directory"]
+        .iter()
+        .find_map(|key| input.get(*key).and_then(Value::as_str))
+        .filter(|dir| !dir.is_empty())
+}
+
 /// Shell commands that change the files they name.
 const WRITING_COMMANDS: [&str; 10] = [
     "sed -i",

@@ -24,6 +24,7 @@ mod request;
 mod responses;
 mod text;
 mod usage;
+mod workdir;
 
 use std::fmt;
 use std::str::FromStr;
@@ -36,6 +37,7 @@ use harness::Reading;
 pub use harness::{HARNESS_COMPACTION_FIELDS, HarnessCompaction, harness_compaction};
 pub use request::{MessageCache, Request};
 pub use usage::{LoggedUsage, logged_usage};
+pub use workdir::working_directory;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 /// The wire formats condense reads and writes.

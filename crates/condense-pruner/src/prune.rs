@@ -964,10 +964,11 @@ impl Walk<'_> {
 
 /// Every read whose path a later call edits, writes or reads again, with the first
 /// such call: the model works from the newest version, so the older output is stale. Paths are
-/// compared absolute, relative ones joined to the session's working directory where the format
-/// records it (Claude Code's `cwd`).
+/// compared absolute: a relative one is joined to the directory the call names (Codex's
+/// `workdir`), else to the session's working directory where the format records it
+/// ([`condense_formats::working_directory`]: Claude Code's `cwd`, Codex's environment context).
 fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Supersession> {
-    use condense_core::tool_paths::{normalize, shows_content, touched};
+    use condense_core::tool_paths::{call_directory, normalize, shows_content, touched};
     let by_call: HashMap<&str, usize> = plan
         .outputs
         .iter()
@@ -976,6 +977,7 @@ fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Sup
         .collect();
     let mut open: HashMap<String, Vec<usize>> = HashMap::new();
     let mut stale = HashMap::new();
+    let mut directories = SessionDirectory::default();
     for (message_index, message) in messages.iter().enumerate() {
         for part in &message.parts {
             let Part::ToolCall(call) = part else { continue };
@@ -987,12 +989,18 @@ fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Sup
             if (!writes && !reads) || paths.is_empty() {
                 continue;
             }
-            let cwd = message
-                .wire
-                .first()
-                .and_then(|record| record.fields.get("cwd"))
-                .and_then(serde_json::Value::as_str);
-            let paths: Vec<String> = paths.iter().map(|path| normalize(path, cwd)).collect();
+            // Without a session directory a relative path is compared as written (the call's
+            // own directory could be absolute while another call's path is relative to a
+            // directory nobody recorded); with one, the call's directory is resolved in it.
+            let session_directory = directories.at(messages, message_index);
+            let call_directory = session_directory.and_then(|session| {
+                call_directory(&call.input).map(|directory| normalize(directory, Some(session)))
+            });
+            let directory = call_directory.as_deref().or(session_directory);
+            let paths: Vec<String> = paths
+                .iter()
+                .map(|path| normalize(path, directory))
+                .collect();
             for path in &paths {
                 for read in open.remove(path).unwrap_or_default() {
                     stale.entry(read).or_insert_with(|| Supersession {
@@ -1009,6 +1017,34 @@ fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Sup
         }
     }
     stale
+}
+
+/// The session's working directory at a message, found only for the messages that need it (a
+/// call that reads or changes a file), each message looked at once at most: the scan of every
+/// message for it was a fifth of the superseded-reads rule on the largest session.
+#[derive(Default)]
+struct SessionDirectory<'m> {
+    /// Messages before this one have been looked at.
+    scanned: usize,
+    directory: Option<&'m str>,
+}
+
+impl<'m> SessionDirectory<'m> {
+    /// The directory recorded last at or before `message`: the newest message not looked at
+    /// yet that records one, else the one found before.
+    fn at(&mut self, messages: &'m [Message], message: usize) -> Option<&'m str> {
+        if message >= self.scanned {
+            if let Some(directory) = messages[self.scanned..=message]
+                .iter()
+                .rev()
+                .find_map(condense_formats::working_directory)
+            {
+                self.directory = Some(directory);
+            }
+            self.scanned = message + 1;
+        }
+        self.directory
+    }
 }
 
 #[derive(Default)]

@@ -843,3 +843,77 @@ fn a_codex_read_superseded_by_apply_patch_is_replaced_first() {
         "{text}"
     );
 }
+
+/// Codex names its working directory in the environment context it sends first, and a shell
+/// call may run in a `workdir` of its own: a read by absolute path is superseded by a patch of
+/// the same file by relative path, and a read in a subdirectory by an edit of it from the
+/// session's directory, while a file of the same name elsewhere is not.
+#[test]
+fn a_codex_read_is_matched_in_the_directory_codex_recorded() {
+    let call = |id: &str, arguments: serde_json::Value| {
+        serde_json::json!({"type": "function_call", "call_id": id, "name": "exec_command",
+            "arguments": arguments.to_string()})
+    };
+    let output = |id: &str, text: String| serde_json::json!({"type": "function_call_output", "call_id": id, "output": text});
+    let user_text = |text: &str| {
+        serde_json::json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": text}]})
+    };
+    let body = serde_json::json!({
+        "model": "gpt-5-codex",
+        "input": [
+            user_text("<environment_context>\n  <cwd>/w</cwd>\n  <shell>bash</shell>\n</environment_context>"),
+            user_text("fix the two files"),
+            call("absolute", serde_json::json!({"cmd": "cat /w/src/lib.rs"})),
+            output("absolute", words(300, "lib.rs before")),
+            call("in-sub", serde_json::json!({"cmd": "cat lib.rs", "workdir": "sub"})),
+            output("in-sub", words(300, "sub/lib.rs before")),
+            call("top", serde_json::json!({"cmd": "cat lib.rs"})),
+            output("top", words(300, "lib.rs at the top")),
+            {"type": "custom_tool_call", "call_id": "patch", "name": "apply_patch",
+             "input": "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-a\n+b\n*** End Patch"},
+            {"type": "custom_tool_call_output", "call_id": "patch", "output": "Success."},
+            call("sed", serde_json::json!({"cmd": "sed -i s/a/b/ sub/lib.rs"})),
+            output("sed", String::new()),
+            user_text("thanks"),
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]},
+            user_text("and now?")
+        ]
+    });
+    let mut conversation =
+        condense_formats::read_json(condense_formats::Format::Responses, body).unwrap();
+    let settings = PruneSettings {
+        protect_tokens: 1_000_000,
+        minimum_tokens: 0,
+        ..PruneSettings::default()
+    };
+    let report = prune(
+        &mut conversation,
+        &settings,
+        &mut DecisionLog::new(),
+        &MemoryStore::new(),
+    );
+    let reason = |id: &str| {
+        report
+            .outputs
+            .iter()
+            .find(|o| o.call_id == id)
+            .map(|o| o.reason.clone())
+            .unwrap()
+    };
+    assert_eq!(
+        reason("absolute"),
+        Reason::Superseded {
+            by: "apply_patch".into(),
+            at: 8
+        }
+    );
+    assert_eq!(
+        reason("in-sub"),
+        Reason::Superseded {
+            by: "exec_command".into(),
+            at: 10
+        }
+    );
+    assert_eq!(reason("top"), Reason::InsideWindow);
+}

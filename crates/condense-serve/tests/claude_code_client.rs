@@ -88,6 +88,16 @@ async fn claude_code_works_through_the_proxy_and_its_requests_are_compacted() {
         })
         .collect();
     assert_eq!(bodies.len(), COMMANDS + 1);
+    // The superseded-read rule resolves relative paths in the working directory the request
+    // names, read from it as Claude Code writes it.
+    let first = condense_formats::read_json(condense_formats::Format::Anthropic, bodies[0].clone())
+        .unwrap();
+    let named = first
+        .messages
+        .iter()
+        .filter_map(condense_formats::working_directory)
+        .next_back();
+    assert_eq!(named, work.path().to_str());
     let mut frozen = Frozen::default();
     for (request, body) in bodies.iter().enumerate() {
         frozen.check_body(request, condense_formats::Format::Anthropic, body);

@@ -113,6 +113,16 @@ async fn codex_works_through_the_proxy_and_its_requests_are_compacted() {
         .map(|(_, _, body)| serde_json::from_slice::<Value>(body).unwrap())
         .collect();
     assert_eq!(bodies.len(), COMMANDS + 1);
+    // The superseded-read rule resolves relative paths in the working directory the request
+    // names, read from it as Codex writes it.
+    let first = condense_formats::read_json(condense_formats::Format::Responses, bodies[0].clone())
+        .unwrap();
+    let named = first
+        .messages
+        .iter()
+        .filter_map(condense_formats::working_directory)
+        .next_back();
+    assert_eq!(named, work.path().to_str());
     let mut frozen = Frozen::default();
     for (request, body) in bodies.iter().enumerate() {
         assert_eq!(body["stream"], true, "Codex streams");
