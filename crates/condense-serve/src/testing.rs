@@ -512,9 +512,10 @@ pub fn run_bounded(mut command: std::process::Command, limit: Duration) -> std::
     }
 }
 
-/// A scripted model that works like an agent, for Claude Code to talk to over the Messages API,
-/// on a free 127.0.0.1 port: its origin and what it received. The `n`-th request that offers a
-/// `Bash` tool (counted from 0 over the upstream's life) gets a `tool_use` of it running
+/// A scripted model that works like an agent, for Claude Code or opencode to talk to over the
+/// Messages API, on a free 127.0.0.1 port: its origin and what it received. The `n`-th request
+/// that offers a shell tool (Claude Code's `Bash`, opencode's `bash`; counted from 0 over the
+/// upstream's life) gets a `tool_use` of it running
 /// `commands[n]` (unless that command is empty: then it ends the turn, which lets a script span
 /// several turns); every other request gets `answer` as text. Streams when asked, with the
 /// events Anthropic sends, usage in `message_start` and `message_delta`.
@@ -546,12 +547,13 @@ pub async fn anthropic_agent_upstream(
                     .body(Body::from(r#"{"input_tokens":1000}"#))
                     .unwrap();
             }
-            let offers_bash = request["tools"]
+            let bash = request["tools"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .any(|tool| tool["name"] == "Bash");
-            let turn = if offers_bash {
+                .find(|tool| tool["name"] == "Bash" || tool["name"] == "bash")
+                .map(|tool| tool["name"].clone());
+            let turn = if bash.is_some() {
                 count.fetch_add(1, Ordering::SeqCst)
             } else {
                 usize::MAX
@@ -559,7 +561,7 @@ pub async fn anthropic_agent_upstream(
             let (block, stop) = match commands.get(turn).filter(|command| !command.is_empty()) {
                 Some(command) => (
                     serde_json::json!({"type": "tool_use", "id": format!("toolu_{turn:03}"),
-                        "name": "Bash", "input": {"command": command, "description": "Run it"}}),
+                        "name": bash, "input": {"command": command, "description": "Run it"}}),
                     "tool_use",
                 ),
                 None => (

@@ -1,0 +1,160 @@
+//! sst's opencode as the proxy's client, pointed at it as the README says (its Anthropic
+//! provider's `baseURL` in `opencode.json`). `.ci/run` installs opencode with
+//! `scripts/opencode.sh` and sets `CONDENSE_OPENCODE`; elsewhere the test says it was skipped.
+//!
+//! The upstream is the scripted agent model of the Claude Code test: it has opencode run a
+//! command a few times with its `bash` tool, each printing a few thousand tokens, then answers
+//! in text. opencode resends its whole history with every request, so the later requests cross
+//! the pruning thresholds: what reaches the upstream is compacted, valid and frozen, while
+//! opencode itself gets the model's answers unchanged.
+#![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use condense_serve::testing::{Frozen, anthropic_agent_upstream, proxy_to, run_bounded, spawn};
+use serde_json::Value;
+
+/// How many commands the scripted model has opencode run before it answers.
+const COMMANDS: usize = 6;
+/// What the scripted model says once opencode has run its commands.
+const FINAL_ANSWER: &str = "Counted six times.";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_works_through_the_proxy_and_its_requests_are_compacted() {
+    let Some(opencode) = condense_core::testing::required_url(
+        "opencode_works_through_the_proxy_and_its_requests_are_compacted",
+        "CONDENSE_OPENCODE",
+        "CONDENSE_REQUIRE_OPENCODE",
+    ) else {
+        return;
+    };
+    let commands = (0..COMMANDS)
+        .map(|turn| format!("seq 1 {}", 1500 + 100 * turn))
+        .collect();
+    let (upstream, received) = anthropic_agent_upstream(commands, FINAL_ANSWER).await;
+    // A window the session outgrows after a few commands (opencode's system prompt and tools
+    // take about 10K tokens of it), and a skip boundary of two calls.
+    let state = tempfile::tempdir().unwrap();
+    let proxy = proxy_to(
+        &upstream,
+        &[
+            ("CONDENSE_PRUNE_SKIP_TOOL_CALLS", "2"),
+            ("CONDENSE_MODEL_CONTEXT_WINDOW", "48000"),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+            ("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000"),
+            ("CONDENSE_PRUNE_PROTECT_TOKENS", "5000"),
+        ],
+        state.path(),
+    );
+    let url = spawn(proxy).await;
+
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    // opencode's own settings, as a user writes them: the Anthropic provider at the proxy.
+    std::fs::write(
+        work.path().join("opencode.json"),
+        serde_json::json!({
+            "$schema": "https://opencode.ai/config.json",
+            "model": "anthropic/claude-sonnet-4-5",
+            "provider": {"anthropic": {"options": {"baseURL": format!("{url}/v1"), "apiKey": "sk-test"}}},
+            "permission": {"bash": "allow"},
+            "autoupdate": false,
+            "share": "disabled"
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut command = std::process::Command::new(&opencode);
+    command
+        .args([
+            "run", "--format", "json", "--title", "counting", "--pure", "--dir",
+        ])
+        .arg(work.path())
+        .arg("count to a few thousand, several times")
+        // opencode takes its directory from `PWD` over the process's own: `--dir` names it.
+        .current_dir(work.path())
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
+        .env("XDG_DATA_HOME", home.path().join(".local/share"))
+        .env("XDG_CACHE_HOME", home.path().join(".cache"))
+        .env("XDG_STATE_HOME", home.path().join(".local/state"))
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+        .env("OPENCODE_DISABLE_AUTOUPDATE", "1");
+    // opencode blocks; the proxy runs on this runtime's other threads meanwhile.
+    let output =
+        tokio::task::spawn_blocking(move || run_bounded(command, Duration::from_secs(240)))
+            .await
+            .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}\n{stdout}");
+    // opencode ran every command and got the scripted model's answer, as the upstream sent it;
+    // the outputs it keeps are what the commands printed, not condense's placeholders.
+    let events: Vec<Value> = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let said: Vec<&str> = events
+        .iter()
+        .filter(|event| event["type"] == "text")
+        .filter_map(|event| event["part"]["text"].as_str())
+        .collect();
+    assert_eq!(said, [FINAL_ANSWER], "{stdout}\n{stderr}");
+    let ran: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["type"] == "tool_use")
+        .map(|event| &event["part"]["state"])
+        .collect();
+    assert_eq!(ran.len(), COMMANDS, "{stdout}");
+    for state in ran {
+        assert_eq!(state["status"], "completed", "{state}");
+        assert!(!state["output"].to_string().contains("condense recall"));
+    }
+
+    let bodies: Vec<Value> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(path, _, _)| path.starts_with("/v1/messages") && !path.contains("count_tokens"))
+        .map(|(_, _, body)| serde_json::from_slice::<Value>(body).unwrap())
+        .filter(|body| {
+            body["tools"]
+                .as_array()
+                .is_some_and(|tools| !tools.is_empty())
+        })
+        .collect();
+    assert_eq!(bodies.len(), COMMANDS + 1);
+    let first = condense_formats::read_json(condense_formats::Format::Anthropic, bodies[0].clone())
+        .unwrap();
+    let named = first
+        .messages
+        .iter()
+        .filter_map(condense_formats::working_directory)
+        .next_back();
+    assert_eq!(named, work.path().to_str());
+    let mut frozen = Frozen::default();
+    for (request, body) in bodies.iter().enumerate() {
+        frozen.check_body(request, condense_formats::Format::Anthropic, body);
+        // The last exchange is kept: the output opencode just produced goes up whole.
+        if request > 0 {
+            let results =
+                condense_serve::testing::tool_results(body["messages"].as_array().unwrap());
+            let (id, content) = results.last().unwrap();
+            assert_eq!(id, &format!("toolu_{:03}", request - 1));
+            assert!(
+                !content.to_string().contains("condense recall"),
+                "request {request}: the newest output was replaced"
+            );
+        }
+    }
+    eprintln!(
+        "{} opencode requests, {} outputs replaced",
+        bodies.len(),
+        frozen.replaced.len()
+    );
+    assert!(
+        frozen.replaced.len() >= 2,
+        "the later requests were compacted: {:?}",
+        frozen.replaced.keys()
+    );
+}
