@@ -280,6 +280,29 @@ fn print_table(replay: &Replay, recording: &Recording, name: &str) -> Result<()>
     for cells in &rows {
         say!("{}", line(cells.iter().map(String::as_str).collect()));
     }
+    if let Some(beside) = &replay.not_replayed {
+        let parts: Vec<String> = [
+            (
+                beside.subagent_requests,
+                "subagent requests",
+                beside.subagent_cost_usd,
+            ),
+            (
+                beside.left_branch_requests,
+                "requests on branches left",
+                beside.left_branch_cost_usd,
+            ),
+        ]
+        .into_iter()
+        .filter(|(requests, _, _)| *requests > 0)
+        .map(|(requests, what, cost)| format!("{requests} {what} (${cost:.2})"))
+        .collect();
+        say!("");
+        say!(
+            "not replayed, and in no policy's figures (costs by the log's own usage): {}",
+            parts.join(", ")
+        );
+    }
     if let Some(recorded) = replay
         .policies
         .iter()

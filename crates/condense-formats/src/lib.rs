@@ -36,7 +36,7 @@ pub use error::{FormatError, Location};
 use harness::Reading;
 pub use harness::{HARNESS_COMPACTION_FIELDS, HarnessCompaction, harness_compaction};
 pub use request::{MessageCache, Request};
-pub use usage::{LoggedUsage, logged_usage};
+pub use usage::{LoggedUsage, SideThread, logged_usage, side_usage};
 pub use workdir::working_directory;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

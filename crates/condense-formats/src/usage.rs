@@ -3,7 +3,7 @@
 //! after each response (`token_usage_record`, OpenAI's terms; `token_count` events in older
 //! logs). Read here once, in one shape, for the trigger's calibration and for replays.
 
-use condense_core::{Conversation, Role};
+use condense_core::{Conversation, Role, SideKind};
 use serde_json::Value;
 
 /// One request's accounting as a log kept it.
@@ -62,18 +62,81 @@ fn on_messages(conversation: &Conversation) -> impl Iterator<Item = LoggedUsage>
                 .iter()
                 .rev()
                 .find_map(|record| record.fields.get("message")?.get("usage"))?;
-            let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
-            let cache_read = field("cache_read_input_tokens");
-            let cache_write = field("cache_creation_input_tokens");
-            Some(LoggedUsage {
-                answer: index,
-                first: index,
-                input: field("input_tokens") + cache_read + cache_write,
-                cache_read,
-                cache_write,
-                output: field("output_tokens"),
-            })
+            Some(anthropic_usage(usage, index))
         })
+}
+
+/// Anthropic's `usage` object, for the answer at `answer`.
+fn anthropic_usage(usage: &Value, answer: usize) -> LoggedUsage {
+    let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+    let cache_read = field("cache_read_input_tokens");
+    let cache_write = field("cache_creation_input_tokens");
+    LoggedUsage {
+        answer,
+        first: answer,
+        input: field("input_tokens") + cache_read + cache_write,
+        cache_read,
+        cache_write,
+        output: field("output_tokens"),
+    }
+}
+
+/// Where a request that a log accounts for ran, when not in the session's main thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SideThread {
+    /// A subagent's (Claude Code's `isSidechain` lines): its own context, not the session's.
+    Subagent,
+    /// A branch the person left (rewound, or ran a command from an earlier point): paid for,
+    /// but no longer part of what the session sends.
+    LeftBranch,
+}
+
+/// The accounting of the requests a log keeps beside its main thread, one per reply (the
+/// lines of one `message.id` carry its usage each; the last is complete), in the order of the
+/// log, `answer` and `first` being the main-thread message the reply's line came before.
+///
+/// Meant for a log read whole ([`crate::read_whole`]): read as the model sees it, the history
+/// before the harness's own compaction is beside the conversation too, and its replies would
+/// count as a branch left.
+pub fn side_usage(conversation: &Conversation) -> Vec<(SideThread, LoggedUsage)> {
+    let mut usage: Vec<(SideThread, LoggedUsage)> = Vec::new();
+    let mut by_reply: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for record in &conversation.side {
+        let value = &record.value;
+        if value.get("type").and_then(Value::as_str) != Some("assistant") {
+            continue;
+        }
+        let thread = match record.kind {
+            SideKind::Sidechain => SideThread::Subagent,
+            SideKind::Other => SideThread::LeftBranch,
+            _ => continue,
+        };
+        let Some(reported) = value
+            .get("message")
+            .and_then(|message| message.get("usage"))
+        else {
+            continue;
+        };
+        let logged = anthropic_usage(reported, record.before_message);
+        if logged.input == 0 {
+            continue;
+        }
+        let reply = value
+            .get("message")
+            .and_then(|message| message.get("id"))
+            .and_then(Value::as_str);
+        match reply.and_then(|id| by_reply.get(id)) {
+            Some(&at) => usage[at] = (thread, logged),
+            None => {
+                if let Some(id) = reply {
+                    by_reply.insert(id, usage.len());
+                }
+                usage.push((thread, logged));
+            }
+        }
+    }
+    usage
 }
 
 /// The usage lines a Codex log keeps beside its messages: a `token_usage_record` after each

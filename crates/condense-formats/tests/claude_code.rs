@@ -276,3 +276,58 @@ fn a_line_beside_that_hung_below_a_replaced_message_hangs_below_the_summary() {
         log.as_bytes()
     );
 }
+
+/// The requests a log accounts for beside its main thread: a subagent's replies and those on a
+/// branch the person left, one per reply (its lines carry the usage each; the last counts),
+/// and none of the main thread's.
+#[test]
+fn the_usage_beside_the_main_thread_is_a_subagents_or_a_left_branchs() {
+    let line =
+        |uuid: &str, parent: Option<&str>, role: &str, sidechain: bool, id: &str, input: u64| {
+            let mut message = serde_json::json!({"role": role, "content": uuid});
+            if role == "assistant" {
+                message["id"] = id.into();
+                message["usage"] = serde_json::json!({"input_tokens": input,
+                "cache_creation_input_tokens": 100, "cache_read_input_tokens": 1000,
+                "output_tokens": 7});
+            }
+            serde_json::json!({"parentUuid": parent, "isSidechain": sidechain, "type": role,
+            "message": message, "uuid": uuid,
+            "timestamp": "2026-11-23T10:00:00.000Z", "sessionId": "s"})
+            .to_string()
+        };
+    let log = [
+        line("u1", None, "user", false, "", 0),
+        line("a1", Some("u1"), "assistant", false, "msg_main_1", 3),
+        // A subagent's run: its task, then one reply over two lines.
+        line("t1", None, "user", true, "", 0),
+        line("s1", Some("t1"), "assistant", true, "msg_sub", 1),
+        line("s2", Some("s1"), "assistant", true, "msg_sub", 2),
+        line("u2", Some("a1"), "user", false, "", 0),
+        line("a2", Some("u2"), "assistant", false, "msg_left", 4),
+        // Rewound to `a1` and asked again.
+        line("u3", Some("a1"), "user", false, "", 0),
+        line("a3", Some("u3"), "assistant", false, "msg_main_2", 5),
+    ]
+    .join("\n")
+        + "\n";
+    let whole = condense_formats::read_whole(log.as_bytes(), Format::ClaudeCode).unwrap();
+    let beside = condense_formats::side_usage(&whole);
+    let found: Vec<(condense_formats::SideThread, u64, u64, u64)> = beside
+        .iter()
+        .map(|(thread, usage)| (*thread, usage.uncached(), usage.cache_read, usage.output))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (condense_formats::SideThread::Subagent, 2, 1000, 7),
+            (condense_formats::SideThread::LeftBranch, 4, 1000, 7),
+        ]
+    );
+    // The main thread's replies are the conversation's own usage.
+    let main: Vec<u64> = condense_formats::logged_usage(&whole)
+        .iter()
+        .map(condense_formats::LoggedUsage::uncached)
+        .collect();
+    assert_eq!(main, [3, 5]);
+}

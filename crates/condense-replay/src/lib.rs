@@ -59,8 +59,8 @@ pub use prices::{AnthropicPrices, BUILT_IN_PRICES, OpenAiPrices, PriceTable};
 pub use prompt::{Calibration, Point, Prompt};
 pub use recording::{RecordedUsage, Recording, Step};
 pub use run::{
-    Agreement, PolicyResult, Progress, Provider, RecordedFigures, Replay, Row, RowKind, Settings,
-    replay,
+    Agreement, NotReplayed, PolicyResult, Progress, Provider, RecordedFigures, Replay, Row,
+    RowKind, Settings, replay,
 };
 
 /// Why a replay could not be made.

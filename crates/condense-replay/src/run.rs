@@ -180,6 +180,27 @@ pub struct Replay {
     pub calibration: Calibration,
     /// One result per policy, in the order asked.
     pub policies: Vec<PolicyResult>,
+    /// What the log accounts for beside its main thread, which no policy replays. `None` when
+    /// there is nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_replayed: Option<NotReplayed>,
+}
+
+/// The requests a log accounts for that the replay does not simulate, with the provider's own
+/// figures for them at the table's prices: every policy's figures, `recorded`'s included, leave
+/// them out. A subagent works in a context of its own (a replay of the session's policy would
+/// need the subagent's own system prompt and tools, which the log does not keep), and a branch
+/// the person left is no longer what the session sends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct NotReplayed {
+    /// Requests of subagents (Claude Code's sidechains).
+    pub subagent_requests: usize,
+    /// What they cost, by the log's usage.
+    pub subagent_cost_usd: f64,
+    /// Requests on branches the person left.
+    pub left_branch_requests: usize,
+    /// What they cost, by the log's usage.
+    pub left_branch_cost_usd: f64,
 }
 
 /// Replays `recording` under each policy. `counter` is the tokenizer the policies count with;
@@ -244,7 +265,49 @@ pub fn replay(
         agent_requests: recording.steps.len(),
         calibration,
         policies: results,
+        not_replayed: not_replayed(recording, settings),
     })
+}
+
+/// The log's own figures for the requests beside its main thread
+/// ([`condense_formats::side_usage`]).
+fn not_replayed(recording: &Recording, settings: &Settings) -> Option<NotReplayed> {
+    let beside = condense_formats::side_usage(&recording.conversation);
+    if beside.is_empty() {
+        return None;
+    }
+    // The log's usage is Anthropic's (Claude Code's), priced as such whatever is simulated.
+    let anthropic = Settings {
+        provider: Provider::Anthropic,
+        ..settings.clone()
+    };
+    let mut figures = NotReplayed {
+        subagent_requests: 0,
+        subagent_cost_usd: 0.0,
+        left_branch_requests: 0,
+        left_branch_cost_usd: 0.0,
+    };
+    for (thread, logged) in beside {
+        let usage = Usage {
+            cache_read: logged.cache_read,
+            cache_write: logged.cache_write,
+            uncached: logged.uncached(),
+        };
+        let paid = cost(&anthropic, &usage, logged.output);
+        let (requests, cost_usd) = match thread {
+            condense_formats::SideThread::Subagent => (
+                &mut figures.subagent_requests,
+                &mut figures.subagent_cost_usd,
+            ),
+            _ => (
+                &mut figures.left_branch_requests,
+                &mut figures.left_branch_cost_usd,
+            ),
+        };
+        *requests += 1;
+        *cost_usd += paid;
+    }
+    Some(figures)
 }
 
 /// The provider's cache for one policy's run.

@@ -154,6 +154,44 @@ fn the_recorded_policy_reproduces_the_providers_own_cache_accounting() {
     );
 }
 
+/// What a log accounts for beside its main thread is reported, not replayed: 5f8cbb78's
+/// subagents made 88 requests (383 uncached input tokens, 192,363 written to the cache,
+/// 4,052,167 read, 15,967 output, summed by `message.id` from its `isSidechain` lines), priced
+/// at the table's prices; no policy's figures hold them. A session without subagents or
+/// branches left has nothing to report.
+#[test]
+fn a_subagents_requests_are_reported_beside_the_policies() {
+    let dir = condense_core::testing::transcripts_dir();
+    let (_, replay) = run(
+        &dir.join("claude-code/5f8cbb78-38d3-47e9-9504-baa93bb166c9.jsonl"),
+        Provider::Anthropic,
+        200_000,
+    );
+    let beside = replay.not_replayed.unwrap();
+    assert_eq!(beside.subagent_requests, 88);
+    assert_eq!(beside.left_branch_requests, 0);
+    let prices = &settings(Provider::Anthropic, 200_000).prices.anthropic;
+    let input = prices.input_per_mtok / 1e6;
+    let expected = 383.0 * input
+        + 192_363.0 * input * prices.cache_write_5m_multiplier
+        + 4_052_167.0 * input * prices.cache_read_multiplier
+        + 15_967.0 * prices.output_per_mtok / 1e6;
+    assert!(
+        (beside.subagent_cost_usd - expected).abs() < 1e-9,
+        "{} vs {expected}",
+        beside.subagent_cost_usd
+    );
+    let recorded = replay.policies[0].recorded.unwrap();
+    assert_eq!(recorded.recorded_requests, 119, "the main thread's own");
+
+    let (_, plain) = run(
+        &dir.join("claude-code/d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl"),
+        Provider::Anthropic,
+        200_000,
+    );
+    assert_eq!(plain.not_replayed, None);
+}
+
 /// The calibration finds the system prompt and tools that Claude Code's log leaves out: about
 /// 14K tokens on these sessions (the first request of each writes that much more than its
 /// messages).
