@@ -119,4 +119,37 @@ mod tests {
         let pasted = Message::text(Role::User, "Working directory: /tmp/work");
         assert_eq!(working_directory(&pasted), None);
     }
+
+    proptest::proptest! {
+        /// Whatever a prompt holds (multi-byte text, labels cut short, several candidates),
+        /// reading it never panics, and a directory found is an absolute path on one line of
+        /// it, after one of the two labels.
+        #[test]
+        fn any_prompt_is_read_safely(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::Just("Working directory:".to_owned()),
+                    proptest::prelude::Just("- Primary working directory: ".to_owned()),
+                    proptest::prelude::Just("\n".to_owned()),
+                    proptest::prelude::Just("/".to_owned()),
+                    "[a-zé/ \u{1F600}]{0,6}",
+                ],
+                0..12,
+            )
+        ) {
+            let prompt = pieces.concat();
+            let system = Message::text(Role::System, prompt.clone());
+            let context = context(&format!("<environment_context><cwd>{prompt}</cwd>"));
+            let _ = working_directory(&context);
+            if let Some(directory) = working_directory(&system) {
+                proptest::prop_assert!(directory.starts_with('/'));
+                proptest::prop_assert!(!directory.contains('\n'));
+                proptest::prop_assert!(
+                    prompt.lines().any(|line| line.contains("orking directory:")
+                        && line.trim_end().ends_with(directory)),
+                    "{prompt:?}"
+                );
+            }
+        }
+    }
 }
