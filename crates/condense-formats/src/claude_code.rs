@@ -65,12 +65,48 @@ fn is_compact_boundary(record: &JsonMap) -> bool {
         && record.get("subtype").and_then(Value::as_str) == Some("compact_boundary")
 }
 
-/// A line of the main thread's conversation (a person's, a tool result's, the model's).
-fn is_main_message(record: &JsonMap) -> bool {
+/// Which thread of a log is its conversation: the session's main thread, or, in a subagent's
+/// own log (Claude Code 2 writes each subagent's to `SESSION/subagents/agent-ID.jsonl`, every
+/// line `isSidechain: true`), the subagent's. Older logs keep a subagent's lines inline, among
+/// the main thread's; those stay beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Thread {
+    /// The conversation is the `isSidechain` lines.
+    sidechain: bool,
+}
+
+impl Thread {
+    /// A subagent's log when it has messages and every one is a sidechain's.
+    fn of(records: &[(Location, JsonMap)]) -> Thread {
+        let mut messages = records
+            .iter()
+            .map(|(_, record)| record)
+            .filter(|record| is_message(record))
+            .peekable();
+        let sidechain = messages.peek().is_some() && messages.all(is_sidechain);
+        Thread { sidechain }
+    }
+
+    /// A line of this thread's conversation (a person's, a tool result's, the model's).
+    fn is_message(self, record: &JsonMap) -> bool {
+        is_message(record) && is_sidechain(record) == self.sidechain
+    }
+
+    /// A subagent's line in the main thread's log: kept beside.
+    fn is_other_sidechain(self, record: &JsonMap) -> bool {
+        !self.sidechain && is_sidechain(record)
+    }
+}
+
+fn is_message(record: &JsonMap) -> bool {
     matches!(
         record.get("type").and_then(Value::as_str),
         Some("user" | "assistant")
-    ) && record.get("isSidechain") != Some(&Value::Bool(true))
+    )
+}
+
+fn is_sidechain(record: &JsonMap) -> bool {
+    record.get("isSidechain") == Some(&Value::Bool(true))
 }
 
 /// The lines (by their place among the log's records) of the branch Claude Code resumes: from
@@ -82,13 +118,17 @@ fn is_main_message(record: &JsonMap) -> bool {
 /// no parent (a log without the chain), or one no line has, two lines share a uuid, or the
 /// walk loops (a damaged or hand-edited log); then every line counts, and writing relinks the
 /// chain.
-fn resumed_branch(records: &[(Location, JsonMap)], reading: Reading) -> Option<HashSet<usize>> {
+fn resumed_branch(
+    records: &[(Location, JsonMap)],
+    thread: Thread,
+    reading: Reading,
+) -> Option<HashSet<usize>> {
     fn uuid(record: &JsonMap) -> Option<&str> {
         record.get("uuid").and_then(Value::as_str)
     }
     let leaf = records
         .iter()
-        .rposition(|(_, record)| is_main_message(record))?;
+        .rposition(|(_, record)| thread.is_message(record))?;
     let mut by_uuid: HashMap<&str, usize> = HashMap::with_capacity(records.len());
     for (index, (_, record)) in records.iter().enumerate() {
         // Two lines with one uuid: which is the parent cannot be told.
@@ -128,7 +168,8 @@ fn resumed_branch(records: &[(Location, JsonMap)], reading: Reading) -> Option<H
 pub(crate) fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, FormatError> {
     let input = text::utf8(bytes)?;
     let records = jsonl::records(input).collect::<Result<Vec<_>, _>>()?;
-    let branch = resumed_branch(&records, reading);
+    let thread = Thread::of(&records);
+    let branch = resumed_branch(&records, thread, reading);
     let mut conversation = Conversation::default();
     // The `message.id` of the last main-thread assistant line, to merge the lines of one reply.
     let mut open_reply: Option<String> = None;
@@ -142,10 +183,10 @@ pub(crate) fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, Fo
             .unwrap_or_default()
             .to_owned();
         let off_branch = branch.as_ref().is_some_and(|branch| {
-            !branch.contains(&index) && record.contains_key("uuid") && is_main_message(&record)
+            !branch.contains(&index) && record.contains_key("uuid") && thread.is_message(&record)
         });
         let side_kind = match kind.as_str() {
-            _ if record.get("isSidechain") == Some(&Value::Bool(true)) => Some(SideKind::Sidechain),
+            _ if thread.is_other_sidechain(&record) => Some(SideKind::Sidechain),
             _ if off_branch => Some(SideKind::Other),
             "user" | "assistant" => None,
             "summary" => Some(SideKind::Summary),
@@ -268,7 +309,8 @@ struct Chain {
     /// parent it was given: a line that came below that same parent now comes below the made
     /// line instead, or it would start a branch beside it.
     made_below: Option<Option<String>>,
-    /// Session fields (`sessionId`, `cwd`, `version`, `userType`) for lines condense creates.
+    /// Session fields (`sessionId`, `cwd`, `version`, `userType`, and in a subagent's log
+    /// `isSidechain` and `agentId`) for lines condense creates.
     session: JsonMap,
     timestamp: Option<Value>,
 }
@@ -283,7 +325,14 @@ impl Chain {
             .find(|f| f.contains_key("sessionId"));
         let mut session = JsonMap::new();
         if let Some(fields) = first {
-            for key in ["userType", "cwd", "sessionId", "version"] {
+            for key in [
+                "userType",
+                "cwd",
+                "sessionId",
+                "version",
+                "isSidechain",
+                "agentId",
+            ] {
                 if let Some(value) = fields.get(key) {
                     session.insert(key.to_owned(), value.clone());
                 }
@@ -335,7 +384,14 @@ impl Chain {
                 "parentUuid".into(),
                 self.last.clone().map_or(Value::Null, Value::String),
             );
-            fields.insert("isSidechain".into(), Value::Bool(false));
+            // A line condense makes belongs to the thread it is written into: a subagent's
+            // log is all sidechain.
+            let sidechain = self
+                .session
+                .get("isSidechain")
+                .cloned()
+                .unwrap_or(Value::Bool(false));
+            fields.insert("isSidechain".into(), sidechain);
             for (key, value) in &self.session {
                 fields.entry(key.clone()).or_insert_with(|| value.clone());
             }

@@ -331,3 +331,58 @@ fn the_usage_beside_the_main_thread_is_a_subagents_or_a_left_branchs() {
         .collect();
     assert_eq!(main, [3, 5]);
 }
+
+fn subagent_log() -> Vec<u8> {
+    std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/claude-code-2.1.197-subagent.jsonl"
+    ))
+    .unwrap()
+}
+
+/// Claude Code 2 writes each subagent's conversation to a log of its own, every line a
+/// sidechain's: that thread is the conversation (its task, its calls and outputs, its answer,
+/// its requests' usage), written back as the same bytes, and a line condense makes in it is a
+/// sidechain line of the same agent, so that Claude Code reads it as part of that thread.
+#[test]
+fn a_subagents_own_log_is_its_conversation() {
+    let bytes = subagent_log();
+    let (format, conversation) = read(&bytes, None).unwrap();
+    assert_eq!(format, Format::ClaudeCode);
+    let roles: Vec<Role> = conversation.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::User,
+            Role::Assistant,
+            Role::User,
+            Role::Assistant,
+            Role::User,
+            Role::Assistant
+        ]
+    );
+    assert_eq!(
+        conversation.messages[0].plain_text(),
+        "Run seq 1 30 and report the last number."
+    );
+    assert!(conversation.validate().is_empty());
+    assert_eq!(write(Format::ClaudeCode, &conversation).unwrap(), bytes);
+    let whole = condense_formats::read_whole(&bytes, Format::ClaudeCode).unwrap();
+    assert_eq!(condense_formats::logged_usage(&whole).len(), 3);
+    assert!(condense_formats::side_usage(&whole).is_empty());
+
+    let mut compacted = conversation.clone();
+    let last = compacted.messages.pop().unwrap();
+    compacted.messages = vec![
+        Message::text(Role::User, "<prior-conversation-summary>\nsummary"),
+        last,
+    ];
+    let written = String::from_utf8(write(Format::ClaudeCode, &compacted).unwrap()).unwrap();
+    for line in written.lines() {
+        let line: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(line["isSidechain"], true, "{line}");
+        assert_eq!(line["agentId"], "a31bf5bd29a79d555", "{line}");
+    }
+    let (_, again) = read(written.as_bytes(), None).unwrap();
+    assert_eq!(again.messages.len(), 2);
+}
