@@ -75,6 +75,18 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
             progress.show(&step)
         })?;
     progress.clear();
+    if verbosity != Verbosity::Quiet
+        && let Some(subagents) = subagent_logs(args.input.as_deref())
+    {
+        let (count, logs) = match subagents.count {
+            1 => ("a".to_owned(), "log"),
+            count => (count.to_string(), "logs"),
+        };
+        eprintln!(
+            "condense: {count} subagent {logs} beside this session ({}), in none of these figures: replay each on its own",
+            subagents.dir.display()
+        );
+    }
 
     if let Some(plot) = &args.plot {
         let title = session_name(&args);
@@ -198,6 +210,27 @@ fn plot_kind(path: &std::path::Path) -> Result<PlotKind> {
             path.display()
         ))),
     }
+}
+
+/// The subagent logs Claude Code 2 keeps beside a session's log (`SESSION/subagents/
+/// agent-ID.jsonl` next to `SESSION.jsonl`): their requests are not in the session's log.
+struct SubagentLogs {
+    dir: std::path::PathBuf,
+    count: usize,
+}
+
+fn subagent_logs(input: Option<&std::path::Path>) -> Option<SubagentLogs> {
+    let dir = input?.with_extension("").join("subagents");
+    let count = std::fs::read_dir(&dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("agent-") && name.ends_with(".jsonl")
+        })
+        .count();
+    (count > 0).then_some(SubagentLogs { dir, count })
 }
 
 fn session_name(args: &ReplayArgs) -> String {

@@ -1020,3 +1020,34 @@ fn replay_of_a_log_claude_code_compacted_counts_its_summarizer_call() {
     let writes = |policy: &Value| policy["cache_write_tokens"].as_u64().unwrap();
     assert!(writes(recorded) < writes(none) + 1_000, "{value}");
 }
+
+/// Claude Code 2 keeps each subagent's log beside the session's (`SESSION/subagents/
+/// agent-ID.jsonl`): the session's replay says they are in none of its figures, and each
+/// replays on its own, its requests those of the subagent's thread.
+#[test]
+fn replay_names_the_subagent_logs_beside_a_session_and_replays_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let data =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../condense-formats/tests/data");
+    let session = dir.path().join("s.jsonl");
+    std::fs::copy(data.join("claude-code-2.1.197.jsonl"), &session).unwrap();
+    let without = condense(dir.path(), &["replay", "s.jsonl", "--policy", "recorded"]);
+    assert!(without.status.success());
+    assert!(!String::from_utf8_lossy(&without.stderr).contains("subagent"));
+
+    std::fs::create_dir_all(dir.path().join("s/subagents")).unwrap();
+    let agent = dir.path().join("s/subagents/agent-a31bf5bd29a79d555.jsonl");
+    std::fs::copy(data.join("claude-code-2.1.197-subagent.jsonl"), &agent).unwrap();
+    let with = condense(dir.path(), &["replay", "s.jsonl", "--policy", "recorded"]);
+    assert!(with.status.success());
+    let stderr = String::from_utf8_lossy(&with.stderr);
+    assert!(
+        stderr
+            .contains("a subagent log beside this session (s/subagents), in none of these figures"),
+        "{stderr}"
+    );
+
+    let value = replay_json(dir.path(), &agent, &["recorded"]);
+    assert_eq!(value["agent_requests"], 3);
+    assert_eq!(value["policies"][0]["recorded_requests"], 3);
+}
