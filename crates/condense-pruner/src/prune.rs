@@ -966,7 +966,8 @@ impl Walk<'_> {
 /// such call: the model works from the newest version, so the older output is stale. Paths are
 /// compared absolute: a relative one is joined to the directory the call names (Codex's
 /// `workdir`), else to the session's working directory where the format records it
-/// ([`condense_formats::working_directory`]: Claude Code's `cwd`, Codex's environment context).
+/// ([`condense_formats::working_directory`]: Claude Code's `cwd`, Codex's environment context,
+/// a system prompt's environment section).
 fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Supersession> {
     use condense_core::tool_paths::{call_directory, normalize, shows_content, touched};
     let by_call: HashMap<&str, usize> = plan
@@ -1020,8 +1021,9 @@ fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Sup
 }
 
 /// The session's working directory at a message, found only for the messages that need it (a
-/// call that reads or changes a file), each message looked at once at most: the scan of every
-/// message for it was a fifth of the superseded-reads rule on the largest session.
+/// call that reads or changes a file), each message looked at once at most: the rule runs on
+/// every request, and a profile once found a lookup in every message among its largest costs
+/// (BENCHMARKS.md, "Pruning cost after the rules").
 #[derive(Default)]
 struct SessionDirectory<'m> {
     /// Messages before this one have been looked at.
