@@ -379,6 +379,67 @@ impl Frozen {
     }
 }
 
+/// The requests an agent made through the proxy, as the upstream received them: the bodies
+/// POSTed to a path starting with `path` that offer tools (a title or a token count is not the
+/// agent's turn).
+pub fn agent_bodies(received: &Received, path: &str) -> Vec<Value> {
+    received
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(at, _, _)| at.starts_with(path) && !at.contains("count_tokens"))
+        .map(|(_, _, body)| serde_json::from_slice::<Value>(body).unwrap())
+        .filter(|body| {
+            body["tools"]
+                .as_array()
+                .is_some_and(|tools| !tools.is_empty())
+        })
+        .collect()
+}
+
+/// Checks what a real agent sent through the proxy to a scripted agent model, request by
+/// request: each body valid and its replacements frozen ([`Frozen::check_body`]); from the
+/// second on, its newest tool result the one of the call the model asked for last (`call_id`
+/// of the previous request's index) and whole (the last exchange is kept); and the working
+/// directory the first request names ([`condense_formats::working_directory`]) the one the
+/// agent ran in. Returns what was replaced.
+pub fn check_agent_bodies(
+    format: condense_formats::Format,
+    bodies: &[Value],
+    work: &std::path::Path,
+    call_id: impl Fn(usize) -> String,
+) -> Frozen {
+    let first = condense_formats::read_json(format, bodies[0].clone()).unwrap();
+    let named = first
+        .messages
+        .iter()
+        .filter_map(condense_formats::working_directory)
+        .next_back();
+    assert_eq!(
+        named,
+        work.to_str(),
+        "the working directory the agent names"
+    );
+    let mut frozen = Frozen::default();
+    for (request, body) in bodies.iter().enumerate() {
+        frozen.check_body(request, format, body);
+        if request > 0 {
+            let list = match format {
+                condense_formats::Format::Responses => &body["input"],
+                _ => &body["messages"],
+            };
+            let results = tool_results(list.as_array().unwrap());
+            let (id, content) = results.last().unwrap();
+            assert_eq!(id, &call_id(request - 1));
+            assert!(
+                !content.to_string().contains("condense recall"),
+                "request {request}: the newest output was replaced"
+            );
+        }
+    }
+    frozen
+}
+
 /// A scripted model that works like an agent, for a real agent (Codex) to talk to over the
 /// Responses API, on a free 127.0.0.1 port: its origin and what it received. The `n`-th request
 /// (counted from 0 over the upstream's life) gets a call to the shell tool the request offers

@@ -12,7 +12,8 @@
 use std::time::Duration;
 
 use condense_serve::testing::{
-    Frozen, anthropic_agent_upstream, files_under, proxy_to, run_bounded, spawn,
+    agent_bodies, anthropic_agent_upstream, check_agent_bodies, files_under, proxy_to, run_bounded,
+    spawn,
 };
 use serde_json::Value;
 
@@ -75,44 +76,16 @@ async fn claude_code_works_through_the_proxy_and_its_requests_are_compacted() {
     assert_eq!(result["result"], FINAL_ANSWER, "{stdout}");
     assert_eq!(result["is_error"], false);
 
-    let bodies: Vec<Value> = received
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(path, _, _)| path.starts_with("/v1/messages") && !path.contains("count_tokens"))
-        .map(|(_, _, body)| serde_json::from_slice::<Value>(body).unwrap())
-        .filter(|body| {
-            body["tools"]
-                .as_array()
-                .is_some_and(|tools| !tools.is_empty())
-        })
-        .collect();
+    let bodies = agent_bodies(&received, "/v1/messages");
     assert_eq!(bodies.len(), COMMANDS + 1);
-    // The superseded-read rule resolves relative paths in the working directory the request
-    // names, read from it as Claude Code writes it.
-    let first = condense_formats::read_json(condense_formats::Format::Anthropic, bodies[0].clone())
-        .unwrap();
-    let named = first
-        .messages
-        .iter()
-        .filter_map(condense_formats::working_directory)
-        .next_back();
-    assert_eq!(named, work.path().to_str());
-    let mut frozen = Frozen::default();
-    for (request, body) in bodies.iter().enumerate() {
-        frozen.check_body(request, condense_formats::Format::Anthropic, body);
-        // The last exchange is kept: the output Claude Code just produced goes up whole.
-        if request > 0 {
-            let results =
-                condense_serve::testing::tool_results(body["messages"].as_array().unwrap());
-            let (id, content) = results.last().unwrap();
-            assert_eq!(id, &format!("toolu_{:03}", request - 1));
-            assert!(
-                !content.to_string().contains("condense recall"),
-                "request {request}: the newest output was replaced"
-            );
-        }
-    }
+    // Each request valid and frozen, the output Claude Code just produced whole, and the working
+    // directory named where Claude Code ran (the superseded-read rule resolves relative paths in it).
+    let frozen = check_agent_bodies(
+        condense_formats::Format::Anthropic,
+        &bodies,
+        work.path(),
+        |call| format!("toolu_{call:03}"),
+    );
     eprintln!(
         "{} Claude Code requests, {} outputs replaced",
         bodies.len(),

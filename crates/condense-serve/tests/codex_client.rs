@@ -12,7 +12,8 @@
 use std::time::Duration;
 
 use condense_serve::testing::{
-    Frozen, files_under, proxy_to, responses_agent_upstream, run_bounded, spawn,
+    agent_bodies, check_agent_bodies, files_under, proxy_to, responses_agent_upstream, run_bounded,
+    spawn,
 };
 use serde_json::Value;
 
@@ -105,43 +106,21 @@ async fn codex_works_through_the_proxy_and_its_requests_are_compacted() {
         .count();
     assert_eq!(ran, COMMANDS, "{stdout}");
 
-    let bodies: Vec<Value> = received
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(path, _, _)| path == "/v1/responses")
-        .map(|(_, _, body)| serde_json::from_slice::<Value>(body).unwrap())
-        .collect();
+    let bodies = agent_bodies(&received, "/v1/responses");
     assert_eq!(bodies.len(), COMMANDS + 1);
-    // The superseded-read rule resolves relative paths in the working directory the request
-    // names, read from it as Codex writes it.
-    let first = condense_formats::read_json(condense_formats::Format::Responses, bodies[0].clone())
-        .unwrap();
-    let named = first
-        .messages
-        .iter()
-        .filter_map(condense_formats::working_directory)
-        .next_back();
-    assert_eq!(named, work.path().to_str());
-    let mut frozen = Frozen::default();
-    for (request, body) in bodies.iter().enumerate() {
-        assert_eq!(body["stream"], true, "Codex streams");
-        frozen.check_body(request, condense_formats::Format::Responses, body);
-        // The last exchange is kept: the output Codex just produced goes up whole (followed,
-        // when the request was summarized, by the continuation message).
-        let items = body["input"].as_array().unwrap();
-        if request > 0 {
-            let last = items
-                .iter()
-                .rfind(|item| item["type"] == "function_call_output")
-                .unwrap();
-            assert_eq!(last["call_id"], format!("call_{}", request - 1));
-            assert!(
-                !last["output"].to_string().contains("condense recall"),
-                "request {request}: the newest output was replaced"
-            );
-        }
-    }
+    assert!(
+        bodies.iter().all(|body| body["stream"] == true),
+        "Codex streams"
+    );
+    // Each request valid and frozen, the output Codex just produced whole (followed, when the
+    // request was summarized, by the continuation message), and the working directory named
+    // where Codex ran (the superseded-read rule resolves relative paths in it).
+    let frozen = check_agent_bodies(
+        condense_formats::Format::Responses,
+        &bodies,
+        work.path(),
+        |call| format!("call_{call}"),
+    );
     eprintln!(
         "{} Codex requests, {} outputs replaced",
         bodies.len(),
