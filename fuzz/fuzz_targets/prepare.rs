@@ -1,5 +1,6 @@
 //! `prepare` on arbitrary valid conversations, built from the input as a script of turns, calls
-//! and outputs: no tool call or result is orphaned, protected outputs are untouched, the last
+//! (reads and edits of a few paths, spelt several ways, so that later calls supersede earlier
+//! reads) and outputs: no tool call or result is orphaned, protected outputs are untouched, the last
 //! message is kept, and a second request with the same history gives the same bytes.
 #![no_main]
 
@@ -13,6 +14,11 @@ use condense_tokenizer::{Tiktoken, TokenCounter};
 use libfuzzer_sys::fuzz_target;
 
 const TOOLS: [&str; 4] = ["bash", "read_file", "skill", "grep"];
+
+/// The files the calls name, one file under three spellings (relative, absolute in the working
+/// directory the system prompt names, with `.` and `..`) and another: the superseded-read rule
+/// must match the first three as one path.
+const PATHS: [&str; 4] = ["src/a.rs", "/w/src/a.rs", "./src/../src/a.rs", "notes.txt"];
 
 fn config() -> &'static Config {
     static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -46,7 +52,7 @@ fn text(seed: u8, len: usize) -> String {
 fn conversation(data: &[u8]) -> Conversation {
     let mut messages = vec![Message::new(
         Role::System,
-        vec![Part::text("You are an agent.")],
+        vec![Part::text("You are an agent.\n<env>\n  Working directory: /w\n</env>")],
     )];
     let mut next_id = 0usize;
     for pair in data.chunks(2) {
@@ -68,11 +74,18 @@ fn conversation(data: &[u8]) -> Conversation {
                     let id = format!("call_{next_id}");
                     next_id += 1;
                     let tool = TOOLS[(usize::from(op) + k) % TOOLS.len()];
-                    call_parts.push(tool_call(
-                        id.clone(),
-                        tool,
-                        serde_json::json!({"command": text(op, 3)}),
-                    ));
+                    // A read of one of the paths, or a shell command that shows or edits one
+                    // (or just words): so that later calls supersede earlier reads.
+                    let path = PATHS[(usize::from(op >> 2) + k) % PATHS.len()];
+                    let input = match (tool, op >> 5) {
+                        ("read_file", _) => serde_json::json!({"path": path}),
+                        ("bash", 0..=2) => serde_json::json!({"command": format!("cat {path}")}),
+                        ("bash", 3..=4) => {
+                            serde_json::json!({"command": format!("sed -i s/a/b/ {path}")})
+                        }
+                        _ => serde_json::json!({"command": text(op, 3)}),
+                    };
+                    call_parts.push(tool_call(id.clone(), tool, input));
                     results.push(Message::new(
                         Role::Tool,
                         vec![tool_result(id, text(op ^ k as u8, (size % 64) * 6 + 1))],
