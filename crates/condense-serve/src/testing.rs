@@ -379,6 +379,28 @@ impl Frozen {
     }
 }
 
+/// The scripted model's commands in the agent-client tests: `count` of them, each printing a
+/// few thousand numbers (about 5K tokens), a different count each time.
+pub fn counting_commands(count: usize) -> Vec<String> {
+    (0..count)
+        .map(|turn| format!("seq 1 {}", 1500 + 100 * turn))
+        .collect()
+}
+
+/// The proxy's settings in the agent-client tests: a `context_window` the session outgrows
+/// after a few commands (beside the agent's own prompt and tools), a skip boundary of two calls
+/// (ten by default, more than such a short run makes), and a protect window and minimum small
+/// enough for outputs of that size.
+pub fn agent_proxy_settings(context_window: &'static str) -> [(&'static str, &'static str); 5] {
+    [
+        ("CONDENSE_PRUNE_SKIP_TOOL_CALLS", "2"),
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", context_window),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+        ("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000"),
+        ("CONDENSE_PRUNE_PROTECT_TOKENS", "5000"),
+    ]
+}
+
 /// The requests an agent made through the proxy, as the upstream received them: the bodies
 /// POSTed to a path starting with `path` that offer tools (a title or a token count is not the
 /// agent's turn).

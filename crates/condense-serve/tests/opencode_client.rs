@@ -12,7 +12,8 @@
 use std::time::Duration;
 
 use condense_serve::testing::{
-    agent_bodies, anthropic_agent_upstream, check_agent_bodies, proxy_to, run_bounded, spawn,
+    agent_bodies, agent_proxy_settings, anthropic_agent_upstream, check_agent_bodies,
+    counting_commands, proxy_to, run_bounded, spawn,
 };
 use serde_json::Value;
 
@@ -30,24 +31,11 @@ async fn opencode_works_through_the_proxy_and_its_requests_are_compacted() {
     ) else {
         return;
     };
-    let commands = (0..COMMANDS)
-        .map(|turn| format!("seq 1 {}", 1500 + 100 * turn))
-        .collect();
-    let (upstream, received) = anthropic_agent_upstream(commands, FINAL_ANSWER).await;
-    // A window the session outgrows after a few commands (opencode's system prompt and tools
-    // take about 10K tokens of it), and a skip boundary of two calls.
+    let (upstream, received) =
+        anthropic_agent_upstream(counting_commands(COMMANDS), FINAL_ANSWER).await;
+    // opencode's system prompt and tools take about 10K tokens of the window.
     let state = tempfile::tempdir().unwrap();
-    let proxy = proxy_to(
-        &upstream,
-        &[
-            ("CONDENSE_PRUNE_SKIP_TOOL_CALLS", "2"),
-            ("CONDENSE_MODEL_CONTEXT_WINDOW", "48000"),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
-            ("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000"),
-            ("CONDENSE_PRUNE_PROTECT_TOKENS", "5000"),
-        ],
-        state.path(),
-    );
+    let proxy = proxy_to(&upstream, &agent_proxy_settings("48000"), state.path());
     let url = spawn(proxy).await;
 
     let home = tempfile::tempdir().unwrap();
