@@ -674,6 +674,26 @@ fn a_trim_that_cannot_be_done_changes_nothing_and_says_why() {
     );
 }
 
+/// Settings under which only stale reads are replaced: a protect window nothing outgrows, and
+/// no minimum to wait for.
+fn only_stale_reads() -> PruneSettings {
+    PruneSettings {
+        protect_tokens: 1_000_000,
+        minimum_tokens: 0,
+        ..PruneSettings::default()
+    }
+}
+
+/// Why the report judged the output of call `id` as it did.
+fn reason_of(report: &condense_pruner::PruneReport, id: &str) -> Reason {
+    report
+        .outputs
+        .iter()
+        .find(|o| o.call_id == id)
+        .map(|o| o.reason.clone())
+        .unwrap()
+}
+
 /// A read is stale once a later call edits the same file (the paths compared absolute, relative
 /// ones joined to the session's working directory): it is replaced first, whatever the protect
 /// window, with a placeholder naming the call that superseded it. A search naming the file does
@@ -731,23 +751,12 @@ fn a_read_superseded_by_a_later_edit_is_replaced_first() {
         result("late", &words(300, "a.rs after")),
         user("and now?"),
     ]);
-    let settings = PruneSettings {
-        protect_tokens: 1_000_000,
-        minimum_tokens: 0,
-        ..PruneSettings::default()
-    };
+    let settings = only_stale_reads();
     let mut conversation = original.clone();
     let store = MemoryStore::new();
     let mut log = DecisionLog::new();
     let report = prune(&mut conversation, &settings, &mut log, &store);
-    let reason = |id: &str| {
-        report
-            .outputs
-            .iter()
-            .find(|o| o.call_id == id)
-            .map(|o| o.reason.clone())
-            .unwrap()
-    };
+    let reason = |id: &str| reason_of(&report, id);
     assert_eq!(
         reason("ra"),
         Reason::Superseded {
@@ -818,20 +827,14 @@ fn a_codex_read_superseded_by_apply_patch_is_replaced_first() {
     });
     let mut conversation =
         condense_formats::read_json(condense_formats::Format::Responses, body).unwrap();
-    let settings = PruneSettings {
-        protect_tokens: 1_000_000,
-        minimum_tokens: 0,
-        ..PruneSettings::default()
-    };
     let report = prune(
         &mut conversation,
-        &settings,
+        &only_stale_reads(),
         &mut DecisionLog::new(),
         &MemoryStore::new(),
     );
-    let read = report.outputs.iter().find(|o| o.call_id == "read").unwrap();
     assert_eq!(
-        read.reason,
+        reason_of(&report, "read"),
         Reason::Superseded {
             by: "apply_patch".into(),
             at: 4
@@ -882,25 +885,13 @@ fn a_codex_read_is_matched_in_the_directory_codex_recorded() {
     });
     let mut conversation =
         condense_formats::read_json(condense_formats::Format::Responses, body).unwrap();
-    let settings = PruneSettings {
-        protect_tokens: 1_000_000,
-        minimum_tokens: 0,
-        ..PruneSettings::default()
-    };
     let report = prune(
         &mut conversation,
-        &settings,
+        &only_stale_reads(),
         &mut DecisionLog::new(),
         &MemoryStore::new(),
     );
-    let reason = |id: &str| {
-        report
-            .outputs
-            .iter()
-            .find(|o| o.call_id == id)
-            .map(|o| o.reason.clone())
-            .unwrap()
-    };
+    let reason = |id: &str| reason_of(&report, id);
     assert_eq!(
         reason("absolute"),
         Reason::Superseded {
