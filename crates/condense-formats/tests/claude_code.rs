@@ -6,12 +6,18 @@ use condense_core::{Message, Role};
 use condense_formats::{Format, detect, read, write};
 use serde_json::Value;
 
-fn log() -> Vec<u8> {
-    std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/claude-code-2.1.197.jsonl"
-    ))
+/// A log of `tests/data` (its README says where each came from).
+fn data(name: &str) -> Vec<u8> {
+    std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(name),
+    )
     .unwrap()
+}
+
+fn log() -> Vec<u8> {
+    data("claude-code-2.1.197.jsonl")
 }
 
 #[test]
@@ -102,11 +108,7 @@ fn a_log_that_opens_with_many_other_lines_is_known_by_its_session_id() {
 }
 
 fn compacted_log() -> Vec<u8> {
-    std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/claude-code-2.1.197-compacted.jsonl"
-    ))
-    .unwrap()
+    data("claude-code-2.1.197-compacted.jsonl")
 }
 
 #[test]
@@ -333,11 +335,7 @@ fn the_usage_beside_the_main_thread_is_a_subagents_or_a_left_branchs() {
 }
 
 fn subagent_log() -> Vec<u8> {
-    std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/claude-code-2.1.197-subagent.jsonl"
-    ))
-    .unwrap()
+    data("claude-code-2.1.197-subagent.jsonl")
 }
 
 /// Claude Code 2 writes each subagent's conversation to a log of its own, every line a
