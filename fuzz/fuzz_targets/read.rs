@@ -44,10 +44,18 @@ fuzz_target!(|data: &[u8]| {
         // ... except that a Claude Code log whose chain is broken is read line by line, and
         // writing repairs the chain: read again along it, a branch the repair reveals is
         // beside the history. Its lines are still in the log, and the history is what the
-        // first reading held, less those.
-        let mut rest = first_parts.iter();
+        // first reading held, less those: part by part, since two lines of one reply read as
+        // one message may end up one on each side (read run 21).
+        let flat = |parts: &[(condense_core::Role, Vec<condense_core::Part>)]| {
+            parts
+                .iter()
+                .flat_map(|(role, parts)| parts.iter().map(move |part| (*role, part.clone())))
+                .collect::<Vec<_>>()
+        };
+        let (first_flat, again_flat) = (flat(&first_parts), flat(&again_parts));
+        let mut rest = first_flat.iter();
         assert!(
-            again_parts
+            again_flat
                 .iter()
                 .all(|part| rest.any(|first| first == part)),
             "read -> write -> read changed the parts"

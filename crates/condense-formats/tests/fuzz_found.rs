@@ -195,3 +195,36 @@ fn a_repaired_chain_leaves_the_branch_it_reveals_in_the_log() {
     );
     assert_eq!(write(Format::ClaudeCode, &again).unwrap(), written);
 }
+
+/// Two lines of one reply (one `message.id`) that both hang below one line, read as one message
+/// while the chain is broken (read run 21): after the repair, the first line is on a branch
+/// left and the second on the branch taken, so the reply read again is the second line's part alone. No part is lost or
+/// reordered (the second reading's parts come in the first's order) and the first line stays
+/// in the log; the fuzzer's property compares parts, not messages, for this.
+#[test]
+fn a_repaired_chain_may_leave_part_of_a_reply_on_a_branch() {
+    let lines = concat!(
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"one"},"uuid":"a"}"#,
+        "\n",
+        r#"{"parentUuid":"a","type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"aside"}]},"uuid":"b"}"#,
+        "\n",
+        r#"{"parentUuid":"a","type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"answer"}]},"uuid":"c"}"#,
+        "\n",
+        r#"{"parentUuid":"gone","type":"user","message":{"role":"user","content":"last"},"uuid":"d"}"#,
+        "\n"
+    );
+    let (_, first) = read(lines.as_bytes(), None).unwrap();
+    let texts = |c: &condense_core::Conversation| -> Vec<String> {
+        c.messages.iter().map(|m| m.plain_text()).collect()
+    };
+    assert_eq!(texts(&first), ["one", "aside\nanswer", "last"]);
+    let written = write(Format::ClaudeCode, &first).unwrap();
+    let (_, again) = read(&written, None).unwrap();
+    assert_eq!(texts(&again), ["one", "answer", "last"]);
+    assert!(
+        String::from_utf8(written.clone())
+            .unwrap()
+            .contains(r#""text":"aside""#)
+    );
+    assert_eq!(write(Format::ClaudeCode, &again).unwrap(), written);
+}
