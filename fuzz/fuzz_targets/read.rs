@@ -1,5 +1,6 @@
 //! The five readers: any bytes either fail with an error or give a conversation whose parts
-//! survive write -> read, and whose written form is a fixed point; a session log also reads whole.
+//! survive write -> read, and whose written form is a fixed point; a session log also reads whole,
+//! and its inline subagent threads read or fail with an error.
 #![no_main]
 
 use condense_formats::{Format, read, write};
@@ -27,6 +28,13 @@ fuzz_target!(|data: &[u8]| {
         let whole =
             condense_formats::read_whole(bytes, format).expect("a log that reads, reads whole");
         assert!(whole.messages.len() >= conversation.messages.len());
+        // And the subagent threads it keeps inline read too, or fail with an error; each starts
+        // at a message line, so each has a message.
+        if let Ok(subagents) = condense_formats::subagents(bytes, format) {
+            for subagent in subagents {
+                assert!(!subagent.conversation.messages.is_empty(), "{}", subagent.name);
+            }
+        }
     }
     let written = write(format, &conversation).expect("a conversation that was read writes");
     let (again_format, again) = read(&written, Some(format)).expect("what was written reads");

@@ -269,6 +269,62 @@ pub(crate) fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, Fo
     Ok(conversation)
 }
 
+/// The subagent threads a main-thread log keeps inline (Claude Code before 2.0 wrote a
+/// subagent's lines, `isSidechain: true`, among the session's), each read whole as the log of
+/// its own that Claude Code 2 would have written for it. A thread is a sidechain line whose
+/// parent is no sidechain line (Claude Code starts each with `parentUuid: null`) and the lines
+/// chained below it. An error in a thread names the line of the session's log. Empty for a
+/// subagent's own log.
+pub(crate) fn subagents(bytes: &[u8]) -> Result<Vec<crate::Subagent>, FormatError> {
+    let input = text::utf8(bytes)?;
+    let records = jsonl::records(input).collect::<Result<Vec<_>, _>>()?;
+    if Thread::of(&records).sidechain {
+        return Ok(Vec::new());
+    }
+    // (name, its lines in the log's order, 1-based)
+    let mut threads: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut thread_of: HashMap<&str, usize> = HashMap::new();
+    for (at, record) in &records {
+        let Location::Line(line) = *at else {
+            continue;
+        };
+        if !is_message(record) || !is_sidechain(record) {
+            continue;
+        }
+        let parent = record
+            .get("parentUuid")
+            .and_then(Value::as_str)
+            .and_then(|parent| thread_of.get(parent))
+            .copied();
+        let thread = parent.unwrap_or_else(|| {
+            let name = match record.get("agentId").and_then(Value::as_str) {
+                Some(agent) => format!("agent-{agent}"),
+                None => format!("sidechain from line {line}"),
+            };
+            threads.push((name, Vec::new()));
+            threads.len() - 1
+        });
+        threads[thread].1.push(line);
+        if let Some(uuid) = record.get("uuid").and_then(Value::as_str) {
+            thread_of.insert(uuid, thread);
+        }
+    }
+    let lines: Vec<&str> = input.lines().collect();
+    threads
+        .into_iter()
+        .map(|(name, numbers)| {
+            let mut own = String::new();
+            for &number in &numbers {
+                own.push_str(lines[number - 1]);
+                own.push('\n');
+            }
+            let conversation = read_as(own.as_bytes(), Reading::Whole)
+                .map_err(|error| error.on_lines(&numbers))?;
+            Ok(crate::Subagent { name, conversation })
+        })
+        .collect()
+}
+
 /// Lines Claude Code itself writes into the user's side of the log: meta notes (`isMeta`) and the
 /// captured output of local slash commands. A person did not type them.
 fn is_generated(record: &JsonMap, parts: &[Part]) -> bool {

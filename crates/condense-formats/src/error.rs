@@ -107,6 +107,43 @@ impl FormatError {
         }
     }
 
+    /// The same error, found in a log made of some of another's lines (`lines[k]` is the line
+    /// of the other that is line k + 1 here), placed at the other's line.
+    pub(crate) fn on_lines(self, lines: &[usize]) -> Self {
+        let line = |line: usize| lines.get(line.wrapping_sub(1)).copied().unwrap_or(line);
+        let at = |at: Location| match at {
+            Location::Line(number) => Location::Line(line(number)),
+            other => other,
+        };
+        match self {
+            FormatError::JsonLine {
+                line: number,
+                column,
+                message,
+            } => FormatError::JsonLine {
+                line: line(number),
+                column,
+                message,
+            },
+            FormatError::InvalidUtf8 {
+                line: number,
+                offset,
+            } => FormatError::InvalidUtf8 {
+                line: line(number),
+                offset,
+            },
+            FormatError::UnknownRole { at: place, role } => FormatError::UnknownRole {
+                at: at(place),
+                role,
+            },
+            FormatError::Malformed { at: place, problem } => FormatError::Malformed {
+                at: at(place),
+                problem,
+            },
+            other => other,
+        }
+    }
+
     pub(crate) fn json(error: &serde_json::Error) -> Self {
         FormatError::Json {
             line: error.line(),

@@ -149,6 +149,28 @@ pub fn read_whole(bytes: &[u8], format: Format) -> Result<Conversation, FormatEr
     }
 }
 
+/// A subagent's thread of a session: its own context (its own system prompt, tools and
+/// history), started by the session's agent (Claude Code's Task tool).
+#[derive(Debug, Clone)]
+pub struct Subagent {
+    /// The subagent's `agentId` as `agent-ID` (the name of its own log in Claude Code 2), or
+    /// where its thread starts in the log.
+    pub name: String,
+    /// Its conversation, read whole (see [`read_whole`]).
+    pub conversation: Conversation,
+}
+
+/// The subagent threads a session log keeps among its own lines (Claude Code before 2.0), each
+/// read whole as a conversation of its own, in the order they start; a replay prices them
+/// beside the main thread. Empty for other formats, and for logs that keep none (Claude Code 2
+/// writes each subagent's to a log of its own, `SESSION/subagents/agent-ID.jsonl`).
+pub fn subagents(bytes: &[u8], format: Format) -> Result<Vec<Subagent>, FormatError> {
+    match format {
+        Format::ClaudeCode => claude_code::subagents(bytes),
+        _ => Ok(Vec::new()),
+    }
+}
+
 /// The model that wrote an assistant message, where its log names it (Claude Code's
 /// `message.model`): a provider keeps one prompt cache per model.
 pub fn answering_model(message: &condense_core::Message) -> Option<&str> {

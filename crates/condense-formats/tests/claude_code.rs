@@ -384,3 +384,87 @@ fn a_subagents_own_log_is_its_conversation() {
     let (_, again) = read(written.as_bytes(), None).unwrap();
     assert_eq!(again.messages.len(), 2);
 }
+
+/// Older logs keep each subagent's lines inline, two subagents run at once interleaved: each
+/// thread (a sidechain root and the lines chained below it) reads as the conversation of a log
+/// of its own, and a broken line in one is named by its line in the session's log.
+#[test]
+fn the_subagents_a_log_keeps_inline_are_conversations_of_their_own() {
+    let line = |uuid: &str, parent: Option<&str>, role: &str, sidechain: bool, text: &str| {
+        let mut message = serde_json::json!({"role": role, "content": text});
+        if role == "assistant" {
+            message["id"] = format!("msg_{uuid}").into();
+            message["usage"] = serde_json::json!({"input_tokens": 10,
+                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+                "output_tokens": 1});
+        }
+        serde_json::json!({"parentUuid": parent, "isSidechain": sidechain, "type": role,
+            "message": message, "uuid": uuid,
+            "timestamp": "2026-11-23T10:00:00.000Z", "sessionId": "s"})
+        .to_string()
+    };
+    let mut lines = vec![
+        line("u1", None, "user", false, "look at both crates"),
+        line("a1", Some("u1"), "assistant", false, "starting two agents"),
+        line("x1", None, "user", true, "read crate x"),
+        line("y1", None, "user", true, "read crate y"),
+        line("x2", Some("x1"), "assistant", true, "x is small"),
+        line("y2", Some("y1"), "assistant", true, "y is large"),
+        line("y3", Some("y2"), "user", true, "go on"),
+        line("y4", Some("y3"), "assistant", true, "y is done"),
+        line("u2", Some("a1"), "user", false, "thanks"),
+    ];
+    let log = lines.join("\n") + "\n";
+    let found = condense_formats::subagents(log.as_bytes(), Format::ClaudeCode).unwrap();
+    let threads: Vec<(&str, Vec<String>)> = found
+        .iter()
+        .map(|subagent| {
+            assert!(subagent.conversation.validate().is_empty());
+            (
+                subagent.name.as_str(),
+                subagent
+                    .conversation
+                    .messages
+                    .iter()
+                    .map(condense_core::Message::plain_text)
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        threads,
+        [
+            (
+                "sidechain from line 3",
+                vec!["read crate x".to_owned(), "x is small".to_owned()]
+            ),
+            (
+                "sidechain from line 4",
+                vec![
+                    "read crate y".to_owned(),
+                    "y is large".to_owned(),
+                    "go on".to_owned(),
+                    "y is done".to_owned()
+                ]
+            ),
+        ]
+    );
+    assert_eq!(
+        condense_formats::logged_usage(&found[1].conversation).len(),
+        2
+    );
+    // The main thread's reading is not changed by them, and has no subagents of other formats.
+    let (_, main) = read(log.as_bytes(), None).unwrap();
+    assert_eq!(main.messages.len(), 3);
+    assert!(
+        condense_formats::subagents(&subagent_log(), Format::ClaudeCode)
+            .unwrap()
+            .is_empty()
+    );
+
+    lines[6] = line("y3", Some("y2"), "user", true, "go on")
+        .replace("\"role\":\"user\"", "\"role\":\"robot\"");
+    let broken = lines.join("\n") + "\n";
+    let error = condense_formats::subagents(broken.as_bytes(), Format::ClaudeCode).unwrap_err();
+    assert_eq!(error.to_string(), "line 7: unknown role `robot`");
+}
