@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use condense_host::{Compactor, Config};
+use condense_host::{Compactor, Config, LoadedPlugin};
 use condense_replay::{
     Agreement, PolicyResult, PriceTable, Provider, Recording, Replay, Settings, Ttl, policy,
 };
@@ -36,6 +36,7 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
     let configured = replay_config(&args, None)?;
     let config = &configured.0;
     let session = read_session(&args.input, args.format)?;
+    let subagents = subagents(&args, &session)?;
     // A harness's own compactions are replayed, not taken as where the session starts: its log
     // is read whole.
     let conversation = if session.format.is_jsonl() {
@@ -46,19 +47,18 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
     };
     let recording = Recording::of(conversation);
     let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::new(config.encoding()));
-    let mut policies = Vec::with_capacity(names.len());
-    for name in &names {
-        let built = match name.as_str() {
-            "condense" => condense(&configured, "condense", verbosity)?,
-            "condense-b" => {
-                let configured = replay_config(&args, args.config_b.clone())?;
-                condense(&configured, "condense-b", verbosity)?
-            }
-            other => policy::named(other, counter.clone())
-                .ok_or_else(|| usage_error(format!("unknown policy `{other}`")))?,
-        };
-        policies.push(built);
-    }
+    let builder = PolicyBuilder::new(&args, &configured, names, counter.clone(), verbosity)?;
+    let mut policies = builder.build()?;
+    let mut subagents = subagents
+        .into_iter()
+        .map(|subagent| {
+            Ok(condense_replay::Subagent::new(
+                subagent.name,
+                Recording::of(subagent.conversation),
+                builder.build()?,
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let tail = config.tail_settings();
     let settings = Settings {
         provider: args
@@ -70,23 +70,15 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
         max_output_tokens: tail.max_output_tokens,
     };
     let mut progress = Progress::new(verbosity != Verbosity::Quiet);
-    let replay =
-        condense_replay::replay(&recording, &mut policies, &settings, counter, &mut |step| {
-            progress.show(&step)
-        })?;
+    let replay = condense_replay::replay_session(
+        &recording,
+        &mut policies,
+        &mut subagents,
+        &settings,
+        counter,
+        &mut |step| progress.show(&step),
+    )?;
     progress.clear();
-    if verbosity != Verbosity::Quiet
-        && let Some(subagents) = subagent_logs(args.input.as_deref())
-    {
-        let (count, logs) = match subagents.count {
-            1 => ("a".to_owned(), "log"),
-            count => (count.to_string(), "logs"),
-        };
-        eprintln!(
-            "condense: {count} subagent {logs} beside this session ({}), in none of these figures: replay each on its own",
-            subagents.dir.display()
-        );
-    }
 
     if let Some(plot) = &args.plot {
         let title = session_name(&args);
@@ -185,14 +177,84 @@ fn replay_config(
     Ok((load(&sources)?, requests))
 }
 
-fn condense(
-    (config, requests): &(Config, policy::SummaryRequests),
-    name: &str,
-    verbosity: Verbosity,
-) -> Result<Box<dyn condense_replay::Policy>> {
-    let loaded = plugins(config, verbosity)?;
-    let compactor = Compactor::with_plugins(config, &loaded)?;
-    Ok(Box::new(policy::Condense::new(name, compactor, *requests)?))
+/// Builds the policies asked for, once for the main thread and once more for each subagent (a
+/// policy keeps state from request to request); the plugins of each condense configuration are
+/// loaded once.
+struct PolicyBuilder {
+    names: Vec<String>,
+    counter: Arc<dyn TokenCounter>,
+    /// The configuration, its summary requests and its plugins, for `condense` and
+    /// `condense-b`.
+    condense: Vec<(String, Config, policy::SummaryRequests, Vec<LoadedPlugin>)>,
+}
+
+impl PolicyBuilder {
+    fn new(
+        args: &ReplayArgs,
+        configured: &(Config, policy::SummaryRequests),
+        names: Vec<String>,
+        counter: Arc<dyn TokenCounter>,
+        verbosity: Verbosity,
+    ) -> Result<Self> {
+        let mut condense = Vec::new();
+        for name in &names {
+            let (config, requests) = match name.as_str() {
+                "condense" => configured.clone(),
+                "condense-b" => replay_config(args, args.config_b.clone())?,
+                _ => continue,
+            };
+            let loaded = plugins(&config, verbosity)?;
+            condense.push((name.clone(), config, requests, loaded));
+        }
+        Ok(PolicyBuilder {
+            names,
+            counter,
+            condense,
+        })
+    }
+
+    fn build(&self) -> Result<Vec<Box<dyn condense_replay::Policy>>> {
+        self.names
+            .iter()
+            .map(
+                |name| match self.condense.iter().find(|(condense, ..)| condense == name) {
+                    Some((name, config, requests, loaded)) => {
+                        let compactor = Compactor::with_plugins(config, loaded)?;
+                        let built: Box<dyn condense_replay::Policy> =
+                            Box::new(policy::Condense::new(name, compactor, *requests)?);
+                        Ok(built)
+                    }
+                    None => policy::named(name, self.counter.clone())
+                        .ok_or_else(|| usage_error(format!("unknown policy `{name}`"))),
+                },
+            )
+            .collect()
+    }
+}
+
+/// The subagents the session started: the threads a Claude Code log keeps inline, and the logs
+/// of their own Claude Code 2 keeps beside it (`SESSION/subagents/agent-ID.jsonl`), in the
+/// order of their names. A subagent log that cannot be read is an error that names it: the
+/// figures would otherwise leave it out unsaid.
+fn subagents(
+    args: &ReplayArgs,
+    session: &crate::io::Session,
+) -> Result<Vec<condense_formats::Subagent>> {
+    let mut found = condense_formats::subagents(&session.bytes, session.format)
+        .with_context(|| session_name(args))?;
+    if session.format == condense_formats::Format::ClaudeCode {
+        for path in subagent_logs(args.input.as_deref()) {
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("{}: cannot read", path.display()))?;
+            let conversation = condense_formats::read_whole(&bytes, session.format)
+                .with_context(|| path.display().to_string())?;
+            let name = path
+                .file_stem()
+                .map_or_else(String::new, |stem| stem.to_string_lossy().into_owned());
+            found.push(condense_formats::Subagent { name, conversation });
+        }
+    }
+    Ok(found)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -214,23 +276,24 @@ fn plot_kind(path: &std::path::Path) -> Result<PlotKind> {
 
 /// The subagent logs Claude Code 2 keeps beside a session's log (`SESSION/subagents/
 /// agent-ID.jsonl` next to `SESSION.jsonl`): their requests are not in the session's log.
-struct SubagentLogs {
-    dir: std::path::PathBuf,
-    count: usize,
-}
-
-fn subagent_logs(input: Option<&std::path::Path>) -> Option<SubagentLogs> {
-    let dir = input?.with_extension("").join("subagents");
-    let count = std::fs::read_dir(&dir)
-        .ok()?
+fn subagent_logs(input: Option<&std::path::Path>) -> Vec<PathBuf> {
+    let Some(dir) = input.map(|input| input.with_extension("").join("subagents")) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut logs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .filter(|entry| {
             let name = entry.file_name();
             let name = name.to_string_lossy();
             name.starts_with("agent-") && name.ends_with(".jsonl")
         })
-        .count();
-    (count > 0).then_some(SubagentLogs { dir, count })
+        .map(|entry| entry.path())
+        .collect();
+    logs.sort();
+    logs
 }
 
 fn session_name(args: &ReplayArgs) -> String {
@@ -286,9 +349,15 @@ fn print_table(replay: &Replay, recording: &Recording, name: &str) -> Result<()>
         .iter()
         .map(|result| row(result, &thousands))
         .collect();
+    let session_rows: Vec<[String; 13]> = replay
+        .session
+        .iter()
+        .map(|result| row(result, &thousands))
+        .collect();
     let widths: Vec<usize> = (0..header.len())
         .map(|column| {
             rows.iter()
+                .chain(&session_rows)
                 .map(|row| row[column].chars().count())
                 .chain([header[column].len()])
                 .max()
@@ -312,6 +381,25 @@ fn print_table(replay: &Replay, recording: &Recording, name: &str) -> Result<()>
     say!("{}", line(header.to_vec()));
     for cells in &rows {
         say!("{}", line(cells.iter().map(String::as_str).collect()));
+    }
+    if !session_rows.is_empty() {
+        let requests: usize = replay
+            .subagents
+            .iter()
+            .map(|subagent| subagent.agent_requests)
+            .sum();
+        let (count, them) = match replay.subagents.len() {
+            1 => ("a subagent".to_owned(), "its"),
+            count => (format!("{count} subagents"), "their"),
+        };
+        say!("");
+        say!(
+            "with {count} the session started ({requests} requests, each replayed in a context of its own, calibrated on {them} own usage; --json has each), the whole session:"
+        );
+        say!("{}", line(header.to_vec()));
+        for cells in &session_rows {
+            say!("{}", line(cells.iter().map(String::as_str).collect()));
+        }
     }
     if let Some(beside) = &replay.not_replayed {
         let parts: Vec<String> = [
@@ -341,10 +429,10 @@ fn print_table(replay: &Replay, recording: &Recording, name: &str) -> Result<()>
         .iter()
         .find(|result| result.name == "recorded")
     {
-        if let Some(figures) = &recorded.recorded {
+        let figures_line = |figures: &condense_replay::RecordedFigures, what: &str| -> Result<()> {
             say!("");
             say!(
-                "the log's own figures ({} requests): cache read {}, cache write {}, uncached {}, output {}: ${:.2} at these prices",
+                "the log's own figures{what} ({} requests): cache read {}, cache write {}, uncached {}, output {}: ${:.2} at these prices",
                 figures.recorded_requests,
                 thousands(figures.recorded_cache_read_tokens),
                 thousands(figures.recorded_cache_write_tokens),
@@ -352,6 +440,11 @@ fn print_table(replay: &Replay, recording: &Recording, name: &str) -> Result<()>
                 thousands(figures.recorded_output_tokens),
                 figures.recorded_cost_usd
             );
+            Ok(())
+        };
+        let subagents = !replay.subagents.is_empty();
+        if let Some(figures) = &recorded.recorded {
+            figures_line(figures, if subagents { ", the main thread" } else { "" })?;
         }
         if replay.provider == Provider::Anthropic
             && let Some(agreement) = Agreement::of(recording, recorded)
@@ -363,6 +456,14 @@ fn print_table(replay: &Replay, recording: &Recording, name: &str) -> Result<()>
                 agreement.large_writes_flagged,
                 agreement.large_writes
             );
+        }
+        if let Some(figures) = replay
+            .session
+            .iter()
+            .find(|result| result.name == "recorded")
+            .and_then(|result| result.recorded.as_ref())
+        {
+            figures_line(figures, ", the whole session")?;
         }
     }
     Ok(())
@@ -407,9 +508,12 @@ impl Progress {
             return;
         }
         let mut stderr = std::io::stderr().lock();
+        let thread = step
+            .thread
+            .map_or_else(String::new, |name| format!("subagent {name}, "));
         let _ = write!(
             stderr,
-            "\r\x1b[2Kreplaying {} ({}/{}): request {}/{}",
+            "\r\x1b[2Kreplaying {thread}{} ({}/{}): request {}/{}",
             step.policy,
             step.policy_index + 1,
             step.policies,

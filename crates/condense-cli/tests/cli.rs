@@ -1022,32 +1022,63 @@ fn replay_of_a_log_claude_code_compacted_counts_its_summarizer_call() {
 }
 
 /// Claude Code 2 keeps each subagent's log beside the session's (`SESSION/subagents/
-/// agent-ID.jsonl`): the session's replay says they are in none of its figures, and each
-/// replays on its own, its requests those of the subagent's thread.
+/// agent-ID.jsonl`): the session's replay replays each with it and adds them up, and each
+/// also replays on its own, its requests those of the subagent's thread. A subagent log that
+/// cannot be read fails the replay, naming it.
 #[test]
-fn replay_names_the_subagent_logs_beside_a_session_and_replays_each() {
+fn replay_replays_the_subagent_logs_beside_a_session_with_it() {
     let dir = tempfile::tempdir().unwrap();
     let data =
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../condense-formats/tests/data");
     let session = dir.path().join("s.jsonl");
     std::fs::copy(data.join("claude-code-2.1.197.jsonl"), &session).unwrap();
-    let without = condense(dir.path(), &["replay", "s.jsonl", "--policy", "recorded"]);
-    assert!(without.status.success());
-    assert!(!String::from_utf8_lossy(&without.stderr).contains("subagent"));
+    let without = replay_json(dir.path(), &session, &["recorded"]);
+    assert!(without.get("subagents").is_none() && without.get("session").is_none());
+    let main_requests = without["agent_requests"].as_u64().unwrap();
 
     std::fs::create_dir_all(dir.path().join("s/subagents")).unwrap();
     let agent = dir.path().join("s/subagents/agent-a31bf5bd29a79d555.jsonl");
     std::fs::copy(data.join("claude-code-2.1.197-subagent.jsonl"), &agent).unwrap();
     let with = condense(dir.path(), &["replay", "s.jsonl", "--policy", "recorded"]);
     assert!(with.status.success());
-    let stderr = String::from_utf8_lossy(&with.stderr);
+    let stdout = String::from_utf8_lossy(&with.stdout);
     assert!(
-        stderr
-            .contains("a subagent log beside this session (s/subagents), in none of these figures"),
-        "{stderr}"
+        stdout.contains("with a subagent the session started (3 requests"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the log's own figures, the whole session ("),
+        "{stdout}"
+    );
+    let value = replay_json(dir.path(), &session, &["recorded"]);
+    assert_eq!(value["policies"], without["policies"], "the main thread");
+    assert_eq!(value["subagents"][0]["name"], "agent-a31bf5bd29a79d555");
+    assert_eq!(value["subagents"][0]["agent_requests"], 3);
+    assert_eq!(
+        value["session"][0]["requests"].as_u64().unwrap(),
+        main_requests + 3
+    );
+    assert_eq!(
+        value["session"][0]["recorded_requests"].as_u64().unwrap(),
+        without["policies"][0]["recorded_requests"]
+            .as_u64()
+            .unwrap()
+            + 3
     );
 
-    let value = replay_json(dir.path(), &agent, &["recorded"]);
-    assert_eq!(value["agent_requests"], 3);
-    assert_eq!(value["policies"][0]["recorded_requests"], 3);
+    let alone = replay_json(dir.path(), &agent, &["recorded"]);
+    assert_eq!(alone["agent_requests"], 3);
+    assert_eq!(alone["policies"][0]["recorded_requests"], 3);
+    assert_eq!(alone["policies"], value["subagents"][0]["policies"]);
+
+    std::fs::write(&agent, "{\"type\": \"user\", \"isSidechain\": true}\n").unwrap();
+    let broken = condense(dir.path(), &["replay", "s.jsonl", "--policy", "recorded"]);
+    assert_eq!(broken.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&broken.stderr);
+    assert!(
+        stderr.contains(
+            "agent-a31bf5bd29a79d555.jsonl: line 1: a `user` line has no `message` object"
+        ),
+        "{stderr}"
+    );
 }

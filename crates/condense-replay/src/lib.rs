@@ -14,6 +14,10 @@
 //! 3. A model of the provider's cache ([`cache`]) splits each request's input into cache reads,
 //!    writes and uncached tokens, and the [`PriceTable`] prices them.
 //!
+//! A subagent works in a context of its own (Claude Code's Task tool): [`replay_session`] replays
+//! each of a session's subagents ([`condense_formats::subagents`], or Claude Code 2's logs of
+//! their own) on its own and adds the whole session up.
+//!
 //! Claude Code logs carry Anthropic's own accounting of every request; the `recorded` policy
 //! reproduces it ([`Agreement`]), after a [`Calibration`] fitted on the same log turns condense's
 //! token counts into Anthropic's and adds the system prompt and tools the log leaves out.
@@ -60,7 +64,7 @@ pub use prompt::{Calibration, Point, Prompt};
 pub use recording::{RecordedUsage, Recording, Step};
 pub use run::{
     Agreement, NotReplayed, PolicyResult, Progress, Provider, RecordedFigures, Replay, Row,
-    RowKind, Settings, replay,
+    RowKind, Settings, Subagent, SubagentReplay, replay, replay_session,
 };
 
 /// Why a replay could not be made.

@@ -54,12 +54,21 @@ fn draw(replay: &Replay, title: &str, out: &mut String) -> Result<(), Box<dyn st
         .map(|policy| policy.cost_usd)
         .fold(0.0, f64::max)
         .max(0.01);
+    // The chart follows the main thread; its subagents ran in contexts of their own.
+    let thread = if replay.subagents.is_empty() {
+        ""
+    } else {
+        " (main thread; subagents in the table)"
+    };
     let root = SVGBackend::with_string(out, (1100, 800)).into_drawing_area();
     root.fill(&WHITE)?;
     let (top, bottom) = root.split_vertically(420);
 
     let mut context = ChartBuilder::on(&top)
-        .caption(format!("{title}: context per request"), ("sans-serif", 20))
+        .caption(
+            format!("{title}: context per request{thread}"),
+            ("sans-serif", 20),
+        )
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(80)
@@ -116,7 +125,7 @@ fn draw(replay: &Replay, title: &str, out: &mut String) -> Result<(), Box<dyn st
     let mut spend = ChartBuilder::on(&bottom)
         .caption(
             format!(
-                "cumulative cost, US dollars ({}, {})",
+                "cumulative cost{thread}, US dollars ({}, {})",
                 replay.provider, replay.model
             ),
             ("sans-serif", 20),

@@ -65,6 +65,8 @@ pub struct Settings {
 /// Where a replay is, for a progress display.
 #[derive(Debug, Clone, Copy)]
 pub struct Progress<'a> {
+    /// The subagent being replayed ([`replay_session`]); `None` for the session's main thread.
+    pub thread: Option<&'a str>,
     /// The policy being replayed.
     pub policy: &'a str,
     /// Its position among the policies, from 0.
@@ -184,12 +186,72 @@ pub struct Replay {
     /// there is nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_replayed: Option<NotReplayed>,
+    /// The subagents the session started, each replayed on its own ([`replay_session`]); in
+    /// none of `policies`' figures.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<SubagentReplay>,
+    /// When there are subagents, the whole session under each policy (in `policies`' order):
+    /// the main thread's figures and every subagent's added up, the peak the largest of them,
+    /// the mean over every agent request, the rows the main thread's and then each
+    /// subagent's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub session: Vec<PolicyResult>,
+}
+
+/// A subagent's thread, replayed on its own: a subagent works in a context of its own (its
+/// own system prompt and tools, which the log does not keep but the calibration on its own
+/// requests' usage stands for), so a policy compacts it and the provider caches it apart from
+/// the session's main thread.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SubagentReplay {
+    /// Which subagent ([`condense_formats::Subagent::name`]).
+    pub name: String,
+    /// Its requests in the log.
+    pub agent_requests: usize,
+    /// Its own calibration.
+    pub calibration: Calibration,
+    /// One result per policy, in the order asked.
+    pub policies: Vec<PolicyResult>,
+}
+
+/// A subagent to replay with the session ([`replay_session`]).
+#[non_exhaustive]
+pub struct Subagent {
+    /// Its name ([`condense_formats::Subagent::name`]).
+    pub name: String,
+    /// Its requests.
+    pub recording: Recording,
+    /// Policies of its own, the same as the main thread's and in the same order: a policy keeps
+    /// state from request to request, and a subagent's context is not the main thread's.
+    pub policies: Vec<Box<dyn Policy>>,
+}
+
+impl Subagent {
+    /// `recording` under `policies` (see the fields).
+    pub fn new(name: String, recording: Recording, policies: Vec<Box<dyn Policy>>) -> Self {
+        Subagent {
+            name,
+            recording,
+            policies,
+        }
+    }
+}
+
+impl std::fmt::Debug for Subagent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let policies: Vec<&str> = self.policies.iter().map(|policy| policy.name()).collect();
+        f.debug_struct("Subagent")
+            .field("name", &self.name)
+            .field("requests", &self.recording.steps.len())
+            .field("policies", &policies)
+            .finish()
+    }
 }
 
 /// The requests a log accounts for that the replay does not simulate, with the provider's own
 /// figures for them at the table's prices: every policy's figures, `recorded`'s included, leave
-/// them out. A subagent works in a context of its own (a replay of the session's policy would
-/// need the subagent's own system prompt and tools, which the log does not keep), and a branch
+/// them out. A subagent works in a context of its own: [`replay`] follows the main thread only
+/// and counts its subagents' requests here, [`replay_session`] replays them beside it. A branch
 /// the person left is no longer what the session sends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct NotReplayed {
@@ -212,6 +274,151 @@ pub fn replay(
     counter: Arc<dyn TokenCounter>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Replay, ReplayError> {
+    replay_thread(recording, policies, settings, counter, None, progress)
+}
+
+/// Replays a session's main thread (`recording`, under `policies`) and each of the subagents
+/// it started, and adds them up in [`Replay::session`]. The subagents are taken to be those the
+/// log accounts for beside its main thread: [`Replay::not_replayed`] then names only the
+/// branches a person left.
+pub fn replay_session(
+    recording: &Recording,
+    policies: &mut [Box<dyn Policy>],
+    subagents: &mut [Subagent],
+    settings: &Settings,
+    counter: Arc<dyn TokenCounter>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Replay, ReplayError> {
+    let mut whole = replay_thread(
+        recording,
+        policies,
+        settings,
+        counter.clone(),
+        None,
+        progress,
+    )?;
+    if subagents.is_empty() {
+        return Ok(whole);
+    }
+    let names: Vec<&str> = policies.iter().map(|policy| policy.name()).collect();
+    for subagent in subagents.iter_mut() {
+        let theirs: Vec<&str> = subagent
+            .policies
+            .iter()
+            .map(|policy| policy.name())
+            .collect();
+        if theirs != names {
+            return Err(ReplayError::Policy {
+                policy: theirs.join(", "),
+                message: format!(
+                    "subagent {} is given other policies than the main thread's ({})",
+                    subagent.name,
+                    names.join(", ")
+                ),
+            });
+        }
+        let thread = replay_thread(
+            &subagent.recording,
+            &mut subagent.policies,
+            settings,
+            counter.clone(),
+            Some(&subagent.name),
+            progress,
+        )?;
+        whole.subagents.push(SubagentReplay {
+            name: subagent.name.clone(),
+            agent_requests: thread.agent_requests,
+            calibration: thread.calibration,
+            policies: thread.policies,
+        });
+    }
+    whole.session = session_totals(&whole);
+    whole.not_replayed = whole.not_replayed.and_then(|beside| {
+        (beside.left_branch_requests > 0).then_some(NotReplayed {
+            subagent_requests: 0,
+            subagent_cost_usd: 0.0,
+            ..beside
+        })
+    });
+    Ok(whole)
+}
+
+/// Each policy's figures over the main thread and every subagent.
+fn session_totals(replay: &Replay) -> Vec<PolicyResult> {
+    let mut totals: Vec<PolicyResult> = replay.policies.clone();
+    for subagent in &replay.subagents {
+        for (total, theirs) in totals.iter_mut().zip(&subagent.policies) {
+            total.requests += theirs.requests;
+            total.summarizer_requests += theirs.summarizer_requests;
+            total.failures += theirs.failures;
+            total.compactions += theirs.compactions;
+            total.pruned_outputs += theirs.pruned_outputs;
+            total.cache_read_tokens += theirs.cache_read_tokens;
+            total.cache_write_tokens += theirs.cache_write_tokens;
+            total.uncached_tokens += theirs.uncached_tokens;
+            total.output_tokens += theirs.output_tokens;
+            total.cost_usd += theirs.cost_usd;
+            total.recorded = match (total.recorded, theirs.recorded) {
+                (Some(ours), Some(theirs)) => Some(RecordedFigures {
+                    recorded_requests: ours.recorded_requests + theirs.recorded_requests,
+                    recorded_cache_read_tokens: ours.recorded_cache_read_tokens
+                        + theirs.recorded_cache_read_tokens,
+                    recorded_cache_write_tokens: ours.recorded_cache_write_tokens
+                        + theirs.recorded_cache_write_tokens,
+                    recorded_uncached_tokens: ours.recorded_uncached_tokens
+                        + theirs.recorded_uncached_tokens,
+                    recorded_output_tokens: ours.recorded_output_tokens
+                        + theirs.recorded_output_tokens,
+                    recorded_cost_usd: ours.recorded_cost_usd + theirs.recorded_cost_usd,
+                }),
+                (ours, theirs) => ours.or(theirs),
+            };
+            total.rows.extend(theirs.rows.iter().cloned());
+        }
+    }
+    for total in &mut totals {
+        let (peak, mean) = context_figures(&total.rows);
+        total.peak_context_tokens = peak;
+        total.mean_context_tokens = mean;
+    }
+    relate_to_recorded(&mut totals);
+    totals
+}
+
+/// The largest and the mean input of the agent's requests among `rows`.
+fn context_figures(rows: &[Row]) -> (u64, u64) {
+    let agent = rows.iter().filter(|row| row.kind == RowKind::Agent);
+    let (count, sum, peak) = agent.fold((0u64, 0u64, 0u64), |(count, sum, peak), row| {
+        (
+            count + 1,
+            sum + row.context_tokens,
+            peak.max(row.context_tokens),
+        )
+    });
+    (peak, sum.checked_div(count).unwrap_or(0))
+}
+
+/// Sets each result's `cost_vs_recorded` from the `recorded` policy's cost, when it is there.
+fn relate_to_recorded(results: &mut [PolicyResult]) {
+    let baseline = results
+        .iter()
+        .find(|result| result.name == "recorded")
+        .map(|result| result.cost_usd);
+    for result in results {
+        result.cost_vs_recorded = baseline
+            .filter(|cost| *cost > 0.0)
+            .map(|cost| result.cost_usd / cost);
+    }
+}
+
+fn replay_thread(
+    recording: &Recording,
+    policies: &mut [Box<dyn Policy>],
+    settings: &Settings,
+    counter: Arc<dyn TokenCounter>,
+    thread: Option<&str>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Replay, ReplayError> {
     let mut fitted = calibrate(recording, counter.as_ref());
     if let Some(first) = recording.steps.first().and_then(|step| step.recorded) {
         fitted.warm_prefix = first.cache_read.min(fitted.hidden_prefix);
@@ -232,6 +439,7 @@ pub fn replay(
         let name = policy.name().to_owned();
         let result = run_policy(recording, policy.as_mut(), settings, &model, &mut |done| {
             progress(Progress {
+                thread,
                 policy: &name,
                 policy_index: index,
                 policies: count,
@@ -241,14 +449,8 @@ pub fn replay(
         })?;
         results.push(result);
     }
-    let baseline = results
-        .iter()
-        .find(|result| result.name == "recorded")
-        .map(|result| result.cost_usd);
+    relate_to_recorded(&mut results);
     for result in &mut results {
-        result.cost_vs_recorded = baseline
-            .filter(|cost| *cost > 0.0)
-            .map(|cost| result.cost_usd / cost);
         if result.name == "recorded" {
             result.recorded = recorded_figures(recording, settings);
         }
@@ -266,6 +468,8 @@ pub fn replay(
         calibration,
         policies: results,
         not_replayed: not_replayed(recording, settings),
+        subagents: Vec::new(),
+        session: Vec::new(),
     })
 }
 
@@ -438,6 +642,7 @@ fn totals(name: &str, rows: Vec<Row>, pruned_outputs: usize) -> PolicyResult {
         .collect();
     let sum = |field: fn(&Row) -> u64| rows.iter().map(field).sum::<u64>();
     let summarizer_requests = rows.len() - agent.len();
+    let (peak_context_tokens, mean_context_tokens) = context_figures(&rows);
     PolicyResult {
         name: name.to_owned(),
         requests: rows.len(),
@@ -445,16 +650,8 @@ fn totals(name: &str, rows: Vec<Row>, pruned_outputs: usize) -> PolicyResult {
         failures: agent.iter().filter(|row| row.failed).count(),
         compactions: summarizer_requests,
         pruned_outputs,
-        peak_context_tokens: agent
-            .iter()
-            .map(|row| row.context_tokens)
-            .max()
-            .unwrap_or(0),
-        mean_context_tokens: if agent.is_empty() {
-            0
-        } else {
-            agent.iter().map(|row| row.context_tokens).sum::<u64>() / agent.len() as u64
-        },
+        peak_context_tokens,
+        mean_context_tokens,
         cache_read_tokens: sum(|row| row.usage.cache_read),
         cache_write_tokens: sum(|row| row.usage.cache_write),
         uncached_tokens: sum(|row| row.usage.uncached),

@@ -105,23 +105,42 @@ fn run(path: &PathBuf, provider: Provider, window: usize) -> (Recording, Replay)
     (recording, replay)
 }
 
+/// Each thread of a session with usage: its main thread, and the subagents it keeps inline
+/// (each with its own calibration, as a subagent has its own system prompt and tools).
+fn threads_with_usage() -> Vec<(String, Recording)> {
+    let mut threads = Vec::new();
+    for path in transcripts()
+        .iter()
+        .filter(|path| path.extension().unwrap() == "jsonl")
+    {
+        let bytes = std::fs::read(path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let main = recording(path);
+        if main.recorded_steps() > 0 {
+            threads.push((name.clone(), main));
+        }
+        for subagent in
+            condense_formats::subagents(&bytes, condense_formats::Format::ClaudeCode).unwrap()
+        {
+            let recording = Recording::of(subagent.conversation);
+            if recording.recorded_steps() > 0 {
+                threads.push((format!("{name}, {}", subagent.name), recording));
+            }
+        }
+    }
+    threads
+}
+
 /// The `recorded` policy against Anthropic's cache model reproduces Claude Code's own usage:
-/// the cache-hit share within 3 points on every session that has usage, and at least 80 % of
-/// the requests with a large recorded cache write (a cold cache, a model switch) written by
-/// the simulation too.
+/// the cache-hit share within 3 points on every thread that has usage (the main thread of each
+/// session, and each subagent's), and at least 80 % of the requests with a large recorded cache
+/// write (a cold cache, a model switch) written by the simulation too.
 #[test]
 fn the_recorded_policy_reproduces_the_providers_own_cache_accounting() {
     let mut large = 0;
     let mut flagged = 0;
     let mut compared = 0;
-    for path in transcripts()
-        .iter()
-        .filter(|path| path.extension().unwrap() == "jsonl")
-    {
-        let recording = recording(path);
-        if recording.recorded_steps() == 0 {
-            continue;
-        }
+    for (name, recording) in threads_with_usage() {
         let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
         let mut policies = vec![policy::named("recorded", counter.clone()).unwrap()];
         let replay = replay(
@@ -136,8 +155,7 @@ fn the_recorded_policy_reproduces_the_providers_own_cache_accounting() {
         let gap = (agreement.simulated_hit_share - agreement.recorded_hit_share).abs();
         assert!(
             gap <= 0.03,
-            "{}: simulated {:.3} vs recorded {:.3}",
-            path.display(),
+            "{name}: simulated {:.3} vs recorded {:.3}",
             agreement.simulated_hit_share,
             agreement.recorded_hit_share
         );
@@ -146,7 +164,10 @@ fn the_recorded_policy_reproduces_the_providers_own_cache_accounting() {
         flagged += agreement.large_writes_flagged;
         compared += 1;
     }
-    assert_eq!(compared, 8, "the eight Claude Code sessions with usage");
+    assert_eq!(
+        compared, 11,
+        "the eight Claude Code sessions with usage, and 5f8cbb78's three subagents"
+    );
     assert!(large >= 10, "only {large} large writes to judge by");
     assert!(
         flagged * 5 >= large * 4,
@@ -154,23 +175,23 @@ fn the_recorded_policy_reproduces_the_providers_own_cache_accounting() {
     );
 }
 
-/// What a log accounts for beside its main thread is reported, not replayed: 5f8cbb78's
-/// subagents made 88 requests (383 uncached input tokens, 192,363 written to the cache,
-/// 4,052,167 read, 15,967 output, summed by `message.id` from its `isSidechain` lines), priced
-/// at the table's prices; no policy's figures hold them. A session without subagents or
-/// branches left has nothing to report.
+/// A session's subagents are replayed with it, each in a context of its own: 5f8cbb78's three
+/// made 88 requests (383 uncached input tokens, 192,363 written to the cache, 4,052,167 read,
+/// 15,967 output, summed by `message.id` from its `isSidechain` lines). The whole session's
+/// figures add the threads up under each policy, its recorded figures are the main thread's
+/// and theirs, and nothing is left out unsaid. Replayed alone, the main thread reports the
+/// subagents' requests beside its figures instead; a session without subagents or branches
+/// left has nothing to report.
 #[test]
-fn a_subagents_requests_are_reported_beside_the_policies() {
+fn a_sessions_subagents_are_replayed_with_it() {
     let dir = condense_core::testing::transcripts_dir();
-    let (_, replay) = run(
-        &dir.join("claude-code/5f8cbb78-38d3-47e9-9504-baa93bb166c9.jsonl"),
-        Provider::Anthropic,
-        200_000,
-    );
-    let beside = replay.not_replayed.unwrap();
+    let path = dir.join("claude-code/5f8cbb78-38d3-47e9-9504-baa93bb166c9.jsonl");
+    let window = 200_000;
+    let (main, alone) = run(&path, Provider::Anthropic, window);
+    let beside = alone.not_replayed.unwrap();
     assert_eq!(beside.subagent_requests, 88);
     assert_eq!(beside.left_branch_requests, 0);
-    let prices = &settings(Provider::Anthropic, 200_000).prices.anthropic;
+    let prices = &settings(Provider::Anthropic, window).prices.anthropic;
     let input = prices.input_per_mtok / 1e6;
     let expected = 383.0 * input
         + 192_363.0 * input * prices.cache_write_5m_multiplier
@@ -181,15 +202,94 @@ fn a_subagents_requests_are_reported_beside_the_policies() {
         "{} vs {expected}",
         beside.subagent_cost_usd
     );
-    let recorded = replay.policies[0].recorded.unwrap();
+    let recorded = alone.policies[0].recorded.unwrap();
     assert_eq!(recorded.recorded_requests, 119, "the main thread's own");
+
+    let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+    let bytes = std::fs::read(&path).unwrap();
+    let mut subagents: Vec<condense_replay::Subagent> =
+        condense_formats::subagents(&bytes, condense_formats::Format::ClaudeCode)
+            .unwrap()
+            .into_iter()
+            .map(|subagent| {
+                condense_replay::Subagent::new(
+                    subagent.name,
+                    Recording::of(subagent.conversation),
+                    all(&counter, window),
+                )
+            })
+            .collect();
+    let whole = condense_replay::replay_session(
+        &main,
+        &mut all(&counter, window),
+        &mut subagents,
+        &settings(Provider::Anthropic, window),
+        counter.clone(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(whole.not_replayed, None);
+    assert_eq!(whole.policies, alone.policies, "the main thread as alone");
+    assert_eq!(whole.subagents.len(), 3);
+    let requests: usize = whole.subagents.iter().map(|s| s.agent_requests).sum();
+    assert_eq!(requests, 88);
+    for subagent in &whole.subagents {
+        assert!(subagent.calibration.fitted_on > 0, "{}", subagent.name);
+    }
+    let session = whole.session[0].recorded.unwrap();
+    assert_eq!(session.recorded_requests, 119 + 88);
+    assert_eq!(
+        session.recorded_cache_read_tokens,
+        recorded.recorded_cache_read_tokens + 4_052_167
+    );
+    assert_eq!(
+        session.recorded_cache_write_tokens,
+        recorded.recorded_cache_write_tokens + 192_363
+    );
+    assert_eq!(
+        session.recorded_uncached_tokens,
+        recorded.recorded_uncached_tokens + 383
+    );
+    assert!((session.recorded_cost_usd - recorded.recorded_cost_usd - expected).abs() < 1e-9);
+    for (index, total) in whole.session.iter().enumerate() {
+        let threads = std::iter::once(&whole.policies[index])
+            .chain(whole.subagents.iter().map(|s| &s.policies[index]));
+        let (mut cost, mut requests, mut read, mut rows) = (0.0, 0, 0, 0);
+        for thread in threads {
+            assert_eq!(thread.name, total.name);
+            cost += thread.cost_usd;
+            requests += thread.requests;
+            read += thread.cache_read_tokens;
+            rows += thread.rows.len();
+        }
+        assert!((total.cost_usd - cost).abs() < 1e-9, "{}", total.name);
+        assert_eq!(
+            (total.requests, total.cache_read_tokens, total.rows.len()),
+            (requests, read, rows),
+            "{}",
+            total.name
+        );
+        let agent: Vec<u64> = total
+            .rows
+            .iter()
+            .filter(|row| row.kind == condense_replay::RowKind::Agent)
+            .map(|row| row.context_tokens)
+            .collect();
+        assert_eq!(total.peak_context_tokens, *agent.iter().max().unwrap());
+        assert_eq!(
+            total.mean_context_tokens,
+            agent.iter().sum::<u64>() / agent.len() as u64
+        );
+    }
+    assert_eq!(whole.session[0].cost_vs_recorded, Some(1.0));
 
     let (_, plain) = run(
         &dir.join("claude-code/d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl"),
         Provider::Anthropic,
-        200_000,
+        window,
     );
     assert_eq!(plain.not_replayed, None);
+    assert!(plain.subagents.is_empty() && plain.session.is_empty());
 }
 
 /// The calibration finds the system prompt and tools that Claude Code's log leaves out: about
@@ -576,4 +676,35 @@ fn a_responses_session_replays_as_its_chat_form() {
         compared += 1;
     }
     assert!(compared >= 10, "{compared}");
+}
+
+/// A subagent replayed under other policies than the main thread's could not be added up: the
+/// replay refuses it, naming both.
+#[test]
+fn a_subagent_under_other_policies_is_refused() {
+    let dir = condense_core::testing::transcripts_dir();
+    let path = dir.join("claude-code/5f8cbb78-38d3-47e9-9504-baa93bb166c9.jsonl");
+    let bytes = std::fs::read(&path).unwrap();
+    let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+    let first = condense_formats::subagents(&bytes, condense_formats::Format::ClaudeCode)
+        .unwrap()
+        .remove(0);
+    let mut subagents = vec![condense_replay::Subagent::new(
+        first.name,
+        Recording::of(first.conversation),
+        vec![policy::named("none", counter.clone()).unwrap()],
+    )];
+    let error = condense_replay::replay_session(
+        &recording(&path),
+        &mut [policy::named("recorded", counter.clone()).unwrap()],
+        &mut subagents,
+        &settings(Provider::Anthropic, 200_000),
+        counter,
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the none policy: subagent sidechain from line 275 is given other policies than the main thread's (recorded)"
+    );
 }
