@@ -279,6 +279,30 @@ fn a_line_beside_that_hung_below_a_replaced_message_hangs_below_the_summary() {
     );
 }
 
+/// A line of a Claude Code log below `parent` saying `content`; an assistant's is reply `id`
+/// and carries usage: `input` uncached tokens, 1,000 read, 100 written, 7 output.
+fn chained(
+    uuid: &str,
+    parent: Option<&str>,
+    role: &str,
+    sidechain: bool,
+    content: &str,
+    id: &str,
+    input: u64,
+) -> String {
+    let mut message = serde_json::json!({"role": role, "content": content});
+    if role == "assistant" {
+        message["id"] = id.into();
+        message["usage"] = serde_json::json!({"input_tokens": input,
+            "cache_creation_input_tokens": 100, "cache_read_input_tokens": 1000,
+            "output_tokens": 7});
+    }
+    serde_json::json!({"parentUuid": parent, "isSidechain": sidechain, "type": role,
+        "message": message, "uuid": uuid,
+        "timestamp": "2026-11-23T10:00:00.000Z", "sessionId": "s"})
+    .to_string()
+}
+
 /// The requests a log accounts for beside its main thread: a subagent's replies and those on a
 /// branch the person left, one per reply (its lines carry the usage each; the last counts),
 /// and none of the main thread's.
@@ -286,17 +310,7 @@ fn a_line_beside_that_hung_below_a_replaced_message_hangs_below_the_summary() {
 fn the_usage_beside_the_main_thread_is_a_subagents_or_a_left_branchs() {
     let line =
         |uuid: &str, parent: Option<&str>, role: &str, sidechain: bool, id: &str, input: u64| {
-            let mut message = serde_json::json!({"role": role, "content": uuid});
-            if role == "assistant" {
-                message["id"] = id.into();
-                message["usage"] = serde_json::json!({"input_tokens": input,
-                "cache_creation_input_tokens": 100, "cache_read_input_tokens": 1000,
-                "output_tokens": 7});
-            }
-            serde_json::json!({"parentUuid": parent, "isSidechain": sidechain, "type": role,
-            "message": message, "uuid": uuid,
-            "timestamp": "2026-11-23T10:00:00.000Z", "sessionId": "s"})
-            .to_string()
+            chained(uuid, parent, role, sidechain, uuid, id, input)
         };
     let log = [
         line("u1", None, "user", false, "", 0),
@@ -391,17 +405,15 @@ fn a_subagents_own_log_is_its_conversation() {
 #[test]
 fn the_subagents_a_log_keeps_inline_are_conversations_of_their_own() {
     let line = |uuid: &str, parent: Option<&str>, role: &str, sidechain: bool, text: &str| {
-        let mut message = serde_json::json!({"role": role, "content": text});
-        if role == "assistant" {
-            message["id"] = format!("msg_{uuid}").into();
-            message["usage"] = serde_json::json!({"input_tokens": 10,
-                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-                "output_tokens": 1});
-        }
-        serde_json::json!({"parentUuid": parent, "isSidechain": sidechain, "type": role,
-            "message": message, "uuid": uuid,
-            "timestamp": "2026-11-23T10:00:00.000Z", "sessionId": "s"})
-        .to_string()
+        chained(
+            uuid,
+            parent,
+            role,
+            sidechain,
+            text,
+            &format!("msg_{uuid}"),
+            10,
+        )
     };
     let mut lines = vec![
         line("u1", None, "user", false, "look at both crates"),
