@@ -275,7 +275,8 @@ fn plot_kind(path: &std::path::Path) -> Result<PlotKind> {
 }
 
 /// The subagent logs Claude Code 2 keeps beside a session's log (`SESSION/subagents/
-/// agent-ID.jsonl` next to `SESSION.jsonl`): their requests are not in the session's log.
+/// agent-ID.jsonl` next to `SESSION.jsonl`; directories of that name aside), in the order of
+/// their names: their requests are not in the session's log.
 fn subagent_logs(input: Option<&std::path::Path>) -> Vec<PathBuf> {
     let Some(dir) = input.map(|input| input.with_extension("").join("subagents")) else {
         return Vec::new();
@@ -288,7 +289,9 @@ fn subagent_logs(input: Option<&std::path::Path>) -> Vec<PathBuf> {
         .filter(|entry| {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            name.starts_with("agent-") && name.ends_with(".jsonl")
+            name.starts_with("agent-")
+                && name.ends_with(".jsonl")
+                && !entry.path().is_dir()
         })
         .map(|entry| entry.path())
         .collect();

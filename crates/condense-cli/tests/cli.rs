@@ -1050,7 +1050,10 @@ fn replay_replays_the_subagent_logs_beside_a_session_with_it() {
         stdout.contains("the log's own figures, the whole session ("),
         "{stdout}"
     );
+    // A directory of that name is no log.
+    std::fs::create_dir(dir.path().join("s/subagents/agent-b.jsonl")).unwrap();
     let value = replay_json(dir.path(), &session, &["recorded"]);
+    assert_eq!(value["subagents"].as_array().unwrap().len(), 1);
     assert_eq!(value["policies"], without["policies"], "the main thread");
     assert_eq!(value["subagents"][0]["name"], "agent-a31bf5bd29a79d555");
     assert_eq!(value["subagents"][0]["agent_requests"], 3);
