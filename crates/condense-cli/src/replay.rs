@@ -289,9 +289,7 @@ fn subagent_logs(input: Option<&std::path::Path>) -> Vec<PathBuf> {
         .filter(|entry| {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            name.starts_with("agent-")
-                && name.ends_with(".jsonl")
-                && !entry.path().is_dir()
+            name.starts_with("agent-") && name.ends_with(".jsonl") && !entry.path().is_dir()
         })
         .map(|entry| entry.path())
         .collect();

@@ -126,6 +126,23 @@ pub struct RecordedFigures {
     pub recorded_cost_usd: f64,
 }
 
+impl RecordedFigures {
+    /// Both threads' figures added up.
+    fn plus(&self, other: &RecordedFigures) -> RecordedFigures {
+        RecordedFigures {
+            recorded_requests: self.recorded_requests + other.recorded_requests,
+            recorded_cache_read_tokens: self.recorded_cache_read_tokens
+                + other.recorded_cache_read_tokens,
+            recorded_cache_write_tokens: self.recorded_cache_write_tokens
+                + other.recorded_cache_write_tokens,
+            recorded_uncached_tokens: self.recorded_uncached_tokens
+                + other.recorded_uncached_tokens,
+            recorded_output_tokens: self.recorded_output_tokens + other.recorded_output_tokens,
+            recorded_cost_usd: self.recorded_cost_usd + other.recorded_cost_usd,
+        }
+    }
+}
+
 /// One policy's totals.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PolicyResult {
@@ -359,18 +376,7 @@ fn session_totals(replay: &Replay) -> Vec<PolicyResult> {
             total.output_tokens += theirs.output_tokens;
             total.cost_usd += theirs.cost_usd;
             total.recorded = match (total.recorded, theirs.recorded) {
-                (Some(ours), Some(theirs)) => Some(RecordedFigures {
-                    recorded_requests: ours.recorded_requests + theirs.recorded_requests,
-                    recorded_cache_read_tokens: ours.recorded_cache_read_tokens
-                        + theirs.recorded_cache_read_tokens,
-                    recorded_cache_write_tokens: ours.recorded_cache_write_tokens
-                        + theirs.recorded_cache_write_tokens,
-                    recorded_uncached_tokens: ours.recorded_uncached_tokens
-                        + theirs.recorded_uncached_tokens,
-                    recorded_output_tokens: ours.recorded_output_tokens
-                        + theirs.recorded_output_tokens,
-                    recorded_cost_usd: ours.recorded_cost_usd + theirs.recorded_cost_usd,
-                }),
+                (Some(ours), Some(theirs)) => Some(ours.plus(&theirs)),
                 (ours, theirs) => ours.or(theirs),
             };
             total.rows.extend(theirs.rows.iter().cloned());
