@@ -98,7 +98,7 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
         );
         return Ok(());
     }
-    print_table(&replay, &recording, &session_name(&args))
+    print_table(&replay, &recording, &subagents, &session_name(&args))
 }
 
 /// The policies asked for, each once, in the order given; all of them when none is named.
@@ -307,7 +307,12 @@ fn session_name(args: &ReplayArgs) -> String {
         )
 }
 
-fn print_table(replay: &Replay, recording: &Recording, name: &str) -> Result<()> {
+fn print_table(
+    replay: &Replay,
+    recording: &Recording,
+    subagents: &[condense_replay::Subagent],
+    name: &str,
+) -> Result<()> {
     let thousands = |n: u64| crate::human::thousands(usize::try_from(n).unwrap_or(usize::MAX));
     say!(
         "{name}: {} requests replayed against {} ({}), cache lifetime {}, context window {}",
@@ -443,21 +448,29 @@ fn print_table(replay: &Replay, recording: &Recording, name: &str) -> Result<()>
             );
             Ok(())
         };
-        let subagents = !replay.subagents.is_empty();
+        let main = if replay.subagents.is_empty() {
+            ""
+        } else {
+            ", the main thread"
+        };
         if let Some(figures) = &recorded.recorded {
-            figures_line(figures, if subagents { ", the main thread" } else { "" })?;
+            figures_line(figures, main)?;
         }
-        if replay.provider == Provider::Anthropic
-            && let Some(agreement) = Agreement::of(recording, recorded)
-        {
-            say!(
-                "cache-hit share: simulated {:.1} %, recorded {:.1} %; large cache writes recognised: {} of {}",
-                agreement.simulated_hit_share * 100.0,
-                agreement.recorded_hit_share * 100.0,
-                agreement.large_writes_flagged,
-                agreement.large_writes
-            );
-        }
+        let agreement_line = |agreement: Option<Agreement>, of: &str| -> Result<()> {
+            if replay.provider == Provider::Anthropic
+                && let Some(agreement) = agreement
+            {
+                say!(
+                    "cache-hit share{of}: simulated {:.1} %, recorded {:.1} %; large cache writes recognised: {} of {}",
+                    agreement.simulated_hit_share * 100.0,
+                    agreement.recorded_hit_share * 100.0,
+                    agreement.large_writes_flagged,
+                    agreement.large_writes
+                );
+            }
+            Ok(())
+        };
+        agreement_line(Agreement::of(recording, recorded), "")?;
         if let Some(figures) = replay
             .session
             .iter()
@@ -465,6 +478,19 @@ fn print_table(replay: &Replay, recording: &Recording, name: &str) -> Result<()>
             .and_then(|result| result.recorded.as_ref())
         {
             figures_line(figures, ", the whole session")?;
+            // Each subagent's `recorded` result, with its requests.
+            let theirs =
+                subagents
+                    .iter()
+                    .zip(&replay.subagents)
+                    .filter_map(|(subagent, replayed)| {
+                        let result = replayed
+                            .policies
+                            .iter()
+                            .find(|result| result.name == "recorded")?;
+                        Some((&subagent.recording, result))
+                    });
+            agreement_line(Agreement::over(theirs), " on the subagents")?;
         }
     }
     Ok(())

@@ -1050,6 +1050,10 @@ fn replay_replays_the_subagent_logs_beside_a_session_with_it() {
         stdout.contains("the log's own figures, the whole session ("),
         "{stdout}"
     );
+    assert!(
+        stdout.contains("cache-hit share on the subagents: simulated "),
+        "{stdout}"
+    );
     // A directory of that name is no log.
     std::fs::create_dir(dir.path().join("s/subagents/agent-b.jsonl")).unwrap();
     let value = replay_json(dir.path(), &session, &["recorded"]);

@@ -769,13 +769,24 @@ impl Agreement {
     /// The agreement of `result` (the `recorded` policy's, replayed against Anthropic's cache)
     /// with `recording`'s own figures; `None` when the log has none.
     pub fn of(recording: &Recording, result: &PolicyResult) -> Option<Agreement> {
-        let agent = result.rows.iter().filter(|row| row.kind == RowKind::Agent);
+        Agreement::over([(recording, result)])
+    }
+
+    /// The agreement of several threads taken together (a session's subagents, each with the
+    /// `recorded` policy's result on it): their tokens and requests added up.
+    pub fn over<'a>(
+        threads: impl IntoIterator<Item = (&'a Recording, &'a PolicyResult)>,
+    ) -> Option<Agreement> {
         let mut recorded = (0u64, 0u64);
         let mut simulated = (0u64, 0u64);
         let mut requests = 0;
         let mut large_writes = 0;
         let mut large_writes_flagged = 0;
-        for (step, row) in recording.steps.iter().zip(agent) {
+        let steps = threads.into_iter().flat_map(|(recording, result)| {
+            let agent = result.rows.iter().filter(|row| row.kind == RowKind::Agent);
+            recording.steps.iter().zip(agent)
+        });
+        for (step, row) in steps {
             let Some(usage) = step.recorded.filter(|_| !row.failed) else {
                 continue;
             };

@@ -282,6 +282,20 @@ fn a_sessions_subagents_are_replayed_with_it() {
         );
     }
     assert_eq!(whole.session[0].cost_vs_recorded, Some(1.0));
+    // Taken together the subagents agree with their log as each does.
+    let agreement = Agreement::over(
+        subagents
+            .iter()
+            .zip(&whole.subagents)
+            .map(|(subagent, replayed)| (&subagent.recording, &replayed.policies[0])),
+    )
+    .unwrap();
+    assert_eq!(agreement.requests, 88);
+    assert_eq!(
+        (agreement.large_writes, agreement.large_writes_flagged),
+        (14, 14)
+    );
+    assert!((agreement.simulated_hit_share - agreement.recorded_hit_share).abs() <= 0.03);
 
     let (_, plain) = run(
         &dir.join("claude-code/d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl"),
