@@ -652,71 +652,172 @@ pub async fn anthropic_agent_upstream(
                     "end_turn",
                 ),
             };
-            let input_tokens = body.len() / 4;
-            let message = |content: Value, stop: Value| {
-                serde_json::json!({
-                    "id": format!("msg_{turn}"), "type": "message", "role": "assistant",
-                    "model": request["model"], "content": content, "stop_reason": stop,
-                    "stop_sequence": null,
-                    "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
-                              "cache_read_input_tokens": 0, "output_tokens": 12},
-                })
-            };
-            if request["stream"] != true {
-                return Response::builder()
-                    .header("content-type", "application/json")
-                    .body(Body::from(
-                        message(Value::Array(vec![block]), stop.into()).to_string(),
-                    ))
-                    .unwrap();
-            }
-            let (start, delta) = if block["type"] == "text" {
-                (
-                    serde_json::json!({"type": "text", "text": ""}),
-                    serde_json::json!({"type": "text_delta", "text": answer}),
-                )
-            } else {
-                let mut start = block.clone();
-                start["input"] = serde_json::json!({});
-                (
-                    start,
-                    serde_json::json!({"type": "input_json_delta",
-                                       "partial_json": block["input"].to_string()}),
-                )
-            };
-            let events = [
-                (
-                    "message_start",
-                    serde_json::json!({"type": "message_start", "message": message(Value::Array(vec![]), Value::Null)}),
-                ),
-                (
-                    "content_block_start",
-                    serde_json::json!({"type": "content_block_start", "index": 0, "content_block": start}),
-                ),
-                (
-                    "content_block_delta",
-                    serde_json::json!({"type": "content_block_delta", "index": 0, "delta": delta}),
-                ),
-                (
-                    "content_block_stop",
-                    serde_json::json!({"type": "content_block_stop", "index": 0}),
-                ),
-                (
-                    "message_delta",
-                    serde_json::json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 12}}),
-                ),
-                ("message_stop", serde_json::json!({"type": "message_stop"})),
-            ];
-            let stream: String = events
-                .into_iter()
-                .map(|(kind, data)| format!("event: {kind}\ndata: {data}\n\n"))
-                .collect();
-            Response::builder()
-                .header("content-type", "text/event-stream")
-                .body(Body::from(stream))
-                .unwrap()
+            anthropic_reply(&request, format!("msg_{turn}"), block, stop, body.len() / 4)
         }
     };
     let app = Router::new().fallback(post(reply));
     (format!("http://{}", serve(app).await), received)
+}
+
+/// A scripted model for Claude Code that delegates to a subagent, on a free 127.0.0.1 port:
+/// its origin and what it received. A request that offers the `Agent` tool and holds no answer
+/// from it yet gets a `tool_use` of `Agent` (id `toolu_agent`) asking a general-purpose
+/// subagent to do `prompt`; the subagent's requests (their first user message is `prompt`) run
+/// `commands` with `Bash` one by one (ids `toolu_s000`, …), counted by the tool results each
+/// request carries, then get `subagent_answer`; every other request gets `answer`. Stateless:
+/// what a request gets follows from the request alone.
+pub async fn anthropic_delegating_upstream(
+    prompt: &'static str,
+    commands: Vec<String>,
+    subagent_answer: &'static str,
+    answer: &'static str,
+) -> (String, Received) {
+    let received: Received = Arc::default();
+    let commands = Arc::new(commands);
+    let record = received.clone();
+    let reply = move |uri: axum::http::Uri, headers: HeaderMap, body: Bytes| {
+        let received = record.clone();
+        let commands = commands.clone();
+        async move {
+            received
+                .lock()
+                .unwrap()
+                .push((uri.path().to_owned(), headers, body.clone()));
+            if uri.path().ends_with("/count_tokens") {
+                return Response::builder()
+                    .header("content-type", "application/json")
+                    .body(Body::from(r#"{"input_tokens":1000}"#))
+                    .unwrap();
+            }
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let text = |block: &Value| block["text"].as_str().unwrap_or_default().to_owned();
+            let first_user = request["messages"]
+                .as_array()
+                .and_then(|messages| messages.iter().find(|m| m["role"] == "user"))
+                .map(|message| match &message["content"] {
+                    Value::String(content) => content.clone(),
+                    Value::Array(blocks) => blocks.iter().map(text).collect(),
+                    _ => String::new(),
+                })
+                .unwrap_or_default();
+            let results: Vec<String> = request["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|message| message["content"].as_array())
+                .flatten()
+                .filter(|block| block["type"] == "tool_result")
+                .map(|block| block["tool_use_id"].as_str().unwrap_or_default().to_owned())
+                .collect();
+            let offers = |name: &str| {
+                request["tools"]
+                    .as_array()
+                    .is_some_and(|tools| tools.iter().any(|tool| tool["name"] == name))
+            };
+            let (block, stop) = if first_user.contains(prompt) && offers("Bash") {
+                match commands.get(results.len()) {
+                    Some(command) => (
+                        serde_json::json!({"type": "tool_use",
+                            "id": format!("toolu_s{:03}", results.len()), "name": "Bash",
+                            "input": {"command": command, "description": "Run it"}}),
+                        "tool_use",
+                    ),
+                    None => (
+                        serde_json::json!({"type": "text", "text": subagent_answer}),
+                        "end_turn",
+                    ),
+                }
+            } else if offers("Agent") && !results.iter().any(|id| id == "toolu_agent") {
+                (
+                    serde_json::json!({"type": "tool_use", "id": "toolu_agent", "name": "Agent",
+                        "input": {"description": "Run the commands", "prompt": prompt,
+                                  "subagent_type": "general-purpose"}}),
+                    "tool_use",
+                )
+            } else {
+                (
+                    serde_json::json!({"type": "text", "text": answer}),
+                    "end_turn",
+                )
+            };
+            let id = format!("msg_{}", received.lock().unwrap().len());
+            anthropic_reply(&request, id, block, stop, body.len() / 4)
+        }
+    };
+    let app = Router::new().fallback(post(reply));
+    (format!("http://{}", serve(app).await), received)
+}
+
+/// The Messages API's answer to `request`: one content `block`, `stop` its stop reason, as JSON,
+/// or, when the request asks to stream, as the events Anthropic sends (usage in
+/// `message_start` and `message_delta`).
+fn anthropic_reply(
+    request: &Value,
+    id: String,
+    block: Value,
+    stop: &'static str,
+    input_tokens: usize,
+) -> Response<Body> {
+    let message = |content: Value, stop: Value| {
+        serde_json::json!({
+            "id": id, "type": "message", "role": "assistant",
+            "model": request["model"], "content": content, "stop_reason": stop,
+            "stop_sequence": null,
+            "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0, "output_tokens": 12},
+        })
+    };
+    if request["stream"] != true {
+        return Response::builder()
+            .header("content-type", "application/json")
+            .body(Body::from(
+                message(Value::Array(vec![block]), stop.into()).to_string(),
+            ))
+            .unwrap();
+    }
+    let (start, delta) = if block["type"] == "text" {
+        (
+            serde_json::json!({"type": "text", "text": ""}),
+            serde_json::json!({"type": "text_delta", "text": block["text"]}),
+        )
+    } else {
+        let mut start = block.clone();
+        start["input"] = serde_json::json!({});
+        (
+            start,
+            serde_json::json!({"type": "input_json_delta",
+                               "partial_json": block["input"].to_string()}),
+        )
+    };
+    let events = [
+        (
+            "message_start",
+            serde_json::json!({"type": "message_start", "message": message(Value::Array(vec![]), Value::Null)}),
+        ),
+        (
+            "content_block_start",
+            serde_json::json!({"type": "content_block_start", "index": 0, "content_block": start}),
+        ),
+        (
+            "content_block_delta",
+            serde_json::json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        ),
+        (
+            "content_block_stop",
+            serde_json::json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            "message_delta",
+            serde_json::json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 12}}),
+        ),
+        ("message_stop", serde_json::json!({"type": "message_stop"})),
+    ];
+    let stream: String = events
+        .into_iter()
+        .map(|(kind, data)| format!("event: {kind}\ndata: {data}\n\n"))
+        .collect();
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from(stream))
+        .unwrap()
 }

@@ -12,8 +12,8 @@
 use std::time::Duration;
 
 use condense_serve::testing::{
-    agent_bodies, agent_proxy_settings, anthropic_agent_upstream, check_agent_bodies,
-    counting_commands, files_under, proxy_to, run_bounded, spawn,
+    agent_bodies, agent_proxy_settings, anthropic_agent_upstream, anthropic_delegating_upstream,
+    check_agent_bodies, counting_commands, files_under, proxy_to, run_bounded, spawn,
 };
 use serde_json::Value;
 
@@ -87,6 +87,123 @@ async fn claude_code_works_through_the_proxy_and_its_requests_are_compacted() {
     // Claude Code's own log of the session still holds every output as the command printed
     // it: the proxy changed what the model saw, not what the agent keeps.
     let log = session_log(home.path());
+    assert!(!log.contains("condense recall"));
+    for turn in 0..COMMANDS {
+        let last = 1500 + 100 * turn;
+        assert!(
+            log.contains(&format!("\\n{}\\n{last}", last - 1)),
+            "output {turn}"
+        );
+    }
+}
+
+/// What the scripted model has Claude Code's main thread ask a subagent to do.
+const SUBAGENT_PROMPT: &str = "Count to a few thousand, several times, with Bash.";
+/// The subagent's last answer.
+const SUBAGENT_ANSWER: &str = "Counted, six times.";
+
+/// Claude Code hands work to a subagent (its `Agent` tool), whose requests go through the proxy
+/// too, with a system prompt and a first message of their own: the proxy keeps the subagent
+/// a session of its own (no header names either), so its long outputs are pruned and frozen
+/// from one of its requests to the next while the main thread's requests stay as they are, and
+/// Claude Code keeps the subagent's log, beside the session's, with every output whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_code_subagent_is_a_session_of_its_own_through_the_proxy() {
+    let Some(claude) = condense_core::testing::required_url(
+        "a_claude_code_subagent_is_a_session_of_its_own_through_the_proxy",
+        "CONDENSE_CLAUDE_CODE",
+        "CONDENSE_REQUIRE_CLAUDE_CODE",
+    ) else {
+        return;
+    };
+    let (upstream, received) = anthropic_delegating_upstream(
+        SUBAGENT_PROMPT,
+        counting_commands(COMMANDS),
+        SUBAGENT_ANSWER,
+        FINAL_ANSWER,
+    )
+    .await;
+    let state = tempfile::tempdir().unwrap();
+    let proxy = proxy_to(&upstream, &agent_proxy_settings("48000"), state.path());
+    let url = spawn(proxy).await;
+
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut command = std::process::Command::new(&claude);
+    command
+        .args(["-p", "have a subagent count for you"])
+        .args(["--allowedTools", "Bash,Agent", "--output-format", "json"])
+        .current_dir(work.path())
+        .env("HOME", home.path())
+        .env("ANTHROPIC_BASE_URL", &url)
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1");
+    let output =
+        tokio::task::spawn_blocking(move || run_bounded(command, Duration::from_secs(240)))
+            .await
+            .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}\n{stdout}");
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["result"], FINAL_ANSWER, "{stdout}");
+
+    let bodies = agent_bodies(&received, "/v1/messages");
+    let (subagent, main): (Vec<Value>, Vec<Value>) = bodies.into_iter().partition(|body| {
+        let first = &body["messages"][0]["content"];
+        first.as_str() == Some(SUBAGENT_PROMPT)
+            || first
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|block| block["text"] == SUBAGENT_PROMPT)
+    });
+    // The main thread: the request that delegated, and the one after the subagent's answer,
+    // which came back whole as the `Agent` call's result.
+    assert_eq!(main.len(), 2, "{main:?}");
+    let last = main[1]["messages"].to_string();
+    assert!(last.contains(SUBAGENT_ANSWER), "{last}");
+    assert!(!last.contains("condense recall"), "{last}");
+    // The subagent: one request per command and its answer, pruned and frozen in its own
+    // session.
+    assert_eq!(subagent.len(), COMMANDS + 1);
+    let frozen = check_agent_bodies(
+        condense_formats::Format::Anthropic,
+        &subagent,
+        work.path(),
+        |call| format!("toolu_s{call:03}"),
+    );
+    eprintln!(
+        "{} subagent requests, {} outputs replaced",
+        subagent.len(),
+        frozen.replaced.len()
+    );
+    assert!(
+        frozen.replaced.len() >= 2,
+        "the subagent's later requests were compacted: {:?}",
+        frozen.replaced.keys()
+    );
+    // The proxy told the two apart by what each conversation starts with (the system prompt,
+    // the first message, the first reply), which it forwarded unchanged: each of the subagent's
+    // requests after its first is in one session, the main thread's in another.
+    let session = |body: &Value| {
+        let conversation =
+            condense_formats::read_json(condense_formats::Format::Anthropic, body.clone()).unwrap();
+        condense_serve::derived_session(condense_serve::Provider::Anthropic, &conversation)
+    };
+    let theirs: std::collections::BTreeSet<String> = subagent[1..].iter().map(session).collect();
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    assert!(!theirs.contains(&session(&main[1])));
+
+    // Claude Code's log of the subagent, beside the session's, keeps every output whole.
+    let logs = files_under(&home.path().join(".claude/projects"), "jsonl");
+    let subagent_log: Vec<_> = logs
+        .iter()
+        .filter(|path| path.to_string_lossy().contains("/subagents/agent-"))
+        .collect();
+    assert_eq!(subagent_log.len(), 1, "{logs:?}");
+    let log = std::fs::read_to_string(subagent_log[0]).unwrap();
     assert!(!log.contains("condense recall"));
     for turn in 0..COMMANDS {
         let last = 1500 + 100 * turn;
