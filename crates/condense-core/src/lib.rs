@@ -24,7 +24,9 @@ pub use compacted::{Compacted, Phase};
 pub use content_hash::{Prehashed, hash_value};
 pub use conversation::{Conversation, SideKind, SideRecord};
 pub use memo::{Memos, MessageMemo};
-pub use message::{ContentShape, Message, Role, SUMMARY_CLOSE, SUMMARY_OPEN, WireRecord};
+pub use message::{
+    ContentShape, HARNESS_SUMMARY_OPENINGS, Message, Role, SUMMARY_CLOSE, SUMMARY_OPEN, WireRecord,
+};
 pub use pairs::{CallSite, ResultSite, ToolPairs};
 pub use part::{Image, Part, Text, Thinking, ToolCall, ToolOutput, ToolResult};
 pub use turns::user_turns;

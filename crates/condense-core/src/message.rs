@@ -10,6 +10,23 @@ pub const SUMMARY_OPEN: &str = "<prior-conversation-summary>";
 /// How a compaction summary closes; see [`SUMMARY_OPEN`].
 pub const SUMMARY_CLOSE: &str = "</prior-conversation-summary>";
 
+/// The agents whose own compactions leave a summary on the user's side of the history, and the
+/// words each opens it with: the summary is all that is left of what came before it, so a
+/// compaction after theirs must carry it whole, not quote it as the person's request. Claude
+/// Code (1.x: "…ran out of context. The conversation is summarized below:", 2.1.197: "…The
+/// summary below covers the earlier portion of the conversation.") and Codex (its summary
+/// prefix, `templates/compact/summary_prefix.md`).
+pub const HARNESS_SUMMARY_OPENINGS: [(&str, &str); 2] = [
+    (
+        "Claude Code",
+        "This session is being continued from a previous conversation",
+    ),
+    (
+        "Codex",
+        "Another language model started to solve this problem and produced a summary",
+    ),
+];
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 /// Who wrote a message. Tool results that a wire format carries in `user` messages keep the
@@ -127,6 +144,22 @@ impl Message {
         })
     }
 
+    /// The agent whose own compaction left this user message, its summary
+    /// ([`HARNESS_SUMMARY_OPENINGS`]); `None` for any other message.
+    pub fn harness_summary(&self) -> Option<&'static str> {
+        if self.role != Role::User {
+            return None;
+        }
+        let text = self.parts.iter().find_map(|part| match part {
+            Part::Text(text) if !text.text.trim().is_empty() => Some(text.text.trim_start()),
+            _ => None,
+        })?;
+        HARNESS_SUMMARY_OPENINGS
+            .iter()
+            .find(|(_, opening)| text.starts_with(opening))
+            .map(|(agent, _)| *agent)
+    }
+
     /// When the message was written, where its format records it (Claude Code's `timestamp` on
     /// every line; the latest of its lines when a reply spans several), in milliseconds since the
     /// epoch. `None` when no record carries a readable one.
@@ -197,5 +230,27 @@ mod tests {
             "<prior-conversation-summary>\n## Goal\n</prior-conversation-summary>",
         );
         assert!(!summary.is_user_turn());
+    }
+
+    #[test]
+    fn an_agents_own_summary_is_known_by_its_opening_words() {
+        for (text, agent) in [
+            (
+                "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\nSummary: …",
+                Some("Claude Code"),
+            ),
+            (
+                "This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.",
+                Some("Claude Code"),
+            ),
+            (
+                "Another language model started to solve this problem and produced a summary of its thinking process.\nSUMMARY: …",
+                Some("Codex"),
+            ),
+            ("Please summarize this session.", None),
+        ] {
+            assert_eq!(Message::text(Role::User, text).harness_summary(), agent);
+            assert_eq!(Message::text(Role::Assistant, text).harness_summary(), None);
+        }
     }
 }

@@ -378,6 +378,88 @@ async fn every_transcript_ends_with_its_last_exchange_at_every_window() {
     }
 }
 
+/// A session an agent compacted on its own starts with that agent's summary, on the user's side:
+/// all that is left of what came before. condense's summary carries it whole (a block quote
+/// naming the agent), never quoted as the person's request and cut there, and a second
+/// compaction carries it again; its numbered lines are not taken for requests.
+#[tokio::test]
+async fn an_agents_own_summary_is_carried_whole_through_two_compactions() {
+    let at = |window: &str, output: &str| {
+        Config::load(&Sources {
+            env: vec![
+                ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), window.into()),
+                ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), output.into()),
+            ],
+            ..Sources::default()
+        })
+        .unwrap()
+    };
+    let summary_of = |conversation: &Conversation| -> String {
+        conversation
+            .messages
+            .iter()
+            .find(|m| m.is_compaction_summary())
+            .map(Message::plain_text)
+            .expect("a summary")
+    };
+    // Claude Code's layout: numbered sections, far longer than a quoted request may be.
+    let mut theirs = String::from(
+        "This session is being continued from a previous conversation that ran out of context. \
+         The summary below covers the earlier portion of the conversation.\n\nSummary:\n\
+         1. Primary Request and Intent:\n   Port the vector kernels to the new layout.\n\n\
+         2. Key Technical Concepts:\n",
+    );
+    for fact in 0..80 {
+        theirs.push_str(&format!(
+            "   - finding {fact}: the kernel at offset {fact} reads its stride twice\n"
+        ));
+    }
+    theirs.push_str("\n3. Pending Tasks:\n   - rerun the benchmarks");
+    assert!(theirs.len() > 5_000);
+    let transcript = condense_core::testing::transcript("claude-code/d7d349f9").unwrap();
+    let (_, mut conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+    let first_turn = conversation
+        .messages
+        .iter()
+        .position(Message::is_user_turn)
+        .unwrap();
+    conversation.messages[first_turn].parts = vec![Part::text(theirs.clone())];
+    assert_eq!(
+        conversation.messages[first_turn].harness_summary(),
+        Some("Claude Code")
+    );
+
+    let first = compactor(&at("32000", "4096"))
+        .compact(conversation)
+        .await
+        .unwrap();
+    let second = compactor(&at("8000", "2000"))
+        .compact(first.conversation.clone())
+        .await
+        .unwrap();
+    for (which, compacted) in [
+        ("first", &first.conversation),
+        ("second", &second.conversation),
+    ] {
+        let summary = summary_of(compacted);
+        let quoted: String = summary
+            .lines()
+            .skip_while(|line| *line != "Earlier summary by Claude Code, quoted in full:")
+            .skip(1)
+            .map_while(|line| line.strip_prefix("> ").or((line == ">").then_some("")))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(quoted, theirs, "the {which} summary:\n{summary}");
+        // The person's requests are numbered from 1 after it; none is the agent's summary.
+        assert!(
+            !summary
+                .lines()
+                .any(|line| line.starts_with("1. This session")),
+            "{summary}"
+        );
+    }
+}
+
 /// Compacting a compacted session folds the earlier summary in: every request it quoted is
 /// quoted again and every file it named is named again (the earlier summary is not a user turn
 /// and names no tool call, so reading the head alone would drop it all).

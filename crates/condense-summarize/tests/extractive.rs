@@ -139,3 +139,42 @@ fn the_budget_cuts_the_tool_log_and_says_so() {
         "files are never cut"
     );
 }
+
+/// Codex's own summary, opening a head, is quoted whole under a line naming Codex, and not as
+/// the person's request; one longer than the summary's budget (four characters a token) is cut
+/// there, and the line says so.
+#[test]
+fn codexs_own_summary_is_quoted_under_its_name() {
+    let summary_of = |theirs: &str, budget_tokens: usize| {
+        let head = vec![
+            Message::text(condense_core::Role::User, theirs),
+            Message::text(condense_core::Role::User, "now add the tests"),
+            Message::text(condense_core::Role::Assistant, "Adding them."),
+        ];
+        let settings = ExtractiveSettings {
+            budget_tokens,
+            ..ExtractiveSettings::default()
+        };
+        Extractive::new(Template::builtin("structured").unwrap(), settings)
+            .summary_of(&head)
+            .unwrap()
+    };
+    let opening = "Another language model started to solve this problem and produced a summary \
+                   of its thinking process. Here is the summary:";
+    let theirs = format!("{opening}\nSUMMARY: the parser is fixed.");
+    let summary = summary_of(&theirs, 4_000);
+    assert!(
+        summary.contains(&format!(
+            "Earlier summary by Codex, quoted in full:\n> {opening}\n> SUMMARY: the parser is fixed.\n1. now add the tests"
+        )),
+        "{summary}"
+    );
+
+    let long = format!("{opening}\n{}", "SUMMARY: long. ".repeat(400));
+    let summary = summary_of(&long, 1_000);
+    assert!(
+        summary.contains("Earlier summary by Codex, quoted up to 4000 characters:"),
+        "{summary}"
+    );
+    assert!(summary.contains("[…]"), "{summary}");
+}

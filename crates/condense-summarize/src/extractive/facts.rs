@@ -41,6 +41,19 @@ pub(crate) struct Facts {
     pub files_modified: Vec<String>,
     /// The assistant's last words in the head: usually what it meant to do next.
     pub last_intent: Option<String>,
+    /// The summary an agent's own compaction left (Claude Code's, Codex's): the newest, which
+    /// was made from a context that held any before it.
+    pub earlier: Option<EarlierSummary>,
+}
+
+/// A summary an agent's own compaction left in the history: all that is left of what came
+/// before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EarlierSummary {
+    /// The agent that wrote it.
+    pub by: String,
+    /// Its text, whole.
+    pub text: String,
 }
 
 impl Facts {
@@ -50,6 +63,15 @@ impl Facts {
         for message in head {
             if message.is_compaction_summary() {
                 facts.fold(super::previous::read(&message.plain_text()));
+            }
+            if let Some(by) = message.harness_summary() {
+                // What it quotes of ours was in the context it was made from: it stands for it.
+                let (_, own) = super::previous::quoted_summaries(&message.plain_text());
+                facts.earlier = Some(EarlierSummary {
+                    by: by.to_owned(),
+                    text: own.trim().to_owned(),
+                });
+                continue;
             }
             if message.is_user_turn() {
                 let mut text = message.plain_text();
@@ -123,6 +145,9 @@ impl Facts {
     /// What an earlier summary kept comes first, as it happened first: its requests before the
     /// head's, its files before the head's (a file modified since moves to the modified list).
     fn fold(&mut self, previous: super::previous::Previous) {
+        if previous.earlier.is_some() {
+            self.earlier = previous.earlier;
+        }
         for request in previous.requests {
             if !self.requests.contains(&request) {
                 self.requests.push(request);

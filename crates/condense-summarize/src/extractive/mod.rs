@@ -107,7 +107,11 @@ impl Extractive {
     /// The summary of `head`, synchronously (the trait method only wraps this).
     pub fn summary_of(&self, head: &[Message]) -> Result<String, SummarizeError> {
         let facts = Facts::of(head);
-        if facts.requests.is_empty() && facts.calls.is_empty() && facts.last_intent.is_none() {
+        if facts.requests.is_empty()
+            && facts.calls.is_empty()
+            && facts.last_intent.is_none()
+            && facts.earlier.is_none()
+        {
             return Err(SummarizeError::NothingToSummarize);
         }
         let sections = self.template.sections();
@@ -134,6 +138,7 @@ impl Extractive {
             let first = index == 0;
             let last = index + 1 == sections.len();
             if *kind == requests_home || (first && requests_in_first) {
+                bodies[index].extend(self.earlier_summary(&facts));
                 bodies[index].extend(self.quoted_requests(&facts));
             } else if *kind == Kind::Goal {
                 bodies[index].extend(
@@ -203,6 +208,31 @@ impl Extractive {
             out.push('\n');
         }
         Ok(out.trim_end().to_owned())
+    }
+
+    /// The summary an agent's own compaction left, quoted whole (up to four characters a token
+    /// of the summary's own budget, about its size) as a block quote under a line that names
+    /// the agent: [`previous::read`] finds it there when this summary is folded in turn, and
+    /// its numbered lines are not taken for the person's requests.
+    fn earlier_summary(&self, facts: &Facts) -> Vec<String> {
+        let Some(earlier) = &facts.earlier else {
+            return Vec::new();
+        };
+        let limit = self.settings.budget_tokens.saturating_mul(4);
+        let how = if earlier.text.chars().count() > limit {
+            format!("quoted up to {limit} characters")
+        } else {
+            previous::IN_FULL.to_owned()
+        };
+        let mut lines = vec![format!("{}{}, {how}:", previous::EARLIER_BY, earlier.by)];
+        lines.extend(cut(&earlier.text, limit).lines().map(|line| {
+            if line.is_empty() {
+                ">".to_owned()
+            } else {
+                format!("> {line}")
+            }
+        }));
+        lines
     }
 
     fn quoted_requests(&self, facts: &Facts) -> Vec<String> {

@@ -7,12 +7,58 @@
 //! items, `Modified:` / `Read:` followed by `- path` lines), so the new summary quotes every
 //! request and names every file the old one did.
 
+use super::facts::EarlierSummary;
+
+/// How the line before a quoted summary of an agent's own compaction opens; the agent's name
+/// and how it is quoted follow.
+pub(crate) const EARLIER_BY: &str = "Earlier summary by ";
+/// How a whole quoted summary is said to be quoted.
+pub(crate) const IN_FULL: &str = "quoted in full";
+
 /// What an earlier summary recorded.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Previous {
     pub requests: Vec<String>,
     pub files_read: Vec<String>,
     pub files_modified: Vec<String>,
+    /// The agent's own summary it quoted (the newest: it stands for those before it).
+    pub earlier: Option<EarlierSummary>,
+}
+
+/// The agents' summaries a summary of ours quotes (each under its `Earlier summary by AGENT,
+/// quoted …:` line, in `> ` lines), and its text without them.
+pub(crate) fn quoted_summaries(summary: &str) -> (Vec<EarlierSummary>, String) {
+    let mut found = Vec::new();
+    let mut rest = Vec::new();
+    let mut quoting: Option<EarlierSummary> = None;
+    for line in summary.lines() {
+        let quoted = line
+            .strip_prefix("> ")
+            .or_else(|| (line == ">").then_some(""));
+        if let (Some(text), Some(earlier)) = (quoted, quoting.as_mut()) {
+            if !earlier.text.is_empty() {
+                earlier.text.push('\n');
+            }
+            earlier.text.push_str(text);
+            continue;
+        }
+        found.extend(quoting.take());
+        if let Some(by) = line
+            .strip_prefix(EARLIER_BY)
+            .and_then(|rest| rest.split_once(", quoted"))
+            .filter(|_| line.ends_with(':'))
+            .map(|(by, _)| by)
+        {
+            quoting = Some(EarlierSummary {
+                by: by.to_owned(),
+                text: String::new(),
+            });
+        } else {
+            rest.push(line);
+        }
+    }
+    found.extend(quoting);
+    (found, rest.join("\n"))
 }
 
 fn is_heading(line: &str) -> bool {
@@ -52,6 +98,8 @@ pub(crate) fn read(summary: &str) -> Previous {
         }
     }
 
+    previous.earlier = quoted_summaries(summary).0.pop();
+
     let mut list: Option<&mut Vec<String>> = None;
     for line in &lines {
         match *line {
@@ -84,6 +132,33 @@ mod tests {
         );
         assert_eq!(previous.files_modified, vec!["src/a.rs"]);
         assert_eq!(previous.files_read, vec!["src/b.rs", "README.md"]);
+    }
+
+    #[test]
+    fn an_agents_summary_quoted_in_it_comes_back_whole() {
+        let summary = "## Goal\nPort it (quoted in full below)\nEarlier summary by Codex, quoted in full:\n> Another language model started.\n>\n> 1. not a request\n1. Port it\n2. Test it\n\n## Next\nEarlier summary by Claude Code, quoted up to 4000 characters:\n> This session […]";
+        let previous = read(summary);
+        let (quoted, rest) = quoted_summaries(summary);
+        assert_eq!(
+            quoted,
+            vec![
+                EarlierSummary {
+                    by: "Codex".to_owned(),
+                    text: "Another language model started.\n\n1. not a request".to_owned(),
+                },
+                EarlierSummary {
+                    by: "Claude Code".to_owned(),
+                    text: "This session […]".to_owned(),
+                },
+            ]
+        );
+        assert_eq!(
+            rest,
+            "## Goal\nPort it (quoted in full below)\n1. Port it\n2. Test it\n\n## Next"
+        );
+        // The newest stands for those before it.
+        assert_eq!(previous.earlier, quoted.last().cloned());
+        assert_eq!(previous.requests, vec!["Port it", "Test it"]);
     }
 
     #[test]
