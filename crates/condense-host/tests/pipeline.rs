@@ -378,30 +378,34 @@ async fn every_transcript_ends_with_its_last_exchange_at_every_window() {
     }
 }
 
+/// The built-in configuration for a `window` and a reply of `output` tokens.
+fn config_at(window: &str, output: &str) -> Config {
+    Config::load(&Sources {
+        env: vec![
+            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), window.into()),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), output.into()),
+        ],
+        ..Sources::default()
+    })
+    .unwrap()
+}
+
+/// The text of the summary a compaction left in `conversation`.
+fn summary_text(conversation: &Conversation) -> String {
+    conversation
+        .messages
+        .iter()
+        .find(|m| m.is_compaction_summary())
+        .map(Message::plain_text)
+        .expect("a summary")
+}
+
 /// A session an agent compacted on its own starts with that agent's summary, on the user's side:
 /// all that is left of what came before. condense's summary carries it whole (a block quote
 /// naming the agent), never quoted as the person's request and cut there, and a second
 /// compaction carries it again; its numbered lines are not taken for requests.
 #[tokio::test]
 async fn an_agents_own_summary_is_carried_whole_through_two_compactions() {
-    let at = |window: &str, output: &str| {
-        Config::load(&Sources {
-            env: vec![
-                ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), window.into()),
-                ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), output.into()),
-            ],
-            ..Sources::default()
-        })
-        .unwrap()
-    };
-    let summary_of = |conversation: &Conversation| -> String {
-        conversation
-            .messages
-            .iter()
-            .find(|m| m.is_compaction_summary())
-            .map(Message::plain_text)
-            .expect("a summary")
-    };
     // Claude Code's layout: numbered sections, far longer than a quoted request may be.
     let mut theirs = String::from(
         "This session is being continued from a previous conversation that ran out of context. \
@@ -429,11 +433,11 @@ async fn an_agents_own_summary_is_carried_whole_through_two_compactions() {
         Some("Claude Code")
     );
 
-    let first = compactor(&at("32000", "4096"))
+    let first = compactor(&config_at("32000", "4096"))
         .compact(conversation)
         .await
         .unwrap();
-    let second = compactor(&at("8000", "2000"))
+    let second = compactor(&config_at("8000", "2000"))
         .compact(first.conversation.clone())
         .await
         .unwrap();
@@ -441,7 +445,7 @@ async fn an_agents_own_summary_is_carried_whole_through_two_compactions() {
         ("first", &first.conversation),
         ("second", &second.conversation),
     ] {
-        let summary = summary_of(compacted);
+        let summary = summary_text(compacted);
         let quoted: String = summary
             .lines()
             .skip_while(|line| *line != "Earlier summary by Claude Code, quoted in full:")
@@ -465,32 +469,14 @@ async fn an_agents_own_summary_is_carried_whole_through_two_compactions() {
 /// and names no tool call, so reading the head alone would drop it all).
 #[tokio::test]
 async fn a_second_compaction_keeps_what_the_first_summary_kept() {
-    let at = |window: &str, output: &str| {
-        Config::load(&Sources {
-            env: vec![
-                ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), window.into()),
-                ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), output.into()),
-            ],
-            ..Sources::default()
-        })
-        .unwrap()
-    };
-    let summary_of = |conversation: &Conversation| -> String {
-        conversation
-            .messages
-            .iter()
-            .find(|m| m.is_compaction_summary())
-            .map(Message::plain_text)
-            .expect("a summary")
-    };
     let transcript = condense_core::testing::transcript("claude-code/d7d349f9").unwrap();
     let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
-    let first = compactor(&at("32000", "4096"))
+    let first = compactor(&config_at("32000", "4096"))
         .compact(conversation)
         .await
         .unwrap();
-    let first_summary = summary_of(&first.conversation);
-    let second = compactor(&at("8000", "2000"))
+    let first_summary = summary_text(&first.conversation);
+    let second = compactor(&config_at("8000", "2000"))
         .compact(first.conversation)
         .await
         .unwrap();
@@ -502,7 +488,7 @@ async fn a_second_compaction_keeps_what_the_first_summary_kept() {
         "{:?}",
         second.report.compaction
     );
-    let second_summary = summary_of(&second.conversation);
+    let second_summary = summary_text(&second.conversation);
     let quoted: Vec<&str> = first_summary
         .lines()
         .filter(|line| {

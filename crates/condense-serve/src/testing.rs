@@ -424,8 +424,10 @@ pub fn agent_bodies(received: &Received, path: &str) -> Vec<Value> {
 /// second on, its newest tool result the one of the call the model asked for last (`call_id`
 /// of the previous request's index) and whole (the last exchange is kept); and the working
 /// directory the first request names ([`condense_formats::working_directory`]) the one the
-/// agent ran in. Returns what was replaced.
+/// agent ran in; and that the later requests were compacted (at least two outputs replaced,
+/// `who`'s requests as the message says). Returns what was replaced.
 pub fn check_agent_bodies(
+    who: &str,
     format: condense_formats::Format,
     bodies: &[Value],
     work: &std::path::Path,
@@ -459,6 +461,16 @@ pub fn check_agent_bodies(
             );
         }
     }
+    eprintln!(
+        "{} {who} requests, {} outputs replaced",
+        bodies.len(),
+        frozen.replaced.len()
+    );
+    assert!(
+        frozen.replaced.len() >= 2,
+        "{who}'s later requests were compacted: {:?}",
+        frozen.replaced.keys()
+    );
     frozen
 }
 

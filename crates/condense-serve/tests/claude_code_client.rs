@@ -38,50 +38,24 @@ async fn claude_code_works_through_the_proxy_and_its_requests_are_compacted() {
     let proxy = proxy_to(&upstream, &agent_proxy_settings("48000"), state.path());
     let url = spawn(proxy).await;
 
-    let home = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let mut command = std::process::Command::new(&claude);
-    command
-        .args(["-p", "count to a few thousand, several times"])
-        .args(["--allowedTools", "Bash", "--output-format", "json"])
-        .current_dir(work.path())
-        .env("HOME", home.path())
-        .env("ANTHROPIC_BASE_URL", &url)
-        .env("ANTHROPIC_API_KEY", "sk-test")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1");
-    // Claude Code blocks; the proxy runs on this runtime's other threads meanwhile.
-    let output =
-        tokio::task::spawn_blocking(move || run_bounded(command, Duration::from_secs(240)))
-            .await
-            .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}\n{stdout}");
-    let result: Value = serde_json::from_str(&stdout).unwrap();
-    // Claude Code got the scripted model's answer, as the upstream sent it.
-    assert_eq!(result["result"], FINAL_ANSWER, "{stdout}");
-    assert_eq!(result["is_error"], false);
+    let (home, work) = run_claude(
+        &claude,
+        &url,
+        "count to a few thousand, several times",
+        "Bash",
+    )
+    .await;
 
     let bodies = agent_bodies(&received, "/v1/messages");
     assert_eq!(bodies.len(), COMMANDS + 1);
     // Each request valid and frozen, the output Claude Code just produced whole, and the working
     // directory named where Claude Code ran (the superseded-read rule resolves relative paths in it).
-    let frozen = check_agent_bodies(
+    check_agent_bodies(
+        "Claude Code",
         condense_formats::Format::Anthropic,
         &bodies,
         work.path(),
         |call| format!("toolu_{call:03}"),
-    );
-    eprintln!(
-        "{} Claude Code requests, {} outputs replaced",
-        bodies.len(),
-        frozen.replaced.len()
-    );
-    assert!(
-        frozen.replaced.len() >= 2,
-        "the later requests were compacted: {:?}",
-        frozen.replaced.keys()
     );
 
     // Claude Code's own log of the session still holds every output as the command printed
@@ -127,27 +101,8 @@ async fn a_claude_code_subagent_is_a_session_of_its_own_through_the_proxy() {
     let proxy = proxy_to(&upstream, &agent_proxy_settings("48000"), state.path());
     let url = spawn(proxy).await;
 
-    let home = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let mut command = std::process::Command::new(&claude);
-    command
-        .args(["-p", "have a subagent count for you"])
-        .args(["--allowedTools", "Bash,Agent", "--output-format", "json"])
-        .current_dir(work.path())
-        .env("HOME", home.path())
-        .env("ANTHROPIC_BASE_URL", &url)
-        .env("ANTHROPIC_API_KEY", "sk-test")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1");
-    let output =
-        tokio::task::spawn_blocking(move || run_bounded(command, Duration::from_secs(240)))
-            .await
-            .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}\n{stdout}");
-    let result: Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(result["result"], FINAL_ANSWER, "{stdout}");
+    let (home, work) =
+        run_claude(&claude, &url, "have a subagent count for you", "Bash,Agent").await;
 
     let bodies = agent_bodies(&received, "/v1/messages");
     let (subagent, main): (Vec<Value>, Vec<Value>) = bodies.into_iter().partition(|body| {
@@ -168,21 +123,12 @@ async fn a_claude_code_subagent_is_a_session_of_its_own_through_the_proxy() {
     // The subagent: one request per command and its answer, pruned and frozen in its own
     // session.
     assert_eq!(subagent.len(), COMMANDS + 1);
-    let frozen = check_agent_bodies(
+    check_agent_bodies(
+        "Claude Code subagent",
         condense_formats::Format::Anthropic,
         &subagent,
         work.path(),
         |call| format!("toolu_s{call:03}"),
-    );
-    eprintln!(
-        "{} subagent requests, {} outputs replaced",
-        subagent.len(),
-        frozen.replaced.len()
-    );
-    assert!(
-        frozen.replaced.len() >= 2,
-        "the subagent's later requests were compacted: {:?}",
-        frozen.replaced.keys()
     );
     // The proxy told the two apart by what each conversation starts with (the system prompt,
     // the first message, the first reply), which it forwarded unchanged: each of the subagent's
@@ -212,6 +158,41 @@ async fn a_claude_code_subagent_is_a_session_of_its_own_through_the_proxy() {
             "output {turn}"
         );
     }
+}
+
+/// Runs `claude -p PROMPT`, `tools` allowed, in a home and a working directory of its own with
+/// the proxy at `url` for its base URL, to its end (bounded), and checks that it got the
+/// scripted model's answer as the upstream sent it: the home and the working directory.
+async fn run_claude(
+    claude: &str,
+    url: &str,
+    prompt: &str,
+    tools: &str,
+) -> (tempfile::TempDir, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut command = std::process::Command::new(claude);
+    command
+        .args(["-p", prompt])
+        .args(["--allowedTools", tools, "--output-format", "json"])
+        .current_dir(work.path())
+        .env("HOME", home.path())
+        .env("ANTHROPIC_BASE_URL", url)
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1");
+    // Claude Code blocks; the proxy runs on this runtime's other threads meanwhile.
+    let output =
+        tokio::task::spawn_blocking(move || run_bounded(command, Duration::from_secs(240)))
+            .await
+            .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}\n{stdout}");
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["result"], FINAL_ANSWER, "{stdout}");
+    assert_eq!(result["is_error"], false);
+    (home, work)
 }
 
 /// The one session log Claude Code wrote under `home`.

@@ -101,21 +101,12 @@ async fn codex_works_through_the_proxy_and_its_requests_are_compacted() {
     // Each request valid and frozen, the output Codex just produced whole (followed, when the
     // request was summarized, by the continuation message), and the working directory named
     // where Codex ran (the superseded-read rule resolves relative paths in it).
-    let frozen = check_agent_bodies(
+    check_agent_bodies(
+        "Codex",
         condense_formats::Format::Responses,
         &bodies,
         work.path(),
         |call| format!("call_{call}"),
-    );
-    eprintln!(
-        "{} Codex requests, {} outputs replaced",
-        bodies.len(),
-        frozen.replaced.len()
-    );
-    assert!(
-        frozen.replaced.len() >= 2,
-        "the later requests were compacted: {:?}",
-        frozen.replaced.keys()
     );
 
     // Codex's own log of the session still holds every output as the command printed it:

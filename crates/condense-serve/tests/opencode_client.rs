@@ -105,20 +105,11 @@ async fn opencode_works_through_the_proxy_and_its_requests_are_compacted() {
     assert_eq!(bodies.len(), COMMANDS + 1);
     // Each request valid and frozen, the output opencode just produced whole, and the working
     // directory named where opencode ran (the superseded-read rule resolves relative paths in it).
-    let frozen = check_agent_bodies(
+    check_agent_bodies(
+        "opencode",
         condense_formats::Format::Anthropic,
         &bodies,
         work.path(),
         |call| format!("toolu_{call:03}"),
-    );
-    eprintln!(
-        "{} opencode requests, {} outputs replaced",
-        bodies.len(),
-        frozen.replaced.len()
-    );
-    assert!(
-        frozen.replaced.len() >= 2,
-        "the later requests were compacted: {:?}",
-        frozen.replaced.keys()
     );
 }
