@@ -25,7 +25,8 @@ pub use content_hash::{Prehashed, hash_value};
 pub use conversation::{Conversation, SideKind, SideRecord};
 pub use memo::{Memos, MessageMemo};
 pub use message::{
-    ContentShape, HARNESS_SUMMARY_OPENINGS, Message, Role, SUMMARY_CLOSE, SUMMARY_OPEN, WireRecord,
+    ContentShape, HARNESS_SUMMARY_OPENINGS, Message, OPENCODE_SUMMARY_REQUEST, Role, SUMMARY_CLOSE,
+    SUMMARY_OPEN, WireRecord, harness_summary_at,
 };
 pub use pairs::{CallSite, ResultSite, ToolPairs};
 pub use part::{Image, Part, Text, Thinking, ToolCall, ToolOutput, ToolResult};

@@ -27,6 +27,31 @@ pub const HARNESS_SUMMARY_OPENINGS: [(&str, &str); 2] = [
     ),
 ];
 
+/// opencode's compaction leaves its summary on the assistant's side instead: the summary is the
+/// answer to a user message of exactly these words, which is how opencode renders the
+/// `compaction` part of its own request (`message-v2.ts`, `toModelMessages`).
+pub const OPENCODE_SUMMARY_REQUEST: &str = "What did we do so far?";
+
+/// The agent whose own compaction left `messages[index]` as its summary: a user message opening
+/// with one of [`HARNESS_SUMMARY_OPENINGS`], or opencode's assistant answer to
+/// [`OPENCODE_SUMMARY_REQUEST`]. `None` for any other message, and past the end.
+pub fn harness_summary_at(messages: &[Message], index: usize) -> Option<&'static str> {
+    let message = messages.get(index)?;
+    if message.role == Role::Assistant {
+        let asked = index
+            .checked_sub(1)
+            .and_then(|before| messages.get(before))?;
+        let answers = asked.is_summary_request()
+            && !message.plain_text().trim().is_empty()
+            && message
+                .parts
+                .iter()
+                .all(|part| matches!(part, Part::Text(_)));
+        return answers.then_some("opencode");
+    }
+    message.harness_summary()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 /// Who wrote a message. Tool results that a wire format carries in `user` messages keep the
@@ -160,6 +185,15 @@ impl Message {
             .map(|(agent, _)| *agent)
     }
 
+    /// opencode's request for its own summary ([`OPENCODE_SUMMARY_REQUEST`]): a user message
+    /// holding those words and nothing else. It is still a user turn (as an agent's summary is);
+    /// only what summarizes the head tells it from the person's requests.
+    pub fn is_summary_request(&self) -> bool {
+        self.role == Role::User
+            && self.parts.iter().all(|part| matches!(part, Part::Text(_)))
+            && self.plain_text().trim() == OPENCODE_SUMMARY_REQUEST
+    }
+
     /// When the message was written, where its format records it (Claude Code's `timestamp` on
     /// every line; the latest of its lines when a reply spans several), in milliseconds since the
     /// epoch. `None` when no record carries a readable one.
@@ -252,5 +286,44 @@ mod tests {
             assert_eq!(Message::text(Role::User, text).harness_summary(), agent);
             assert_eq!(Message::text(Role::Assistant, text).harness_summary(), None);
         }
+    }
+
+    #[test]
+    fn opencodes_summary_is_the_answer_to_its_question() {
+        let asked = Message::text(Role::User, OPENCODE_SUMMARY_REQUEST);
+        let summary = Message::text(Role::Assistant, "We fixed the parser; the tests are next.");
+        let history = [
+            Message::text(Role::User, "fix the parser"),
+            asked.clone(),
+            summary.clone(),
+            Message::text(Role::User, "Continue if you have next steps"),
+        ];
+        let found: Vec<_> = (0..=history.len())
+            .map(|index| harness_summary_at(&history, index))
+            .collect();
+        assert_eq!(found, [None, None, Some("opencode"), None, None]);
+        assert!(history[1].is_summary_request() && !history[0].is_summary_request());
+
+        // The same words inside a longer request, an answer with more than text, an empty answer,
+        // or an answer at the start of the history are no summary.
+        let longer = Message::text(Role::User, "What did we do so far? And what is left?");
+        let calling = Message::new(
+            Role::Assistant,
+            vec![
+                Part::text("Let me look."),
+                Part::Image(crate::Image {
+                    source: serde_json::json!({"type": "url", "url": "https://example.com/a.png"}),
+                    extra: crate::JsonMap::new(),
+                }),
+            ],
+        );
+        for pair in [
+            [longer, summary.clone()],
+            [asked.clone(), calling],
+            [asked, Message::text(Role::Assistant, " ")],
+        ] {
+            assert_eq!(harness_summary_at(&pair, 1), None, "{pair:?}");
+        }
+        assert_eq!(harness_summary_at(&[summary], 0), None);
     }
 }

@@ -178,3 +178,37 @@ fn codexs_own_summary_is_quoted_under_its_name() {
     );
     assert!(summary.contains("[…]"), "{summary}");
 }
+
+/// opencode's own summary is its answer to "What did we do so far?" (how opencode sends the
+/// request of its own compaction): the answer is quoted whole under opencode's name, and the
+/// question is not quoted as the person's request, nor the answer as the assistant's last words.
+#[test]
+fn opencodes_own_summary_is_its_answer_and_is_quoted_under_its_name() {
+    use condense_core::Role::{Assistant, User};
+    let head = vec![
+        Message::text(User, condense_core::OPENCODE_SUMMARY_REQUEST),
+        Message::text(
+            Assistant,
+            "## Goal\nFix the parser.\n## Done\nThe lexer handles tabs.",
+        ),
+        Message::text(User, "now add the tests"),
+        Message::text(Assistant, "Adding them."),
+    ];
+    let summary = Extractive::new(
+        Template::builtin("structured").unwrap(),
+        ExtractiveSettings::default(),
+    )
+    .summary_of(&head)
+    .unwrap();
+    assert!(
+        summary.contains(
+            "Earlier summary by opencode, quoted in full:\n> ## Goal\n> Fix the parser.\n> ## Done\n> The lexer handles tabs.\n1. now add the tests"
+        ),
+        "{summary}"
+    );
+    assert_eq!(
+        summary.matches("What did we do so far?").count(),
+        0,
+        "{summary}"
+    );
+}

@@ -1,6 +1,6 @@
 //! What the extractive summarizer knows about a head: read straight from the messages.
 
-use condense_core::{Message, Part, Role, ToolOutput, ToolPairs};
+use condense_core::{Message, Part, Role, ToolOutput, ToolPairs, harness_summary_at};
 
 use condense_core::tool_paths as paths;
 
@@ -41,7 +41,7 @@ pub(crate) struct Facts {
     pub files_modified: Vec<String>,
     /// The assistant's last words in the head: usually what it meant to do next.
     pub last_intent: Option<String>,
-    /// The summary an agent's own compaction left (Claude Code's, Codex's): the newest, which
+    /// The summary an agent's own compaction left (Claude Code's, Codex's, opencode's): the newest, which
     /// was made from a context that held any before it.
     pub earlier: Option<EarlierSummary>,
 }
@@ -60,11 +60,15 @@ impl Facts {
     pub(crate) fn of(head: &[Message]) -> Facts {
         let pairs = ToolPairs::index(head);
         let mut facts = Facts::default();
-        for message in head {
+        for (index, message) in head.iter().enumerate() {
             if message.is_compaction_summary() {
                 facts.fold(super::previous::read(&message.plain_text()));
             }
-            if let Some(by) = message.harness_summary() {
+            // opencode's question for its own summary is the harness's, not the person's.
+            if message.is_summary_request() && harness_summary_at(head, index + 1).is_some() {
+                continue;
+            }
+            if let Some(by) = harness_summary_at(head, index) {
                 // What it quotes of ours was in the context it was made from: it stands for it.
                 let (_, own) = super::previous::quoted_summaries(&message.plain_text());
                 facts.earlier = Some(EarlierSummary {
