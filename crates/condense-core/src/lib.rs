@@ -25,11 +25,11 @@ pub use content_hash::{Prehashed, hash_value};
 pub use conversation::{Conversation, SideKind, SideRecord};
 pub use memo::{Memos, MessageMemo};
 pub use message::{
-    ContentShape, HARNESS_SUMMARY_OPENINGS, Message, OPENCODE_SUMMARY_REQUEST, Role, SUMMARY_CLOSE,
-    SUMMARY_OPEN, WireRecord, harness_summary_at,
+    ContentShape, HARNESS_SUMMARY_OPENINGS, HarnessSummary, Message, OPENCODE_SUMMARY_REQUEST,
+    Role, SUMMARY_CLOSE, SUMMARY_OPEN, WireRecord, harness_summary_at,
 };
 pub use pairs::{CallSite, ResultSite, ToolPairs};
-pub use part::{Image, Part, Text, Thinking, ToolCall, ToolOutput, ToolResult};
+pub use part::{Image, Part, Text, Thinking, ToolCall, ToolOutput, ToolResult, plain_text};
 pub use turns::user_turns;
 pub use validate::{Finding, FindingKind, validate};
 

@@ -29,27 +29,57 @@ pub const HARNESS_SUMMARY_OPENINGS: [(&str, &str); 2] = [
 
 /// opencode's compaction leaves its summary on the assistant's side instead: the summary is the
 /// answer to a user message of exactly these words, which is how opencode renders the
-/// `compaction` part of its own request (`message-v2.ts`, `toModelMessages`).
+/// `compaction` part of its own request (`message-v2.ts`, `toModelMessages`). On Anthropic's wire
+/// (opencode 1.18) the answer and the agent's next step arrive as one assistant message: the
+/// summary's text, then the step's tool calls.
 pub const OPENCODE_SUMMARY_REQUEST: &str = "What did we do so far?";
 
-/// The agent whose own compaction left `messages[index]` as its summary: a user message opening
-/// with one of [`HARNESS_SUMMARY_OPENINGS`], or opencode's assistant answer to
-/// [`OPENCODE_SUMMARY_REQUEST`]. `None` for any other message, and past the end.
-pub fn harness_summary_at(messages: &[Message], index: usize) -> Option<&'static str> {
-    let message = messages.get(index)?;
-    if message.role == Role::Assistant {
-        let asked = index
-            .checked_sub(1)
-            .and_then(|before| messages.get(before))?;
-        let answers = asked.is_summary_request()
-            && !message.plain_text().trim().is_empty()
-            && message
-                .parts
-                .iter()
-                .all(|part| matches!(part, Part::Text(_)));
-        return answers.then_some("opencode");
+/// A summary an agent's own compaction left in a history ([`harness_summary_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HarnessSummary {
+    /// The agent that wrote it.
+    pub agent: &'static str,
+    /// How many leading parts of its message it is (all text): the whole message for a summary
+    /// on the user's side; for opencode's, the answer's text before the next step merged in.
+    pub parts: usize,
+}
+
+impl HarnessSummary {
+    /// The summary's text: its parts' texts, one per line.
+    pub fn text(&self, message: &Message) -> String {
+        crate::part::plain_text(&message.parts[..self.parts.min(message.parts.len())])
     }
-    message.harness_summary()
+}
+
+/// The summary an agent's own compaction left as `messages[index]`: a user message opening with
+/// one of [`HARNESS_SUMMARY_OPENINGS`], or opencode's assistant answer to
+/// [`OPENCODE_SUMMARY_REQUEST`] (its leading text). `None` for any other message, and past the
+/// end.
+pub fn harness_summary_at(messages: &[Message], index: usize) -> Option<HarnessSummary> {
+    let message = messages.get(index)?;
+    if message.role == Role::User {
+        let agent = message.harness_summary()?;
+        return Some(HarnessSummary {
+            agent,
+            parts: message.parts.len(),
+        });
+    }
+    let asked = index
+        .checked_sub(1)
+        .and_then(|before| messages.get(before))?;
+    if message.role != Role::Assistant || !asked.is_summary_request() {
+        return None;
+    }
+    let parts = message
+        .parts
+        .iter()
+        .take_while(|part| matches!(part, Part::Text(_)))
+        .count();
+    let summary = HarnessSummary {
+        agent: "opencode",
+        parts,
+    };
+    (!summary.text(message).trim().is_empty()).then_some(summary)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -207,15 +237,7 @@ impl Message {
 
     /// The message's own text parts joined by newlines (tool calls and results left out).
     pub fn plain_text(&self) -> String {
-        let texts: Vec<&str> = self
-            .parts
-            .iter()
-            .filter_map(|part| match part {
-                Part::Text(t) => Some(t.text.as_str()),
-                _ => None,
-            })
-            .collect();
-        texts.join("\n")
+        crate::part::plain_text(&self.parts)
     }
 }
 
@@ -291,9 +313,23 @@ mod tests {
     #[test]
     fn opencodes_summary_is_the_answer_to_its_question() {
         let asked = Message::text(Role::User, OPENCODE_SUMMARY_REQUEST);
-        let summary = Message::text(Role::Assistant, "We fixed the parser; the tests are next.");
+        let answer = "## Goal\nFix the parser.";
+        // The answer with the agent's next step merged in, as opencode 1.18 sends it.
+        let summary = Message::new(
+            Role::Assistant,
+            vec![
+                Part::text(answer),
+                Part::ToolCall(crate::ToolCall {
+                    id: "toolu_1".into(),
+                    name: "bash".into(),
+                    input: serde_json::json!({"command": "cargo test"}),
+                    raw_input: None,
+                    embedded: false,
+                    extra: crate::JsonMap::new(),
+                }),
+            ],
+        );
         let history = [
-            Message::text(Role::User, "fix the parser"),
             asked.clone(),
             summary.clone(),
             Message::text(Role::User, "Continue if you have next steps"),
@@ -301,22 +337,18 @@ mod tests {
         let found: Vec<_> = (0..=history.len())
             .map(|index| harness_summary_at(&history, index))
             .collect();
-        assert_eq!(found, [None, None, Some("opencode"), None, None]);
-        assert!(history[1].is_summary_request() && !history[0].is_summary_request());
+        let opencode = HarnessSummary {
+            agent: "opencode",
+            parts: 1,
+        };
+        assert_eq!(found, [None, Some(opencode), None, None]);
+        assert_eq!(opencode.text(&summary), answer);
+        assert!(history[0].is_summary_request() && !history[2].is_summary_request());
 
-        // The same words inside a longer request, an answer with more than text, an empty answer,
-        // or an answer at the start of the history are no summary.
+        // The same words inside a longer request, an answer that starts with a call or has no
+        // text, or an answer at the start of the history are no summary.
         let longer = Message::text(Role::User, "What did we do so far? And what is left?");
-        let calling = Message::new(
-            Role::Assistant,
-            vec![
-                Part::text("Let me look."),
-                Part::Image(crate::Image {
-                    source: serde_json::json!({"type": "url", "url": "https://example.com/a.png"}),
-                    extra: crate::JsonMap::new(),
-                }),
-            ],
-        );
+        let calling = Message::new(Role::Assistant, summary.parts[1..].to_vec());
         for pair in [
             [longer, summary.clone()],
             [asked.clone(), calling],
@@ -325,5 +357,15 @@ mod tests {
             assert_eq!(harness_summary_at(&pair, 1), None, "{pair:?}");
         }
         assert_eq!(harness_summary_at(&[summary], 0), None);
+
+        // A summary on the user's side is its whole message.
+        let codex = Message::text(Role::User, HARNESS_SUMMARY_OPENINGS[1].1);
+        assert_eq!(
+            harness_summary_at(&[codex], 0),
+            Some(HarnessSummary {
+                agent: "Codex",
+                parts: 1
+            })
+        );
     }
 }

@@ -165,3 +165,15 @@ impl ToolOutput {
         }
     }
 }
+
+/// The text parts of `parts`, one per line: what a reader of the message sees of it.
+pub fn plain_text(parts: &[Part]) -> String {
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Text(text) => Some(text.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
+}

@@ -609,13 +609,19 @@ pub fn run_bounded(mut command: std::process::Command, limit: Duration) -> std::
     }
 }
 
+/// What [`anthropic_agent_upstream`] answers an agent's own summarizer call.
+pub const SCRIPTED_SUMMARY: &str =
+    "## Goal\nCount to a few thousand, several times.\n## Done\nThe first counts ran.";
+
 /// A scripted model that works like an agent, for Claude Code or opencode to talk to over the
 /// Messages API, on a free 127.0.0.1 port: its origin and what it received. The `n`-th request
 /// that offers a shell tool (Claude Code's `Bash`, opencode's `bash`; counted from 0 over the
 /// upstream's life) gets a `tool_use` of it running
 /// `commands[n]` (unless that command is empty: then it ends the turn, which lets a script span
-/// several turns); every other request gets `answer` as text. Streams when asked, with the
-/// events Anthropic sends, usage in `message_start` and `message_delta`.
+/// several turns); a request that offers no tools and whose system prompt asks for a summary
+/// (an agent compacting on its own) gets [`SCRIPTED_SUMMARY`]; every other request gets `answer`
+/// as text. Streams when asked, with the events Anthropic sends, usage in `message_start` and
+/// `message_delta`, its `input_tokens` a quarter of the body's bytes.
 pub async fn anthropic_agent_upstream(
     commands: Vec<String>,
     answer: &'static str,
@@ -660,6 +666,11 @@ pub async fn anthropic_agent_upstream(
                     serde_json::json!({"type": "tool_use", "id": format!("toolu_{turn:03}"),
                         "name": bash, "input": {"command": command, "description": "Run it"}}),
                     "tool_use",
+                ),
+                // An agent's own summarizer call offers no tools and asks for a summary.
+                None if bash.is_none() && request["system"].to_string().contains("summar") => (
+                    serde_json::json!({"type": "text", "text": SCRIPTED_SUMMARY}),
+                    "end_turn",
                 ),
                 None => (
                     serde_json::json!({"type": "text", "text": answer}),

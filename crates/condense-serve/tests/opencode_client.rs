@@ -12,8 +12,8 @@
 use std::time::Duration;
 
 use condense_serve::testing::{
-    agent_bodies, agent_proxy_settings, anthropic_agent_upstream, check_agent_bodies,
-    counting_commands, proxy_to, run_bounded, spawn,
+    SCRIPTED_SUMMARY, agent_bodies, agent_proxy_settings, anthropic_agent_upstream,
+    check_agent_bodies, counting_commands, proxy_to, run_bounded, spawn,
 };
 use serde_json::Value;
 
@@ -38,43 +38,7 @@ async fn opencode_works_through_the_proxy_and_its_requests_are_compacted() {
     let proxy = proxy_to(&upstream, &agent_proxy_settings("48000"), state.path());
     let url = spawn(proxy).await;
 
-    let home = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    // opencode's own settings, as a user writes them: the Anthropic provider at the proxy.
-    std::fs::write(
-        work.path().join("opencode.json"),
-        serde_json::json!({
-            "$schema": "https://opencode.ai/config.json",
-            "model": "anthropic/claude-sonnet-4-5",
-            "provider": {"anthropic": {"options": {"baseURL": format!("{url}/v1"), "apiKey": "sk-test"}}},
-            "permission": {"bash": "allow"},
-            "autoupdate": false,
-            "share": "disabled"
-        })
-        .to_string(),
-    )
-    .unwrap();
-    let mut command = std::process::Command::new(&opencode);
-    command
-        .args([
-            "run", "--format", "json", "--title", "counting", "--pure", "--dir",
-        ])
-        .arg(work.path())
-        .arg("count to a few thousand, several times")
-        // opencode takes its directory from `PWD` over the process's own: `--dir` names it.
-        .current_dir(work.path())
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path().join(".config"))
-        .env("XDG_DATA_HOME", home.path().join(".local/share"))
-        .env("XDG_CACHE_HOME", home.path().join(".cache"))
-        .env("XDG_STATE_HOME", home.path().join(".local/state"))
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-        .env("OPENCODE_DISABLE_AUTOUPDATE", "1");
-    // opencode blocks; the proxy runs on this runtime's other threads meanwhile.
-    let output =
-        tokio::task::spawn_blocking(move || run_bounded(command, Duration::from_secs(240)))
-            .await
-            .unwrap();
+    let (output, work) = run_opencode(&opencode, &url, None).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}\n{stdout}");
@@ -111,5 +75,142 @@ async fn opencode_works_through_the_proxy_and_its_requests_are_compacted() {
         &bodies,
         work.path(),
         |call| format!("toolu_{call:03}"),
+    );
+}
+
+/// Runs opencode on the counting prompt against the proxy at `url`, its Anthropic provider's
+/// `baseURL` there as a user writes it in `opencode.json`, in fresh home and work directories;
+/// `limit` gives the model's context window and output limit in opencode's own settings
+/// (opencode compacts on its own when a request's usage crosses them). Returns what it printed
+/// and its work directory.
+async fn run_opencode(
+    opencode: &str,
+    url: &str,
+    limit: Option<(usize, usize)>,
+) -> (std::process::Output, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut anthropic = serde_json::json!({
+        "options": {"baseURL": format!("{url}/v1"), "apiKey": "sk-test"}
+    });
+    if let Some((context, output)) = limit {
+        anthropic["models"] = serde_json::json!({
+            "claude-sonnet-4-5": {"limit": {"context": context, "output": output}}
+        });
+    }
+    std::fs::write(
+        work.path().join("opencode.json"),
+        serde_json::json!({
+            "$schema": "https://opencode.ai/config.json",
+            "model": "anthropic/claude-sonnet-4-5",
+            "provider": {"anthropic": anthropic},
+            "permission": {"bash": "allow"},
+            "autoupdate": false,
+            "share": "disabled"
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut command = std::process::Command::new(opencode);
+    command
+        .args([
+            "run", "--format", "json", "--title", "counting", "--pure", "--dir",
+        ])
+        .arg(work.path())
+        .arg("count to a few thousand, several times")
+        // opencode takes its directory from `PWD` over the process's own: `--dir` names it.
+        .current_dir(work.path())
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
+        .env("XDG_DATA_HOME", home.path().join(".local/share"))
+        .env("XDG_CACHE_HOME", home.path().join(".cache"))
+        .env("XDG_STATE_HOME", home.path().join(".local/state"))
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+        .env("OPENCODE_DISABLE_AUTOUPDATE", "1");
+    // opencode blocks; the proxy runs on this runtime's other threads meanwhile.
+    let output =
+        tokio::task::spawn_blocking(move || run_bounded(command, Duration::from_secs(240)))
+            .await
+            .unwrap();
+    (output, work)
+}
+
+/// opencode compacting on its own through the proxy: its model's window set small in its own
+/// settings, it asks its summarizer "What did we do so far?" and sends the answer, with its next
+/// step merged into the same message, as the start of every later request. condense reads that
+/// answer, as opencode sent it, as opencode's summary: a summary of condense's own carries it
+/// whole under opencode's name and quotes neither the question nor the summary as the person's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencodes_own_summary_is_read_as_opencode_sent_it() {
+    let Some(opencode) = condense_core::testing::required_url(
+        "opencodes_own_summary_is_read_as_opencode_sent_it",
+        "CONDENSE_OPENCODE",
+        "CONDENSE_REQUIRE_OPENCODE",
+    ) else {
+        return;
+    };
+    let (upstream, received) =
+        anthropic_agent_upstream(counting_commands(COMMANDS), FINAL_ANSWER).await;
+    // The proxy's window is far larger than opencode's: opencode compacts, condense forwards.
+    let state = tempfile::tempdir().unwrap();
+    let proxy = proxy_to(&upstream, &agent_proxy_settings("1000000"), state.path());
+    let url = spawn(proxy).await;
+    let (output, _work) = run_opencode(&opencode, &url, Some((16_000, 2_000))).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}\n{stdout}");
+
+    let bodies = agent_bodies(&received, "/v1/messages");
+    // The requests after opencode's compaction: its question opens the history, after the
+    // system prompt.
+    let after: Vec<Vec<condense_core::Message>> = bodies
+        .iter()
+        .map(|body| {
+            condense_formats::read_json(condense_formats::Format::Anthropic, body.clone())
+                .unwrap()
+                .messages
+        })
+        .filter(|messages| {
+            messages
+                .iter()
+                .find(|message| message.role != condense_core::Role::System)
+                .is_some_and(condense_core::Message::is_summary_request)
+        })
+        .collect();
+    assert!(
+        !after.is_empty(),
+        "opencode did not compact on its own: {stdout}"
+    );
+    for messages in &after {
+        let answer = 1 + messages
+            .iter()
+            .position(condense_core::Message::is_summary_request)
+            .unwrap();
+        let summary = condense_core::harness_summary_at(messages, answer)
+            .unwrap_or_else(|| panic!("{:?}", messages.get(answer)));
+        assert_eq!(summary.agent, "opencode");
+        assert_eq!(summary.text(&messages[answer]), SCRIPTED_SUMMARY);
+    }
+
+    let newest = after.last().unwrap();
+    let ours = condense_summarize::Extractive::new(
+        condense_template::Template::builtin("structured").unwrap(),
+        condense_summarize::ExtractiveSettings::default(),
+    )
+    .summary_of(newest)
+    .unwrap();
+    let quoted: String = SCRIPTED_SUMMARY
+        .lines()
+        .map(|line| format!("\n> {line}"))
+        .collect();
+    assert!(
+        ours.contains(&format!(
+            "Earlier summary by opencode, quoted in full:{quoted}\n"
+        )),
+        "{ours}"
+    );
+    assert!(
+        !ours.contains(condense_core::OPENCODE_SUMMARY_REQUEST),
+        "{ours}"
     );
 }

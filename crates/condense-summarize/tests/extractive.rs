@@ -180,17 +180,28 @@ fn codexs_own_summary_is_quoted_under_its_name() {
 }
 
 /// opencode's own summary is its answer to "What did we do so far?" (how opencode sends the
-/// request of its own compaction): the answer is quoted whole under opencode's name, and the
-/// question is not quoted as the person's request, nor the answer as the assistant's last words.
+/// request of its own compaction), and opencode 1.18 merges its next step into the same message:
+/// the answer's text is quoted whole under opencode's name, the step's call is in the tool log,
+/// and neither the question nor the summary is quoted as the person's request or the assistant's
+/// last words.
 #[test]
 fn opencodes_own_summary_is_its_answer_and_is_quoted_under_its_name() {
     use condense_core::Role::{Assistant, User};
+    use condense_core::testing::{tool_call, tool_result};
     let head = vec![
         Message::text(User, condense_core::OPENCODE_SUMMARY_REQUEST),
-        Message::text(
+        Message::new(
             Assistant,
-            "## Goal\nFix the parser.\n## Done\nThe lexer handles tabs.",
+            vec![
+                Part::text("## Goal\nFix the parser.\n## Done\nThe lexer handles tabs."),
+                tool_call(
+                    "toolu_1",
+                    "bash",
+                    serde_json::json!({"command": "cargo test -q"}),
+                ),
+            ],
         ),
+        Message::new(User, vec![tool_result("toolu_1", "test result: ok")]),
         Message::text(User, "now add the tests"),
         Message::text(Assistant, "Adding them."),
     ];
@@ -202,13 +213,15 @@ fn opencodes_own_summary_is_its_answer_and_is_quoted_under_its_name() {
     .unwrap();
     assert!(
         summary.contains(
-            "Earlier summary by opencode, quoted in full:\n> ## Goal\n> Fix the parser.\n> ## Done\n> The lexer handles tabs.\n1. now add the tests"
+            "Earlier summary by opencode, quoted in full:\n> ## Goal\n> Fix the parser.\n> ## Done\n> The lexer handles tabs.\n1. now add the tests\n"
         ),
         "{summary}"
     );
+    assert!(summary.contains("cargo test -q"), "{summary}");
     assert_eq!(
         summary.matches("What did we do so far?").count(),
         0,
         "{summary}"
     );
+    assert_eq!(summary.matches("Fix the parser.").count(), 1, "{summary}");
 }

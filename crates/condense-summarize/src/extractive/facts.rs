@@ -1,6 +1,6 @@
 //! What the extractive summarizer knows about a head: read straight from the messages.
 
-use condense_core::{Message, Part, Role, ToolOutput, ToolPairs, harness_summary_at};
+use condense_core::{Message, Part, Role, ToolOutput, ToolPairs, harness_summary_at, plain_text};
 
 use condense_core::tool_paths as paths;
 
@@ -68,22 +68,25 @@ impl Facts {
             if message.is_summary_request() && harness_summary_at(head, index + 1).is_some() {
                 continue;
             }
-            if let Some(by) = harness_summary_at(head, index) {
+            // The parts an agent's own summary takes; the rest of its message (opencode's next
+            // step, merged into the same message) is read as any other.
+            let mut summarized = 0;
+            if let Some(summary) = harness_summary_at(head, index) {
                 // What it quotes of ours was in the context it was made from: it stands for it.
-                let (_, own) = super::previous::quoted_summaries(&message.plain_text());
+                let (_, own) = super::previous::quoted_summaries(&summary.text(message));
                 facts.earlier = Some(EarlierSummary {
-                    by: by.to_owned(),
+                    by: summary.agent.to_owned(),
                     text: own.trim().to_owned(),
                 });
+                summarized = summary.parts;
+            }
+            let parts = &message.parts[summarized.min(message.parts.len())..];
+            if parts.is_empty() {
                 continue;
             }
             if message.is_user_turn() {
                 let mut text = message.plain_text();
-                if message
-                    .parts
-                    .iter()
-                    .any(|part| matches!(part, Part::Image(_)))
-                {
+                if parts.iter().any(|part| matches!(part, Part::Image(_))) {
                     text.push_str(if text.is_empty() {
                         "[image]"
                     } else {
@@ -93,12 +96,12 @@ impl Facts {
                 facts.requests.push(text);
             }
             if message.role == Role::Assistant {
-                let said = message.plain_text();
+                let said = plain_text(parts);
                 if !said.trim().is_empty() {
                     facts.last_intent = Some(said.trim().to_owned());
                 }
             }
-            for part in &message.parts {
+            for part in parts {
                 let Part::ToolCall(call) = part else { continue };
                 let (touched, writes) = paths::touched(&call.name, &call.input);
                 for path in touched {
