@@ -152,16 +152,7 @@ impl ToolOutput {
     pub fn text(&self) -> std::borrow::Cow<'_, str> {
         match self {
             ToolOutput::Text(text) => std::borrow::Cow::Borrowed(text),
-            ToolOutput::Parts(parts) => {
-                let texts: Vec<&str> = parts
-                    .iter()
-                    .filter_map(|part| match part {
-                        Part::Text(t) => Some(t.text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                std::borrow::Cow::Owned(texts.join("\n"))
-            }
+            ToolOutput::Parts(parts) => std::borrow::Cow::Owned(plain_text(parts)),
         }
     }
 }

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use condense_serve::testing::{
-    SCRIPTED_SUMMARY, agent_bodies, agent_proxy_settings, anthropic_agent_upstream,
+    Received, SCRIPTED_SUMMARY, agent_bodies, agent_proxy_settings, anthropic_agent_upstream,
     check_agent_bodies, counting_commands, proxy_to, run_bounded, spawn,
 };
 use serde_json::Value;
@@ -31,17 +31,8 @@ async fn opencode_works_through_the_proxy_and_its_requests_are_compacted() {
     ) else {
         return;
     };
-    let (upstream, received) =
-        anthropic_agent_upstream(counting_commands(COMMANDS), FINAL_ANSWER).await;
     // opencode's system prompt and tools take about 10K tokens of the window.
-    let state = tempfile::tempdir().unwrap();
-    let proxy = proxy_to(&upstream, &agent_proxy_settings("48000"), state.path());
-    let url = spawn(proxy).await;
-
-    let (output, work) = run_opencode(&opencode, &url, None).await;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}\n{stdout}");
+    let (stdout, received, work) = run_opencode(&opencode, "48000", None).await;
     // opencode ran every command and got the scripted model's answer, as the upstream sent it;
     // the outputs it keeps are what the commands printed, not condense's placeholders.
     let events: Vec<Value> = stdout
@@ -53,7 +44,7 @@ async fn opencode_works_through_the_proxy_and_its_requests_are_compacted() {
         .filter(|event| event["type"] == "text")
         .filter_map(|event| event["part"]["text"].as_str())
         .collect();
-    assert_eq!(said, [FINAL_ANSWER], "{stdout}\n{stderr}");
+    assert_eq!(said, [FINAL_ANSWER], "{stdout}");
     let ran: Vec<&Value> = events
         .iter()
         .filter(|event| event["type"] == "tool_use")
@@ -78,16 +69,26 @@ async fn opencode_works_through_the_proxy_and_its_requests_are_compacted() {
     );
 }
 
-/// Runs opencode on the counting prompt against the proxy at `url`, its Anthropic provider's
-/// `baseURL` there as a user writes it in `opencode.json`, in fresh home and work directories;
-/// `limit` gives the model's context window and output limit in opencode's own settings
-/// (opencode compacts on its own when a request's usage crosses them). Returns what it printed
-/// and its work directory.
+/// Runs opencode on the counting prompt through a fresh proxy (its state in a temporary
+/// directory, `window` its context window) to the scripted agent model, its Anthropic
+/// provider's `baseURL` at the proxy as a user writes it in `opencode.json`, in fresh home and
+/// work directories; `limit` gives the model's context window and output limit in opencode's
+/// own settings (opencode compacts on its own when a request's usage crosses them). Checks that
+/// opencode succeeded; returns what it printed, what the model received and its work directory.
 async fn run_opencode(
     opencode: &str,
-    url: &str,
+    window: &'static str,
     limit: Option<(usize, usize)>,
-) -> (std::process::Output, tempfile::TempDir) {
+) -> (String, Received, tempfile::TempDir) {
+    let (upstream, received) =
+        anthropic_agent_upstream(counting_commands(COMMANDS), FINAL_ANSWER).await;
+    let state = tempfile::tempdir().unwrap();
+    let url = spawn(proxy_to(
+        &upstream,
+        &agent_proxy_settings(window),
+        state.path(),
+    ))
+    .await;
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let mut anthropic = serde_json::json!({
@@ -132,7 +133,10 @@ async fn run_opencode(
         tokio::task::spawn_blocking(move || run_bounded(command, Duration::from_secs(240)))
             .await
             .unwrap();
-    (output, work)
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}\n{stdout}");
+    (stdout, received, work)
 }
 
 /// opencode compacting on its own through the proxy: its model's window set small in its own
@@ -149,16 +153,8 @@ async fn opencodes_own_summary_is_read_as_opencode_sent_it() {
     ) else {
         return;
     };
-    let (upstream, received) =
-        anthropic_agent_upstream(counting_commands(COMMANDS), FINAL_ANSWER).await;
     // The proxy's window is far larger than opencode's: opencode compacts, condense forwards.
-    let state = tempfile::tempdir().unwrap();
-    let proxy = proxy_to(&upstream, &agent_proxy_settings("1000000"), state.path());
-    let url = spawn(proxy).await;
-    let (output, _work) = run_opencode(&opencode, &url, Some((16_000, 2_000))).await;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}\n{stdout}");
+    let (stdout, received, _work) = run_opencode(&opencode, "1000000", Some((16_000, 2_000))).await;
 
     let bodies = agent_bodies(&received, "/v1/messages");
     // The requests after opencode's compaction: its question opens the history, after the
