@@ -9,12 +9,14 @@
 //! - Compact, when the previous request's input plus its answer exceeded `window −
 //!   min(max_output, 32,000)`: the compaction agent (its own system prompt, so it shares no cached
 //!   prefix) summarizes everything, and the session goes on from the summary and the continuation
-//!   message.
+//!   message. The summary is sent as opencode sends it: the assistant's answer to "What did we do
+//!   so far?" (so a later summary carries it whole, as opencode's own compaction has it in its
+//!   context).
 
 use std::sync::Arc;
 
 use condense_compact::DEFAULT_CONTINUATION;
-use condense_core::{Message, Role};
+use condense_core::{Message, OPENCODE_SUMMARY_REQUEST, Role};
 use condense_tokenizer::TokenCounter;
 
 use super::{Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, Walk, summary_of};
@@ -99,15 +101,20 @@ impl Policy for OpenCode {
         if overflow {
             let input = self.live.input(history);
             if let Some(summary) = summary_of(&input, "structured", self.counter.clone())? {
-                let summary = Message::text(Role::User, summary);
+                let summary = Message::text(Role::Assistant, summary);
                 let output_tokens = self.counter.count_message(&summary);
                 summarizer = Some(SummarizerCall {
                     input: SummarizerInput::Separate(self.counter.count_each(&input).iter().sum()),
                     output_tokens,
                 });
+                // As opencode sends it: its summary is the answer to its own question.
                 self.live.summarized(
                     history,
-                    vec![summary, Message::text(Role::User, DEFAULT_CONTINUATION)],
+                    vec![
+                        Message::text(Role::User, OPENCODE_SUMMARY_REQUEST),
+                        summary,
+                        Message::text(Role::User, DEFAULT_CONTINUATION),
+                    ],
                 );
             }
         }
