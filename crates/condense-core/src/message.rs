@@ -219,9 +219,18 @@ impl Message {
     /// holding those words and nothing else. It is still a user turn (as an agent's summary is);
     /// only what summarizes the head tells it from the person's requests.
     pub fn is_summary_request(&self) -> bool {
+        let texts = || {
+            self.parts.iter().map(|part| match part {
+                Part::Text(text) => Some(text.text.trim()),
+                _ => None,
+            })
+        };
         self.role == Role::User
-            && self.parts.iter().all(|part| matches!(part, Part::Text(_)))
-            && self.plain_text().trim() == OPENCODE_SUMMARY_REQUEST
+            && texts().all(|text| text.is_some())
+            && texts()
+                .flatten()
+                .filter(|text| !text.is_empty())
+                .eq([OPENCODE_SUMMARY_REQUEST])
     }
 
     /// When the message was written, where its format records it (Claude Code's `timestamp` on
@@ -344,6 +353,19 @@ mod tests {
         assert_eq!(found, [None, Some(opencode), None, None]);
         assert_eq!(opencode.text(&summary), answer);
         assert!(history[0].is_summary_request() && !history[2].is_summary_request());
+        let blank_beside = Message::new(
+            Role::User,
+            vec![Part::text(" "), Part::text(OPENCODE_SUMMARY_REQUEST)],
+        );
+        assert!(blank_beside.is_summary_request());
+        let twice = Message::new(
+            Role::User,
+            vec![
+                Part::text(OPENCODE_SUMMARY_REQUEST),
+                Part::text(OPENCODE_SUMMARY_REQUEST),
+            ],
+        );
+        assert!(!twice.is_summary_request());
 
         // The same words inside a longer request, an answer that starts with a call or has no
         // text, or an answer at the start of the history are no summary.
