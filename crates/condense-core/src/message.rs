@@ -39,13 +39,14 @@ pub const OPENCODE_SUMMARY_REQUEST: &str = "What did we do so far?";
 pub struct HarnessSummary {
     /// The agent that wrote it.
     pub agent: &'static str,
-    /// How many leading parts of its message it is (all text): the whole message for a summary
-    /// on the user's side; for opencode's, the answer's text before the next step merged in.
+    /// How many leading parts of its message it is: the whole message for a summary on the
+    /// user's side; for opencode's, the answer up to the first call of the next step merged in
+    /// (its text, after any thinking).
     pub parts: usize,
 }
 
 impl HarnessSummary {
-    /// The summary's text: its parts' texts, one per line.
+    /// The summary's text: its text parts, one per line.
     pub fn text(&self, message: &Message) -> String {
         crate::part::plain_text(&message.parts[..self.parts.min(message.parts.len())])
     }
@@ -73,7 +74,7 @@ pub fn harness_summary_at(messages: &[Message], index: usize) -> Option<HarnessS
     let parts = message
         .parts
         .iter()
-        .take_while(|part| matches!(part, Part::Text(_)))
+        .take_while(|part| !matches!(part, Part::ToolCall(_)))
         .count();
     let summary = HarnessSummary {
         agent: "opencode",
@@ -366,6 +367,21 @@ mod tests {
             ],
         );
         assert!(!twice.is_summary_request());
+
+        // Thinking before the answer is no part of its text.
+        let thought = Message::new(
+            Role::Assistant,
+            vec![
+                Part::Thinking(crate::Thinking {
+                    text: "Summarize.".into(),
+                    signature: None,
+                    extra: crate::JsonMap::new(),
+                }),
+                summary.parts[0].clone(),
+            ],
+        );
+        let found = harness_summary_at(&[asked.clone(), thought.clone()], 1).unwrap();
+        assert_eq!(found.text(&thought), answer);
 
         // The same words inside a longer request, an answer that starts with a call or has no
         // text, or an answer at the start of the history are no summary.
