@@ -41,8 +41,8 @@ pub(crate) struct Facts {
     pub files_modified: Vec<String>,
     /// The assistant's last words in the head: usually what it meant to do next.
     pub last_intent: Option<String>,
-    /// The summary an agent's own compaction left (Claude Code's, Codex's, opencode's): the newest, which
-    /// was made from a context that held any before it.
+    /// The summary an agent's own compaction left (Claude Code's, Codex's, opencode's): the
+    /// newest, which was made from a context that held any before it.
     pub earlier: Option<EarlierSummary>,
 }
 
