@@ -582,6 +582,15 @@ fn shell_call(request: &Value, turn: usize, command: &str) -> Value {
     })
 }
 
+/// The JSON events an agent printed one per line (`codex exec --json`, `opencode run --format
+/// json`); other lines (progress, warnings) are left out.
+pub fn json_events(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
 /// Runs `command` to its end, or kills it after `limit` and panics (a hung client fails the
 /// test instead of hanging it). Its output is captured.
 pub fn run_bounded(mut command: std::process::Command, limit: Duration) -> std::process::Output {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use condense_serve::testing::{
     agent_bodies, agent_proxy_settings, check_agent_bodies, counting_commands, files_under,
-    proxy_to, responses_agent_upstream, run_bounded, spawn,
+    json_events, proxy_to, responses_agent_upstream, run_bounded, spawn,
 };
 use serde_json::Value;
 
@@ -74,10 +74,7 @@ async fn codex_works_through_the_proxy_and_its_requests_are_compacted() {
 
     // Codex got the scripted model's answer, and the usage it reported, as the upstream sent
     // them.
-    let events: Vec<Value> = stdout
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
+    let events = json_events(&stdout);
     let said: Vec<&str> = events
         .iter()
         .filter(|event| event["type"] == "item.completed")

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use condense_serve::testing::{
     Received, SCRIPTED_SUMMARY, agent_bodies, agent_proxy_settings, anthropic_agent_upstream,
-    check_agent_bodies, counting_commands, proxy_to, run_bounded, spawn,
+    check_agent_bodies, counting_commands, json_events, proxy_to, run_bounded, spawn,
 };
 use serde_json::Value;
 
@@ -35,10 +35,7 @@ async fn opencode_works_through_the_proxy_and_its_requests_are_compacted() {
     let (stdout, received, work) = run_opencode(&opencode, "48000", None).await;
     // opencode ran every command and got the scripted model's answer, as the upstream sent it;
     // the outputs it keeps are what the commands printed, not condense's placeholders.
-    let events: Vec<Value> = stdout
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
+    let events = json_events(&stdout);
     let said: Vec<&str> = events
         .iter()
         .filter(|event| event["type"] == "text")
