@@ -197,9 +197,8 @@ async fn codex_resumes_a_log_that_condense_pruned_and_compacted() {
     })
     .await
     .unwrap();
-    let thread = first
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+    let thread = condense_serve::testing::json_events(&first)
+        .iter()
         .find_map(|event| event["thread_id"].as_str().map(str::to_owned))
         .unwrap();
     let log = rollout_in(home.path());
