@@ -132,6 +132,14 @@ struct Counts {
     by_role: BTreeMap<String, usize>,
     /// Tokens of each tool's calls and outputs.
     by_tool: BTreeMap<String, usize>,
+    /// Messages before a provider's own compaction: the provider ignores them, so they are not
+    /// counted.
+    #[serde(skip_serializing_if = "is_zero")]
+    ignored_before_compaction: usize,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 fn counts(conversation: &Conversation, counter: &dyn TokenCounter) -> Counts {
@@ -161,14 +169,21 @@ fn counts(conversation: &Conversation, counter: &dyn TokenCounter) -> Counts {
         messages: conversation.messages.len(),
         by_role,
         by_tool,
+        ignored_before_compaction: 0,
     }
 }
 
 fn count(args: CountArgs) -> Result<()> {
     let config = config(&args.settings)?;
-    let conversation = read_session(&args.input, args.format)?.conversation;
+    let mut conversation = read_session(&args.input, args.format)?.conversation;
+    // What the provider reads: from its own last compaction on.
+    let ignored =
+        condense_core::LiveView::take(&mut conversation).map_or(0, |view| view.ignored_messages());
     let counter = Tiktoken::new(config.encoding());
-    let counts = counts(&conversation, &counter);
+    let counts = Counts {
+        ignored_before_compaction: ignored,
+        ..counts(&conversation, &counter)
+    };
     if args.json {
         say!(
             "{}",
@@ -182,6 +197,12 @@ fn count(args: CountArgs) -> Result<()> {
         counts.messages,
         config.encoding()
     );
+    if counts.ignored_before_compaction > 0 {
+        say!(
+            "({} earlier messages not counted: the provider's own compaction stands for them)",
+            counts.ignored_before_compaction
+        );
+    }
     say!("by role:");
     for (role, tokens) in &counts.by_role {
         say!("  {role:<10} {:>10}", human::thousands(*tokens));

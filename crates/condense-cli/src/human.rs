@@ -41,6 +41,12 @@ pub fn report(
         thousands(config.context_window()),
         thousands(report.usable)
     ));
+    if let Some(native) = report.native {
+        out.push_str(&format!(
+            "  native:  the provider's own compaction at message {}: the {} messages before it are passed on as they came, not counted\n",
+            native.at_message, native.ignored_messages
+        ));
+    }
     let prune = &report.prune;
     out.push_str(&format!(
         "  prune:   {} of {} tool outputs replaced, {} tokens freed -> {} tokens\n",

@@ -23,4 +23,4 @@ pub use reassemble::{
     DEFAULT_CONTINUATION, continuation_message, previous_summary, reassemble, reposition_side,
     summary_message,
 };
-pub use split::{Split, TailRule, split};
+pub use split::{Split, TailRule, pinned, split};

@@ -55,6 +55,26 @@ impl Split {
     }
 }
 
+/// How many leading messages are never summarized: the System messages, then a provider's own
+/// compaction right after them ([`condense_core::LiveView`] puts it there), which stands for
+/// everything before it and must reach the provider as it came, ahead of any summary.
+pub fn pinned(messages: &[Message]) -> usize {
+    let systems = messages
+        .iter()
+        .take_while(|message| message.role == Role::System && !message.is_compaction_summary())
+        .count();
+    systems
+        + messages.get(systems).map_or(0, |message| {
+            usize::from(
+                message.role != Role::System
+                    && message
+                        .parts
+                        .last()
+                        .is_some_and(condense_core::is_native_compaction),
+            )
+        })
+}
+
 /// Cuts `messages` into pinned, head and tail.
 ///
 /// Whole user turns are kept from the end while they fit the tail budget. Fewer than
@@ -66,10 +86,7 @@ impl Split {
 /// past the result so that it still fits. Whatever the budget, the tail holds the last exchange
 /// ([`TailRule::LastExchange`]): a resumed agent must see where it was, not its original task.
 pub fn split(messages: &[Message], counter: &dyn TokenCounter, settings: &TailSettings) -> Split {
-    let pinned = messages
-        .iter()
-        .take_while(|message| message.role == Role::System && !message.is_compaction_summary())
-        .count();
+    let pinned = pinned(messages);
     let counts = counter.count_each(messages);
     let mut suffix = vec![0usize; messages.len() + 1];
     for index in (0..messages.len()).rev() {

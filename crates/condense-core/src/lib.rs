@@ -11,6 +11,7 @@ mod content_hash;
 mod conversation;
 mod memo;
 mod message;
+mod native;
 mod pairs;
 mod part;
 #[cfg(feature = "testing")]
@@ -27,6 +28,10 @@ pub use memo::{Memos, MessageMemo};
 pub use message::{
     ContentShape, HARNESS_SUMMARY_OPENINGS, HarnessSummary, Message, OPENCODE_SUMMARY_REQUEST,
     Role, SUMMARY_CLOSE, SUMMARY_OPEN, WireRecord, harness_summary_at,
+};
+pub use native::{
+    LiveView, NATIVE_COMPACTION_TYPE, has_native_compaction, is_native_compaction,
+    last_native_compaction,
 };
 pub use pairs::{CallSite, ResultSite, ToolPairs};
 pub use part::{Image, Part, Text, Thinking, ToolCall, ToolOutput, ToolResult, plain_text};

@@ -7,15 +7,15 @@ use condense_compact::{
     TailRule, TailSettings, carried, continuation_message, is_due, previous_summary, reassemble,
     reposition_side, split,
 };
-use condense_core::{Conversation, Memos, Message, Role};
+use condense_core::{Conversation, LiveView, Memos, Message, Role};
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
 use condense_summarize::{Anthropic, Extractive, Fork, OpenAi, Summarizer};
 use condense_template::{PromptVars, Template, parse_summary};
 use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total, count_each_memoized};
 
 use crate::head::{self, FrozenHead, message_hash};
-use crate::report::{CompactReport, CompactionOutcome, FailureKind};
-use crate::state::SessionState;
+use crate::report::{CompactReport, CompactionOutcome, FailureKind, NativeCompaction};
+use crate::state::{ReportedUsage, SessionState};
 use crate::usage::{Measure, measure};
 use crate::{Config, HostError, LoadedPlugin, SummarizerKind};
 
@@ -209,7 +209,58 @@ impl Compactor {
             .await
     }
 
+    /// The pipeline on what the provider will read: a history that carries a provider's own
+    /// compaction is worked on from that compaction on ([`LiveView`]), what came before it
+    /// passed on as it came.
     async fn run_memoized(
+        &self,
+        mut conversation: Conversation,
+        memos: &Memos,
+        state: &mut SessionState,
+        phases: Phases,
+        summarizer: Option<&dyn Summarizer>,
+    ) -> Result<Compaction, HostError> {
+        let at_message = condense_core::last_native_compaction(&conversation.messages);
+        let Some(view) = LiveView::take(&mut conversation) else {
+            let mut compaction = self
+                .run_live(conversation, memos, state, phases, summarizer)
+                .await?;
+            compaction.report.native = at_message.map(|(at_message, _)| NativeCompaction {
+                at_message,
+                ignored_messages: 0,
+            });
+            return Ok(compaction);
+        };
+        // The provider's count is for a request as the client sent it: in the view it stands
+        // at the same answer; a figure from before the compaction counted what the provider now
+        // ignores, and says nothing of what it reads.
+        let reported = state.reported_usage;
+        state.reported_usage = reported.and_then(|usage| {
+            view.to_view(usage.message)
+                .map(|message| ReportedUsage { message, ..usage })
+        });
+        let ignored = view.ignored_messages();
+        // The memos are by the client's indices, which the view shifts: counted afresh.
+        let result = self
+            .run_live(conversation, &Memos::default(), state, phases, summarizer)
+            .await;
+        state.reported_usage = match (reported, state.reported_usage) {
+            (Some(original), Some(usage)) => Some(ReportedUsage {
+                message: original.message,
+                ..usage
+            }),
+            (original, _) => original,
+        };
+        let mut compaction = result?;
+        view.restore(&mut compaction.conversation);
+        compaction.report.native = at_message.map(|(at_message, _)| NativeCompaction {
+            at_message,
+            ignored_messages: ignored,
+        });
+        Ok(compaction)
+    }
+
+    async fn run_live(
         &self,
         mut conversation: Conversation,
         memos: &Memos,
@@ -232,19 +283,22 @@ impl Compactor {
                 None => message_hash(message),
             })
             .collect();
+        // Each client message counted once, as received: what the metrics and the report call
+        // the request's size, whatever a frozen head then stands in for.
+        let received =
+            count_each_memoized(counter, &conversation.messages, |index| memos.get(index));
+        let tokens_received = conversation_total(&received);
         let (head, placed) = head::apply(&mut state.head, &mut conversation, &hashes);
         // The harness's last reported usage counted the request it sent; a history that no
         // longer extends it makes that figure meaningless.
         let reported = state
             .reported_usage
             .filter(|_| !matches!(head, Some(crate::HeadOutcome::Diverged { .. })));
-        // Each message counted once here: the trigger's measure and the count before share it.
-        // The frozen head's replacement has no memos; the client's messages after it keep theirs.
-        let counts = count_each_memoized(counter, &conversation.messages, |index| {
-            let client = (index.checked_sub(placed.replaced_by)?) + placed.covered;
-            memos.get(client)
-        });
-        let tokens_before = conversation_total(&counts);
+        // The trigger's counts: the frozen head's replacement counted here, the client's
+        // messages after it taken from the count as received.
+        let mut counts = counter.count_each(&conversation.messages[..placed.replaced_by]);
+        counts.extend_from_slice(&received[placed.covered.min(received.len())..]);
+        let tokens_in = conversation_total(&counts);
 
         let pruner = Pruner {
             settings: &self.prune,
@@ -264,7 +318,7 @@ impl Compactor {
         // Recounted only when something was replaced: on most requests of a long session
         // nothing is, and a recount of every message is a good part of a request's cost.
         let tokens_after_prune = if prune.replaced() == 0 {
-            tokens_before
+            tokens_in
         } else {
             counter.count_conversation(&conversation)
         };
@@ -277,7 +331,7 @@ impl Compactor {
             Measure::ProviderUsage {
                 tokens, at_message, ..
             } => {
-                let freed = tokens_before.saturating_sub(tokens_after_prune);
+                let freed = tokens_in.saturating_sub(tokens_after_prune);
                 tokens.saturating_sub(freed.saturating_sub(prune.frozen_tokens_up_to(at_message)))
             }
         };
@@ -401,7 +455,7 @@ impl Compactor {
                 head,
                 measured,
                 usable,
-                tokens_before,
+                tokens_before: tokens_received,
                 prune,
                 tokens_after_prune,
                 compaction,
@@ -409,6 +463,7 @@ impl Compactor {
                 under_threshold,
                 note,
                 elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                native: None,
             },
         })
     }

@@ -32,7 +32,7 @@ pub use config::{
 pub use error::HostError;
 pub use head::{FrozenHead, HeadOutcome, history_hash, message_hash};
 pub use plugins::{LoadedPlugin, PluginError};
-pub use report::{CompactReport, CompactionOutcome, FailureKind};
+pub use report::{CompactReport, CompactionOutcome, FailureKind, NativeCompaction};
 // What the host's public types mention, so a harness that depends on the host alone can name it.
 pub use condense_compact::{Split, TailRule, TailSettings};
 pub use condense_pruner::{

@@ -77,7 +77,8 @@ pub struct CompactReport {
     pub measured: Measure,
     /// Compaction is due at this many tokens (`context_window - reserved`).
     pub usable: usize,
-    /// Tokens before anything was done, by the tokenizer.
+    /// Tokens of the request as received, before anything was done (a frozen summary put back
+    /// included), by the tokenizer.
     pub tokens_before: usize,
     /// Phase 1's report.
     pub prune: PruneReport,
@@ -94,6 +95,19 @@ pub struct CompactReport {
     pub note: Option<String>,
     /// How long the call took.
     pub elapsed_ms: u64,
+    /// The provider's own compaction the history carries, when it does: the messages before it
+    /// were left as they came, neither counted nor touched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native: Option<NativeCompaction>,
+}
+
+/// A provider's compaction item or block in the history ([`condense_core::LiveView`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct NativeCompaction {
+    /// The message that carries it, in the client's history.
+    pub at_message: usize,
+    /// The messages before it, which the provider ignores and condense passes on unchanged.
+    pub ignored_messages: usize,
 }
 
 fn is_zero(count: &usize) -> bool {
