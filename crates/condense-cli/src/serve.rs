@@ -46,6 +46,11 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     if serve.body_limit_bytes == 0 {
         return Err(usage_error("serve.body_limit_bytes: must be more than 0"));
     }
+    if serve.state_timeout_ms == 0 {
+        return Err(usage_error(
+            "serve.state_timeout_ms: must be more than 0 (a store call that may not take any time always fails)",
+        ));
+    }
     let store = session_store(&serve)?;
     let plugins = plugins(&config, verbosity)?;
     let compactor = Compactor::with_plugins(&config, &plugins)?;
@@ -143,7 +148,8 @@ fn session_store(serve: &ServeConfig) -> Result<Arc<dyn SessionStore>> {
             Arc::new(
                 RedisSessionStore::new(&serve.state)
                     .map_err(|error| usage_error(error.to_string()))?
-                    .expire_after(ttl),
+                    .expire_after(ttl)
+                    .with_timeout(Duration::from_millis(serve.state_timeout_ms)),
             )
         } else {
             let dir = if serve.state.is_empty() {

@@ -42,6 +42,16 @@ pub struct Metrics {
     pub failed_open: AtomicU64,
     /// Requests refused by condense itself (malformed, too large).
     pub refused: AtomicU64,
+    /// Session states that could not be read in time (store down, stalled or erroring): the
+    /// request was prepared on a fresh state, not saved.
+    pub state_unavailable: AtomicU64,
+    /// Session states that could not be saved in time, or at all.
+    pub state_unsaved: AtomicU64,
+    /// Stored states set aside for a fresh judgement (damaged, another format, expired).
+    pub state_discarded: AtomicU64,
+    /// Requests that lost the compare-and-set on every attempt: sent as prepared on the latest
+    /// state, that preparation not saved.
+    pub state_conflicts: AtomicU64,
     /// Upstream unreachable or timed out.
     pub upstream_errors: AtomicU64,
     /// Originals removed by sweeps (`serve.originals_ttl_hours`).
@@ -143,6 +153,16 @@ impl Metrics {
             "condense_refused_total",
             "Requests condense refused (malformed or too large).",
             &[("", get(&self.refused))],
+        );
+        counter(
+            "condense_state_store_errors_total",
+            "Session-state reads and saves that failed or ran past serve.state_timeout_ms, states set aside (damaged or expired), and requests that lost every compare-and-set.",
+            &[
+                ("{kind=\"load\"}", get(&self.state_unavailable)),
+                ("{kind=\"save\"}", get(&self.state_unsaved)),
+                ("{kind=\"discarded\"}", get(&self.state_discarded)),
+                ("{kind=\"conflict\"}", get(&self.state_conflicts)),
+            ],
         );
         counter(
             "condense_upstream_errors_total",

@@ -49,6 +49,9 @@ pub struct ProxySettings {
     /// `serve.originals_ttl_hours`: the store of originals to sweep of what no state names
     /// after that long unused. `None` (`0`, the default): originals are kept forever.
     pub originals: Option<OriginalsExpiry>,
+    /// `serve.state_timeout_ms`: the longest a read or a save of a session's state may take;
+    /// past it the request goes on without (a fresh state, not saved).
+    pub state_timeout: Duration,
 }
 
 impl ProxySettings {
@@ -61,6 +64,7 @@ impl ProxySettings {
             upstream_timeout: Duration::from_secs(config.upstream_timeout_secs),
             upstream_summarizer: None,
             originals: None,
+            state_timeout: Duration::from_millis(config.state_timeout_ms.max(1)),
         }
     }
 
@@ -373,7 +377,9 @@ impl Proxy {
         // Read again only after a lost compare-and-set (the messages are cached by then): the
         // first attempt takes the conversation without copying it.
         let mut first = Some((conversation, memos));
-        for _ in 0..SAVE_ATTEMPTS {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
             let (conversation, memos) = match first.take() {
                 Some(read) => read,
                 None => match request.read_memoized(format, &self.messages) {
@@ -381,9 +387,22 @@ impl Proxy {
                     Err(error) => return self.failed_open(session, bytes, "read", &error),
                 },
             };
-            let versioned = match self.load(&session).await {
-                Ok(versioned) => versioned,
-                Err(error) => return self.failed_open(session, bytes, "load state", &error),
+            // A store that cannot be read in time does not cost the request its compaction: it
+            // is prepared on a fresh state (a request past the window still gets under it), and
+            // that state is not saved over one that may be fine.
+            let (versioned, saving) = match self.load(&session).await {
+                Ok(versioned) => {
+                    if let Some(why) = &versioned.discarded {
+                        Metrics::add(&self.metrics.state_discarded, 1);
+                        tracing::warn!(%session, %why, "the session state was set aside; judged afresh, and replaced on save");
+                    }
+                    (versioned, true)
+                }
+                Err(error) => {
+                    Metrics::add(&self.metrics.state_unavailable, 1);
+                    tracing::warn!(%session, %error, "the session state could not be read; prepared on a fresh state, not saved");
+                    (crate::state::Versioned::default(), false)
+                }
             };
             let mut state = versioned.state;
             let prepared = self
@@ -411,17 +430,27 @@ impl Proxy {
             // A store no other replica writes cannot lose the compare-and-set: its save waits
             // until the request is on its way (the session stays locked until then). Any other
             // store decides here, before anything is sent, whether this preparation stands.
-            let deferred = if self.store.exclusive() {
+            let deferred = if !saving {
+                None
+            } else if self.store.exclusive() {
                 Some(DeferredSave {
                     state,
                     version: versioned.version,
                 })
             } else {
                 match self.save(&session, state, versioned.version).await {
-                    Ok(Saved::Conflict) => continue,
+                    Ok(Saved::Conflict) if attempt < SAVE_ATTEMPTS => continue,
+                    // Lost every time: what was prepared on the latest state is still the right
+                    // body to send (never the whole history, which may be past the window); only
+                    // its decisions are not kept.
+                    Ok(Saved::Conflict) => {
+                        Metrics::add(&self.metrics.state_conflicts, 1);
+                        tracing::warn!(%session, attempts = SAVE_ATTEMPTS, "lost the session state's compare-and-set every time; sent as prepared on the latest state, not saved");
+                    }
                     Ok(Saved::Stored(_)) => {}
                     // The compacted body is right; only the next request loses its frozen form.
                     Err(error) => {
+                        Metrics::add(&self.metrics.state_unsaved, 1);
                         tracing::warn!(%session, %error, "the session state was not saved");
                     }
                 }
@@ -445,8 +474,6 @@ impl Proxy {
                 deferred: deferred.map(|save| (save, guard)),
             };
         }
-        let conflict = format!("lost the session state's compare-and-set {SAVE_ATTEMPTS} times");
-        self.failed_open(session, bytes, "save state", &conflict)
     }
 
     /// Counts what fired in the metrics, and names it for the request's log line (with how the
@@ -524,9 +551,24 @@ impl Proxy {
         }
         let store = self.store.clone();
         let key = session.to_owned();
-        match tokio::task::spawn_blocking(move || store.load(&key)).await {
-            Ok(loaded) => loaded.map_err(|error| error.to_string()),
-            Err(error) => Err(error.to_string()),
+        self.bounded(tokio::task::spawn_blocking(move || store.load(&key)))
+            .await
+    }
+
+    /// A blocking store call, given up after `serve.state_timeout_ms` (the call itself ends
+    /// on its own, bounded by the store's own timeouts).
+    async fn bounded<T>(
+        &self,
+        call: tokio::task::JoinHandle<Result<T, crate::state::StateStoreError>>,
+    ) -> Result<T, String> {
+        match tokio::time::timeout(self.settings.state_timeout, call).await {
+            Ok(Ok(done)) => done.map_err(|error| error.to_string()),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err(format!(
+                "{} did not answer within {} ms (serve.state_timeout_ms)",
+                self.store.location(),
+                self.settings.state_timeout.as_millis()
+            )),
         }
     }
 
@@ -582,10 +624,10 @@ impl Proxy {
     ) -> Result<Saved, String> {
         let store = self.store.clone();
         let key = session.to_owned();
-        tokio::task::spawn_blocking(move || store.save(&key, &state, version))
-            .await
-            .map_err(|error| error.to_string())?
-            .map_err(|error| error.to_string())
+        self.bounded(tokio::task::spawn_blocking(move || {
+            store.save(&key, &state, version)
+        }))
+        .await
     }
 
     /// Records the provider's usage of a request in its session, for the next trigger.

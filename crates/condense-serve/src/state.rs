@@ -20,6 +20,11 @@ pub struct Versioned {
     pub state: SessionState,
     /// What a save must name to win.
     pub version: u64,
+    /// Why the stored state was not used, when it was not: it did not parse (damaged, or
+    /// written by another version of condense) or it had expired. The state is then a fresh
+    /// one at the stored version, so the next save replaces what was there: a session is
+    /// judged afresh once, not failed open until its state expires.
+    pub discarded: Option<String>,
 }
 
 /// The outcome of a save.
@@ -230,14 +235,36 @@ impl DirSessionStore {
                 });
             }
         };
-        let stored: Stored =
-            serde_json::from_str(&text).map_err(|error| StateStoreError::Damaged {
-                path: path.to_owned(),
-                reason: error.to_string(),
-            })?;
+        let stored: Stored = match serde_json::from_str(&text) {
+            Ok(stored) => stored,
+            // Without a version to compare, the next save (at version 0) replaces it.
+            Err(error) => {
+                return Ok(Versioned {
+                    discarded: Some(format!("{} is damaged: {error}", path.display())),
+                    ..Versioned::default()
+                });
+            }
+        };
+        // Expired but not swept yet (the sweep runs at most once an hour): the session is
+        // judged afresh, as it would be had the sweep come first.
+        let expired = self.ttl.is_some_and(|ttl| {
+            std::fs::symlink_metadata(path)
+                .and_then(|metadata| metadata.modified())
+                .ok()
+                .and_then(|modified| SystemTime::now().duration_since(modified).ok())
+                .is_some_and(|age| age > ttl)
+        });
+        if expired {
+            return Ok(Versioned {
+                state: SessionState::default(),
+                version: stored.version,
+                discarded: Some(format!("{} expired", path.display())),
+            });
+        }
         Ok(Versioned {
             state: stored.state,
             version: stored.version,
+            discarded: None,
         })
     }
 }
@@ -321,8 +348,8 @@ impl SessionStore for DirSessionStore {
             .lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // A damaged file is overwritten: the state is a cache of decisions, and a fresh one is
-        // always safe (the session is judged afresh).
+        // A damaged file reads as version 0 and is overwritten: the state is a cache of
+        // decisions, and a fresh one is always safe (the session is judged afresh).
         let current = self.read(&path).map(|v| v.version).unwrap_or(expected);
         if current != expected {
             return Ok(Saved::Conflict);
@@ -372,6 +399,8 @@ pub struct RedisSessionStore {
     shown: String,
     connection: std::sync::Mutex<Option<redis::Connection>>,
     script: redis::Script,
+    /// The longest a connection attempt, a read or a write may take.
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for RedisSessionStore {
@@ -381,6 +410,9 @@ impl std::fmt::Debug for RedisSessionStore {
             .finish_non_exhaustive()
     }
 }
+
+/// How long a Redis call may take unless [`RedisSessionStore::with_timeout`] says otherwise.
+const DEFAULT_REDIS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Compare the version, then write version and state together, and set the key to expire
 /// `ARGV[4]` milliseconds from now (`0`: never).
@@ -415,7 +447,16 @@ impl RedisSessionStore {
             shown,
             connection: std::sync::Mutex::new(None),
             script: redis::Script::new(SAVE_SCRIPT),
+            timeout: DEFAULT_REDIS_TIMEOUT,
         })
+    }
+
+    /// Bounds every connection attempt, read and write by `timeout` (`serve.state_timeout_ms`):
+    /// a Redis that stops answering (stopped, partitioned, swapping) is an error after that
+    /// long, never a call that waits for ever.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout.max(Duration::from_millis(1));
+        self
     }
 
     /// Each save sets the session's key to expire `ttl` later (`serve.state_ttl_hours`); `None`
@@ -450,7 +491,11 @@ impl RedisSessionStore {
         if slot.is_none() {
             let connection = self
                 .client
-                .get_connection_with_timeout(std::time::Duration::from_secs(5))
+                .get_connection_with_timeout(self.timeout)
+                .map_err(|error| self.error(error))?;
+            connection
+                .set_read_timeout(Some(self.timeout))
+                .and_then(|()| connection.set_write_timeout(Some(self.timeout)))
                 .map_err(|error| self.error(error))?;
             *slot = Some(connection);
         }
@@ -511,21 +556,42 @@ impl SessionStore for RedisSessionStore {
 
     fn load(&self, session: &str) -> Result<Versioned, StateStoreError> {
         let key = Self::key(session);
-        let (version, state): (Option<u64>, Option<String>) = self.with(|connection| {
+        let (version, state): (Option<String>, Option<String>) = self.with(|connection| {
             redis::cmd("HMGET")
                 .arg(&key)
                 .arg("version")
                 .arg("state")
                 .query(connection)
         })?;
-        let (Some(version), Some(state)) = (version, state) else {
-            return Ok(Versioned::default());
+        let damaged = |why: String| format!("{}/{key} is damaged: {why}", self.shown);
+        let version = match version.map(|version| version.parse::<u64>()) {
+            None => return Ok(Versioned::default()),
+            Some(Ok(version)) => version,
+            // No version to compare against: the hash goes, and the next save starts it again.
+            Some(Err(error)) => {
+                self.with(|connection| redis::cmd("DEL").arg(&key).query::<i64>(connection))?;
+                return Ok(Versioned {
+                    discarded: Some(damaged(format!("its version: {error}"))),
+                    ..Versioned::default()
+                });
+            }
         };
-        let state = serde_json::from_str(&state).map_err(|error| StateStoreError::Damaged {
-            path: PathBuf::from(format!("{}/{key}", self.shown)),
-            reason: error.to_string(),
-        })?;
-        Ok(Versioned { state, version })
+        let parsed = state
+            .as_deref()
+            .map(serde_json::from_str::<SessionState>)
+            .unwrap_or_else(|| Ok(SessionState::default()));
+        Ok(match parsed {
+            Ok(state) => Versioned {
+                state,
+                version,
+                discarded: None,
+            },
+            Err(error) => Versioned {
+                state: SessionState::default(),
+                version,
+                discarded: Some(damaged(error.to_string())),
+            },
+        })
     }
 
     fn save(
@@ -586,18 +652,46 @@ mod tests {
     }
 
     #[test]
-    fn a_damaged_state_is_an_error_on_load_and_replaced_on_save() {
+    fn a_damaged_state_reads_as_a_fresh_one_and_is_replaced_on_save() {
         let dir = tempfile::tempdir().unwrap();
         let store = DirSessionStore::new(dir.path());
         let path = store.path("s");
         std::fs::write(&path, "{not json").unwrap();
-        let error = store.load("s").unwrap_err().to_string();
-        assert!(error.contains("damaged"), "{error}");
+        let loaded = store.load("s").unwrap();
+        assert_eq!(
+            (loaded.version, &loaded.state),
+            (0, &SessionState::default())
+        );
+        let why = loaded.discarded.unwrap();
+        assert!(why.contains("damaged"), "{why}");
         assert_eq!(
             store.save("s", &SessionState::default(), 0).unwrap(),
             Saved::Stored(1)
         );
         assert_eq!(store.load("s").unwrap().version, 1);
+    }
+
+    /// A state older than the ttl is not used even before a sweep removes it: the session is
+    /// judged afresh, and the next save (at the stored version) replaces it.
+    #[test]
+    fn an_expired_state_is_not_reused_before_the_sweep() {
+        let dir = tempfile::tempdir().unwrap();
+        let day = Duration::from_secs(86_400);
+        let store = DirSessionStore::new(dir.path()).expire_after(Some(7 * day));
+        let state = SessionState {
+            consecutive_failures: 1,
+            last_request_ms: Some(1),
+            ..SessionState::default()
+        };
+        store.save("old", &state, 0).unwrap();
+        assert_eq!(store.load("old").unwrap().state, state);
+        condense_core::testing::backdate(&store.path("old"), 8 * day);
+        let loaded = store.load("old").unwrap();
+        assert_eq!(loaded.state, SessionState::default());
+        assert_eq!(loaded.version, 1);
+        assert!(loaded.discarded.unwrap().contains("expired"));
+        assert_eq!(store.save("old", &state, 1).unwrap(), Saved::Stored(2));
+        assert_eq!(store.load("old").unwrap().state, state);
     }
 
     /// A save sweeps the directory of states not written for the ttl (and of temporary files a

@@ -16,8 +16,8 @@ use serde_json::Value;
 
 use crate::{Proxy, ProxySettings};
 
-/// Settings that send both providers to `upstream` (an origin), with a 32 MiB body limit and a
-/// 30-second silence limit.
+/// Settings that send both providers to `upstream` (an origin), with a 32 MiB body limit, a
+/// 30-second silence limit and 5 seconds for a state store call (a loaded test machine).
 pub fn settings_for(upstream: &str) -> ProxySettings {
     ProxySettings {
         openai_upstream: upstream.to_owned(),
@@ -26,6 +26,7 @@ pub fn settings_for(upstream: &str) -> ProxySettings {
         upstream_timeout: Duration::from_secs(30),
         upstream_summarizer: None,
         originals: None,
+        state_timeout: Duration::from_secs(5),
     }
 }
 

@@ -542,7 +542,7 @@ async fn bad_requests_and_failing_upstreams_get_the_documented_answers() {
 /// Other paths go upstream untouched, credentials and all; a state that cannot be read fails
 /// open: the client's own request goes upstream.
 #[tokio::test]
-async fn other_paths_pass_through_and_a_broken_state_fails_open() {
+async fn other_paths_pass_through_and_a_damaged_state_is_judged_afresh() {
     let (upstream, received) = upstream().await;
     let running = proxy_to(upstream, 200_000, |_| {}).await;
     let response = client()
@@ -569,7 +569,8 @@ async fn other_paths_pass_through_and_a_broken_state_fails_open() {
         r#"{"object":"list","data":[],"first_id":null,"last_id":null,"has_more":false}"#
     );
 
-    // A state file that is not JSON: the request still succeeds, unchanged.
+    // A state file that is not JSON (damaged, or written by another version): the request is
+    // judged afresh, not failed open, and the state is replaced.
     let session = "broken";
     running.proxy.flushed().await;
     running
@@ -592,14 +593,21 @@ async fn other_paths_pass_through_and_a_broken_state_fails_open() {
         .unwrap();
     assert_eq!(response.status(), 200);
     let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
-    assert_eq!(sent, raw.as_bytes(), "forwarded byte for byte");
+    assert_eq!(sent, raw.as_bytes(), "nothing due: forwarded byte for byte");
+    let metrics = running.proxy.metrics.render();
+    assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
     assert_eq!(
         metric(
-            &running.proxy.metrics.render(),
-            "condense_failed_open_total"
+            &metrics,
+            "condense_state_store_errors_total{kind=\"discarded\"}"
         ),
         1
     );
+    running.proxy.flushed().await;
+    let repaired = running.store.load(session).unwrap();
+    assert_eq!(repaired.discarded, None, "replaced by the request's state");
+    // Saved by the request, then by its usage.
+    assert_eq!(repaired.version, 2);
 
     // A compressed body (gzip's magic bytes, then what condense does not read): not a bad
     // request but one condense cannot read, so it goes upstream as it came, encoding and all.
@@ -622,7 +630,7 @@ async fn other_paths_pass_through_and_a_broken_state_fails_open() {
             &running.proxy.metrics.render(),
             "condense_failed_open_total"
         ),
-        2
+        1
     );
 }
 
@@ -1169,4 +1177,102 @@ async fn a_responses_session_is_compacted_like_a_chat_one() {
             .map(|u| (u.message, u.tokens)),
         Some((1, 702))
     );
+}
+
+/// A shared store whose compare-and-set this replica always loses (other replicas win every
+/// race), or that never answers a save.
+#[derive(Debug)]
+struct Losing {
+    inner: DirSessionStore,
+    stalled: bool,
+}
+
+impl SessionStore for Losing {
+    fn location(&self) -> String {
+        "a store this replica always loses".into()
+    }
+    fn load(
+        &self,
+        session: &str,
+    ) -> Result<condense_serve::Versioned, condense_serve::StateStoreError> {
+        self.inner.load(session)
+    }
+    fn named_handles(
+        &self,
+    ) -> Result<std::collections::HashSet<String>, condense_serve::StateStoreError> {
+        self.inner.named_handles()
+    }
+    fn save(
+        &self,
+        _: &str,
+        _: &SessionState,
+        _: u64,
+    ) -> Result<condense_serve::Saved, condense_serve::StateStoreError> {
+        if self.stalled {
+            std::thread::sleep(Duration::from_secs(3));
+        }
+        Ok(condense_serve::Saved::Conflict)
+    }
+}
+
+/// A request that loses every compare-and-set still goes upstream compacted, as prepared on
+/// the latest state (never the whole history, past the window); a save that does not answer
+/// costs it at most `serve.state_timeout_ms`.
+#[tokio::test]
+async fn a_request_that_loses_every_compare_and_set_is_still_compacted() {
+    let (upstream, received) = upstream().await;
+    for stalled in [false, true] {
+        let config = Config::load(&Sources {
+            env: vec![
+                ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "16000".into()),
+                ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+            ],
+            ..Sources::default()
+        })
+        .unwrap();
+        let compactor = Compactor::from_config(&config)
+            .unwrap()
+            .with_store(Box::new(MemoryStore::new()));
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Losing {
+            inner: DirSessionStore::new(dir.path()),
+            stalled,
+        });
+        let mut settings = settings_for(&format!("http://{upstream}"));
+        settings.state_timeout = Duration::from_millis(200);
+        let proxy = Arc::new(Proxy::new(settings, compactor, store).unwrap());
+        let url = spawn(proxy.clone()).await;
+        let all = messages("openai/openhands-ponylang__ponyc-4588");
+        assert!(tokens(&all) > 16_000);
+        let started = std::time::Instant::now();
+        let response = client()
+            .post(format!("{url}/v1/chat/completions"))
+            .header("x-condense-session", "contended")
+            .json(&json!({"model": "m", "messages": all}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        // A hang detector, not a timing: a stalled save is given up after 200 ms per attempt.
+        assert!(started.elapsed() < Duration::from_secs(30));
+        let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+        let sent: Value = serde_json::from_slice(&sent).unwrap();
+        let sent = sent["messages"].as_array().unwrap();
+        assert!(tokens(sent) < 16_000 - 4_096, "{} tokens", tokens(sent));
+        let metrics = proxy.metrics.render();
+        assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
+        let (kind, count) = if stalled {
+            ("save", 1)
+        } else {
+            ("conflict", 1)
+        };
+        assert_eq!(
+            metric(
+                &metrics,
+                &format!("condense_state_store_errors_total{{kind=\"{kind}\"}}")
+            ),
+            count,
+            "{metrics}"
+        );
+    }
 }

@@ -122,3 +122,203 @@ fn the_handles_saved_states_name_are_listed() {
     );
     assert!(!named.contains(&unnamed));
 }
+
+/// A `redis-server` of this test's own (the shared one must keep answering the other tests),
+/// on a free port, that the test can stop with SIGSTOP and resume with SIGCONT.
+struct OwnRedis {
+    child: std::process::Child,
+    url: String,
+}
+
+impl OwnRedis {
+    fn start() -> OwnRedis {
+        let port = {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            probe.local_addr().unwrap().port()
+        };
+        let child = std::process::Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server (scripts/redis.sh installs it)");
+        let url = format!("redis://127.0.0.1:{port}/0");
+        for _ in 0..100 {
+            let answered = redis::Client::open(url.as_str())
+                .and_then(|client| client.get_connection())
+                .and_then(|mut connection| redis::cmd("PING").query::<String>(&mut connection));
+            if answered.is_ok() {
+                return OwnRedis { child, url };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("redis-server on {port} did not answer");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = std::process::Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url.as_str())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.signal("-CONT");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The proxy on `store`, at a 16K window, in front of a scripted upstream.
+async fn proxy_on(
+    store: Arc<dyn SessionStore>,
+) -> (
+    String,
+    Arc<condense_serve::Proxy>,
+    condense_serve::testing::Received,
+) {
+    let (upstream, received) = condense_serve::testing::upstream().await;
+    let config = condense_host::Config::load(&condense_host::Sources {
+        env: vec![
+            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "16000".into()),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+        ],
+        ..condense_host::Sources::default()
+    })
+    .unwrap();
+    let compactor = condense_host::Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(condense_host::MemoryStore::new()));
+    let mut settings = condense_serve::testing::settings_for(&format!("http://{upstream}"));
+    settings.state_timeout = std::time::Duration::from_millis(250);
+    let proxy = Arc::new(condense_serve::Proxy::new(settings, compactor, store).unwrap());
+    let url = condense_serve::testing::spawn(proxy.clone()).await;
+    (url, proxy, received)
+}
+
+/// A long recorded session as a Chat Completions body.
+fn long_session() -> serde_json::Value {
+    let bytes = condense_core::testing::transcript("openai/openhands-ponylang__ponyc-4588")
+        .unwrap()
+        .bytes;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    serde_json::json!({"model": "m", "messages": value["messages"]})
+}
+
+/// Sends `body` to the proxy as `session`; gives the tokens of what the upstream received.
+async fn send(
+    url: &str,
+    session: &str,
+    body: &serde_json::Value,
+    received: &condense_serve::testing::Received,
+) -> usize {
+    let started = std::time::Instant::now();
+    let response = reqwest::Client::new()
+        .post(format!("{url}/v1/chat/completions"))
+        .header("x-condense-session", session)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // A hang detector, not a timing: the request once waited 300 s on a stopped Redis.
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+    let (_, conversation) =
+        condense_formats::read(&sent, Some(condense_formats::Format::OpenAi)).unwrap();
+    use condense_tokenizer::TokenCounter;
+    condense_tokenizer::Tiktoken::default().count_conversation(&conversation)
+}
+
+fn metric(proxy: &condense_serve::Proxy, kind: &str) -> u64 {
+    let name = format!("condense_state_store_errors_total{{kind=\"{kind}\"}}");
+    let text = proxy.metrics.render();
+    text.lines()
+        .find_map(|line| line.strip_prefix(name.as_str())?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+}
+
+/// `kill -STOP` on the Redis behind the proxy: requests are still answered, compacted, each
+/// held up at most by `serve.state_timeout_ms`; after `kill -CONT` the state is saved again.
+/// A state damaged in the hash is replaced by a fresh judgement, not failed open for a week.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_or_damaged_redis_never_hangs_the_proxy_nor_uncompacts_a_request() {
+    if store("a_stopped_or_damaged_redis_never_hangs_the_proxy_nor_uncompacts_a_request").is_none()
+    {
+        return;
+    }
+    let redis = OwnRedis::start();
+    let store = RedisSessionStore::new(&redis.url)
+        .unwrap()
+        .with_timeout(std::time::Duration::from_millis(250));
+    let (url, proxy, received) = proxy_on(Arc::new(store)).await;
+    let body = long_session();
+    let session = "stalled";
+    let window = 16_000 - 4_096;
+    assert!(send(&url, session, &body, &received).await < window);
+    proxy.flushed().await;
+    assert_eq!(metric(&proxy, "load"), 0);
+
+    redis.signal("-STOP");
+    for _ in 0..2 {
+        assert!(send(&url, session, &body, &received).await < window);
+    }
+    assert!(metric(&proxy, "load") >= 2, "{}", proxy.metrics.render());
+    redis.signal("-CONT");
+    assert!(send(&url, session, &body, &received).await < window);
+    proxy.flushed().await;
+    let errors = metric(&proxy, "load");
+
+    // Damage the stored state, as a bad write or another version's format would.
+    let key = RedisSessionStore::key(session);
+    let mut connection = redis.connection();
+    redis::cmd("HSET")
+        .arg(&key)
+        .arg("state")
+        .arg("{garbage")
+        .query::<i64>(&mut connection)
+        .unwrap();
+    assert!(send(&url, session, &body, &received).await < window);
+    proxy.flushed().await;
+    assert_eq!(metric(&proxy, "discarded"), 1);
+    assert_eq!(metric(&proxy, "load"), errors, "read, just not usable");
+    let repaired = RedisSessionStore::new(&redis.url)
+        .unwrap()
+        .load(session)
+        .unwrap();
+    assert_eq!(repaired.discarded, None, "replaced on save");
+    assert!(
+        repaired.state.head.is_some(),
+        "the fresh judgement's summary"
+    );
+}
+
+/// A server that accepts connections and never answers (a wedged Redis, a wrong port with
+/// something else on it): the start-up check and every request are bounded by the timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_that_never_answers_costs_a_request_the_timeout_only() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    // Accepted by the kernel's backlog, never read.
+    let store = RedisSessionStore::new(&format!("redis://127.0.0.1:{port}/0"))
+        .unwrap()
+        .with_timeout(std::time::Duration::from_millis(250));
+    let started = std::time::Instant::now();
+    assert!(store.check().is_err());
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let (url, proxy, received) = proxy_on(Arc::new(store)).await;
+    let tokens = send(&url, "silent", &long_session(), &received).await;
+    assert!(tokens < 16_000 - 4_096, "{tokens}");
+    assert!(metric(&proxy, "load") >= 1);
+    drop(silent);
+}

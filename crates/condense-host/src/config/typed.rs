@@ -198,6 +198,9 @@ pub struct ServeConfig {
     pub state: String,
     /// Hours a session's state is kept after its last request; `0`: forever.
     pub state_ttl_hours: u64,
+    /// The longest a read or a save of a session's state may take before the request goes on
+    /// without it.
+    pub state_timeout_ms: u64,
     /// Hours an original named by no session state is kept; `0`: forever.
     pub originals_ttl_hours: u64,
     /// The largest request body accepted.
