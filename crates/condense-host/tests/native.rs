@@ -347,8 +347,8 @@ async fn what_the_provider_ignores_does_not_trigger_a_compaction() {
 fn responses_with(before: usize, places: &[usize], after: usize) -> Value {
     let mut body = responses_body(before, 0, after);
     let input = body["input"].as_array_mut().unwrap();
-    // More compactions at arbitrary item boundaries (between a call and its output is no
-    // boundary the provider makes: keep pairs whole).
+    // More compactions at item boundaries the provider could make (between a call and its
+    // output is none: pairs stay whole).
     for (tag, &place) in places.iter().enumerate() {
         let at = (1 + 2 * place).min(input.len());
         input.insert(at, openai_item(tag + 10));
@@ -356,11 +356,58 @@ fn responses_with(before: usize, places: &[usize], after: usize) -> Value {
     body
 }
 
+/// The same history as an Anthropic body: each step an assistant `tool_use` and the user's
+/// `tool_result`, a compaction block opening the assistant message of each step in `places`.
+fn anthropic_with(steps: usize, places: &[usize]) -> Value {
+    let mut messages =
+        vec![json!({"role": "user", "content": "Fix the failing test in crates/app/src/lib.rs"})];
+    for step in 0..steps {
+        let mut content = Vec::new();
+        if let Some(tag) = places.iter().position(|&place| place == step) {
+            content.push(anthropic_block(tag));
+        }
+        content.push(
+            json!({"type": "tool_use", "id": format!("toolu_{step}"), "name": "Read",
+            "input": {"file_path": format!("crates/app/src/mod{step}.rs")}}),
+        );
+        messages.push(json!({"role": "assistant", "content": content}));
+        messages.push(json!({"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": format!("toolu_{step}"), "content": format!("fn f{step}() {{}}\n").repeat(300)}]}));
+    }
+    json!({"model": "claude-sonnet-4-5", "max_tokens": 4096, "system": "You are Claude Code.",
+        "context_management": {"edits": [{"type": "compact_20260112"}]}, "messages": messages})
+}
+
+/// Every compaction of a body, in order, with the item or message it is in.
+fn compactions(format: Format, body: &Value) -> Vec<(usize, Value)> {
+    let list = if format == Format::Responses {
+        &body["input"]
+    } else {
+        &body["messages"]
+    };
+    let mut found = Vec::new();
+    for (index, entry) in list.as_array().unwrap().iter().enumerate() {
+        let blocks = match (&entry["content"], format) {
+            (_, Format::Responses) => vec![entry.clone()],
+            (Value::Array(blocks), _) => blocks.clone(),
+            _ => Vec::new(),
+        };
+        found.extend(
+            blocks
+                .into_iter()
+                .filter(|block| block["type"] == "compaction")
+                .map(|block| (index, block)),
+        );
+    }
+    found
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// Wherever compactions sit and however many there are, compacting never drops or reorders
-    /// one, and everything up to the last one comes back as it was.
+    /// Wherever compactions sit and however many there are, in either provider's format,
+    /// preparing a request never drops or reorders one, and everything before the last one
+    /// comes back as it was.
     #[test]
     fn no_path_drops_or_reorders_a_compaction(
         before in 0usize..20,
@@ -368,27 +415,26 @@ proptest! {
         places in prop::collection::vec(0usize..40, 0..4),
         window in prop::sample::select(vec![12_000usize, 16_000, 32_000]),
     ) {
-        let body = responses_with(before, &places, after);
-        let bytes = serde_json::to_vec(&body).unwrap();
-        let items = |value: &Value| -> Vec<Value> {
-            value["input"].as_array().unwrap().iter()
-                .filter(|item| item["type"] == "compaction").cloned().collect()
-        };
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let compactor = compactor(window);
-        for format in [Format::Responses] {
+        let bodies = [
+            (Format::Responses, responses_with(before, &places, after)),
+            (Format::Anthropic, anthropic_with(before + after, &places)),
+        ];
+        for (format, body) in bodies {
+            let bytes = serde_json::to_vec(&body).unwrap();
             let conversation = condense_formats::read_whole(&bytes, format).unwrap();
             let mut state = SessionState::default();
             let result = runtime.block_on(compactor.prepare(conversation, &mut state)).unwrap();
             let written: Value = serde_json::from_slice(
                 &condense_formats::write(format, &result.conversation).unwrap()).unwrap();
-            prop_assert_eq!(items(&written), items(&body));
-            let last = body["input"].as_array().unwrap().iter()
-                .rposition(|item| item["type"] == "compaction");
-            if let Some(last) = last {
+            let (kept, given) = (compactions(format, &written), compactions(format, &body));
+            prop_assert_eq!(&kept, &given);
+            if let Some((last, _)) = given.last() {
+                let list = if format == Format::Responses { "input" } else { "messages" };
                 prop_assert_eq!(
-                    &written["input"].as_array().unwrap()[..=last],
-                    &body["input"].as_array().unwrap()[..=last]
+                    &written[list].as_array().unwrap()[..*last],
+                    &body[list].as_array().unwrap()[..*last]
                 );
             }
         }
