@@ -142,13 +142,17 @@ impl OwnRedis {
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("redis-server (scripts/redis.sh installs it)");
-        let url = format!("redis://127.0.0.1:{port}/0");
+        // Owned from here: dropped (killed and waited for) however the test ends.
+        let redis = OwnRedis {
+            child,
+            url: format!("redis://127.0.0.1:{port}/0"),
+        };
         for _ in 0..100 {
-            let answered = redis::Client::open(url.as_str())
+            let answered = redis::Client::open(redis.url.as_str())
                 .and_then(|client| client.get_connection())
                 .and_then(|mut connection| redis::cmd("PING").query::<String>(&mut connection));
             if answered.is_ok() {
-                return OwnRedis { child, url };
+                return redis;
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
