@@ -241,8 +241,24 @@ fn tool_call(call: Value) -> Result<Part, String> {
     let Some(id) = take_string(&mut fields, "id") else {
         return Err("a tool call has no `id`".into());
     };
+    let custom = match fields.get_mut(CUSTOM) {
+        Some(Value::Object(custom)) => Some(custom_call(&id, custom)?),
+        _ => None,
+    };
+    if let Some((name, raw)) = custom {
+        return Ok(Part::ToolCall(ToolCall {
+            id,
+            name,
+            input: Value::String(raw.clone()),
+            raw_input: Some(raw),
+            embedded: false,
+            extra: fields,
+        }));
+    }
     let Some(Value::Object(mut function)) = fields.shift_remove("function") else {
-        return Err(format!("tool call `{id}` has no `function` object"));
+        return Err(format!(
+            "tool call `{id}` has no `function` object (nor a `custom` one)"
+        ));
     };
     let Some(name) = take_string(&mut function, "name") else {
         return Err(format!("tool call `{id}` has no function `name`"));
@@ -269,6 +285,30 @@ fn tool_call(call: Value) -> Result<Part, String> {
         embedded: false,
         extra: fields,
     }))
+}
+
+/// The key of a custom tool's call (`{"type": "custom", "custom": {"name", "input"}}`): its
+/// input is free text, not JSON arguments (OpenAI's custom tools, Codex's `apply_patch`).
+const CUSTOM: &str = "custom";
+
+/// A custom call's name and input, taken out of its `custom` object, which stays (with
+/// whatever else it holds) in its place among the call's fields so the writer puts it back
+/// there.
+fn custom_call(id: &str, custom: &mut JsonMap) -> Result<(String, String), String> {
+    let Some(name) = take_string(custom, "name") else {
+        return Err(format!("custom tool call `{id}` has no `name`"));
+    };
+    let raw = match custom.shift_remove("input") {
+        Some(Value::String(raw)) => raw,
+        None => String::new(),
+        Some(other) => {
+            return Err(format!(
+                "custom tool call `{id}`: `input` must be a string, not {}",
+                kind_of(&other)
+            ));
+        }
+    };
+    Ok((name, raw))
 }
 
 /// A call in the older form: `function_call`'s `name` and `arguments`; its id comes from
@@ -465,6 +505,24 @@ fn function_call_value(call: &ToolCall) -> Value {
 fn call_value(call: &ToolCall) -> Value {
     let mut object = JsonMap::new();
     object.insert("id".into(), call.id.clone().into());
+    if let Some(Value::Object(custom)) = call.extra.get(CUSTOM) {
+        let raw = call.raw_input.clone().unwrap_or_else(|| match &call.input {
+            Value::String(text) => text.clone(),
+            input => input.to_string(),
+        });
+        for (key, value) in &call.extra {
+            if key == CUSTOM {
+                let mut head = JsonMap::new();
+                head.insert("name".into(), call.name.clone().into());
+                head.insert("input".into(), raw.clone().into());
+                head.extend(custom.iter().map(|(k, v)| (k.clone(), v.clone())));
+                object.insert(key.clone(), Value::Object(head));
+            } else {
+                object.insert(key.clone(), value.clone());
+            }
+        }
+        return Value::Object(object);
+    }
     let mut extra = call.extra.clone();
     let mut function = match extra.shift_remove("function") {
         Some(Value::Object(function)) => function,
@@ -486,6 +544,32 @@ fn call_value(call: &ToolCall) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A custom tool's call (free-text input) is read as a call with its text as the input,
+    /// paired with its result, and written back byte for byte, `custom` object and all.
+    #[test]
+    fn a_custom_tool_call_round_trips() {
+        let body = r#"{"messages":[{"role":"user","content":"patch it"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_3","type":"custom","custom":{"name":"apply_patch","input":"*** Begin Patch\n*** End Patch","x":1}}]},{"role":"tool","content":"done","tool_call_id":"call_3"}]}"#;
+        let conversation = from_value(serde_json::from_str(body).unwrap()).unwrap();
+        let Part::ToolCall(call) = &conversation.messages[1].parts[0] else {
+            panic!("{:?}", conversation.messages[1].parts)
+        };
+        assert_eq!(call.name, "apply_patch");
+        assert_eq!(
+            call.input,
+            Value::String("*** Begin Patch\n*** End Patch".into())
+        );
+        assert!(conversation.validate().is_empty());
+        assert_eq!(to_value(&conversation).to_string(), body);
+        let broken = r#"{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"custom","custom":{"input":"x"}}]}]}"#;
+        let error = from_value(serde_json::from_str(broken).unwrap()).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("custom tool call `c` has no `name`"),
+            "{error}"
+        );
+    }
 
     /// A summary or continuation condense adds is written as a plain string, which every Chat
     /// Completions server accepts; a message read from the wire keeps the shape it came in.

@@ -1276,3 +1276,41 @@ async fn a_request_that_loses_every_compare_and_set_is_still_compacted() {
         );
     }
 }
+
+/// A Chat Completions custom tool call (`{"type": "custom", "custom": {"name", "input"}}`,
+/// free-text input) in a long session: the session is compacted as it would be without it,
+/// and the call goes upstream as it came.
+#[tokio::test]
+async fn a_custom_tool_call_does_not_stop_compaction() {
+    let (upstream, received) = upstream().await;
+    let running = proxy_to(upstream, 16_000, |_| {}).await;
+    let mut all = messages("openai/openhands-ponylang__ponyc-4588");
+    let last = all.len() - 1;
+    let call = all[last - 1]["tool_calls"][0].clone();
+    let custom = json!({
+        "id": call["id"],
+        "type": "custom",
+        "custom": {"name": "apply_patch", "input": "*** Begin Patch\n*** Update File: a.c\n@@\n-x\n+y\n*** End Patch"},
+    });
+    assert_eq!(all[last]["role"], "tool");
+    all[last - 1]["tool_calls"][0] = custom.clone();
+    let response = client()
+        .post(format!("{}/v1/chat/completions", running.url))
+        .json(&json!({"model": "m", "messages": all}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+    let sent: Value = serde_json::from_slice(&sent).unwrap();
+    let sent = sent["messages"].as_array().unwrap();
+    assert!(tokens(sent) < 16_000 - 4_096, "{}", tokens(sent));
+    assert!(
+        sent.iter().any(|message| message["tool_calls"]
+            .as_array()
+            .is_some_and(|calls| calls.contains(&custom))),
+        "the custom call is in the kept tail, as it came"
+    );
+    let metrics = running.proxy.metrics.render();
+    assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
+}
