@@ -20,7 +20,7 @@ mod split;
 pub use budget::{TailSettings, is_due, tail_budget, usable};
 pub use carried::carried;
 pub use reassemble::{
-    DEFAULT_CONTINUATION, continuation_message, previous_summary, reassemble, reposition_side,
-    summary_message,
+    DEFAULT_CONTINUATION, previous_summary, reassemble, reposition_side, summary_message,
+    summary_message_continued,
 };
 pub use split::{Split, TailRule, pinned, split};

@@ -6,10 +6,18 @@ pub const DEFAULT_CONTINUATION: &str = "Continue if you have next steps, or stop
 
 /// The one System message that carries a summary.
 pub fn summary_message(summary: &str) -> Message {
-    Message::text(
-        Role::System,
-        format!("{SUMMARY_OPEN}\n{}\n{SUMMARY_CLOSE}", summary.trim()),
-    )
+    summary_message_continued(summary, None)
+}
+
+/// The summary's message with the continuation after the summary, in the same message: the
+/// tail then ends with the client's own last message, as the client sent it.
+pub fn summary_message_continued(summary: &str, continuation: Option<&str>) -> Message {
+    let mut text = format!("{SUMMARY_OPEN}\n{}\n{SUMMARY_CLOSE}", summary.trim());
+    if let Some(continuation) = continuation {
+        text.push_str("\n\n");
+        text.push_str(continuation.trim());
+    }
+    Message::text(Role::System, text)
 }
 
 /// The summary an earlier compaction left at the start of `head`, if any.
@@ -25,9 +33,8 @@ pub fn previous_summary(head: &[Message]) -> Option<String> {
     Some(inner.trim().to_owned())
 }
 
-/// The compacted conversation: the pinned messages as they were, the summary, the tail as it
-/// was, and the continuation message when there is one. The continuation is generated text, not
-/// a user turn, so it does not shift the pruner's boundary.
+/// The compacted conversation: the pinned messages as they were, the summary (with the
+/// continuation after it, when there is one) and the tail as it was.
 pub fn reassemble(
     messages: &[Message],
     pinned: usize,
@@ -37,11 +44,8 @@ pub fn reassemble(
 ) -> Vec<Message> {
     let mut out = Vec::with_capacity(pinned + 2 + messages.len().saturating_sub(tail_start));
     out.extend_from_slice(&messages[..pinned.min(messages.len())]);
-    out.push(summary_message(summary));
+    out.push(summary_message_continued(summary, continuation));
     out.extend_from_slice(&messages[tail_start.min(messages.len())..]);
-    if let Some(text) = continuation {
-        out.push(continuation_message(text));
-    }
     out
 }
 
@@ -75,14 +79,6 @@ pub fn reposition_side(
             }
         })
         .collect()
-}
-
-/// The continuation message after the tail: generated text in the user's place, which does not
-/// count as a user turn.
-pub fn continuation_message(text: &str) -> Message {
-    let mut message = Message::text(Role::User, text);
-    message.generated = true;
-    message
 }
 
 #[cfg(test)]
@@ -122,15 +118,18 @@ mod tests {
             "## Goal\nship it",
             Some(DEFAULT_CONTINUATION),
         );
-        assert_eq!(out.len(), 4);
+        // The continuation is inside the summary's message: the client's last message is
+        // still the last one.
+        assert_eq!(out.len(), 3);
         assert_eq!(out[0], messages[0]);
         assert_eq!(
             out[1].plain_text(),
-            "<prior-conversation-summary>\n## Goal\nship it\n</prior-conversation-summary>"
+            format!(
+                "<prior-conversation-summary>\n## Goal\nship it\n</prior-conversation-summary>\n\n{DEFAULT_CONTINUATION}"
+            )
         );
         assert!(out[1].is_compaction_summary());
         assert_eq!(out[2], messages[3]);
-        assert!(out[3].generated && !out[3].is_user_turn());
         assert_eq!(
             previous_summary(&out[1..]).as_deref(),
             Some("## Goal\nship it")

@@ -4,8 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use condense_compact::{
-    TailRule, TailSettings, carried, continuation_message, is_due, previous_summary, reassemble,
-    reposition_side, split,
+    TailRule, TailSettings, carried, is_due, previous_summary, reassemble, reposition_side, split,
 };
 use condense_core::{Conversation, LiveView, Memos, Message, Role};
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
@@ -13,7 +12,7 @@ use condense_summarize::{Anthropic, Extractive, Fork, OpenAi, Summarizer};
 use condense_template::{PromptVars, Template, parse_summary};
 use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total, count_each_memoized};
 
-use crate::head::{self, FrozenHead, message_hash};
+use crate::head::{self, message_hash};
 use crate::report::{CompactReport, CompactionOutcome, FailureKind, NativeCompaction};
 use crate::state::{ReportedUsage, SessionState};
 use crate::usage::{Measure, measure};
@@ -401,37 +400,14 @@ impl Compactor {
                     &hashes,
                     &conversation.messages,
                     earlier,
-                )
-                .map(|frozen| FrozenHead {
-                    continued_history: self
-                        .continuation_for(phases, &compacted.messages)
-                        .map(|_| head::history_hash(&hashes)),
-                    ..frozen
-                });
+                );
                 conversation = compacted;
             }
             outcome
         };
 
-        // A retry of the request that made the summary (the same history, nothing new) is sent
-        // what that request was sent, continuation message included.
-        let retried = matches!(head, Some(crate::HeadOutcome::Reused { .. }))
-            && !matches!(compaction, CompactionOutcome::Summarized { .. })
-            && state
-                .head
-                .as_ref()
-                .and_then(|frozen| frozen.continued_history)
-                == Some(head::history_hash(&hashes));
-        let continued = match self.continuation_for(phases, &conversation.messages) {
-            Some(text) if retried => {
-                conversation.messages.push(continuation_message(text));
-                true
-            }
-            _ => false,
-        };
         let tokens_after = match compaction {
             CompactionOutcome::Summarized { .. } => counter.count_conversation(&conversation),
-            _ if continued => counter.count_conversation(&conversation),
             _ => tokens_after_prune,
         };
         let under_threshold = tokens_after < usable;
@@ -599,9 +575,11 @@ impl Compactor {
         Ok((outcome, Some(compacted)))
     }
 
-    /// The continuation message's text when `phases` add one: automatic compaction (a harness's
+    /// The continuation's text when `phases` add one: automatic compaction (a harness's
     /// request), with a continuation configured, for a request that does not end in an
-    /// assistant message. A request that does is asking the model to go on from that text
+    /// assistant message. It goes inside the summary's message, as Claude Code puts its own:
+    /// the client's last message stays the last one the provider sees, and every later request
+    /// resends it with the frozen summary, byte for byte. A request that does is asking the model to go on from that text
     /// (Anthropic's prefill, a server's `continue_final_message`): a user message after it
     /// would turn the prefill into a finished reply and the answer into a reply to "Continue".
     fn continuation_for(&self, phases: Phases, messages: &[Message]) -> Option<&str> {
@@ -615,7 +593,7 @@ impl Compactor {
 }
 
 /// Which phases a call runs; automatic compaction (a harness's request) adds the continuation
-/// message and counts failures for the circuit breaker.
+/// to the summary and counts failures for the circuit breaker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phases {
     PruneOnly,

@@ -19,11 +19,6 @@ pub struct FrozenHead {
     pub originals: Vec<u64>,
     /// What replaces them: the pinned messages, the summary and the messages carried after it.
     pub replacement: Vec<Message>,
-    /// The hash of the whole history of the request that made the summary ([`history_hash`]),
-    /// when that request also got the continuation message: a retry of the same request (the
-    /// same history, nothing new) gets it again, so that it is sent the same bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub continued_history: Option<u64>,
     /// Outline hashes ([`Message::hash_outline`]) of the same messages: a client that clears
     /// old tool results itself resends the head with other contents but the same outline, and
     /// still gets the summary. Empty in a state saved before outlines were kept: no such
@@ -165,7 +160,6 @@ pub(crate) fn freeze(
     Some(FrozenHead {
         originals: hashes.get(..covered)?.to_vec(),
         replacement: compacted.get(..replacement_len)?.to_vec(),
-        continued_history: None,
         outlines,
     })
 }
@@ -196,7 +190,6 @@ mod tests {
         let mut head = Some(FrozenHead {
             originals: hashes[..4].to_vec(),
             replacement: vec![summary.clone()],
-            continued_history: None,
             outlines: outlines[..4].to_vec(),
         });
         let mut conversation = Conversation::new(messages.clone());
@@ -279,7 +272,6 @@ mod tests {
         let frozen = FrozenHead {
             originals: hashes[..3].to_vec(),
             replacement: vec![Message::text(Role::System, "summary")],
-            continued_history: None,
             outlines: messages[..3].iter().map(outline_hash).collect(),
         };
 

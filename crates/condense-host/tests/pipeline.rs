@@ -215,25 +215,44 @@ async fn a_claude_code_session_is_measured_with_the_provider_usage() {
     }
 }
 
+/// The continuation goes inside the summary's message (as Claude Code puts its own): the
+/// provider's last message is still the client's own last one, not "Continue…" after the
+/// person's request or the latest tool result.
 #[tokio::test]
-async fn automatic_compaction_ends_with_the_continuation_message() {
+async fn automatic_compaction_puts_the_continuation_in_the_summary() {
     let transcript = condense_core::testing::transcript("claude-code/d7d349f9").unwrap();
     let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
     let config = config();
     let result = compactor(&config)
-        .prepare(conversation, &mut SessionState::default())
+        .prepare(conversation.clone(), &mut SessionState::default())
         .await
         .unwrap();
     assert!(matches!(
         result.report.compaction,
         CompactionOutcome::Summarized { .. }
     ));
-    let last = result.conversation.messages.last().unwrap();
-    assert_eq!(last.role, Role::User);
-    assert!(last.generated);
+    assert_eq!(
+        result.conversation.messages.last(),
+        conversation.messages.last()
+    );
+    let summary = result
+        .conversation
+        .messages
+        .iter()
+        .find(|message| message.is_compaction_summary())
+        .unwrap();
     assert!(
-        last.plain_text()
-            .starts_with("Continue if you have next steps")
+        summary
+            .plain_text()
+            .ends_with("</prior-conversation-summary>\n\nContinue if you have next steps, or stop and ask for clarification if you are unsure how to proceed.")
+    );
+    assert!(
+        result
+            .conversation
+            .messages
+            .iter()
+            .all(|message| !message.generated
+                || !message.plain_text().starts_with("Continue if you have"))
     );
 }
 

@@ -184,10 +184,10 @@ async fn the_tail_leaves_room_for_what_the_request_carries_beside_the_messages()
     );
 }
 
-/// A request that made a summary also carried the continuation message, which the client's
-/// next history does not hold: the answer it reported usage for sits one message earlier than
-/// the request's length. The message after the answer (here a large tool result) must be
-/// counted on top of the provider's figure, not taken for part of it.
+/// After a request that made a summary, the answer it reported usage for follows the request's
+/// last message (the client's own: the continuation is inside the summary). The message after
+/// the answer (here a large tool result) must be counted on top of the provider's figure, not
+/// taken for part of it.
 #[tokio::test]
 async fn after_a_summary_the_message_after_the_answer_is_counted() {
     let compactor = compactor(&[
@@ -207,9 +207,9 @@ async fn after_a_summary_the_message_after_the_answer_is_counted() {
     ));
     let sent = &first.conversation.messages;
     assert_eq!(
-        sent.last().map(|m| m.role),
-        Some(Role::User),
-        "the continuation"
+        sent.last(),
+        history.messages.last(),
+        "the client's own last message"
     );
     let counter = Tiktoken::default();
     state.reported_usage = Some(ReportedUsage {

@@ -95,8 +95,8 @@ async fn codex_works_through_the_proxy_and_its_requests_are_compacted() {
         bodies.iter().all(|body| body["stream"] == true),
         "Codex streams"
     );
-    // Each request valid and frozen, the output Codex just produced whole (followed, when the
-    // request was summarized, by the continuation message), and the working directory named
+    // Each request valid and frozen, the output Codex just produced whole and last (the
+    // continuation of a summarized request is inside the summary), and the working directory named
     // where Codex ran (the superseded-read rule resolves relative paths in it).
     check_agent_bodies(
         "Codex",
