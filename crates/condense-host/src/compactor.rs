@@ -410,7 +410,17 @@ impl Compactor {
             CompactionOutcome::Summarized { .. } => counter.count_conversation(&conversation),
             _ => tokens_after_prune,
         };
-        let under_threshold = tokens_after < usable;
+        // Judged on the trigger's own measure: the provider's count (when the trigger used it)
+        // scaled by what condense's count of the same messages went down by; a result nothing
+        // changed measures exactly what the trigger measured.
+        let due_after = match measured {
+            Measure::Tokenizer { .. } => tokens_after,
+            Measure::ProviderUsage { .. } if tokens_after == tokens_after_prune => due_tokens,
+            Measure::ProviderUsage { .. } => (tokens_after as f64 * due_tokens as f64
+                / tokens_after_prune.max(1) as f64)
+                .round() as usize,
+        };
+        let under_threshold = due_after < usable;
         let note = (!under_threshold).then(|| match &compaction {
             CompactionOutcome::NothingToCompact => "the recent turns alone are over the threshold: there is no older part to summarize".to_owned(),
             CompactionOutcome::NothingNew => "what is older than the kept turns is the earlier summary and what it carries: summarizing it again would change nothing".to_owned(),
@@ -436,6 +446,7 @@ impl Compactor {
                 tokens_after_prune,
                 compaction,
                 tokens_after,
+                due_after,
                 under_threshold,
                 note,
                 elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),

@@ -88,6 +88,11 @@ pub struct CompactReport {
     pub compaction: CompactionOutcome,
     /// Tokens of the result.
     pub tokens_after: usize,
+    /// The result as the trigger measures it (`measured`'s source): the provider's count
+    /// scaled by what condense's count went down by, or condense's count. `under_threshold`
+    /// is judged on this, so a request is never called over the threshold on one measure
+    /// and left alone on another.
+    pub due_after: usize,
     /// Whether the result is under the threshold; when it is not, `note` says why. A compaction
     /// that does not get under is reported, never retried in a loop.
     pub under_threshold: bool,

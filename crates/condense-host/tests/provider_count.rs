@@ -258,3 +258,42 @@ async fn a_retry_before_the_next_report_judges_as_the_first_call_did() {
     assert_eq!(retry.report.compaction, first.report.compaction);
     assert_eq!(retry.conversation.messages, first.conversation.messages);
 }
+
+/// The provider counts this history under the threshold where condense's tokenizer counts it
+/// over: the trigger leaves it alone, and the report must not call it "still over the
+/// threshold" on the other measure (the proxy logged that at 28,273 tokens of a 32K window
+/// without trying anything). Both judgements are on the trigger's measure.
+#[tokio::test]
+async fn the_threshold_is_judged_on_the_triggers_own_measure() {
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
+        ("CONDENSE_PRUNE_MINIMUM_TOKENS", "1000000"),
+    ]);
+    let history = thirty_steps();
+    let counter = Tiktoken::default();
+    let ours: usize = counter.count_each(&history.messages).iter().sum();
+    let mut state = SessionState::default();
+    let usable = compactor
+        .prepare(history.clone(), &mut SessionState::default())
+        .await
+        .unwrap()
+        .report
+        .usable;
+    assert!(ours > usable, "{ours} over {usable} by condense's count");
+    // The provider counted the request and its answer at well under the threshold.
+    state.reported_usage = Some(ReportedUsage {
+        message: history.messages.len() - 1,
+        tokens: usable * 3 / 4,
+    });
+    let result = compactor.prepare(history, &mut state).await.unwrap();
+    assert!(matches!(
+        result.report.measured,
+        condense_host::Measure::ProviderUsage { .. }
+    ));
+    assert_eq!(result.report.compaction, CompactionOutcome::NotDue);
+    assert!(result.report.tokens_after > usable);
+    assert_eq!(result.report.due_after, result.report.measured.tokens());
+    assert!(result.report.under_threshold, "{:?}", result.report.note);
+    assert_eq!(result.report.note, None);
+}

@@ -314,6 +314,9 @@ impl Proxy {
             provider = provider.name(),
             tokens_before = prepared.tokens.0,
             tokens_after = prepared.tokens.1,
+            measure = prepared.due.2,
+            due_before = prepared.due.0,
+            due_after = prepared.due.1,
             fired = %prepared.fired,
             added_ms = %format_args!("{:.3}", added.as_secs_f64() * 1_000.0),
             "request"
@@ -470,6 +473,14 @@ impl Proxy {
                 body,
                 sent_messages: Some(compaction.conversation.messages.len()),
                 tokens: (report.tokens_before, report.tokens_after),
+                due: (
+                    report.measured.tokens(),
+                    report.due_after,
+                    match report.measured {
+                        condense_host::Measure::ProviderUsage { .. } => "provider usage",
+                        _ => "tokenizer",
+                    },
+                ),
                 fired,
                 deferred: deferred.map(|save| (save, guard)),
             };
@@ -586,6 +597,7 @@ impl Proxy {
             body: bytes.clone(),
             sent_messages: None,
             tokens: (0, 0),
+            due: (0, 0, "none"),
             fired: format!("failed open at {step}"),
             deferred: None,
         }
@@ -741,6 +753,9 @@ struct Prepared {
     /// was compacted.
     sent_messages: Option<usize>,
     tokens: (usize, usize),
+    /// What drove the decisions: the trigger's measure before and after (the provider's
+    /// count, or condense's tokenizer), and which it was.
+    due: (usize, usize, &'static str),
     fired: String,
     /// The state to save once the request is forwarded, and the session's lock held until then.
     deferred: Option<(DeferredSave, tokio::sync::OwnedMutexGuard<()>)>,
