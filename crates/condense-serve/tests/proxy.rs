@@ -114,11 +114,13 @@ async fn a_long_session_replayed_request_by_request_stays_under_the_window() {
     let all = messages("openai/openhands-ponylang__ponyc-4588");
     let mut requests = 0;
     let mut frozen = Frozen::default();
+    let mut received_tokens = 0;
     for end in 2..=all.len() {
         if all[end - 1]["role"] != "assistant" {
             continue;
         }
         let body = json!({"model": "m", "messages": &all[..end - 1]});
+        received_tokens += tokens(&all[..end - 1]);
         let response = client()
             .post(format!("{}/v1/chat/completions", running.url))
             .header("authorization", "Bearer sk-test-secret")
@@ -159,6 +161,12 @@ async fn a_long_session_replayed_request_by_request_stays_under_the_window() {
     );
     assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
     assert_eq!(metric(&metrics, "condense_over_threshold_total"), 0);
+    // The tokens before are the requests as the client sent them, not after the frozen
+    // summary stood in for their heads (which showed 65 % savings as 4 %).
+    assert_eq!(
+        metric(&metrics, "condense_tokens_total{stage=\"before\"}"),
+        received_tokens as u64
+    );
     // The provider's usage of the last reply is in the state for the next trigger; the
     // credentials are nowhere in it (saved after forwarding: waited for).
     running.proxy.flushed().await;
