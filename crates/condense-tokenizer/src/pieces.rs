@@ -52,6 +52,15 @@ const CL100K_PIECES: &str = concat!(
 /// length.
 const LONG_PIECE: usize = 100;
 
+/// Pieces longer than this are merged a chunk of this many bytes at a time (cut at a
+/// character boundary), each chunk's tokens added up. A piece this long is a run of one class
+/// of characters (a megabyte of one letter, of spaces, of `=`): merging it whole kept four
+/// words per byte of it in memory (a 32 MiB body of one repeated character took 22 s to
+/// count), and no token of any encoding is near this long, so a cut costs at most a token or
+/// two per chunk, a few in a hundred thousand. Counts of every real piece (the transcripts' and
+/// the generated ones in the tests) are tiktoken's exactly.
+const CHUNKED_PIECE: usize = 64 * 1024;
+
 /// Makes a search cache for the pattern (the type `meta::Regex` keeps its own pool with).
 type MakeCache = Box<dyn Fn() -> Cache + Send + Sync + UnwindSafe + RefUnwindSafe>;
 
@@ -154,8 +163,28 @@ impl Pieces {
             1
         } else if bytes.len() < LONG_PIECE {
             tiktoken_rs::byte_pair_split(bytes, &self.ranks).len()
-        } else {
+        } else if bytes.len() <= CHUNKED_PIECE {
             self.merged_len(bytes)
+        } else {
+            let mut rest = piece;
+            let mut tokens = 0;
+            // A chunk like the one before it (a run of one character) merges the same way.
+            let mut previous: Option<(&str, usize)> = None;
+            while !rest.is_empty() {
+                let mut cut = CHUNKED_PIECE.min(rest.len());
+                while !rest.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                let (chunk, after) = rest.split_at(cut);
+                let count = match previous {
+                    Some((same, count)) if same == chunk => count,
+                    _ => self.merged_len(chunk.as_bytes()),
+                };
+                previous = Some((chunk, count));
+                tokens += count;
+                rest = after;
+            }
+            tokens
         }
     }
 
@@ -362,6 +391,28 @@ mod tests {
             assert!(count > 1 && count < 40_000, "{encoding}: {count}");
             let run = pieces(encoding).count(&" ".repeat(1_199_999));
             assert_eq!(count, run + 1, "{encoding}");
+        }
+    }
+
+    /// Pieces past [`CHUNKED_PIECE`] are counted by chunks: within a token or two per chunk
+    /// of the whole merge, and a run of many megabytes is counted in memory proportional to a
+    /// chunk.
+    #[test]
+    fn a_piece_of_megabytes_is_counted_by_chunks_within_a_token_per_chunk() {
+        for (text, encoding) in [
+            ("a".repeat(1 << 20), Encoding::O200kBase),
+            (" ".repeat(1 << 20), Encoding::Cl100kBase),
+            ("=".repeat(1 << 20), Encoding::O200kBase),
+            ("\u{4e2d}".repeat(400_000), Encoding::O200kBase),
+        ] {
+            let pieces = pieces(encoding);
+            let whole = pieces.merged_len(text.as_bytes());
+            let chunked = pieces.count_piece(&text);
+            let chunks = text.len().div_ceil(CHUNKED_PIECE);
+            assert!(
+                chunked.abs_diff(whole) <= 2 * chunks,
+                "{encoding}: {chunked} by chunks, {whole} whole, {chunks} chunks"
+            );
         }
     }
 
