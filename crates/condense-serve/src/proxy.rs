@@ -116,6 +116,27 @@ fn check_upstream(key: &'static str, url: &str) -> Result<(), ProxyError> {
     Ok(())
 }
 
+/// Where a request to `path` goes on `upstream`: the upstream and the path. An upstream
+/// given with the API's own version path (`http://host:8000/v1`, as OpenAI-compatible servers
+/// document their base URL) already ends where the client's path begins (`/v1/...`): that
+/// part is not sent twice. A gateway's own prefix (`https://gw/openai`) is kept.
+pub(crate) fn upstream_url(upstream: &str, path: &str) -> String {
+    let base = upstream.trim_end_matches('/');
+    let prefix = reqwest::Url::parse(base)
+        .ok()
+        .map(|url| url.path().trim_end_matches('/').to_owned())
+        .unwrap_or_default();
+    let overlap = !prefix.is_empty()
+        && path
+            .strip_prefix(prefix.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?']));
+    if overlap {
+        format!("{}{path}", &base[..base.len() - prefix.len()])
+    } else {
+        format!("{base}{path}")
+    }
+}
+
 /// The proxy: one compactor for every session, each session's state in the store.
 pub struct Proxy {
     settings: ProxySettings,
@@ -683,7 +704,7 @@ impl Proxy {
     ) -> Response {
         let upstream = self.settings.upstream(provider);
         let path = parts.uri.path_and_query().map_or("/", |path| path.as_str());
-        let url = format!("{}{}", upstream.trim_end_matches('/'), path);
+        let url = upstream_url(upstream, path);
         let mut request = self.client.request(parts.method, &url).body(body);
         for (name, value) in &parts.headers {
             if forwarded(name) {
@@ -910,4 +931,43 @@ fn chat_request(
         return Err("not a chat request: the body has no `messages` array".to_owned());
     }
     Ok(Some(request))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upstream_with_the_apis_path_does_not_get_it_twice() {
+        for (upstream, path, url) in [
+            (
+                "http://h:8000",
+                "/v1/chat/completions",
+                "http://h:8000/v1/chat/completions",
+            ),
+            (
+                "http://h:8000/",
+                "/v1/messages",
+                "http://h:8000/v1/messages",
+            ),
+            (
+                "http://h:8000/v1",
+                "/v1/chat/completions",
+                "http://h:8000/v1/chat/completions",
+            ),
+            (
+                "http://h:8000/v1/",
+                "/v1/responses?x=1",
+                "http://h:8000/v1/responses?x=1",
+            ),
+            (
+                "https://gw/openai",
+                "/v1/chat/completions",
+                "https://gw/openai/v1/chat/completions",
+            ),
+            ("http://h/v1", "/v10/models", "http://h/v1/v10/models"),
+        ] {
+            assert_eq!(upstream_url(upstream, path), url, "{upstream} + {path}");
+        }
+    }
 }

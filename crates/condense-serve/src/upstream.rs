@@ -120,7 +120,7 @@ impl<'m> UpstreamSummarizer<'m> {
         // The summarizer's client appends the endpoint to its base, before the query.
         let path = parts.uri.path();
         let prefix = path.strip_suffix(provider.endpoint()).unwrap_or(path);
-        settings.base_url = format!("{}{prefix}", origin.trim_end_matches('/'));
+        settings.base_url = crate::proxy::upstream_url(origin, prefix);
         if let Some(query) = parts.uri.query() {
             settings.base_url = format!("{}?{query}", settings.base_url);
         }

@@ -1322,3 +1322,47 @@ async fn a_custom_tool_call_does_not_stop_compaction() {
     let metrics = running.proxy.metrics.render();
     assert_eq!(metric(&metrics, "condense_failed_open_total"), 0);
 }
+
+/// An upstream given as OpenAI-compatible servers document their base URL, with `/v1`: the
+/// upstream receives `/v1/chat/completions`, not `/v1/v1/chat/completions`.
+#[tokio::test]
+async fn an_upstream_given_with_v1_is_not_sent_v1_twice() {
+    let (upstream, received) = upstream().await;
+    let mut settings = settings_for(&format!("http://{upstream}/v1"));
+    settings.anthropic_upstream = format!("http://{upstream}/v1/");
+    let config = Config::load(&Sources::default()).unwrap();
+    let compactor = Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()));
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = Arc::new(
+        Proxy::new(
+            settings,
+            compactor,
+            Arc::new(DirSessionStore::new(dir.path())),
+        )
+        .unwrap(),
+    );
+    let url = spawn(proxy).await;
+    for (path, body) in [
+        (
+            "/v1/chat/completions",
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+        ),
+        (
+            "/v1/messages",
+            json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}),
+        ),
+    ] {
+        let response = client()
+            .post(format!("{url}{path}"))
+            .header("anthropic-version", "2023-06-01")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let (sent_to, _, _) = received.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(sent_to, path);
+    }
+}
