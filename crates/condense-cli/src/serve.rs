@@ -51,6 +51,22 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
             "serve.state_timeout_ms: must be more than 0 (a store call that may not take any time always fails)",
         ));
     }
+    let auth_token = match serve.auth_token_env.as_str() {
+        "" => None,
+        variable => match std::env::var(variable) {
+            Ok(token) if !token.is_empty() => Some(token),
+            _ => {
+                return Err(usage_error(format!(
+                    "serve.auth_token_env names {variable}, which is not set (or empty): set it to the key clients send in x-condense-key, or auth_token_env = \"\" for none"
+                )));
+            }
+        },
+    };
+    if auth_token.is_none() && !listen.ip().is_loopback() {
+        eprintln!(
+            "condense serve: warning: listening on {listen} with no key asked: anyone who can reach it can send requests with their own credentials (set serve.auth_token_env)"
+        );
+    }
     let store = session_store(&serve)?;
     let plugins = plugins(&config, verbosity)?;
     let compactor = Compactor::with_plugins(&config, &plugins)?;
@@ -70,6 +86,7 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     let originals = &config.settings().store.dir;
     let originals = std::path::absolute(originals).unwrap_or_else(|_| originals.clone());
     let mut settings = ProxySettings::from_config(&serve);
+    settings.auth_token = auth_token;
     settings.originals = hours(serve.originals_ttl_hours, "serve.originals_ttl_hours")?
         .map(|unused_for| OriginalsExpiry::new(DirStore::new(&originals), unused_for));
     if config.summarizer_kind() == SummarizerKind::Upstream {

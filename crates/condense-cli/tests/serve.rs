@@ -229,6 +229,27 @@ fn a_bad_address_or_upstream_is_a_usage_error() {
             "{said}"
         );
     }
+    // A key variable that is not set: refused, never served open by mistake.
+    std::fs::write(
+        dir.path().join("auth.toml"),
+        "[serve]\nauth_token_env = \"CONDENSE_TEST_UNSET_KEY\"\nstate_timeout_ms = 100\n",
+    )
+    .unwrap();
+    let out = common::condense(dir.path(), &["serve", "--config", "auth.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("serve.auth_token_env") && said.contains("CONDENSE_TEST_UNSET_KEY"),
+        "{said}"
+    );
+    std::fs::write(
+        dir.path().join("timeout.toml"),
+        "[serve]\nstate_timeout_ms = 0\n",
+    )
+    .unwrap();
+    let out = common::condense(dir.path(), &["serve", "--config", "timeout.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("serve.state_timeout_ms"));
 }
 
 /// A state directory that cannot be one (here a file) stops the proxy before it listens: it
@@ -281,6 +302,25 @@ fn warned_then_listened(dir: &Path, args: &[&str]) -> String {
     drop(replica);
     assert!(listening.contains("listening on"), "{listening}");
     warning
+}
+
+/// Listening beyond loopback with no key asked is said at start (anyone who reaches it can
+/// use it); the proxy still serves.
+#[test]
+fn an_open_address_without_a_key_is_a_warning_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (replica, mut lines) = spawn(
+        dir.path(),
+        &["serve", "--listen", "0.0.0.0:0", "--state", "state"],
+    );
+    let warning = lines.next().unwrap().unwrap();
+    let listening = lines.next().unwrap().unwrap();
+    drop(replica);
+    assert!(
+        warning.contains("warning") && warning.contains("serve.auth_token_env"),
+        "{warning}"
+    );
+    assert!(listening.contains("listening on"), "{listening}");
 }
 
 /// A remote summarizer whose key variable is unset would fail every summary: said once at

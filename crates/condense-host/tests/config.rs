@@ -80,7 +80,7 @@ fn the_schema_and_the_built_in_file_agree() {
     assert!(!shown.contains("  # \n"));
     // Every key of the schema has its value from the built-in file.
     let lines: Vec<&str> = shown.lines().filter(|l| l.contains(" = ")).collect();
-    assert_eq!(lines.len(), 57, "{shown}");
+    assert_eq!(lines.len(), 58, "{shown}");
     assert!(
         lines.iter().all(|line| line.contains("built-in")),
         "{shown}"

@@ -39,7 +39,7 @@ mod wire;
 
 pub use metrics::Metrics;
 pub use originals::{OriginalsExpiry, SweepError};
-pub use proxy::{Proxy, ProxyError, ProxySettings, SESSION_HEADER};
+pub use proxy::{KEY_HEADER, Proxy, ProxyError, ProxySettings, SESSION_HEADER};
 pub use state::{
     DirSessionStore, RedisSessionStore, Saved, SessionStore, StateStoreError, Versioned,
 };

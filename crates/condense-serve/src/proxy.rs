@@ -11,7 +11,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, StatusCode, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use condense_host::{
     CompactionOutcome, Compactor, HeadOutcome, ReportedUsage, ServeConfig, SessionState, Swept,
@@ -27,6 +27,10 @@ use crate::wire::{Provider, UsageScanner, derived_session, named_session};
 
 /// The header a client may send to name its session.
 pub const SESSION_HEADER: &str = "x-condense-session";
+
+/// The header that carries the proxy's own key when `serve.auth_token_env` sets one: a custom
+/// header every SDK and agent can add, apart from the provider's key the client also sends.
+pub const KEY_HEADER: &str = "x-condense-key";
 
 /// How many times a save that lost a compare-and-set is prepared again on the winner's state.
 const SAVE_ATTEMPTS: usize = 3;
@@ -52,6 +56,9 @@ pub struct ProxySettings {
     /// `serve.state_timeout_ms`: the longest a read or a save of a session's state may take;
     /// past it the request goes on without (a fresh state, not saved).
     pub state_timeout: Duration,
+    /// The key every request must carry in [`KEY_HEADER`] (`serve.auth_token_env` names the
+    /// variable holding it); `None`: the proxy answers anyone who can reach it.
+    pub auth_token: Option<String>,
 }
 
 impl ProxySettings {
@@ -65,6 +72,7 @@ impl ProxySettings {
             upstream_summarizer: None,
             originals: None,
             state_timeout: Duration::from_millis(config.state_timeout_ms.max(1)),
+            auth_token: None,
         }
     }
 
@@ -204,8 +212,19 @@ impl Proxy {
         Router::new()
             .route("/healthz", get(|| async { "ok\n" }))
             .route(
+                "/readyz",
+                get(|State(proxy): State<Arc<Proxy>>| async move { proxy.ready().await }),
+            )
+            .route(
                 "/metrics",
-                get(|State(proxy): State<Arc<Proxy>>| async move { proxy.metrics.render() }),
+                get(
+                    |State(proxy): State<Arc<Proxy>>, request: Request| async move {
+                        match proxy.refused_key(&request) {
+                            Some(refused) => refused,
+                            None => proxy.metrics.render().into_response(),
+                        }
+                    },
+                ),
             )
             // A POST to a path ending in a chat endpoint is compacted; anything else is the
             // upstream's to answer (OpenAI lists stored completions at GET /v1/chat/completions).
@@ -224,6 +243,45 @@ impl Proxy {
             .unwrap_or_else(|error| Err(SweepError::Stopped(error.to_string())));
         crate::originals::record(&self.metrics, &swept);
         Some(swept)
+    }
+
+    /// `GET /readyz`: 200 when the state store answers within `serve.state_timeout_ms`, else
+    /// 503 saying why. A replica whose Redis is unreachable still serves (uncompacted by state,
+    /// judged afresh), but a load balancer should prefer one that is not.
+    async fn ready(&self) -> Response {
+        let store = self.store.clone();
+        match self
+            .bounded(tokio::task::spawn_blocking(move || store.check()))
+            .await
+        {
+            Ok(()) => (StatusCode::OK, "ready\n").into_response(),
+            Err(why) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("not ready: the state store: {why}\n"),
+            )
+                .into_response(),
+        }
+    }
+
+    /// The answer to a request without the proxy's key, when one is set: 401 in the shape of the
+    /// provider the request is for.
+    fn refused_key(&self, request: &Request) -> Option<Response> {
+        let expected = self.settings.auth_token.as_deref()?;
+        let given = request
+            .headers()
+            .get(KEY_HEADER)
+            .map(|value| value.as_bytes())
+            .unwrap_or_default();
+        if constant_time_eq(given, expected.as_bytes()) {
+            return None;
+        }
+        Metrics::add(&self.metrics.refused, 1);
+        let provider = Provider::of_request(request.method(), request.uri().path())
+            .unwrap_or_else(|| guess_provider(request.headers()));
+        Some(provider.error(
+            StatusCode::UNAUTHORIZED,
+            &format!("condense: this proxy needs its key in the `{KEY_HEADER}` header (serve.auth_token_env)"),
+        ))
     }
 
     /// Waits until every state saved after forwarding and every usage recording of a finished
@@ -349,13 +407,7 @@ impl Proxy {
     async fn passthrough(self: Arc<Self>, request: Request) -> Response {
         Metrics::add(&self.metrics.passthrough, 1);
         let (parts, body) = request.into_parts();
-        let provider = if parts.headers.contains_key("x-api-key")
-            || parts.headers.contains_key("anthropic-version")
-        {
-            Provider::Anthropic
-        } else {
-            Provider::OpenAi
-        };
+        let provider = guess_provider(&parts.headers);
         let body = reqwest::Body::wrap_stream(body.into_data_stream());
         self.forward(provider, parts, body, None).await
     }
@@ -862,16 +914,40 @@ fn forwarded(name: &HeaderName) -> bool {
             | "content-length"
             | "accept-encoding"
             | SESSION_HEADER
+            | KEY_HEADER
     )
 }
 
 /// A chat request is compacted ([`Provider::of_request`]); any other is relayed to the upstream
 /// as it came.
 async fn dispatch(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+    if let Some(refused) = proxy.refused_key(&request) {
+        return refused;
+    }
     match Provider::of_request(request.method(), request.uri().path()) {
         Some(provider) => proxy.compacted(provider, request).await,
         None => proxy.passthrough(request).await,
     }
+}
+
+/// The provider a request that is not a chat request is for: Anthropic's when it carries
+/// Anthropic's headers, else OpenAI's.
+fn guess_provider(headers: &axum::http::HeaderMap) -> Provider {
+    if headers.contains_key("x-api-key") || headers.contains_key("anthropic-version") {
+        Provider::Anthropic
+    } else {
+        Provider::OpenAi
+    }
+}
+
+/// Whether `a` and `b` are equal, in time that does not depend on where they differ (a key
+/// compared byte by byte with an early exit can be guessed a byte at a time).
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut differ = a.len() ^ b.len();
+    for (index, byte) in b.iter().enumerate() {
+        differ |= usize::from(a.get(index).copied().unwrap_or(!byte) ^ byte);
+    }
+    differ == 0
 }
 
 /// The request body's `content-encoding` when it is anything but plain bytes (`gzip`, `br`,

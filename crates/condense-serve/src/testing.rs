@@ -27,6 +27,7 @@ pub fn settings_for(upstream: &str) -> ProxySettings {
         upstream_summarizer: None,
         originals: None,
         state_timeout: Duration::from_secs(5),
+        auth_token: None,
     }
 }
 

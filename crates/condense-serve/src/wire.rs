@@ -95,6 +95,8 @@ impl Provider {
 fn openai_type(status: StatusCode) -> &'static str {
     if status.is_server_error() {
         "server_error"
+    } else if status == StatusCode::UNAUTHORIZED {
+        "authentication_error"
     } else {
         "invalid_request_error"
     }
@@ -102,6 +104,7 @@ fn openai_type(status: StatusCode) -> &'static str {
 
 fn anthropic_type(status: StatusCode) -> &'static str {
     match status {
+        StatusCode::UNAUTHORIZED => "authentication_error",
         StatusCode::PAYLOAD_TOO_LARGE => "request_too_large",
         StatusCode::GATEWAY_TIMEOUT => "timeout_error",
         status if status.is_server_error() => "api_error",

@@ -1366,3 +1366,81 @@ async fn an_upstream_given_with_v1_is_not_sent_v1_twice() {
         assert_eq!(sent_to, path);
     }
 }
+
+/// With `serve.auth_token_env` set, a request without the proxy's key in `x-condense-key` gets
+/// 401 in its provider's error shape (and nothing reaches the upstream); with it, the request
+/// goes on without that header. `/healthz` and `/readyz` stay open to load balancers.
+#[tokio::test]
+async fn a_proxy_with_a_key_refuses_requests_without_it() {
+    let (upstream, received) = upstream().await;
+    let running = proxy_to(upstream, 200_000, |settings| {
+        settings.auth_token = Some("team-secret".into());
+    })
+    .await;
+    let chat = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+    let cases = [
+        (
+            "/v1/chat/completions",
+            None,
+            "error.type",
+            "authentication_error",
+        ),
+        (
+            "/v1/messages",
+            Some("wrong"),
+            "error.type",
+            "authentication_error",
+        ),
+        (
+            "/v1/models",
+            Some("team-secre"),
+            "error.type",
+            "authentication_error",
+        ),
+    ];
+    for (path, key, _, kind) in cases {
+        let mut request = client().post(format!("{}{path}", running.url)).json(&chat);
+        if let Some(key) = key {
+            request = request.header("x-condense-key", key);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 401, "{path}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(
+            body["error"]["type"], "authentication_error",
+            "{path}: {body}"
+        );
+        if path == "/v1/messages" {
+            assert_eq!(body["type"], "error", "Anthropic's shape");
+        }
+    }
+    assert!(received.lock().unwrap().is_empty(), "nothing went upstream");
+    let metrics = client()
+        .get(format!("{}/metrics", running.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(metrics.status(), 401);
+    for open in ["/healthz", "/readyz"] {
+        let response = client()
+            .get(format!("{}{open}", running.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{open}");
+    }
+
+    let response = client()
+        .post(format!("{}/v1/chat/completions", running.url))
+        .header("x-condense-key", "team-secret")
+        .json(&chat)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let (_, headers, _) = received.lock().unwrap().last().cloned().unwrap();
+    assert!(
+        !headers.contains_key("x-condense-key"),
+        "the key stays here"
+    );
+}

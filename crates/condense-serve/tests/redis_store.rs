@@ -324,5 +324,10 @@ async fn a_redis_that_never_answers_costs_a_request_the_timeout_only() {
     let tokens = send(&url, "silent", &long_session(), &received).await;
     assert!(tokens < 16_000 - 4_096, "{tokens}");
     assert!(metric(&proxy, "load") >= 1);
+    // Serving, but not ready: a load balancer should send sessions elsewhere.
+    let ready = reqwest::get(format!("{url}/readyz")).await.unwrap();
+    assert_eq!(ready.status(), 503);
+    let why = ready.text().await.unwrap();
+    assert!(why.contains("state store"), "{why}");
     drop(silent);
 }

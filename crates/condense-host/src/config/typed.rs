@@ -207,6 +207,9 @@ pub struct ServeConfig {
     pub body_limit_bytes: usize,
     /// The longest the upstream may stay silent.
     pub upstream_timeout_secs: u64,
+    /// The environment variable holding the key every request must carry in
+    /// `x-condense-key`; `""`: no key asked.
+    pub auth_token_env: String,
 }
 
 /// The summarizer `summarizer.kind` names.
