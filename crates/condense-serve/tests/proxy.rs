@@ -1379,26 +1379,11 @@ async fn a_proxy_with_a_key_refuses_requests_without_it() {
     .await;
     let chat = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
     let cases = [
-        (
-            "/v1/chat/completions",
-            None,
-            "error.type",
-            "authentication_error",
-        ),
-        (
-            "/v1/messages",
-            Some("wrong"),
-            "error.type",
-            "authentication_error",
-        ),
-        (
-            "/v1/models",
-            Some("team-secre"),
-            "error.type",
-            "authentication_error",
-        ),
+        ("/v1/chat/completions", None),
+        ("/v1/messages", Some("wrong")),
+        ("/v1/models", Some("team-secre")),
     ];
-    for (path, key, _, kind) in cases {
+    for (path, key) in cases {
         let mut request = client().post(format!("{}{path}", running.url)).json(&chat);
         if let Some(key) = key {
             request = request.header("x-condense-key", key);
