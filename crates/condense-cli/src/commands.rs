@@ -108,7 +108,9 @@ fn compact(args: RunArgs, verbosity: Verbosity, summarize: bool) -> Result<()> {
                 session.format,
                 &config,
                 &result.report,
-                verbosity
+                verbosity,
+                // A dry run stores nothing: no place to recall from.
+                (!args.dry_run).then(|| config.store_dir()).as_deref(),
             )
         );
     }

@@ -21,6 +21,7 @@ pub fn report(
     config: &Config,
     report: &CompactReport,
     verbosity: Verbosity,
+    originals: Option<&std::path::Path>,
 ) -> String {
     let mut out = String::new();
     let measured = match report.measured {
@@ -141,6 +142,16 @@ pub fn report(
         "  result:  {} tokens, {verdict}\n",
         thousands(report.tokens_after)
     ));
+    // Where the originals of what was replaced are: a placeholder names a handle, not a place.
+    let replaced = report.prune.replaced() > 0
+        || matches!(report.compaction, CompactionOutcome::Summarized { previewed_outputs, .. } if previewed_outputs > 0);
+    if let Some(store) = originals.filter(|_| replaced) {
+        let store = std::path::absolute(store).unwrap_or_else(|_| store.to_owned());
+        out.push_str(&format!(
+            "  originals: {} (condense recall HANDLE)\n",
+            store.display()
+        ));
+    }
     if verbosity == Verbosity::Verbose {
         out.push_str(&format!("{}", report.prune));
     }

@@ -83,8 +83,8 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     let state_label = store.location();
     // Placeholders name a handle, not a place: the person who recalls an original from another
     // directory needs the store's absolute path (`condense recall --store DIR HANDLE`).
-    let originals = &config.settings().store.dir;
-    let originals = std::path::absolute(originals).unwrap_or_else(|_| originals.clone());
+    let originals = config.store_dir();
+    let originals = std::path::absolute(&originals).unwrap_or(originals);
     let mut settings = ProxySettings::from_config(&serve);
     settings.auth_token = auth_token;
     settings.originals = hours(serve.originals_ttl_hours, "serve.originals_ttl_hours")?

@@ -1089,3 +1089,59 @@ fn replay_replays_the_subagent_logs_beside_a_session_with_it() {
         "{stderr}"
     );
 }
+
+/// With the default store (the user's data directory), a handle a placeholder names is
+/// recalled from any directory: the CLI compacted in one, the person recalls in another.
+#[test]
+fn a_handle_is_recalled_from_any_directory() {
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("project");
+    let elsewhere = home.path().join("elsewhere");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(
+        work.join("condense.toml"),
+        "[prune]\nprotect_tokens = 0\nminimum_tokens = 0\n",
+    )
+    .unwrap();
+    let source = transcripts().join("anthropic/claude-code-5f8cbb78.json");
+    let run = |dir: &Path, args: &[&str]| {
+        common::command(dir, args)
+            .env("HOME", home.path())
+            .output()
+            .unwrap()
+    };
+    let out = run(
+        &work,
+        &["prune", source.to_str().unwrap(), "-o", "pruned.json"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    let store = home.path().join(".local/share/condense/originals");
+    assert!(
+        said.contains(&format!("originals: {}", store.display())),
+        "the report says where: {said}"
+    );
+    let pruned = std::fs::read_to_string(work.join("pruned.json")).unwrap();
+    let handle = pruned
+        .split("condense recall ")
+        .nth(1)
+        .map(|rest| {
+            rest.chars()
+                .take_while(char::is_ascii_hexdigit)
+                .collect::<String>()
+        })
+        .unwrap();
+    let out = run(&elsewhere, &["recall", &handle]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.stdout.is_empty());
+    assert!(!elsewhere.join(".condense").exists());
+}

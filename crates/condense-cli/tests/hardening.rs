@@ -473,9 +473,10 @@ fn a_pruned_claude_code_file_keeps_no_copy_of_a_pruned_output() {
 }
 
 #[test]
-fn an_empty_store_dir_and_a_window_within_the_reserve_are_rejected() {
+fn a_blank_store_dir_and_a_window_within_the_reserve_are_rejected() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("condense.toml"), "[store]\ndir = \"\"\n").unwrap();
+    // `""` is the user's data directory; blanks are a mistake.
+    std::fs::write(dir.path().join("condense.toml"), "[store]\ndir = \"  \"\n").unwrap();
     let out = condense(dir.path(), &["config", "check"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(

@@ -224,10 +224,10 @@ impl Config {
                 ),
             ));
         }
-        if store.dir.as_os_str().is_empty() || store.dir.to_string_lossy().trim().is_empty() {
+        if !store.dir.as_os_str().is_empty() && store.dir.to_string_lossy().trim().is_empty() {
             return Err(self.bad(
                 "store.dir",
-                "must name a directory: an empty one would scatter originals over the working directory",
+                "must name a directory (or be \"\" for the user's data directory): blanks would scatter originals over the working directory",
             ));
         }
         let ratio = compaction.tail_ratio;
@@ -420,6 +420,9 @@ impl Config {
 
     /// Where originals of replaced outputs are kept.
     pub fn store_dir(&self) -> PathBuf {
+        if self.settings.store.dir.as_os_str().is_empty() {
+            return default_store_dir();
+        }
         self.settings.store.dir.clone()
     }
 
@@ -657,4 +660,23 @@ fn typed(
         .map_err(|error: toml::de::Error| ConfigError::Typed {
             message: error.message().trim().to_owned(),
         })
+}
+
+/// `store.dir = ""`: `$XDG_DATA_HOME/condense/originals`, else
+/// `~/.local/share/condense/originals`, else `.condense/originals` (no home at all). One place
+/// per machine, so a handle is recalled from any directory.
+fn default_store_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|value| !value.is_empty())
+                .map(|home| PathBuf::from(home).join(".local/share"))
+        });
+    match base {
+        Some(base) => base.join("condense/originals"),
+        None => PathBuf::from(".condense/originals"),
+    }
 }
