@@ -69,7 +69,9 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     }
     let store = session_store(&serve)?;
     let plugins = plugins(&config, verbosity)?;
-    let compactor = Compactor::with_plugins(&config, &plugins)?;
+    // Each request sized for the model it names ([models] and the built-in table).
+    let compactor = Compactor::with_plugins(&config, &plugins)?
+        .with_model_windows(config.model_windows().clone());
     let level = match verbosity {
         Verbosity::Quiet => tracing::Level::WARN,
         Verbosity::Normal => tracing::Level::INFO,

@@ -39,6 +39,8 @@ pub struct Compactor {
     custom_instructions: Option<String>,
     continuation: Option<String>,
     max_failures: u32,
+    /// Each model's window, for a request that names its model; `None`: `tail` for all.
+    windows: Option<crate::ModelWindows>,
 }
 
 impl std::fmt::Debug for Compactor {
@@ -81,6 +83,7 @@ impl Compactor {
             custom_instructions: config.custom_instructions(),
             continuation: config.continuation(),
             max_failures: config.max_failures(),
+            windows: None,
         })
     }
 
@@ -88,6 +91,41 @@ impl Compactor {
     pub fn with_store(mut self, store: Box<dyn Store>) -> Self {
         self.store = store;
         self
+    }
+
+    /// Sizes each request for the model it names (the body's `model`), by `windows` (the
+    /// configuration's `[models]` and the built-in table): the proxy, in front of several
+    /// models, does. A request whose model no rule matches, or that names none, keeps the
+    /// configured window.
+    pub fn with_model_windows(mut self, windows: crate::ModelWindows) -> Self {
+        self.windows = Some(windows);
+        self
+    }
+
+    /// The window `conversation` is sized for: its model's when [`Compactor::with_model_windows`]
+    /// gave the rules and one matches, else the configured one.
+    pub fn tail_for(&self, conversation: &Conversation) -> TailSettings {
+        let model = conversation
+            .envelope
+            .as_ref()
+            .and_then(|envelope| envelope.get("model"))
+            .and_then(serde_json::Value::as_str);
+        let rule = self
+            .windows
+            .as_ref()
+            .zip(model)
+            .and_then(|(windows, model)| windows.find(model));
+        match rule {
+            Some(rule) => TailSettings {
+                context_window: rule.context_window,
+                max_output_tokens: rule
+                    .max_output_tokens
+                    .unwrap_or(self.tail.max_output_tokens)
+                    .min(rule.context_window.saturating_sub(1)),
+                ..self.tail
+            },
+            None => self.tail,
+        }
     }
 
     /// Takes the time from `clock` (tests and replays fix it).
@@ -219,10 +257,11 @@ impl Compactor {
         phases: Phases,
         summarizer: Option<&dyn Summarizer>,
     ) -> Result<Compaction, HostError> {
+        let tail = self.tail_for(&conversation);
         let at_message = condense_core::last_native_compaction(&conversation.messages);
         let Some(view) = LiveView::take(&mut conversation) else {
             let mut compaction = self
-                .run_live(conversation, memos, state, phases, summarizer)
+                .run_live(conversation, memos, state, phases, summarizer, tail)
                 .await?;
             compaction.report.native = at_message.map(|(at_message, _)| NativeCompaction {
                 at_message,
@@ -241,7 +280,14 @@ impl Compactor {
         let ignored = view.ignored_messages();
         // The memos are by the client's indices, which the view shifts: counted afresh.
         let result = self
-            .run_live(conversation, &Memos::default(), state, phases, summarizer)
+            .run_live(
+                conversation,
+                &Memos::default(),
+                state,
+                phases,
+                summarizer,
+                tail,
+            )
             .await;
         state.reported_usage = match (reported, state.reported_usage) {
             (Some(original), Some(usage)) => Some(ReportedUsage {
@@ -266,11 +312,12 @@ impl Compactor {
         state: &mut SessionState,
         phases: Phases,
         summarizer: Option<&dyn Summarizer>,
+        tail: TailSettings,
     ) -> Result<Compaction, HostError> {
         let started = Instant::now();
         let summarizer = summarizer.unwrap_or(self.summarizer.as_ref());
         let counter = self.counter.as_ref();
-        let usable = condense_compact::usable(&self.tail);
+        let usable = condense_compact::usable(&tail);
         // The client's own messages, before anything replaces them: what a frozen head is
         // recognised by, now and on the next request.
         let hashes: Vec<u64> = conversation
@@ -306,7 +353,7 @@ impl Compactor {
             clock: self.clock.as_ref(),
         };
         let request = PruneRequest {
-            context_window: Some(self.tail.context_window),
+            context_window: Some(tail.context_window),
             previous_request_ms: state.last_request_ms,
         };
         let prune = pruner.prune_counted(&mut conversation, &counts, &mut state.log, request)?;
@@ -349,7 +396,7 @@ impl Compactor {
 
         let compaction = if phases == Phases::PruneOnly {
             CompactionOutcome::PruneOnly
-        } else if !is_due(due_tokens, &self.tail) {
+        } else if !is_due(due_tokens, &tail) {
             CompactionOutcome::NotDue
         } else if phases == (Phases::Both { automatic: true })
             && state.consecutive_failures >= self.max_failures
@@ -371,6 +418,7 @@ impl Compactor {
             let first_change = prune.first_fresh_message().unwrap_or(counts.len());
             let cached_end = previous_end.min(first_change).min(counts.len());
             let measure = Due {
+                tail,
                 tokens: due_tokens,
                 overhead: overhead(usable, due_tokens, tokens_after_prune),
                 counted: tokens_after_prune,
@@ -466,8 +514,8 @@ impl Compactor {
     ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
         let counter = self.counter.as_ref();
         let room = TailSettings {
-            context_window: self.tail.context_window.saturating_sub(due.overhead),
-            ..self.tail
+            context_window: due.tail.context_window.saturating_sub(due.overhead),
+            ..due.tail
         };
         // What a summarizer that asks inside the conversation sends: the conversation as the
         // agent's request would carry it, before any preview below, which would change its
@@ -506,7 +554,7 @@ impl Compactor {
             cut.pinned,
             cut.tail_start,
             &self.prune.protected_tools,
-            self.tail.min_tail_turns,
+            due.tail.min_tail_turns,
         );
         // A head that is an earlier summary and the very messages it carried: a compaction that
         // could not get under the threshold, met again. Summarizing it again would make a new
@@ -517,7 +565,7 @@ impl Compactor {
         let vars = PromptVars {
             custom_instructions: self.custom_instructions.clone(),
             previous_summary: previous_summary(head),
-            context_window: self.tail.context_window,
+            context_window: due.tail.context_window,
             date: condense_core::time::date_of(self.clock.now_ms()),
         };
         let prompt = self.template.render_prompt(&vars)?;
@@ -526,7 +574,7 @@ impl Compactor {
             conversation: whole,
             head: cut.head(),
             tokens: due.tokens,
-            window: self.tail.context_window,
+            window: due.tail.context_window,
             counted: due.counted,
             cached: due.cached,
         };
@@ -703,6 +751,8 @@ fn remote_settings(
 /// How large the pruned conversation is when a summary is due.
 #[derive(Debug, Clone, Copy)]
 struct Due {
+    /// The window this request is sized for (its model's, see [`Compactor::with_model_windows`]).
+    tail: TailSettings,
     /// As the provider counts it: its reported usage when known, else condense's count.
     tokens: usize,
     /// What the provider counts on top of condense's count of the messages (see [`overhead`]):

@@ -25,9 +25,10 @@ mod usage;
 
 pub use compactor::{Compaction, Compactor};
 pub use config::{
-    CompactionConfig, Config, ConfigError, MicrocompactConfig, ModelSettings, Origin, PluginSpec,
-    PruneConfig, ServeConfig, Setting, Settings, Source, Sources, StoreConfig, SummarizerConfig,
-    SummarizerKind, TemplateChoice, TrimConfig,
+    BUILT_IN_MODELS, CompactionConfig, Config, ConfigError, MicrocompactConfig, ModelSettings,
+    ModelWindow, ModelWindows, Origin, PluginSpec, PruneConfig, ServeConfig, Setting, Settings,
+    Source, Sources, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice, TrimConfig,
+    glob_match,
 };
 pub use error::HostError;
 pub use head::{FrozenHead, HeadOutcome, history_hash, message_hash};

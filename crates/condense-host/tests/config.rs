@@ -78,8 +78,10 @@ fn the_schema_and_the_built_in_file_agree() {
     let config = Config::built_in().unwrap();
     let shown = config.show();
     assert!(!shown.contains("  # \n"));
-    // Every key of the schema has its value from the built-in file.
-    let lines: Vec<&str> = shown.lines().filter(|l| l.contains(" = ")).collect();
+    // Every key of the schema has its value from the built-in file (the model table follows
+    // the sections).
+    let sections = &shown[..shown.find("[models.").unwrap()];
+    let lines: Vec<&str> = sections.lines().filter(|l| l.contains(" = ")).collect();
     assert_eq!(lines.len(), 58, "{shown}");
     assert!(
         lines.iter().all(|line| line.contains("built-in")),
@@ -374,4 +376,59 @@ fn summaries_fork_only_on_the_upstream_with_the_agents_own_model() {
         ("CONDENSE_SUMMARIZER_COMPACTION_MODEL", "cheap-model")
     ]));
     assert!(!forks(&[("CONDENSE_SUMMARIZER_KIND", "openai")]));
+}
+
+/// `[models]` sizes each model: a layer's rule is tried before the built-in table (a team
+/// overrides or adds a model), the first pattern that matches wins, an unknown model takes
+/// `model.context_window`, and `config show` prints every rule as it resolves.
+#[test]
+fn models_have_their_own_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "condense.toml",
+        "[model]\ncontext_window = 32000\nmax_output_tokens = 4096\n\n[models.\"claude-haiku-4*\"]\ncontext_window = 100000\n\n[models.\"gateway/llama-*\"]\ncontext_window = 131072\nmax_output_tokens = 8192\n",
+    );
+    let config = Config::load(&Sources {
+        project: Some(path.clone()),
+        ..Sources::default()
+    })
+    .unwrap();
+    assert_eq!(
+        config.window_for("claude-haiku-4-5-20251001"),
+        (100_000, 4_096)
+    );
+    assert_eq!(config.window_for("gateway/llama-3.3-70b"), (131_072, 8_192));
+    // The built-in table, behind the layer's rules.
+    assert_eq!(config.window_for("claude-sonnet-4-5"), (200_000, 64_000));
+    assert_eq!(config.window_for("gpt-4o-mini"), (128_000, 16_384));
+    assert_eq!(config.window_for("someone-elses-model"), (32_000, 4_096));
+    let shown = config
+        .show()
+        .replace(&path.display().to_string(), "condense.toml");
+    let haiku = shown
+        .find("[models.\"claude-haiku-4*\"]  # project condense.toml")
+        .unwrap();
+    let built_in = shown
+        .find("[models.\"claude-haiku-4*\"]  # built-in")
+        .unwrap();
+    assert!(haiku < built_in, "{shown}");
+    assert!(shown.contains("[models.\"gateway/llama-*\"]  # project condense.toml\ncontext_window = 131072\nmax_output_tokens = 8192\n"), "{shown}");
+}
+
+#[test]
+fn a_bad_models_entry_says_where() {
+    assert_eq!(
+        error_of("[models.\"x*\"]\nmax_output_tokens = 10\n"),
+        "condense.toml:1:9: `models.\"x*\"`: needs a `context_window`"
+    );
+    assert_eq!(
+        error_of("[models.\"x*\"]\ncontext_window = 0\n"),
+        "condense.toml:2:1: `models.\"x*\".context_window`: must be a whole number of tokens, more than 0"
+    );
+    assert_eq!(
+        error_of("[models.\"x*\"]\ncontext_window = 1000\nmax_output_tokens = 1000\n"),
+        "condense.toml:1:9: `models.\"x*\"`: max_output_tokens must be less than its context_window (1000)"
+    );
+    assert!(error_of("[models.\"x*\"]\ncontext_windw = 1000\n").contains("context_window"));
 }

@@ -1429,3 +1429,53 @@ async fn a_proxy_with_a_key_refuses_requests_without_it() {
         "the key stays here"
     );
 }
+
+/// One proxy in front of two models: each request is sized for the model it names
+/// (`[models]`), so the same long session is compacted for the small model's window and
+/// forwarded whole to the large one.
+#[tokio::test]
+async fn each_request_is_sized_for_its_model() {
+    let (upstream, received) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("models.toml");
+    std::fs::write(
+        &file,
+        "[model]\ncontext_window = 200000\n\n[models.\"small-*\"]\ncontext_window = 16000\nmax_output_tokens = 4096\n",
+    )
+    .unwrap();
+    let config = Config::load(&Sources {
+        explicit: Some(file),
+        ..Sources::default()
+    })
+    .unwrap();
+    let compactor = Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()))
+        .with_model_windows(config.model_windows().clone());
+    let store = Arc::new(DirSessionStore::new(dir.path().join("sessions")));
+    let settings = settings_for(&format!("http://{upstream}"));
+    let proxy = Arc::new(Proxy::new(settings, compactor, store).unwrap());
+    let url = spawn(proxy).await;
+    let all = messages("openai/openhands-ponylang__ponyc-4588");
+    let whole = tokens(&all);
+    assert!((16_000..150_000).contains(&whole), "{whole}");
+    for (model, window) in [("small-1", 16_000), ("big-1", 200_000)] {
+        let response = client()
+            .post(format!("{url}/v1/chat/completions"))
+            .header("x-condense-session", model)
+            .json(&json!({"model": model, "messages": all}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+        let sent: Value = serde_json::from_slice(&sent).unwrap();
+        let sent = tokens(sent["messages"].as_array().unwrap());
+        assert!(sent < window - 4_096, "{model}: {sent}");
+        if window == 200_000 {
+            assert_eq!(sent, whole, "{model}: nothing needed");
+        } else {
+            assert!(sent < whole / 2, "{model}: {sent} of {whole}");
+        }
+    }
+}

@@ -127,6 +127,7 @@ pub struct PluginSpec {
 pub(crate) struct Layer {
     pub values: BTreeMap<String, (Setting, Origin)>,
     pub plugins: Vec<PluginSpec>,
+    pub models: Vec<super::models::ModelWindow>,
 }
 
 /// Reads one TOML layer, checking every key and type against the schema.
@@ -164,10 +165,24 @@ pub(crate) fn parse(text: &str, source: &Source) -> Result<Layer, ConfigError> {
             }
             continue;
         }
+        if name == "models" {
+            let DeValue::Table(table) = value.get_ref() else {
+                return Err(wrong_type(
+                    &at,
+                    "models",
+                    "a table of [models.\"PATTERN\"] tables",
+                    value.get_ref(),
+                ));
+            };
+            layer
+                .models
+                .extend(super::models::parse_table(table, text, source)?);
+            continue;
+        }
         let Some(keys) = schema::section(name) else {
             let sections: Vec<&str> = schema::section_names()
                 .into_iter()
-                .chain(["plugins"])
+                .chain(["plugins", "models"])
                 .collect();
             return Err(ConfigError::UnknownKey {
                 at: at.to_string(),
@@ -265,7 +280,7 @@ fn plugin(
     Ok(spec)
 }
 
-fn convert(value: &DeValue<'_>, kind: Kind) -> Option<Setting> {
+pub(crate) fn convert(value: &DeValue<'_>, kind: Kind) -> Option<Setting> {
     match (kind, value) {
         (Kind::Int, DeValue::Integer(integer)) => {
             let digits = integer.as_str().replace('_', "");

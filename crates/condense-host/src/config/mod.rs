@@ -9,6 +9,7 @@
 
 mod error;
 mod layer;
+mod models;
 mod schema;
 mod typed;
 
@@ -26,6 +27,7 @@ use condense_tokenizer::Encoding;
 
 pub use error::ConfigError;
 pub use layer::{Origin, PluginSpec, Setting, Source};
+pub use models::{BUILT_IN_MODELS, ModelWindow, ModelWindows, glob_match};
 pub use typed::{
     CompactionConfig, MicrocompactConfig, ModelSettings, PruneConfig, ServeConfig, Settings,
     StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice, TrimConfig,
@@ -107,6 +109,8 @@ pub struct Config {
     settings: Settings,
     /// The `[[plugins]]` of every layer, in layer order.
     pub plugins: Vec<PluginSpec>,
+    /// `[models]` of every layer (later layers first), then the built-in table.
+    models: ModelWindows,
 }
 
 impl Config {
@@ -138,7 +142,10 @@ impl Config {
         let mut values = BTreeMap::new();
         let mut protected: Vec<(String, Origin)> = Vec::new();
         let mut plugins = Vec::new();
+        let mut models = Vec::new();
         for layer in layers {
+            // A later layer's rule is tried before an earlier one's.
+            models.splice(0..0, layer.models);
             for (key, (value, origin)) in layer.values {
                 if schema::UNION_KEYS.contains(&key.as_str())
                     && let Setting::List(tools) = &value
@@ -155,11 +162,13 @@ impl Config {
         }
         check_names(&values)?;
         let settings = typed(&values, &protected)?;
+        models.extend(models::built_in()?);
         let config = Config {
             values,
             protected,
             settings,
             plugins,
+            models: ModelWindows::new(models),
         };
         config.validate()?;
         Ok(config)
@@ -172,6 +181,29 @@ impl Config {
     /// Every setting, typed.
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// The `[models]` rules, in the order they are tried.
+    pub fn model_windows(&self) -> &ModelWindows {
+        &self.models
+    }
+
+    /// `model`'s context window and longest reply: the first `[models]` rule that matches it,
+    /// else `model.context_window` and `model.max_output_tokens`.
+    pub fn window_for(&self, model: &str) -> (usize, usize) {
+        let model_settings = &self.settings.model;
+        match self.models.find(model) {
+            Some(rule) => (
+                rule.context_window,
+                rule.max_output_tokens
+                    .unwrap_or(model_settings.max_output_tokens)
+                    .min(rule.context_window.saturating_sub(1)),
+            ),
+            None => (
+                model_settings.context_window,
+                model_settings.max_output_tokens,
+            ),
+        }
     }
 
     /// Where a key's value came from.
@@ -453,6 +485,20 @@ impl Config {
                 }
             }
             out.push('\n');
+        }
+        // Each model rule as it resolves (a rule without its own max_output_tokens takes the
+        // configured one).
+        for rule in self.models.rules() {
+            let (window, output) = (
+                rule.context_window,
+                rule.max_output_tokens
+                    .unwrap_or(self.settings.model.max_output_tokens),
+            );
+            out.push_str(&format!(
+                "[models.{}]  # {}\ncontext_window = {window}\nmax_output_tokens = {output}\n\n",
+                layer::quote(&rule.pattern),
+                rule.origin.source.label(),
+            ));
         }
         for plugin in &self.plugins {
             out.push_str(&format!(
