@@ -46,6 +46,12 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     if serve.body_limit_bytes == 0 {
         return Err(usage_error("serve.body_limit_bytes: must be more than 0"));
     }
+    if condense_serve::NativeMode::parse(&serve.native_compaction).is_none() {
+        return Err(usage_error(format!(
+            "serve.native_compaction: `{}` is none of auto, pass, emulate",
+            serve.native_compaction
+        )));
+    }
     if serve.state_timeout_ms == 0 {
         return Err(usage_error(
             "serve.state_timeout_ms: must be more than 0 (a store call that may not take any time always fails)",

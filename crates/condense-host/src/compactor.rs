@@ -172,6 +172,23 @@ impl Compactor {
         .await
     }
 
+    /// Summarizes now, due or not, with fresh decisions and no continuation: what a client
+    /// asks of a compaction endpoint (`POST /v1/responses/compact`, which condense answers for
+    /// an upstream that has none). `summarizer` replaces the configured one for this call.
+    pub async fn compact_now(
+        &self,
+        conversation: Conversation,
+        summarizer: Option<&dyn Summarizer>,
+    ) -> Result<Compaction, HostError> {
+        self.run(
+            conversation,
+            &mut SessionState::default(),
+            Phases::Forced,
+            summarizer,
+        )
+        .await
+    }
+
     /// Phase 1 alone, with fresh decisions: `condense prune`.
     pub async fn prune(&self, conversation: Conversation) -> Result<Compaction, HostError> {
         self.run(
@@ -396,7 +413,7 @@ impl Compactor {
 
         let compaction = if phases == Phases::PruneOnly {
             CompactionOutcome::PruneOnly
-        } else if !is_due(due_tokens, &tail) {
+        } else if phases != Phases::Forced && !is_due(due_tokens, &tail) {
             CompactionOutcome::NotDue
         } else if phases == (Phases::Both { automatic: true })
             && state.consecutive_failures >= self.max_failures
@@ -656,7 +673,11 @@ impl Compactor {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phases {
     PruneOnly,
-    Both { automatic: bool },
+    Both {
+        automatic: bool,
+    },
+    /// Both, the summary made whether due or not.
+    Forced,
 }
 
 /// Configuration's template, else the one plugin's that has one, else the built-in default.

@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 mod metrics;
+pub mod native;
 mod originals;
 mod proxy;
 mod state;
@@ -38,6 +39,7 @@ mod upstream;
 mod wire;
 
 pub use metrics::Metrics;
+pub use native::{EnvelopeError, NativeMode};
 pub use originals::{OriginalsExpiry, SweepError};
 pub use proxy::{KEY_HEADER, Proxy, ProxyError, ProxySettings, SESSION_HEADER};
 pub use state::{

@@ -42,6 +42,8 @@ pub struct Metrics {
     pub failed_open: AtomicU64,
     /// Requests refused by condense itself (malformed, too large).
     pub refused: AtomicU64,
+    /// `POST …/responses/compact` answered by condense (`serve.native_compaction`).
+    pub emulated_compactions: AtomicU64,
     /// Session states that could not be read in time (store down, stalled or erroring): the
     /// request was prepared on a fresh state, not saved.
     pub state_unavailable: AtomicU64,
@@ -153,6 +155,11 @@ impl Metrics {
             "condense_refused_total",
             "Requests condense refused (malformed or too large).",
             &[("", get(&self.refused))],
+        );
+        counter(
+            "condense_emulated_compactions_total",
+            "Compaction requests (POST /responses/compact) condense answered itself for an upstream without them.",
+            &[("", get(&self.emulated_compactions))],
         );
         counter(
             "condense_state_store_errors_total",

@@ -59,6 +59,9 @@ pub struct ProxySettings {
     /// The key every request must carry in [`KEY_HEADER`] (`serve.auth_token_env` names the
     /// variable holding it); `None`: the proxy answers anyone who can reach it.
     pub auth_token: Option<String>,
+    /// `serve.native_compaction`: whether condense answers `POST …/responses/compact` itself
+    /// (for an upstream that has none) or passes it on.
+    pub native_compaction: crate::NativeMode,
 }
 
 impl ProxySettings {
@@ -73,6 +76,8 @@ impl ProxySettings {
             originals: None,
             state_timeout: Duration::from_millis(config.state_timeout_ms.max(1)),
             auth_token: None,
+            native_compaction: crate::NativeMode::parse(&config.native_compaction)
+                .unwrap_or_default(),
         }
     }
 
@@ -160,6 +165,8 @@ pub struct Proxy {
     pending: Arc<Pending>,
     /// What `/metrics` reports.
     pub metrics: Metrics,
+    /// The key condense's compaction items are signed with, read from the store once.
+    compaction_key: tokio::sync::OnceCell<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Proxy {
@@ -203,6 +210,7 @@ impl Proxy {
             messages: condense_formats::MessageCache::default(),
             pending: Arc::new(Pending::default()),
             metrics: Metrics::default(),
+            compaction_key: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -243,6 +251,153 @@ impl Proxy {
             .unwrap_or_else(|error| Err(SweepError::Stopped(error.to_string())));
         crate::originals::record(&self.metrics, &swept);
         Some(swept)
+    }
+
+    /// The key condense's compaction items are signed with (the store's, read once).
+    async fn compaction_key(&self) -> Result<Vec<u8>, String> {
+        self.compaction_key
+            .get_or_try_init(|| async {
+                let store = self.store.clone();
+                self.bounded(tokio::task::spawn_blocking(move || store.secret()))
+                    .await
+            })
+            .await
+            .cloned()
+    }
+
+    /// Whether condense answers compaction for requests to the OpenAI upstream.
+    fn emulates_responses_compaction(&self) -> bool {
+        self.settings
+            .native_compaction
+            .emulates(&self.settings.openai_upstream, "api.openai.com")
+    }
+
+    /// `POST …/responses/compact` answered here (`serve.native_compaction`): the request's
+    /// `input` summarized now by condense, the answer the `response.compaction` object the
+    /// OpenAI SDK and Codex read, with exactly one `compaction` item whose envelope only this
+    /// proxy's store can have signed. Bad requests get 400 in OpenAI's shape.
+    async fn compact_endpoint(self: Arc<Self>, request: Request) -> Response {
+        let provider = Provider::Responses;
+        let started = Instant::now();
+        let (parts, body) = request.into_parts();
+        let bytes = match axum::body::to_bytes(body, self.settings.body_limit_bytes).await {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                Metrics::add(&self.metrics.refused, 1);
+                return provider.error(
+                    StatusCode::BAD_REQUEST,
+                    &format!("the request body could not be read: {error}"),
+                );
+            }
+        };
+        let refuse = |why: String| {
+            Metrics::add(&self.metrics.refused, 1);
+            provider.error(StatusCode::BAD_REQUEST, &why)
+        };
+        let value: Value = match serde_json::from_slice(&bytes) {
+            Ok(value) => value,
+            Err(error) => return refuse(format!("the request body is not JSON: {error}")),
+        };
+        if !value.get("input").is_some_and(Value::is_array) {
+            return refuse(
+                "condense answers /responses/compact from the request's `input` list; a stored conversation (previous_response_id) is the provider's own".into(),
+            );
+        }
+        let model = value
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let mut conversation =
+            match condense_formats::read_json(condense_formats::Format::Responses, value) {
+                Ok(conversation) => conversation,
+                Err(error) => return refuse(format!("condense: {error}")),
+            };
+        let key = match self.compaction_key().await {
+            Ok(key) => key,
+            Err(error) => {
+                return provider.error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!("condense cannot sign compaction items now: {error}"),
+                );
+            }
+        };
+        if let Err(why) = crate::native::expand_own(&mut conversation, &key) {
+            return refuse(why);
+        }
+        let upstream = self.settings.upstream_summarizer.as_ref().map(|template| {
+            UpstreamSummarizer::for_request(
+                template,
+                provider,
+                self.settings.upstream(provider),
+                &parts,
+                model.as_deref(),
+                &self.metrics,
+            )
+        });
+        let summarizer = upstream
+            .as_ref()
+            .map(|summarizer| summarizer as &dyn condense_host::Summarizer);
+        let compaction = match self.compactor.compact_now(conversation, summarizer).await {
+            Ok(compaction) => compaction,
+            Err(error) => {
+                return provider.error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &format!("condense could not compact: {error}"),
+                );
+            }
+        };
+        let report = &compaction.report;
+        let mut compacted = compaction.conversation.clone();
+        let summary_tokens = match &report.compaction {
+            CompactionOutcome::Summarized { summary_tokens, .. } => *summary_tokens,
+            CompactionOutcome::Failed { error, .. } => {
+                Metrics::add(&self.metrics.summarizer_failures, 1);
+                return provider.error(
+                    StatusCode::BAD_GATEWAY,
+                    &format!("condense's summarizer failed: {error}"),
+                );
+            }
+            // Nothing older than the kept turns: the item stands for nothing, and everything
+            // is kept after it.
+            _ => {
+                let pinned = condense_compact::pinned(&compacted.messages);
+                compacted.messages.insert(
+                    pinned,
+                    condense_compact::summary_message(
+                        "Nothing earlier than the messages that follow needed summarizing.",
+                    ),
+                );
+                0
+            }
+        };
+        let created_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs());
+        let Some(answer) = crate::native::compact_answer(
+            &compacted,
+            &key,
+            model.as_deref(),
+            (report.tokens_before, summary_tokens),
+            created_at,
+        ) else {
+            return provider.error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "condense's compaction holds no summary",
+            );
+        };
+        Metrics::add(&self.metrics.emulated_compactions, 1);
+        tracing::info!(
+            tokens_before = report.tokens_before,
+            summary_tokens,
+            added_ms = %format_args!("{:.3}", started.elapsed().as_secs_f64() * 1_000.0),
+            "responses/compact answered by condense"
+        );
+        (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            answer.to_string(),
+        )
+            .into_response()
     }
 
     /// `GET /readyz`: 200 when the state store answers within `serve.state_timeout_ms`, else
@@ -365,6 +520,9 @@ impl Proxy {
         let mut prepared = self
             .prepare(provider, named, &bytes, &request, &parts)
             .await;
+        if let Some(why) = prepared.refusal.take() {
+            return provider.error(StatusCode::BAD_REQUEST, &why);
+        }
         let added = started.elapsed();
         self.metrics
             .observe_added(u64::try_from(added.as_micros()).unwrap_or(u64::MAX));
@@ -456,13 +614,33 @@ impl Proxy {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let (conversation, memos) = match first.take() {
+            let (mut conversation, mut memos) = match first.take() {
                 Some(read) => read,
                 None => match request.read_memoized(format, &self.messages) {
                     Ok(read) => read,
                     Err(error) => return self.failed_open(session, bytes, "read", &error),
                 },
             };
+            // condense's own compaction item (from its /responses/compact): its summary in its
+            // place, what came before it gone, as the provider treats its own.
+            let carries_own =
+                provider == Provider::Responses && crate::native::carries_own(&conversation);
+            if carries_own {
+                let expanded = match self.compaction_key().await {
+                    Ok(key) => crate::native::expand_own(&mut conversation, &key),
+                    Err(error) => Err(format!(
+                        "condense cannot check its compaction item now: {error}"
+                    )),
+                };
+                match expanded {
+                    // The memos are by the client's indices, which this shifts.
+                    Ok(_) => memos = condense_core::Memos::default(),
+                    Err(why) => {
+                        Metrics::add(&self.metrics.refused, 1);
+                        return Prepared::refused(session, why);
+                    }
+                }
+            }
             // A store that cannot be read in time does not cost the request its compaction: it
             // is prepared on a fresh state (a request past the window still gets under it), and
             // that state is not saved over one that may be fine.
@@ -492,7 +670,8 @@ impl Proxy {
             let report = &compaction.report;
             // Nothing replaced, nothing summarized: the client's own bytes go upstream, as they
             // came and without the cost of writing them again.
-            let unchanged = !matches!(report.head, Some(HeadOutcome::Reused { .. }))
+            let unchanged = !carries_own
+                && !matches!(report.head, Some(HeadOutcome::Reused { .. }))
                 && report.prune.replaced() == 0
                 && !matches!(report.compaction, CompactionOutcome::Summarized { .. });
             let body = if unchanged {
@@ -556,6 +735,7 @@ impl Proxy {
                 ),
                 fired,
                 deferred: deferred.map(|save| (save, guard)),
+                refusal: None,
             };
         }
     }
@@ -673,6 +853,7 @@ impl Proxy {
             due: (0, 0, "none"),
             fired: format!("failed open at {step}"),
             deferred: None,
+            refusal: None,
         }
     }
 
@@ -832,6 +1013,24 @@ struct Prepared {
     fired: String,
     /// The state to save once the request is forwarded, and the session's lock held until then.
     deferred: Option<(DeferredSave, tokio::sync::OwnedMutexGuard<()>)>,
+    /// Why the request is answered with 400 instead of being sent.
+    refusal: Option<String>,
+}
+
+impl Prepared {
+    /// A request condense must refuse (400 in the provider's shape) rather than send.
+    fn refused(session: String, why: String) -> Prepared {
+        Prepared {
+            session,
+            body: Bytes::new(),
+            sent_messages: None,
+            tokens: (0, 0),
+            due: (0, 0, "none"),
+            fired: "refused".into(),
+            deferred: None,
+            refusal: Some(why),
+        }
+    }
 }
 
 /// A state an exclusive store saves after the request is forwarded.
@@ -923,6 +1122,12 @@ fn forwarded(name: &HeaderName) -> bool {
 async fn dispatch(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     if let Some(refused) = proxy.refused_key(&request) {
         return refused;
+    }
+    if request.method() == axum::http::Method::POST
+        && request.uri().path().ends_with("/responses/compact")
+        && proxy.emulates_responses_compaction()
+    {
+        return proxy.compact_endpoint(request).await;
     }
     match Provider::of_request(request.method(), request.uri().path()) {
         Some(provider) => proxy.compacted(provider, request).await,

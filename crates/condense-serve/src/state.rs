@@ -66,6 +66,17 @@ pub enum StateStoreError {
     },
 }
 
+/// How long the compaction key is.
+const SECRET_BYTES: usize = 32;
+
+/// A fresh key from the operating system's random source.
+fn random_secret() -> Result<Vec<u8>, String> {
+    let mut key = vec![0u8; SECRET_BYTES];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
+        .map_err(|_| "the system's random source failed".to_owned())?;
+    Ok(key)
+}
+
 /// A session key as a name any store accepts (a file name, a Redis key): the first 16 bytes of
 /// its SHA-256, in hex. Keys come from clients and may hold anything.
 fn digest(session: &str) -> String {
@@ -104,6 +115,16 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     /// carried messages): what a sweep of unused originals must keep. An error when any state
     /// could not be read, since a sweep must not go on a partial list.
     fn named_handles(&self) -> Result<HashSet<String>, StateStoreError>;
+    /// The key condense's own compaction items are signed with ([`crate::native`]): made on
+    /// first use and kept with the states, so every replica sharing the store verifies what any
+    /// of them made. A store that keeps none says so, and the proxy then refuses to emulate
+    /// compaction rather than sign with a key it would lose.
+    fn secret(&self) -> Result<Vec<u8>, StateStoreError> {
+        Err(StateStoreError::Redis {
+            url: self.location(),
+            reason: "this state store keeps no key for compaction envelopes".into(),
+        })
+    }
     /// Stores `state` if the session is still at `expected`.
     fn save(
         &self,
@@ -325,6 +346,44 @@ impl SessionStore for DirSessionStore {
             }
         }
         Ok(named)
+    }
+
+    /// `.compaction-key` in the directory: 32 random bytes, written once (a second process
+    /// that races the first reads what the first wrote).
+    fn secret(&self) -> Result<Vec<u8>, StateStoreError> {
+        let path = self.dir.join(".compaction-key");
+        let io = |source| StateStoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        match std::fs::read(&path) {
+            Ok(key) if key.len() == SECRET_BYTES => return Ok(key),
+            Ok(_) => {
+                return Err(StateStoreError::Damaged {
+                    path: path.clone(),
+                    reason: format!("a compaction key is {SECRET_BYTES} bytes"),
+                });
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(io(source)),
+        }
+        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let key = random_secret().map_err(|reason| StateStoreError::Damaged {
+            path: path.clone(),
+            reason,
+        })?;
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, &key));
+        match written {
+            Ok(()) => Ok(key),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                std::fs::read(&path).map_err(io)
+            }
+            Err(source) => Err(io(source)),
+        }
     }
 
     /// The directory belongs to one proxy process (see the type's documentation).
@@ -552,6 +611,35 @@ impl SessionStore for RedisSessionStore {
             }
             Ok(named)
         })
+    }
+
+    /// `condense:compaction-key`, set once (`SET … NX`) by whichever replica comes first.
+    fn secret(&self) -> Result<Vec<u8>, StateStoreError> {
+        let fresh: String = random_secret()
+            .map_err(|reason| self.error(reason))?
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        let stored: String = self.with(|connection| {
+            redis::cmd("SET")
+                .arg("condense:compaction-key")
+                .arg(&fresh)
+                .arg("NX")
+                .query::<Option<String>>(connection)?;
+            redis::cmd("GET")
+                .arg("condense:compaction-key")
+                .query(connection)
+        })?;
+        (0..stored.len())
+            .step_by(2)
+            .map(|at| {
+                stored
+                    .get(at..at + 2)
+                    .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+            })
+            .collect::<Option<Vec<u8>>>()
+            .filter(|key| key.len() == SECRET_BYTES)
+            .ok_or_else(|| self.error("condense:compaction-key is not a key condense wrote"))
     }
 
     fn load(&self, session: &str) -> Result<Versioned, StateStoreError> {

@@ -28,6 +28,7 @@ pub fn settings_for(upstream: &str) -> ProxySettings {
         originals: None,
         state_timeout: Duration::from_secs(5),
         auth_token: None,
+        native_compaction: crate::NativeMode::Auto,
     }
 }
 
@@ -136,6 +137,10 @@ pub const OPENAI_TOOL_CALL_REPLY: &str = r#"{"id":"chatcmpl-2","object":"chat.co
 /// The scripted upstream's Messages answer to a request that forces a tool call
 /// (`tool_choice: {"type": "any"}`): a `tool_use` block and no text.
 pub const ANTHROPIC_TOOL_CALL_REPLY: &str = r#"{"id":"msg_2","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"cache_read_input_tokens":800,"output_tokens":9}}"#;
+
+/// The scripted upstream's answer to `POST /v1/responses/compact` when it compacts natively:
+/// a `response.compaction` whose one `compaction` item is the provider's own, opaque.
+pub const NATIVE_COMPACT_REPLY: &str = r#"{"id":"cmp_1","object":"response.compaction","created_at":1,"output":[{"id":"cmp_item_1","type":"compaction","encrypted_content":"gAAAABprovider-opaque"}],"usage":{"input_tokens":5000,"input_tokens_details":{"cached_tokens":0},"output_tokens":300,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":5300}}"#;
 
 /// The scripted upstream's Responses answer: the whole response object, as OpenAI sends it.
 pub const RESPONSES_REPLY: &str = r#"{"id":"resp_1","object":"response","created_at":1,"status":"completed","error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":"m","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"ok","annotations":[]}]}],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":false,"temperature":1.0,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":{"input_tokens":880,"input_tokens_details":{"cached_tokens":512},"output_tokens":4,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":884},"user":null,"metadata":{}}"#;
@@ -296,6 +301,34 @@ pub async fn upstream() -> (SocketAddr, Received) {
             }),
         )
         .route("/v1/messages", post(record(received.clone())))
+        // A server without OpenAI's compaction endpoint (llama.cpp, vLLM) answers 404; with
+        // `x-test: native` it compacts as OpenAI does, with a provider item of its own.
+        .route(
+            "/v1/responses/compact",
+            post({
+                let received = received.clone();
+                move |uri: axum::http::Uri, headers: HeaderMap, body: Bytes| {
+                    let received = received.clone();
+                    async move {
+                        received
+                            .lock()
+                            .unwrap()
+                            .push((uri.path().to_owned(), headers.clone(), body));
+                        let native = headers.get("x-test").is_some_and(|value| value == "native");
+                        let (status, reply) = if native {
+                            (200, NATIVE_COMPACT_REPLY)
+                        } else {
+                            (404, r#"{"error":{"message":"Not Found","type":"invalid_request_error","param":null,"code":null}}"#)
+                        };
+                        Response::builder()
+                            .status(status)
+                            .header("content-type", "application/json")
+                            .body(Body::from(reply))
+                            .unwrap()
+                    }
+                }
+            }),
+        )
         // Any other path a chat request may take (Azure's deployments, a gateway's route).
         .fallback(post(record(received.clone())))
         .route(

@@ -210,6 +210,9 @@ pub struct ServeConfig {
     /// The environment variable holding the key every request must carry in
     /// `x-condense-key`; `""`: no key asked.
     pub auth_token_env: String,
+    /// `auto`, `pass` or `emulate`: whether condense answers the providers' compaction
+    /// endpoints itself.
+    pub native_compaction: String,
 }
 
 /// The summarizer `summarizer.kind` names.

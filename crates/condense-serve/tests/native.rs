@@ -1,0 +1,200 @@
+//! Native compaction through the proxy: condense answers `POST /v1/responses/compact` for an
+//! upstream without it (the scripted one answers 404, as llama.cpp does), a later request that
+//! carries condense's item reaches the upstream with the summary in its place, a forged item is
+//! refused, and with `pass` (or a provider that compacts) the provider's own work goes through
+//! untouched.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use condense_host::{Compactor, Config, Sources};
+use condense_pruner::{FixedClock, MemoryStore};
+use condense_serve::testing::{Received, settings_for, spawn, upstream};
+use condense_serve::{DirSessionStore, NativeMode, Proxy};
+use serde_json::{Value, json};
+
+async fn proxy(mode: NativeMode) -> (String, Arc<Proxy>, Received, tempfile::TempDir) {
+    let (upstream, received) = upstream().await;
+    let config = Config::load(&Sources {
+        env: vec![
+            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "16000".into()),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+        ],
+        ..Sources::default()
+    })
+    .unwrap();
+    let compactor = Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()))
+        .with_clock(Box::new(FixedClock(1_763_700_000_000)));
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings_for(&format!("http://{upstream}"));
+    settings.native_compaction = mode;
+    let proxy = Arc::new(
+        Proxy::new(
+            settings,
+            compactor,
+            Arc::new(DirSessionStore::new(dir.path())),
+        )
+        .unwrap(),
+    );
+    let url = spawn(proxy.clone()).await;
+    (url, proxy, received, dir)
+}
+
+/// A long Codex-like session as a Responses body.
+fn session() -> Value {
+    let chat: Value = serde_json::from_slice(
+        &condense_core::testing::transcript("openai/openhands-ponylang__ponyc-4588")
+            .unwrap()
+            .bytes,
+    )
+    .unwrap();
+    let mut body = condense_core::testing::responses_from_chat(&chat);
+    body["model"] = json!("qwen3-coder");
+    body
+}
+
+fn tokens(body: &Value) -> usize {
+    let conversation =
+        condense_formats::read_json(condense_formats::Format::Responses, body.clone()).unwrap();
+    use condense_tokenizer::TokenCounter;
+    condense_tokenizer::Tiktoken::default().count_conversation(&conversation)
+}
+
+async fn post(url: &str, path: &str, body: &Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{url}{path}"))
+        .header("authorization", "Bearer sk-test")
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn condense_answers_responses_compact_where_the_upstream_has_none() {
+    let (url, proxy, received, _dir) = proxy(NativeMode::Auto).await;
+    let body = session();
+    let before = tokens(&body);
+    let answer = post(&url, "/v1/responses/compact", &body).await;
+    assert_eq!(answer.status(), 200);
+    let answer: Value = answer.json().await.unwrap();
+    assert!(received.lock().unwrap().is_empty(), "answered here");
+    assert_eq!(answer["object"], "response.compaction");
+    let output = answer["output"].as_array().unwrap();
+    let items: Vec<&Value> = output
+        .iter()
+        .filter(|item| item["type"] == "compaction")
+        .collect();
+    assert_eq!(items.len(), 1, "exactly one compaction item");
+    assert_eq!(&output[0], items[0], "first: nothing before it");
+    let envelope = items[0]["encrypted_content"].as_str().unwrap();
+    assert!(envelope.starts_with("condense.v1."), "{envelope}");
+    assert!(answer["usage"]["input_tokens"].as_u64().unwrap() > 0);
+
+    // The client goes on from the compacted window, as Codex and the SDK do.
+    let mut next = body.clone();
+    let mut input = output.clone();
+    input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Now run the tests."}]}));
+    next["input"] = json!(input);
+    let response = post(&url, "/v1/responses", &next).await;
+    assert_eq!(response.status(), 200);
+    let (path, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(path, "/v1/responses");
+    let sent: Value = serde_json::from_slice(&sent).unwrap();
+    let text = sent.to_string();
+    assert!(
+        !text.contains("condense.v1."),
+        "the envelope never goes upstream"
+    );
+    assert!(
+        text.contains("<prior-conversation-summary>"),
+        "its summary does"
+    );
+    assert!(text.contains("Now run the tests."));
+    assert!(tokens(&sent) < 16_000 - 4_096 && tokens(&sent) < before / 2);
+    let metrics = proxy.metrics.render();
+    assert!(
+        metrics.contains("condense_emulated_compactions_total 1"),
+        "{metrics}"
+    );
+
+    // A changed envelope is refused, in OpenAI's shape, and nothing is sent.
+    let sent_before = received.lock().unwrap().len();
+    let mut forged = next.clone();
+    let tampered = envelope.replacen("condense.v1.e", "condense.v1.f", 1);
+    assert_ne!(tampered, envelope);
+    forged["input"][0]["encrypted_content"] = json!(tampered);
+    let response = post(&url, "/v1/responses", &forged).await;
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["type"], "invalid_request_error");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be used"),
+        "{error}"
+    );
+    assert_eq!(received.lock().unwrap().len(), sent_before);
+
+    // Compacting a compacted window again folds the earlier summary in: one item still.
+    let again = post(&url, "/v1/responses/compact", &next).await;
+    assert_eq!(again.status(), 200);
+    let again: Value = again.json().await.unwrap();
+    let items = again["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "compaction")
+        .count();
+    assert_eq!(items, 1);
+}
+
+/// `pass`: the compaction endpoint is the upstream's to answer (here a 404, relayed as it
+/// came); a provider that compacts answers with its own item, which then reaches it again
+/// byte for byte with everything before it, and `context_management` goes on as it came.
+#[tokio::test]
+async fn with_pass_the_providers_own_compaction_goes_through_untouched() {
+    let (url, _proxy, received, _dir) = proxy(NativeMode::Pass).await;
+    let body = session();
+    let response = post(&url, "/v1/responses/compact", &body).await;
+    assert_eq!(response.status(), 404, "the upstream's answer, relayed");
+
+    let native = reqwest::Client::new()
+        .post(format!("{url}/v1/responses/compact"))
+        .header("x-test", "native")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(native.status(), 200);
+    let native: Value = native.json().await.unwrap();
+    let item = native["output"][0].clone();
+    assert_eq!(item["encrypted_content"], "gAAAABprovider-opaque");
+
+    // The long history, the provider's item after it, and a long history after that.
+    let mut next = body.clone();
+    next["context_management"] = json!([{"type": "compaction", "compact_threshold": 100000}]);
+    let history = body["input"].as_array().unwrap().clone();
+    let mut input = history.clone();
+    input.push(item.clone());
+    input.extend(history.iter().skip(1).cloned());
+    next["input"] = json!(input);
+    let response = post(&url, "/v1/responses", &next).await;
+    assert_eq!(response.status(), 200);
+    let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+    let sent: Value = serde_json::from_slice(&sent).unwrap();
+    let kept = history.len() + 1;
+    assert_eq!(
+        sent["input"].as_array().unwrap()[..kept],
+        input[..kept],
+        "the provider's item and all before it, as they came"
+    );
+    assert!(
+        sent["input"].as_array().unwrap().len() < input.len(),
+        "compacted after it"
+    );
+    assert_eq!(sent["context_management"], next["context_management"]);
+}
