@@ -173,4 +173,41 @@ async fn the_official_sdks_get_what_the_upstream_sent() {
         assert_eq!(body["input"].as_array().unwrap()[..], items[..*end]);
         frozen.check_body(request, condense_formats::Format::Responses, body);
     }
+
+    // The SDK's responses.compact, answered by condense (the upstream has none): one
+    // compaction item first, condense's envelope; the follow-up reached the upstream with the
+    // summary in the item's place; a changed item raised the SDK's BadRequestError.
+    let compact = &out["compact"];
+    assert_eq!(compact["object"], "response.compaction");
+    let types: Vec<&str> = compact["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(types.first(), Some(&"compaction"), "{types:?}");
+    assert_eq!(
+        types.iter().filter(|kind| **kind == "compaction").count(),
+        1
+    );
+    assert_eq!(compact["envelope"], "condense.v1.");
+    assert_eq!(compact["follow"], "ok");
+    assert_eq!(compact["forged"], 400);
+    let received = received.lock().unwrap();
+    assert!(
+        !received
+            .iter()
+            .any(|(path, _, _)| path.ends_with("/responses/compact")),
+        "answered by condense, not asked of the upstream"
+    );
+    let follow: Vec<Value> = received
+        .iter()
+        .filter(|(path, _, _)| path == "/v1/responses")
+        .filter_map(|(_, _, body)| serde_json::from_slice::<Value>(body).ok())
+        .filter(|body| body["model"] == "compact-model")
+        .collect();
+    assert_eq!(follow.len(), 1, "the forged request was not sent");
+    let text = follow[0].to_string();
+    assert!(!text.contains("condense.v1."));
+    assert!(text.contains("<prior-conversation-summary>") && text.contains("Now run the tests."));
 }

@@ -112,4 +112,29 @@ try:
 except openai.APIStatusError as error:
     out["openai_too_large"] = {"status": error.status_code, "message": error.message}
 
+# Native compaction through the SDK: the scripted upstream has no /responses/compact (404, as
+# llama.cpp), so condense answers it; the SDK goes on from the compacted window.
+compacted = oa.responses.compact(model="compact-model", input=items, instructions=session["instructions"])
+window = [item.model_dump(exclude_none=True) for item in compacted.output]
+follow = oa.responses.create(
+    model="compact-model",
+    instructions=session["instructions"],
+    input=window + [{"role": "user", "content": "Now run the tests."}],
+    store=False,
+)
+forged = [dict(item) for item in window]
+forged[0]["encrypted_content"] = forged[0]["encrypted_content"][:-4] + "AAAA"
+try:
+    oa.responses.create(model="compact-model", input=forged, store=False)
+    forged_status = None
+except openai.BadRequestError as error:
+    forged_status = error.status_code
+out["compact"] = {
+    "object": compacted.object,
+    "types": [item["type"] for item in window],
+    "envelope": window[0].get("encrypted_content", "")[:12],
+    "follow": follow.output_text,
+    "forged": forged_status,
+}
+
 print(json.dumps(out))
