@@ -9,10 +9,9 @@
 //! [`Request::read_memoized`] also hands out each cached message's memo (its content hash and
 //! token count once computed), so that the pipeline does not compute them again either.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::BuildHasherDefault;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use condense_core::{Conversation, JsonMap, Memos, Message, MessageMemo, Prehashed};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -283,9 +282,11 @@ impl<'de> Visitor<'de> for MessagesSeed {
 /// Messages read before, by the 128-bit xxh3 hash of their JSON bytes (at that width a
 /// collision between two messages is not a practical concern). Shared by every session of a
 /// process: the same bytes are the same message whoever sends them. Bounded by the bytes of JSON
-/// it stands for; when full it starts over, so a long-lived proxy's memory stays bounded.
+/// it stands for, evicting what is least likely to be sent again (quick_cache's S3-FIFO) one
+/// entry at a time: emptying it whole when full made every session's next request count from
+/// scratch at once, a latency cliff.
 pub struct MessageCache {
-    entries: Mutex<Entries>,
+    entries: Entries,
     capacity_bytes: usize,
 }
 
@@ -293,20 +294,28 @@ pub struct MessageCache {
 struct Cached {
     message: Message,
     memo: Arc<MessageMemo>,
-}
-
-#[derive(Default)]
-struct Entries {
-    map: HashMap<u128, Arc<Cached>, BuildHasherDefault<Prehashed>>,
+    /// The JSON bytes it was read from: its weight in the cache.
     bytes: usize,
 }
 
+/// Weighs an entry by the JSON bytes its message came from.
+#[derive(Debug, Clone, Copy, Default)]
+struct ByBytes;
+
+impl quick_cache::Weighter<u128, Arc<Cached>> for ByBytes {
+    fn weight(&self, _: &u128, cached: &Arc<Cached>) -> u64 {
+        // At least one, so every entry counts against the bound.
+        u64::try_from(cached.bytes).unwrap_or(u64::MAX).max(1)
+    }
+}
+
+type Entries = quick_cache::sync::Cache<u128, Arc<Cached>, ByBytes, BuildHasherDefault<Prehashed>>;
+
 impl fmt::Debug for MessageCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let entries = self.lock();
         f.debug_struct("MessageCache")
-            .field("messages", &entries.map.len())
-            .field("bytes", &entries.bytes)
+            .field("messages", &self.entries.len())
+            .field("bytes", &self.entries.weight())
             .field("capacity_bytes", &self.capacity_bytes)
             .finish()
     }
@@ -316,18 +325,25 @@ impl MessageCache {
     /// The default bound: 256 MiB of request JSON (the model's copy takes about as much).
     pub const DEFAULT_CAPACITY_BYTES: usize = 256 << 20;
 
-    /// A cache that starts over once the messages it holds came from more than
-    /// `capacity_bytes` of JSON.
+    /// A cache of the messages read from at most `capacity_bytes` of JSON.
     pub fn new(capacity_bytes: usize) -> Self {
+        let capacity = u64::try_from(capacity_bytes).unwrap_or(u64::MAX);
         MessageCache {
-            entries: Mutex::new(Entries::default()),
+            // About 2 KB of JSON a message, on the shared sessions.
+            entries: Entries::with(
+                (capacity_bytes / 2_048).max(16),
+                capacity,
+                ByBytes,
+                BuildHasherDefault::default(),
+                Default::default(),
+            ),
             capacity_bytes,
         }
     }
 
     /// How many messages it holds.
     pub fn len(&self) -> usize {
-        self.lock().map.len()
+        self.entries.len()
     }
 
     /// Whether it holds none.
@@ -335,36 +351,30 @@ impl MessageCache {
         self.len() == 0
     }
 
-    /// Shared, so the copy the caller makes is made outside the lock every session uses.
+    /// The JSON bytes the messages it holds came from: never more than its capacity.
+    pub fn bytes(&self) -> usize {
+        usize::try_from(self.entries.weight()).unwrap_or(usize::MAX)
+    }
+
+    /// Shared, so the copy the caller makes is made without holding anything.
     fn get(&self, key: u128) -> Option<Arc<Cached>> {
-        self.lock().map.get(&key).cloned()
+        self.entries.get(&key)
     }
 
     /// Keeps `message` (when it fits) and gives its memo, new.
     fn put(&self, key: u128, bytes: usize, message: &Message) -> Arc<MessageMemo> {
         let memo = Arc::new(MessageMemo::default());
-        let cached = Arc::new(Cached {
-            message: message.clone(),
-            memo: memo.clone(),
-        });
-        let mut entries = self.lock();
-        if entries.bytes + bytes > self.capacity_bytes {
-            entries.map.clear();
-            entries.bytes = 0;
-        }
         if bytes <= self.capacity_bytes {
-            entries.map.insert(key, cached);
-            entries.bytes += bytes;
+            self.entries.insert(
+                key,
+                Arc::new(Cached {
+                    message: message.clone(),
+                    memo: memo.clone(),
+                    bytes,
+                }),
+            );
         }
         memo
-    }
-
-    /// A poisoned lock only means another thread panicked while holding it; every entry in the
-    /// map is still a message read correctly.
-    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -634,16 +644,21 @@ mod tests {
     }
 
     #[test]
-    fn the_cache_starts_over_when_full_and_never_holds_more() {
+    fn the_cache_evicts_when_full_and_never_holds_more() {
         let cache = MessageCache::new(64);
         let body = r#"{"messages": [{"role": "user", "content": "one two three four five"}, {"role": "assistant", "content": "six seven eight nine ten"}]}"#;
         let request = Request::parse(body).unwrap();
         let first = request.read(Format::OpenAi, &cache).unwrap();
-        assert_eq!(
-            cache.len(),
-            1,
+        assert!(cache.bytes() <= 64, "{} bytes held", cache.bytes());
+        assert!(
+            cache.len() <= 1,
             "two messages of about 50 bytes each do not fit in 64"
         );
         assert_eq!(request.read(Format::OpenAi, &cache).unwrap(), first);
+        // A cache with room keeps both, and the next read is served from it.
+        let roomy = MessageCache::new(1 << 20);
+        request.read(Format::OpenAi, &roomy).unwrap();
+        assert_eq!(roomy.len(), 2);
+        assert_eq!(request.read(Format::OpenAi, &roomy).unwrap(), first);
     }
 }

@@ -257,8 +257,16 @@ impl Http {
             let backoff = self
                 .settings
                 .backoff
-                .saturating_mul(1 << (attempt - 1).min(16));
-            tokio::time::sleep(failure.1.unwrap_or(backoff).min(MAX_BACKOFF)).await;
+                .saturating_mul(1 << (attempt - 1).min(16))
+                .min(MAX_BACKOFF);
+            // A server's Retry-After is followed as given; our own back-off is jittered, so
+            // replicas that failed together do not all come back in the same instant.
+            tokio::time::sleep(
+                failure
+                    .1
+                    .map_or_else(|| jittered(backoff), |after| after.min(MAX_BACKOFF)),
+            )
+            .await;
         }
     }
 }
@@ -597,5 +605,39 @@ mod tests {
             ),
             "https://x.openai.azure.com/openai/deployments/gpt/chat/completions?api-version=2024-10-21"
         );
+    }
+}
+
+/// Between half of `backoff` and all of it ("equal jitter"), drawn from the standard library's
+/// per-process random hash keys (no generator of its own to seed).
+fn jittered(backoff: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos()),
+    );
+    let share = (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64;
+    backoff.mul_f64(0.5 + share / 2.0)
+}
+
+#[cfg(test)]
+mod jitter_tests {
+    use super::*;
+
+    /// Every wait is within its bounds, and the waits are not all the same (replicas spread).
+    #[test]
+    fn a_back_off_is_jittered_within_half_and_all_of_it() {
+        let backoff = Duration::from_secs(4);
+        let waits: Vec<Duration> = (0..64).map(|_| jittered(backoff)).collect();
+        assert!(
+            waits
+                .iter()
+                .all(|wait| *wait >= backoff / 2 && *wait <= backoff),
+            "{waits:?}"
+        );
+        let distinct: std::collections::HashSet<_> = waits.iter().collect();
+        assert!(distinct.len() > 32, "{} distinct of 64", distinct.len());
     }
 }
