@@ -43,20 +43,8 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
             serve.listen
         ))
     })?;
-    if serve.body_limit_bytes == 0 {
-        return Err(usage_error("serve.body_limit_bytes: must be more than 0"));
-    }
-    if condense_serve::NativeMode::parse(&serve.native_compaction).is_none() {
-        return Err(usage_error(format!(
-            "serve.native_compaction: `{}` is none of auto, pass, emulate",
-            serve.native_compaction
-        )));
-    }
-    if serve.state_timeout_ms == 0 {
-        return Err(usage_error(
-            "serve.state_timeout_ms: must be more than 0 (a store call that may not take any time always fails)",
-        ));
-    }
+    // body_limit_bytes, state_timeout_ms and native_compaction are checked with the rest of
+    // the configuration, as it loads.
     let auth_token = match serve.auth_token_env.as_str() {
         "" => None,
         variable => match std::env::var(variable) {

@@ -248,7 +248,7 @@ fn a_bad_address_or_upstream_is_a_usage_error() {
     )
     .unwrap();
     let out = common::condense(dir.path(), &["serve", "--config", "timeout.toml"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1), "a bad configuration file");
     assert!(String::from_utf8_lossy(&out.stderr).contains("serve.state_timeout_ms"));
 }
 

@@ -432,3 +432,35 @@ fn a_bad_models_entry_says_where() {
     );
     assert!(error_of("[models.\"x*\"]\ncontext_windw = 1000\n").contains("context_window"));
 }
+
+/// Zeros that would turn a feature into nothing are refused where they are written, and so is
+/// a native_compaction mode that is none of the three.
+#[test]
+fn zeros_that_disable_a_feature_by_typo_are_refused() {
+    for (text, expected) in [
+        (
+            "[summarizer]\nmax_summary_tokens = 0\n",
+            "`summarizer.max_summary_tokens`: must be more than 0",
+        ),
+        (
+            "[microcompact]\nkeep_recent = 0\n",
+            "`microcompact.keep_recent`: must be at least 1",
+        ),
+        (
+            "[serve]\nbody_limit_bytes = 0\n",
+            "`serve.body_limit_bytes`: must be more than 0",
+        ),
+        (
+            "[serve]\nstate_timeout_ms = 0\n",
+            "`serve.state_timeout_ms`: must be more than 0",
+        ),
+        (
+            "[serve]\nnative_compaction = \"sometimes\"\n",
+            "`serve.native_compaction`: `sometimes` is none of auto, pass, emulate",
+        ),
+    ] {
+        let error = error_of(text);
+        assert!(error.contains(expected), "{text}: {error}");
+        assert!(error.starts_with("condense.toml:2:"), "{text}: {error}");
+    }
+}

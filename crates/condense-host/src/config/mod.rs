@@ -240,6 +240,47 @@ impl Config {
         if model.max_output_tokens == 0 {
             return Err(self.bad("model.max_output_tokens", "must be more than 0"));
         }
+        // Zeros that would silently turn a feature into nothing, each a typo rather than a
+        // setting: a summary of no tokens, no recent output kept from microcompact (documented
+        // "at least 1"), a proxy that refuses every body, a state store given no time at all.
+        for (key, value, why) in [
+            (
+                "summarizer.max_summary_tokens",
+                self.settings.summarizer.max_summary_tokens,
+                "must be more than 0: a summary of no tokens",
+            ),
+            (
+                "microcompact.keep_recent",
+                self.settings.microcompact.keep_recent,
+                "must be at least 1: the most recent output is always kept",
+            ),
+            (
+                "serve.body_limit_bytes",
+                self.settings.serve.body_limit_bytes,
+                "must be more than 0: every request would be refused",
+            ),
+            (
+                "serve.state_timeout_ms",
+                usize::try_from(self.settings.serve.state_timeout_ms).unwrap_or(usize::MAX),
+                "must be more than 0: every state store call would fail",
+            ),
+        ] {
+            if value == 0 {
+                return Err(self.bad(key, why));
+            }
+        }
+        if crate::config::native_mode_names()
+            .iter()
+            .all(|name| *name != self.settings.serve.native_compaction)
+        {
+            return Err(self.bad(
+                "serve.native_compaction",
+                format!(
+                    "`{}` is none of auto, pass, emulate",
+                    self.settings.serve.native_compaction
+                ),
+            ));
+        }
         let tail = self.tail_settings();
         let reserved = tail.reserve_cap.min(tail.max_output_tokens);
         if tail.context_window <= reserved {
@@ -725,4 +766,10 @@ fn default_store_dir() -> PathBuf {
         Some(base) => base.join("condense/originals"),
         None => PathBuf::from(".condense/originals"),
     }
+}
+
+/// The values `serve.native_compaction` takes (the proxy reads them; the configuration checks
+/// them, so `config check` says so before `serve` starts).
+fn native_mode_names() -> [&'static str; 3] {
+    ["auto", "pass", "emulate"]
 }
