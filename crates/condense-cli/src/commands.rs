@@ -306,6 +306,13 @@ fn config_with_extractive(args: &InspectArgs) -> Result<condense_host::Config> {
 }
 
 fn recall(args: RecallArgs) -> Result<()> {
+    // A handle that cannot be one is a usage mistake (status 2), not a failed recall.
+    if !condense_pruner::is_handle(&args.handle) {
+        return Err(crate::usage_error(format!(
+            "`{}` is not a handle: a handle is the 32 lowercase hex digits after `condense recall` in a placeholder",
+            args.handle
+        )));
+    }
     let config = config(&args.settings)?;
     let store = DirStore::new(config.store_dir());
     let bytes = store

@@ -80,7 +80,7 @@ enum Command {
     #[command(after_help = "Example:\n  condense inspect session.jsonl --context-window 128000")]
     Inspect(InspectArgs),
     /// Print an original that a placeholder replaced, as the tool returned it.
-    #[command(after_help = "Example:\n  condense recall 3f2a9c0d1e4b5a6978877665544332211")]
+    #[command(after_help = "Example:\n  condense recall 3f2a9c0d1e4b5a697887766554433221")]
     Recall(RecallArgs),
     /// The effective configuration.
     #[command(subcommand, after_help = "Example:\n  condense config show")]

@@ -696,3 +696,78 @@ fn recall_prints_an_output_of_blocks_as_the_provider_sent_it() {
     let blocks: Value = serde_json::from_slice(&recalled.stdout).unwrap();
     assert_eq!(blocks, body["messages"][2]["content"][0]["content"]);
 }
+
+/// A handle that cannot be one is a usage mistake (status 2); `recall --help`'s example has a
+/// handle's form; a FIFO where an original goes is an error at once, never a hang, for
+/// `recall` and for a `prune` that would store there.
+#[test]
+fn a_malformed_handle_is_a_usage_error_and_a_fifo_in_the_store_never_hangs() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in [
+        "xyz",
+        "3f2a9c0d1e4b5a6978877665544332211",
+        "3F2A9C0D1E4B5A697887766554433221",
+    ] {
+        let out = condense(dir.path(), &["recall", bad, "--store", "originals"]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(
+            stderr(&out, dir.path()).contains("is not a handle"),
+            "{bad}"
+        );
+    }
+    let help = condense(dir.path(), &["recall", "--help"]);
+    let help = String::from_utf8(help.stdout).unwrap();
+    let example = help
+        .split("Example:")
+        .nth(1)
+        .and_then(|example| example.split("condense recall ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap();
+    assert!(condense_pruner::is_handle(example), "{example}");
+
+    let source = transcripts().join("anthropic/claude-code-5f8cbb78.json");
+    let body = std::fs::read(&source).unwrap();
+    std::fs::write(dir.path().join("s.json"), &body).unwrap();
+    std::fs::write(
+        dir.path().join("condense.toml"),
+        "[prune]\nprotect_tokens = 0\nminimum_tokens = 0\n",
+    )
+    .unwrap();
+    // Where the first replaced output's original goes, a FIFO.
+    let out = condense(
+        dir.path(),
+        &["prune", "s.json", "--store", "probe", "-o", "p.json"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out, dir.path()));
+    let pruned = std::fs::read_to_string(dir.path().join("p.json")).unwrap();
+    let handle: String = pruned
+        .split("condense recall ")
+        .nth(1)
+        .unwrap()
+        .chars()
+        .take(32)
+        .collect();
+    let fifo = dir
+        .path()
+        .join("originals")
+        .join(&handle[..2])
+        .join(&handle);
+    std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = condense(dir.path(), &["recall", &handle, "--store", "originals"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out, dir.path()).contains("not a regular file"));
+    let out = condense(
+        dir.path(),
+        &["prune", "s.json", "--store", "originals", "-o", "q.json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out, dir.path()).contains("not a regular file"));
+    assert!(!dir.path().join("q.json").exists());
+}

@@ -47,7 +47,9 @@ pub use settings::{
     DEFAULT_DUPLICATE_NOTE, DEFAULT_PLACEHOLDER, DEFAULT_PREVIEW_NOTE, DEFAULT_SUPERSEDED_NOTE,
     DUPLICATE_VARIABLES, PREVIEW_VARIABLES, PruneSettings, SUPERSEDED_VARIABLES, Thresholds,
 };
-pub use store::{DirStore, MemoryStore, Store, StoreError, Swept, handle_of, handles_in};
+pub use store::{
+    DirStore, MemoryStore, Store, StoreError, Swept, handle_of, handles_in, is_handle,
+};
 pub use trim::{
     TRIM_TOOL, TRIM_TOOL_DESCRIPTION, TrimOutcome, TrimRefusal, TrimReport, trim_tool_parameters,
 };

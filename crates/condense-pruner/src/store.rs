@@ -16,7 +16,16 @@ use sha2::{Digest, Sha256};
 /// have, and short enough to cost few tokens in every placeholder.
 const HANDLE_HEX_DIGITS: usize = 32;
 
-/// The handle of `bytes`: the first 128 bits of their SHA-256, in hex.
+/// Whether `text` has a handle's form: the first 128 bits of a SHA-256, as 32 lowercase hex
+/// digits.
+pub fn is_handle(text: &str) -> bool {
+    text.len() == HANDLE_HEX_DIGITS
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
+}
+
+/// The handle of `bytes`: the first 128 bits of their SHA-256, in hex ([`is_handle`]).
 pub fn handle_of(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(bytes);
@@ -99,6 +108,17 @@ pub enum StoreError {
     #[error("`{0}` is not a handle (expected {HANDLE_HEX_DIGITS} hex digits)")]
     /// Not a handle.
     BadHandle(String),
+    /// Something that is not a regular file sits where the entry goes (a FIFO, a device, a
+    /// directory): reading it could block for ever, and it is not the store's to replace.
+    #[error(
+        "the original {handle} at {path} is not a regular file; the store neither reads nor replaces it"
+    )]
+    NotAFile {
+        /// The handle.
+        handle: String,
+        /// The entry.
+        path: PathBuf,
+    },
 }
 
 /// A store of originals, keyed by [`handle_of`] their bytes.
@@ -134,11 +154,7 @@ impl DirStore {
     }
 
     fn path_of(&self, handle: &str) -> Result<PathBuf, StoreError> {
-        let valid = handle.len() == HANDLE_HEX_DIGITS
-            && handle
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if !valid {
+        if !is_handle(handle) {
             return Err(StoreError::BadHandle(handle.to_owned()));
         }
         Ok(self.root.join(&handle[..2]).join(handle))
@@ -241,7 +257,11 @@ impl DirStore {
                 handle: handle.to_owned(),
                 path: path.to_path_buf(),
             }),
-            Ok(_) => Ok(Some(())),
+            Ok(meta) if meta.is_file() => Ok(Some(())),
+            Ok(_) => Err(StoreError::NotAFile {
+                handle: handle.to_owned(),
+                path: path.to_path_buf(),
+            }),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(StoreError::Read {
                 path: path.to_path_buf(),
@@ -389,6 +409,7 @@ mod tests {
     use condense_core::testing::backdate as age;
 
     use super::*;
+    use std::os::unix::fs::FileTypeExt;
 
     #[test]
     fn a_dir_store_gives_back_what_it_was_given() {
@@ -435,6 +456,37 @@ mod tests {
             store.get("../../etc/passwd"),
             Err(StoreError::BadHandle(_))
         ));
+    }
+
+    /// A FIFO where an entry goes (made by mistake or by someone else) would block a read for
+    /// ever: both reading and storing say what it is, at once.
+    #[test]
+    fn a_fifo_at_an_entry_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirStore::new(dir.path());
+        let bytes = b"an output";
+        let handle = handle_of(bytes);
+        let path = store.path_of(&handle).unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert!(matches!(
+            store.get(&handle),
+            Err(StoreError::NotAFile { .. })
+        ));
+        assert!(matches!(
+            store.put(&handle, bytes),
+            Err(StoreError::NotAFile { .. })
+        ));
+        assert!(
+            std::fs::symlink_metadata(&path)
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
     }
 
     #[test]
