@@ -316,3 +316,28 @@ fn every_number_of_every_transcript_survives_a_round_trip() {
         }
     }
 }
+
+/// A number is written back as it was written, whatever its size: an integer past 2^64 once
+/// came back as a float (`12345678901234567890123` as `1.2345678901234568e+22`), a token id
+/// or a big counter a client keeps, changed by a tool that only compacted.
+#[test]
+fn numbers_of_any_size_come_back_as_written() {
+    let digits = "12345678901234567890123";
+    let body = format!(
+        r#"{{"model":"m","seed":{digits},"tiny":1e-400,"messages":[{{"role":"user","content":"hi","n":-{digits}}}]}}"#
+    );
+    for format in [
+        condense_formats::Format::OpenAi,
+        condense_formats::Format::Anthropic,
+    ] {
+        let conversation = condense_formats::read(body.as_bytes(), Some(format))
+            .unwrap()
+            .1;
+        let written =
+            String::from_utf8(condense_formats::write_compact(format, &conversation).unwrap())
+                .unwrap();
+        assert!(written.contains(&format!("\"seed\":{digits}")), "{written}");
+        assert!(written.contains(&format!("\"n\":-{digits}")), "{written}");
+        assert!(written.contains("\"tiny\":1e-400"), "{written}");
+    }
+}
