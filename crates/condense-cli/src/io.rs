@@ -335,11 +335,15 @@ fn write_backup(input: &Path, backup: &Path, read: &[u8]) -> Result<()> {
     };
     // The input's permissions before a byte is written: a private session stays private.
     keep_mode_and_owner(&file, &metadata);
-    file.write_all(read)
-        .and_then(|()| file.sync_all())
-        .with_context(failed)?;
+    let written = file.write_all(read).and_then(|()| file.sync_all());
     drop(file);
-    let back = std::fs::read(backup).with_context(failed)?;
+    let back = written.and_then(|()| std::fs::read(backup));
+    if back.as_deref().ok() != Some(read) {
+        // Ours (made with O_EXCL above), and not a backup: a truncated copy left beside the
+        // input (a full disk) would pass for one on the next run.
+        let _ = std::fs::remove_file(backup);
+    }
+    let back = back.with_context(failed)?;
     if back != read {
         bail!(
             "{}: the backup does not read back as the input; the input was not replaced",

@@ -771,3 +771,46 @@ fn a_malformed_handle_is_a_usage_error_and_a_fifo_in_the_store_never_hangs() {
     assert!(stderr(&out, dir.path()).contains("not a regular file"));
     assert!(!dir.path().join("q.json").exists());
 }
+
+/// `--in-place` where the backup cannot be written whole (a full disk; here a file-size limit,
+/// which fails the write the same way): nothing replaced, status 1, and no truncated
+/// `FILE.bak` left to pass for a backup on the next run.
+#[test]
+fn a_backup_that_cannot_be_written_whole_is_not_left_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = transcripts().join("anthropic/claude-code-5f8cbb78.json");
+    let original = std::fs::read(&source).unwrap();
+    assert!(original.len() > 100_000);
+    let input = dir.path().join("s.json");
+    std::fs::write(&input, &original).unwrap();
+    // 200 KiB at most per file written (bash's ulimit -f counts 1 KiB blocks): over every
+    // original the run stores, under the input's 351 KiB. SIGXFSZ ignored, so the write fails
+    // with EFBIG, as a full disk fails it with ENOSPC.
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f 200; exec '{}' compact s.json --in-place",
+            env!("CARGO_BIN_EXE_condense")
+        ))
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out, dir.path()));
+    assert!(
+        stderr(&out, dir.path()).contains("backup"),
+        "{}",
+        stderr(&out, dir.path())
+    );
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        original,
+        "the input is untouched"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".bak"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
