@@ -695,6 +695,33 @@ fn recall_prints_an_output_of_blocks_as_the_provider_sent_it() {
     );
     let blocks: Value = serde_json::from_slice(&recalled.stdout).unwrap();
     assert_eq!(blocks, body["messages"][2]["content"][0]["content"]);
+    // In another API's shape, the image is that API's image (it was an `image_url` holding
+    // Anthropic's `source`, which every OpenAI server refuses).
+    for (format, expected) in [
+        (
+            "openai",
+            serde_json::json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo"}}),
+        ),
+        (
+            "openai-responses",
+            serde_json::json!({"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo"}),
+        ),
+    ] {
+        let recalled = condense(
+            dir.path(),
+            &[
+                "recall",
+                &found[0],
+                "--store",
+                "originals",
+                "--format",
+                format,
+            ],
+        );
+        assert!(recalled.status.success(), "{format}");
+        let blocks: Value = serde_json::from_slice(&recalled.stdout).unwrap();
+        assert_eq!(blocks[1], expected, "{format}");
+    }
 }
 
 /// A handle that cannot be one is a usage mistake (status 2); `recall --help`'s example has a

@@ -188,7 +188,10 @@ pub(crate) fn block_from_part(part: &Part) -> Value {
         }
         Part::Image(image) => {
             block.insert("type".into(), "image".into());
-            block.insert("source".into(), image.source.clone());
+            block.insert(
+                "source".into(),
+                crate::image::anthropic_source(&image.source),
+            );
             extend(&mut block, &image.extra);
         }
         Part::Thinking(thinking) => {

@@ -16,6 +16,7 @@ mod detect;
 mod embedded;
 mod error;
 mod harness;
+mod image;
 mod jsonl;
 mod legacy;
 mod openai;

@@ -465,7 +465,10 @@ pub(crate) fn part_value(part: &Part) -> Value {
         }
         Part::Image(image) => {
             object.insert("type".into(), "image_url".into());
-            object.insert("image_url".into(), image.source.clone());
+            object.insert(
+                "image_url".into(),
+                crate::image::openai_image_url(&image.source),
+            );
             object.extend(image.extra.clone());
         }
         Part::Thinking(thinking) => {

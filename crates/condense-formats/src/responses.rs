@@ -473,7 +473,10 @@ pub(crate) fn part_value(role: Role, part: &Part) -> Value {
         Part::Image(image) => {
             let mut object = JsonMap::new();
             object.insert("type".into(), "input_image".into());
-            object.insert("image_url".into(), image.source.clone());
+            object.insert(
+                "image_url".into(),
+                crate::image::responses_image_url(&image.source),
+            );
             object.extend(image.extra.clone());
             Value::Object(object)
         }
