@@ -98,6 +98,19 @@ pub enum PluginError {
         /// The panic message.
         message: String,
     },
+    #[error(
+        "{plugin}: its name {name:?} {reason}: a name is shown in reports, logs and `plugins list`"
+    )]
+    /// The name a plugin reports cannot be shown safely (empty, or with control characters
+    /// such as a newline or a terminal escape).
+    BadName {
+        /// The plugin (its file, or that it is in process).
+        plugin: String,
+        /// The name, shown escaped.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     #[error("{plugin}: `{function}` returned text that is not UTF-8")]
     /// A plugin function returned text that is not UTF-8.
     NotUtf8 {
@@ -187,6 +200,7 @@ pub fn load(path: &Path, config_toml: &str) -> Result<LoadedPlugin, PluginError>
         (table.configure)(config, sink, ctx)
     })?;
     let name = first(call(&label, "name", |sink, ctx| (table.name)(sink, ctx))?);
+    check_name(&label, &name)?;
     let plugin = format!("{label} ({name})");
     let version = first(call(&plugin, "version", |sink, ctx| {
         (table.version)(sink, ctx)
@@ -241,6 +255,7 @@ pub fn register(plugin: &mut dyn Plugin, config_toml: &str) -> Result<LoadedPlug
         loaded.name = plugin.name().to_owned();
         Ok(())
     })?;
+    check_name(&label, &loaded.name)?;
     label.clone_from(&loaded.name);
     catch(&label, "version", &mut || {
         loaded.version = plugin.version().to_owned();
@@ -255,6 +270,23 @@ pub fn register(plugin: &mut dyn Plugin, config_toml: &str) -> Result<LoadedPlug
         Ok(())
     })?;
     Ok(loaded)
+}
+
+/// A plugin's name goes into reports, log lines and terminals: it must say something, and hold
+/// nothing a terminal would act on (a newline forging a log line, an ANSI escape).
+fn check_name(plugin: &str, name: &str) -> Result<(), PluginError> {
+    let reason = if name.trim().is_empty() {
+        "is empty"
+    } else if name.chars().any(char::is_control) {
+        "holds control characters"
+    } else {
+        return Ok(());
+    };
+    Err(PluginError::BadName {
+        plugin: plugin.to_owned(),
+        name: name.to_owned(),
+        reason,
+    })
 }
 
 /// Calls one table function with a sink that copies every string it is given.

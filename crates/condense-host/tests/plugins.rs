@@ -300,6 +300,26 @@ fn an_in_process_plugin_is_configured_before_it_is_asked_its_name() {
     );
 }
 
+/// A name a report or a terminal would show wrongly is refused, shown escaped: empty, a
+/// newline (a forged log line), an ANSI escape.
+#[test]
+fn a_plugin_name_that_cannot_be_shown_safely_is_refused() {
+    for (config, reason) in [
+        ("name = \"\"", "is empty"),
+        ("name = \"   \"", "is empty"),
+        ("name = \"ledger\nINFO forged\"", "holds control characters"),
+        ("name = \"\u{1b}[31mred\"", "holds control characters"),
+    ] {
+        let error = register(&mut NamedByConfig::default(), config).unwrap_err();
+        let said = error.to_string();
+        assert!(
+            matches!(&error, PluginError::BadName { .. }) && said.contains(reason),
+            "{config}: {said}"
+        );
+        assert!(!said.contains('\n') && !said.contains('\u{1b}'), "{said:?}");
+    }
+}
+
 /// Whether an error is the one a defect should cause.
 type IsExpected = fn(&PluginError) -> bool;
 

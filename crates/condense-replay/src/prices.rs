@@ -103,7 +103,7 @@ impl PriceTable {
         Ok(prices)
     }
 
-    /// Prices are finite and not negative; the cache's step is not zero.
+    /// Prices are from 0 to [`PRICE_LIMIT`]; the cache's step is not zero.
     fn check(&self, path: &str) -> Result<(), ReplayError> {
         let a = &self.anthropic;
         let o = &self.openai;
@@ -124,10 +124,14 @@ impl PriceTable {
             ("openai.output_per_mtok", o.output_per_mtok),
         ];
         for (key, value) in numbers {
-            if !value.is_finite() || value < 0.0 {
+            // A bound far above any real price or multiplier: what is past it is a typo, and a
+            // product of such numbers would print as `inf` or `NaN`.
+            if !(0.0..=PRICE_LIMIT).contains(&value) {
                 return Err(ReplayError::Prices {
                     path: path.to_owned(),
-                    message: format!("`{key}` must be a price of zero or more, not {value}"),
+                    message: format!(
+                        "`{key}` must be a price (or multiplier) from 0 to {PRICE_LIMIT:.0}, not {value}"
+                    ),
                 });
             }
         }
@@ -140,6 +144,9 @@ impl PriceTable {
         Ok(())
     }
 }
+
+/// The largest price (dollars per million tokens) or multiplier a price table may hold.
+const PRICE_LIMIT: f64 = 1_000_000.0;
 
 /// `over`'s keys replace `base`'s, table by table.
 fn merge(base: &mut toml::Table, over: toml::Table) {
@@ -191,6 +198,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("openai.output_per_mtok"), "{error}");
+        for huge in ["1e308", "inf", "nan", "2000000.0"] {
+            let error = PriceTable::with_overrides(
+                "mine.toml",
+                &format!("[anthropic]\ninput_per_mtok = {huge}\n"),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                error.contains("anthropic.input_per_mtok"),
+                "{huge}: {error}"
+            );
+        }
         let error = PriceTable::with_overrides("mine.toml", "[openai\n")
             .unwrap_err()
             .to_string();
