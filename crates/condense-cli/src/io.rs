@@ -71,7 +71,14 @@ pub struct Session {
 impl Session {
     /// The conversation in the session's format, with its byte order mark if it had one.
     pub fn encode(&self, conversation: &Conversation) -> Result<Vec<u8>> {
-        let body = condense_formats::write(self.format, conversation)?;
+        // Nothing changed: the bytes that came, blank lines, line ends and all.
+        if *conversation == self.conversation {
+            return Ok(self.bytes.clone());
+        }
+        let mut body = condense_formats::write(self.format, conversation)?;
+        if self.format.is_jsonl() {
+            body = self.in_its_line_ends(body);
+        }
         if !self.bom {
             return Ok(body);
         }
@@ -79,6 +86,40 @@ impl Session {
         out.extend_from_slice(BOM);
         out.extend_from_slice(&body);
         Ok(out)
+    }
+}
+
+impl Session {
+    /// A log written with the input's own line ends: CRLF when every line of the input ended
+    /// so (a log that went through Windows), and no newline after the last line when the input
+    /// had none. The writer's lines never hold a bare newline of their own (JSON escapes it),
+    /// so each is a line end. Blank lines between records are not kept once anything changed.
+    fn in_its_line_ends(&self, body: Vec<u8>) -> Vec<u8> {
+        let input = self.bytes.strip_prefix(BOM).unwrap_or(&self.bytes);
+        let newlines = input.iter().filter(|&&byte| byte == b'\n').count();
+        let crlf =
+            newlines > 0 && input.windows(2).filter(|pair| pair == b"\r\n").count() == newlines;
+        let mut body = if crlf {
+            let mut out = Vec::with_capacity(body.len() + body.len() / 64);
+            for &byte in &body {
+                if byte == b'\n' {
+                    out.push(b'\r');
+                }
+                out.push(byte);
+            }
+            out
+        } else {
+            body
+        };
+        if !input.is_empty() && !input.ends_with(b"\n") {
+            while body
+                .last()
+                .is_some_and(|byte| matches!(byte, b'\n' | b'\r'))
+            {
+                body.pop();
+            }
+        }
+        body
     }
 }
 

@@ -841,3 +841,71 @@ fn a_backup_that_cannot_be_written_whole_is_not_left_behind() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A log with CRLF line ends, a blank line and no final newline: written back byte for byte
+/// when nothing changed; when compacted, still CRLF and still no final newline.
+#[test]
+fn a_log_keeps_its_line_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = std::fs::read_to_string(
+        transcripts().join("claude-code/d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl"),
+    )
+    .unwrap();
+    let mut lines: Vec<&str> = source.lines().collect();
+    lines.insert(3, "");
+    let windows = lines.join("\r\n");
+    std::fs::write(dir.path().join("w.jsonl"), &windows).unwrap();
+    // Before the session's first reply: no idle gap, a window nothing is due in.
+    let unchanged = condense(
+        dir.path(),
+        &[
+            "compact",
+            "w.jsonl",
+            "-o",
+            "same.jsonl",
+            "-q",
+            "--context-window",
+            "1000000",
+            "--now",
+            "2025-01-01T00:00:00Z",
+        ],
+    );
+    assert!(
+        unchanged.status.success(),
+        "{}",
+        stderr(&unchanged, dir.path())
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("same.jsonl")).unwrap(),
+        windows.as_bytes(),
+        "nothing changed: the same bytes"
+    );
+    let compacted = condense(
+        dir.path(),
+        &[
+            "compact",
+            "w.jsonl",
+            "-o",
+            "small.jsonl",
+            "-q",
+            "--context-window",
+            "32000",
+            "--max-output-tokens",
+            "4096",
+        ],
+    );
+    assert!(
+        compacted.status.success(),
+        "{}",
+        stderr(&compacted, dir.path())
+    );
+    let written = std::fs::read(dir.path().join("small.jsonl")).unwrap();
+    assert_ne!(written, windows.as_bytes());
+    let newlines = written.iter().filter(|&&byte| byte == b'\n').count();
+    let crlf = written.windows(2).filter(|pair| pair == b"\r\n").count();
+    assert!(
+        newlines > 10 && crlf == newlines,
+        "{crlf} of {newlines} are CRLF"
+    );
+    assert!(!written.ends_with(b"\n"), "no final newline, as the input");
+}
