@@ -331,3 +331,76 @@ async fn a_redis_that_never_answers_costs_a_request_the_timeout_only() {
     assert!(why.contains("state store"), "{why}");
     drop(silent);
 }
+
+/// The load of the last round: 50 sessions on two replicas sharing one Redis, each step sent
+/// six times at once (three to each replica), so the compare-and-set is lost over and over.
+/// No request reaches the upstream over the window (a loser used to send the whole history),
+/// and nothing fails open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_sessions_on_two_replicas_under_contention_stay_under_the_window() {
+    let Some(_) = store("fifty_sessions_on_two_replicas_under_contention_stay_under_the_window")
+    else {
+        return;
+    };
+    let url = std::env::var("CONDENSE_REDIS_URL").unwrap();
+    let replica = || Arc::new(RedisSessionStore::new(&url).unwrap());
+    let (first, first_proxy, first_received) = proxy_on(replica()).await;
+    let (second, second_proxy, second_received) = proxy_on(replica()).await;
+    let all = long_session()["messages"].as_array().unwrap().clone();
+    let ends: Vec<usize> = (2..=all.len())
+        .filter(|&end| all[end - 1]["role"] == "assistant")
+        .step_by(3)
+        .collect();
+    let run = format!("contended-{}", std::process::id());
+    let mut sessions = Vec::new();
+    for session in 0..50 {
+        let (first, second, all, ends) = (first.clone(), second.clone(), all.clone(), ends.clone());
+        let name = format!("{run}-{session}");
+        sessions.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            for end in ends {
+                let body = serde_json::json!({"model": "m", "messages": &all[..end - 1]});
+                let copies = (0..6).map(|copy| {
+                    let url = if copy % 2 == 0 { &first } else { &second };
+                    client
+                        .post(format!("{url}/v1/chat/completions"))
+                        .header("x-condense-session", &name)
+                        .json(&body)
+                        .send()
+                });
+                for response in futures_util::future::join_all(copies).await {
+                    assert_eq!(response.unwrap().status(), 200);
+                }
+            }
+        }));
+    }
+    for session in sessions {
+        session.await.unwrap();
+    }
+    // Every body either replica sent upstream.
+    let mut bodies = first_received.lock().unwrap().clone();
+    bodies.extend(second_received.lock().unwrap().iter().cloned());
+    assert_eq!(bodies.len(), 50 * ends.len() * 6);
+    let mut over_window = 0;
+    for (_, _, body) in &bodies {
+        let (_, conversation) =
+            condense_formats::read(body, Some(condense_formats::Format::OpenAi)).unwrap();
+        use condense_tokenizer::TokenCounter;
+        let tokens = condense_tokenizer::Tiktoken::default().count_conversation(&conversation);
+        over_window += usize::from(tokens >= 16_000 - 4_096);
+    }
+    assert_eq!(over_window, 0, "of {} bodies", bodies.len());
+    for proxy in [&first_proxy, &second_proxy] {
+        let metrics = proxy.metrics.render();
+        assert!(
+            metrics.contains("condense_failed_open_total 0"),
+            "{metrics}"
+        );
+    }
+    eprintln!(
+        "{} requests on two replicas; compare-and-set lost on every attempt: {} and {}",
+        bodies.len(),
+        metric(&first_proxy, "conflict"),
+        metric(&second_proxy, "conflict")
+    );
+}
