@@ -1,6 +1,6 @@
 //! The Redis session store against a real `redis-server` (`.ci/run` starts one with
 //! `scripts/redis.sh` and requires it; elsewhere the test says it was skipped).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::sync::Arc;
 
