@@ -155,6 +155,12 @@ impl Compactor {
         &self.prune
     }
 
+    /// Where originals of replaced outputs are kept: what a harness replacing outputs on its
+    /// own behalf (the proxy's context edits) keeps them in too.
+    pub fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
     /// The token counter (with its cache) the pipeline counts with.
     pub fn counter(&self) -> &dyn TokenCounter {
         self.counter.as_ref()

@@ -28,6 +28,7 @@
 
 #![warn(missing_docs)]
 
+pub mod edits;
 mod metrics;
 pub mod native;
 mod originals;

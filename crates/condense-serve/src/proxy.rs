@@ -265,6 +265,13 @@ impl Proxy {
             .cloned()
     }
 
+    /// Whether condense applies Anthropic's context edits for the Anthropic upstream.
+    fn emulates_context_management(&self) -> bool {
+        self.settings
+            .native_compaction
+            .emulates(&self.settings.anthropic_upstream, "api.anthropic.com")
+    }
+
     /// Whether condense answers compaction for requests to the OpenAI upstream.
     fn emulates_responses_compaction(&self) -> bool {
         self.settings
@@ -558,8 +565,18 @@ impl Proxy {
             added_ms = %format_args!("{:.3}", added.as_secs_f64() * 1_000.0),
             "request"
         );
-        self.forward(provider, parts, reqwest::Body::from(prepared.body), usage)
-            .await
+        let annotation = prepared
+            .applied_edits
+            .take()
+            .map(|applied| serde_json::json!({"applied_edits": applied}));
+        self.forward_annotated(
+            provider,
+            parts,
+            reqwest::Body::from(prepared.body),
+            usage,
+            annotation,
+        )
+        .await
     }
 
     async fn passthrough(self: Arc<Self>, request: Request) -> Response {
@@ -612,6 +629,7 @@ impl Proxy {
         // first attempt takes the conversation without copying it.
         let mut first = Some((conversation, memos));
         let mut attempt = 0;
+        let mut applied_edits = None;
         loop {
             attempt += 1;
             let (mut conversation, mut memos) = match first.take() {
@@ -623,6 +641,32 @@ impl Proxy {
             };
             // condense's own compaction item (from its /responses/compact): its summary in its
             // place, what came before it gone, as the provider treats its own.
+            // Anthropic's context edits, for an upstream that would refuse or ignore them.
+            let mut edited = false;
+            if provider == Provider::Anthropic && self.emulates_context_management() {
+                match crate::edits::take(&mut conversation) {
+                    Ok(None) => {}
+                    Ok(Some(edits)) => {
+                        match crate::edits::apply(
+                            &edits,
+                            &mut conversation,
+                            self.compactor.counter(),
+                            self.compactor.store(),
+                        ) {
+                            Ok(applied) => applied_edits = Some(applied),
+                            Err(why) => {
+                                return self.failed_open(session, bytes, "context edits", &why);
+                            }
+                        }
+                        edited = true;
+                        memos = condense_core::Memos::default();
+                    }
+                    Err(why) => {
+                        Metrics::add(&self.metrics.refused, 1);
+                        return Prepared::refused(session, why);
+                    }
+                }
+            }
             let carries_own =
                 provider == Provider::Responses && crate::native::carries_own(&conversation);
             if carries_own {
@@ -671,6 +715,7 @@ impl Proxy {
             // Nothing replaced, nothing summarized: the client's own bytes go upstream, as they
             // came and without the cost of writing them again.
             let unchanged = !carries_own
+                && !edited
                 && !matches!(report.head, Some(HeadOutcome::Reused { .. }))
                 && report.prune.replaced() == 0
                 && !matches!(report.compaction, CompactionOutcome::Summarized { .. });
@@ -736,6 +781,7 @@ impl Proxy {
                 fired,
                 deferred: deferred.map(|save| (save, guard)),
                 refusal: None,
+                applied_edits,
             };
         }
     }
@@ -854,6 +900,7 @@ impl Proxy {
             fired: format!("failed open at {step}"),
             deferred: None,
             refusal: None,
+            applied_edits: None,
         }
     }
 
@@ -935,6 +982,20 @@ impl Proxy {
         body: reqwest::Body,
         usage: Option<UsageSink>,
     ) -> Response {
+        self.forward_annotated(provider, parts, body, usage, None)
+            .await
+    }
+
+    /// [`Proxy::forward`], and a successful JSON answer (not a stream) gets `annotation` as its
+    /// `context_management`: what condense did in the upstream's place.
+    async fn forward_annotated(
+        &self,
+        provider: Provider,
+        parts: axum::http::request::Parts,
+        body: reqwest::Body,
+        usage: Option<UsageSink>,
+        annotation: Option<Value>,
+    ) -> Response {
         let upstream = self.settings.upstream(provider);
         let path = parts.uri.path_and_query().map_or("/", |path| path.as_str());
         let url = upstream_url(upstream, path);
@@ -983,8 +1044,26 @@ impl Proxy {
             }
             _ => (None, None),
         };
+        let inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>> =
+            match annotation.filter(|_| status.is_success() && !sse) {
+                Some(annotation) => {
+                    let whole = response.bytes().await;
+                    let annotated = whole.map(|bytes| {
+                        match serde_json::from_slice::<Value>(&bytes) {
+                            Ok(Value::Object(mut answer)) => {
+                                answer.insert("context_management".into(), annotation);
+                                Bytes::from(Value::Object(answer).to_string())
+                            }
+                            // Not the JSON object an answer is: relayed as it came.
+                            _ => bytes,
+                        }
+                    });
+                    Box::pin(futures_util::stream::once(async move { annotated }))
+                }
+                None => Box::pin(response.bytes_stream()),
+            };
         let relay = Relay {
-            inner: Box::pin(response.bytes_stream()),
+            inner,
             scanner,
             sink,
         };
@@ -1015,6 +1094,9 @@ struct Prepared {
     deferred: Option<(DeferredSave, tokio::sync::OwnedMutexGuard<()>)>,
     /// Why the request is answered with 400 instead of being sent.
     refusal: Option<String>,
+    /// The context edits condense applied in the upstream's place, for the answer's
+    /// `context_management.applied_edits`.
+    applied_edits: Option<Vec<Value>>,
 }
 
 impl Prepared {
@@ -1029,6 +1111,7 @@ impl Prepared {
             fired: "refused".into(),
             deferred: None,
             refusal: Some(why),
+            applied_edits: None,
         }
     }
 }

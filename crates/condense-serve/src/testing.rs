@@ -234,6 +234,18 @@ pub async fn upstream() -> (SocketAddr, Received) {
                 }
                 let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 let anthropic = uri.path().ends_with("/v1/messages");
+                // An Anthropic-compatible server of another vendor refuses the field it does
+                // not know; `x-test: native` plays Anthropic's own, which accepts it.
+                if anthropic && request.get("context_management").is_some() && behaviour != "native"
+                {
+                    return Response::builder()
+                        .status(400)
+                        .header("content-type", "application/json")
+                        .body(Body::from(
+                            r#"{"type":"error","error":{"type":"invalid_request_error","message":"context_management: Extra inputs are not permitted"}}"#,
+                        ))
+                        .unwrap();
+                }
                 let responses = uri.path().ends_with("/responses");
                 let stream = request["stream"] == true;
                 let forced =

@@ -198,3 +198,65 @@ async fn with_pass_the_providers_own_compaction_goes_through_untouched() {
     );
     assert_eq!(sent["context_management"], next["context_management"]);
 }
+
+/// A long Claude Code session as an Anthropic body, with `context_management` edits.
+fn anthropic_session(edits: Value) -> Value {
+    let mut body: Value = serde_json::from_slice(
+        &condense_core::testing::transcript("anthropic/claude-code-5f8cbb78")
+            .unwrap()
+            .bytes,
+    )
+    .unwrap();
+    body["context_management"] = json!({"edits": edits});
+    body
+}
+
+async fn post_anthropic(url: &str, body: &Value, test: Option<&str>) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(format!("{url}/v1/messages"))
+        .header("x-api-key", "sk-ant-test")
+        .header("anthropic-version", "2023-06-01")
+        .header("anthropic-beta", "context-management-2025-06-27");
+    if let Some(test) = test {
+        request = request.header("x-test", test);
+    }
+    request.json(body).send().await.unwrap()
+}
+
+/// For an Anthropic-compatible upstream that is not Anthropic's (it refuses the field, as the
+/// scripted one does), condense applies the edits itself: the field never reaches it, old tool
+/// results are cleared (originals kept), and the answer reports `applied_edits` as Anthropic's
+/// does. With `pass` the field goes on as it came, and the upstream's refusal comes back.
+#[tokio::test]
+async fn anthropic_context_edits_are_applied_where_the_upstream_has_none() {
+    let edits = json!([
+        {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 20000},
+         "keep": {"type": "tool_uses", "value": 3}},
+    ]);
+    let body = anthropic_session(edits.clone());
+    let (url, _proxy, received, _dir) = proxy(NativeMode::Auto).await;
+    let response = post_anthropic(&url, &body, None).await;
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    let applied = &answer["context_management"]["applied_edits"];
+    assert_eq!(applied[0]["type"], "clear_tool_uses_20250919", "{answer}");
+    assert!(applied[0]["cleared_tool_uses"].as_u64().unwrap() > 10);
+    assert_eq!(
+        answer["content"][0]["text"], "ok",
+        "the answer itself as it came"
+    );
+    let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+    let sent: Value = serde_json::from_slice(&sent).unwrap();
+    assert!(sent.get("context_management").is_none());
+    assert!(sent.to_string().contains("cleared by context management"));
+
+    // Anthropic's own upstream (pass): the field goes on, untouched, and is its to apply.
+    let (url, _proxy, received, _dir) = proxy(NativeMode::Pass).await;
+    let refused = post_anthropic(&url, &body, None).await;
+    assert_eq!(refused.status(), 400, "the other vendor's refusal, relayed");
+    let accepted = post_anthropic(&url, &body, Some("native")).await;
+    assert_eq!(accepted.status(), 200);
+    let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+    let sent: Value = serde_json::from_slice(&sent).unwrap();
+    assert_eq!(sent["context_management"], json!({"edits": edits}));
+}

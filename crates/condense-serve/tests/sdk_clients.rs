@@ -174,6 +174,15 @@ async fn the_official_sdks_get_what_the_upstream_sent() {
         frozen.check_body(request, condense_formats::Format::Responses, body);
     }
 
+    // Anthropic's context editing through the SDK: applied here, reported as Anthropic does.
+    let edits = &out["context_edits"];
+    assert_eq!(edits["text"], "ok");
+    assert_eq!(
+        edits["applied"][0]["type"], "clear_tool_uses_20250919",
+        "{edits}"
+    );
+    assert!(edits["applied"][0]["cleared_tool_uses"].as_u64().unwrap() > 0);
+
     // The SDK's responses.compact, answered by condense (the upstream has none): one
     // compaction item first, condense's envelope; the follow-up reached the upstream with the
     // summary in the item's place; a changed item raised the SDK's BadRequestError.
@@ -209,5 +218,13 @@ async fn the_official_sdks_get_what_the_upstream_sent() {
     assert_eq!(follow.len(), 1, "the forged request was not sent");
     let text = follow[0].to_string();
     assert!(!text.contains("condense.v1."));
+    let edited: Vec<&(String, axum::http::HeaderMap, bytes::Bytes)> = received
+        .iter()
+        .filter(|(_, _, body)| {
+            String::from_utf8_lossy(body).contains("cleared by context management")
+        })
+        .collect();
+    assert_eq!(edited.len(), 1);
+    assert!(!String::from_utf8_lossy(&edited[0].2).contains("context_management"));
     assert!(text.contains("<prior-conversation-summary>") && text.contains("Now run the tests."));
 }

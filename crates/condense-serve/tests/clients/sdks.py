@@ -112,6 +112,25 @@ try:
 except openai.APIStatusError as error:
     out["openai_too_large"] = {"status": error.status_code, "message": error.message}
 
+# Anthropic's context editing through the SDK, for an upstream that refuses the field (the
+# scripted one, as another vendor's Anthropic-compatible endpoint does): condense applies it.
+raw = an.messages.with_raw_response.create(
+    model=body["model"],
+    max_tokens=1024,
+    # Its own system prompt: the replay's requests above are found by theirs.
+    system="You are a coding agent, with context editing.",
+    messages=messages,
+    extra_body={"context_management": {"edits": [
+        {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 20000}},
+    ]}},
+    extra_headers={"x-condense-session": "sdk-edits", "anthropic-beta": "context-management-2025-06-27"},
+)
+answer = json.loads(raw.http_response.text)
+out["context_edits"] = {
+    "applied": answer.get("context_management", {}).get("applied_edits", []),
+    "text": raw.parse().content[0].text,
+}
+
 # Native compaction through the SDK: the scripted upstream has no /responses/compact (404, as
 # llama.cpp), so condense answers it; the SDK goes on from the compacted window.
 compacted = oa.responses.compact(model="compact-model", input=items, instructions=session["instructions"])
