@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result, bail};
 use condense_core::{Conversation, Part};
 use condense_host::{Clock, Compaction, CompactionOutcome, Compactor, FixedClock, SystemClock};
-use condense_pruner::{DirStore, MemoryStore, Reason, Store};
+use condense_pruner::{MemoryStore, Reason, Store};
 use condense_template::{BUILTIN, Template};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 use serde::Serialize;
@@ -68,7 +68,7 @@ fn compact(args: RunArgs, verbosity: Verbosity, summarize: bool) -> Result<()> {
     let store: Box<dyn Store> = if args.dry_run {
         Box::new(MemoryStore::new())
     } else {
-        Box::new(DirStore::new(config.store_dir()))
+        crate::settings::Originals::of(&config).open(&config)?
     };
     let compactor = Compactor::with_plugins(&config, &plugins)?
         .with_store(store)
@@ -110,7 +110,9 @@ fn compact(args: RunArgs, verbosity: Verbosity, summarize: bool) -> Result<()> {
                 &result.report,
                 verbosity,
                 // A dry run stores nothing: no place to recall from.
-                (!args.dry_run).then(|| config.store_dir()).as_deref(),
+                (!args.dry_run)
+                    .then(|| crate::settings::Originals::of(&config).label())
+                    .as_deref(),
             )
         );
     }
@@ -314,10 +316,11 @@ fn recall(args: RecallArgs) -> Result<()> {
         )));
     }
     let config = config(&args.settings)?;
-    let store = DirStore::new(config.store_dir());
-    let bytes = store
+    let originals = crate::settings::Originals::of(&config);
+    let bytes = originals
+        .open(&config)?
         .get(&args.handle)
-        .with_context(|| format!("store {}", store.root().display()))?;
+        .with_context(|| format!("store {}", originals.label()))?;
     crate::io::write_stdout(&recalled(&bytes, args.format)?)
 }
 

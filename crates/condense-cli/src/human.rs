@@ -21,7 +21,7 @@ pub fn report(
     config: &Config,
     report: &CompactReport,
     verbosity: Verbosity,
-    originals: Option<&std::path::Path>,
+    originals: Option<&str>,
 ) -> String {
     let mut out = String::new();
     let measured = match report.measured {
@@ -146,11 +146,7 @@ pub fn report(
     let replaced = report.prune.replaced() > 0
         || matches!(report.compaction, CompactionOutcome::Summarized { previewed_outputs, .. } if previewed_outputs > 0);
     if let Some(store) = originals.filter(|_| replaced) {
-        let store = std::path::absolute(store).unwrap_or_else(|_| store.to_owned());
-        out.push_str(&format!(
-            "  originals: {} (condense recall HANDLE)\n",
-            store.display()
-        ));
+        out.push_str(&format!("  originals: {store} (condense recall HANDLE)\n"));
     }
     if verbosity == Verbosity::Verbose {
         out.push_str(&format!("{}", report.prune));

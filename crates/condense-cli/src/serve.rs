@@ -65,7 +65,8 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     let plugins = plugins(&config, verbosity)?;
     // Each request sized for the model it names ([models] and the built-in table).
     let compactor = Compactor::with_plugins(&config, &plugins)?
-        .with_model_windows(config.model_windows().clone());
+        .with_model_windows(config.model_windows().clone())
+        .with_store(crate::settings::Originals::of(&config).open(&config)?);
     let level = match verbosity {
         Verbosity::Quiet => tracing::Level::WARN,
         Verbosity::Normal => tracing::Level::INFO,
@@ -79,12 +80,20 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     let state_label = store.location();
     // Placeholders name a handle, not a place: the person who recalls an original from another
     // directory needs the store's absolute path (`condense recall --store DIR HANDLE`).
-    let originals = config.store_dir();
-    let originals = std::path::absolute(&originals).unwrap_or(originals);
+    let originals = crate::settings::Originals::of(&config);
     let mut settings = ProxySettings::from_config(&serve);
     settings.auth_token = auth_token;
-    settings.originals = hours(serve.originals_ttl_hours, "serve.originals_ttl_hours")?
-        .map(|unused_for| OriginalsExpiry::new(DirStore::new(&originals), unused_for));
+    settings.originals = match hours(serve.originals_ttl_hours, "serve.originals_ttl_hours")? {
+        None => None,
+        Some(unused_for) => Some(match &originals {
+            crate::settings::Originals::Dir(dir) => {
+                OriginalsExpiry::new(DirStore::new(dir), unused_for)
+            }
+            crate::settings::Originals::Redis(url) => {
+                OriginalsExpiry::in_redis(Arc::new(originals.redis(url, &config)?), unused_for)
+            }
+        }),
+    };
     if config.summarizer_kind() == SummarizerKind::Upstream {
         settings.upstream_summarizer = Some(UpstreamSummaries::from_config(&config));
     }
@@ -111,7 +120,7 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
             "condense serve: listening on http://{bound} (OpenAI upstream {}, Anthropic upstream {}, state {state_label}, originals {}{})",
             serve.openai_upstream,
             serve.anthropic_upstream,
-            originals.display(),
+            originals.label(),
             match serve.originals_ttl_hours {
                 0 => String::new(),
                 hours => format!(", swept of what no state names after {hours} h unused"),

@@ -85,3 +85,54 @@ pub fn plugins(config: &Config, verbosity: Verbosity) -> Result<Vec<LoadedPlugin
     }
     Ok(plugins)
 }
+
+/// Where originals go: `store.dir` names a directory, or a Redis (`redis://…`), as the proxy's
+/// replicas on several machines share.
+#[derive(Debug, Clone)]
+pub enum Originals {
+    /// A directory (made absolute: a placeholder names a handle, not a place).
+    Dir(std::path::PathBuf),
+    /// A Redis URL.
+    Redis(String),
+}
+
+impl Originals {
+    /// The configuration's store of originals.
+    pub fn of(config: &Config) -> Originals {
+        let dir = config.store_dir();
+        let text = dir.to_string_lossy();
+        if condense_serve::RedisOriginals::is_redis(&text) {
+            return Originals::Redis(text.into_owned());
+        }
+        Originals::Dir(std::path::absolute(&dir).unwrap_or(dir))
+    }
+
+    /// The store, each Redis call bounded by `serve.state_timeout_ms`.
+    pub fn open(&self, config: &Config) -> Result<Box<dyn condense_host::Store>> {
+        Ok(match self {
+            Originals::Dir(dir) => Box::new(condense_host::DirStore::new(dir)),
+            Originals::Redis(url) => Box::new(self.redis(url, config)?),
+        })
+    }
+
+    /// The Redis store itself (the proxy's sweep needs it shared).
+    pub fn redis(&self, url: &str, config: &Config) -> Result<condense_serve::RedisOriginals> {
+        let timeout = std::time::Duration::from_millis(config.settings().serve.state_timeout_ms);
+        condense_serve::RedisOriginals::new(url, timeout)
+            .map_err(|error| usage_error(format!("store.dir: {error}")))
+    }
+
+    /// Where, as reports and the start line say it (a Redis password never shown).
+    pub fn label(&self) -> String {
+        match self {
+            Originals::Dir(dir) => dir.display().to_string(),
+            Originals::Redis(url) => match url.split_once('@') {
+                Some((scheme, host)) => format!(
+                    "{}…@{host}",
+                    &scheme[..scheme.find("://").map_or(0, |at| at + 3)]
+                ),
+                None => url.clone(),
+            },
+        }
+    }
+}

@@ -406,3 +406,58 @@ fn originals_no_state_names_are_swept_at_start() {
     assert!(paths[0].1.exists(), "named: kept");
     assert!(!paths[1].1.exists(), "named by nobody: removed");
 }
+
+/// `--store redis://…`: the CLI keeps originals in Redis, says so in its report, and
+/// `condense recall --store redis://… HANDLE` gives one back from any directory.
+#[test]
+fn originals_in_redis_are_recalled_by_the_cli() {
+    let Some(url) = condense_core::testing::required_url(
+        "originals_in_redis_are_recalled_by_the_cli",
+        "CONDENSE_REDIS_URL",
+        "CONDENSE_REQUIRE_REDIS",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("condense.toml"),
+        "[prune]\nprotect_tokens = 0\nminimum_tokens = 0\n",
+    )
+    .unwrap();
+    let source =
+        condense_core::testing::transcripts_dir().join("anthropic/claude-code-5f8cbb78.json");
+    let out = common::condense(
+        dir.path(),
+        &[
+            "prune",
+            source.to_str().unwrap(),
+            "--store",
+            &url,
+            "-o",
+            "p.json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("originals: redis://"), "{said}");
+    let pruned = std::fs::read_to_string(dir.path().join("p.json")).unwrap();
+    let handle: String = pruned
+        .split("condense recall ")
+        .nth(1)
+        .unwrap()
+        .chars()
+        .take(32)
+        .collect();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let back = common::condense(elsewhere.path(), &["recall", &handle, "--store", &url]);
+    assert!(
+        back.status.success(),
+        "{}",
+        String::from_utf8_lossy(&back.stderr)
+    );
+    assert!(!back.stdout.is_empty());
+}

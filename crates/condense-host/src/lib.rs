@@ -39,7 +39,7 @@ pub use condense_compact::{Split, TailRule, TailSettings};
 pub use condense_pruner::{
     Clock, Decision, DecisionLog, DirStore, FixedClock, MemoryStore, MicrocompactReport,
     MicrocompactSettings, OutputReport, PreviousRequest, PruneReport, PruneRequest, PruneSettings,
-    Reason, Store, StoreError, Swept, SystemClock, Thresholds, handle_of, handles_in,
+    Reason, Store, StoreError, Swept, SystemClock, Thresholds, handle_of, handles_in, is_handle,
 };
 pub use condense_summarize::{SummarizeError, SummarizeErrorKind, Summarizer};
 pub use state::{ReportedUsage, SessionState, StateError};

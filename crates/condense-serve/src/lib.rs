@@ -33,6 +33,7 @@ mod metrics;
 pub mod native;
 mod originals;
 mod proxy;
+mod redis_originals;
 mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -43,6 +44,7 @@ pub use metrics::Metrics;
 pub use native::{EnvelopeError, NativeMode};
 pub use originals::{OriginalsExpiry, SweepError};
 pub use proxy::{KEY_HEADER, Proxy, ProxyError, ProxySettings, SESSION_HEADER};
+pub use redis_originals::RedisOriginals;
 pub use state::{
     DirSessionStore, RedisSessionStore, Saved, SessionStore, StateStoreError, Versioned,
 };

@@ -28,8 +28,15 @@ pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(3_600);
 /// Which store of originals the proxy sweeps, and after how long unused.
 #[derive(Debug, Clone)]
 pub struct OriginalsExpiry {
-    store: DirStore,
+    store: SweptStore,
     unused_for: Duration,
+}
+
+/// A store a sweep runs on.
+#[derive(Debug, Clone)]
+enum SweptStore {
+    Dir(DirStore),
+    Redis(Arc<crate::RedisOriginals>),
 }
 
 /// Why a sweep did not run; it removed nothing then.
@@ -50,12 +57,18 @@ pub enum SweepError {
 impl OriginalsExpiry {
     /// Originals in `store` not written for `unused_for`, and named by no saved state, go.
     pub fn new(store: DirStore, unused_for: Duration) -> Self {
-        OriginalsExpiry { store, unused_for }
+        OriginalsExpiry {
+            store: SweptStore::Dir(store),
+            unused_for,
+        }
     }
 
-    /// The store swept.
-    pub fn store(&self) -> &DirStore {
-        &self.store
+    /// Originals in Redis not read or written for `unused_for`, and named by no saved state, go.
+    pub fn in_redis(store: Arc<crate::RedisOriginals>, unused_for: Duration) -> Self {
+        OriginalsExpiry {
+            store: SweptStore::Redis(store),
+            unused_for,
+        }
     }
 
     /// How long an original goes unused before a sweep may remove it.
@@ -69,9 +82,12 @@ impl OriginalsExpiry {
         // The names are read first: an original a state comes to name after this was either
         // just written or stored again (which renews it), so it is too young to go.
         let named = sessions.named_handles()?;
-        Ok(self
-            .store
-            .sweep(self.unused_for, &|handle| named.contains(handle))?)
+        match &self.store {
+            SweptStore::Dir(store) => {
+                Ok(store.sweep(self.unused_for, &|handle| named.contains(handle))?)
+            }
+            SweptStore::Redis(store) => Ok(store.sweep(self.unused_for, &named)?),
+        }
     }
 }
 

@@ -539,7 +539,7 @@ impl RedisSessionStore {
 
     /// Runs `work` on the shared connection, connecting first if there is none; a failed call
     /// drops the connection so the next one reconnects.
-    fn with<T>(
+    pub(crate) fn with<T>(
         &self,
         work: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Result<T, StateStoreError> {

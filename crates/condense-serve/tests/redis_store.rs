@@ -404,3 +404,67 @@ async fn fifty_sessions_on_two_replicas_under_contention_stay_under_the_window()
         metric(&second_proxy, "conflict")
     );
 }
+
+/// Originals in Redis (`--store redis://…`): kept and given back verified; a changed value is
+/// an error, never a wrong original; a sweep removes those unused and named by no state, and
+/// keeps the named ones.
+#[test]
+fn originals_live_in_redis_verified_and_swept() {
+    let Some(states) = store("originals_live_in_redis_verified_and_swept") else {
+        return;
+    };
+    use condense_host::Store;
+    let url = std::env::var("CONDENSE_REDIS_URL").unwrap();
+    let originals =
+        condense_serve::RedisOriginals::new(&url, std::time::Duration::from_secs(5)).unwrap();
+    let run = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
+    let named_bytes = format!("{run}: an output a state names").into_bytes();
+    let loose_bytes = format!("{run}: an output nobody names").into_bytes();
+    let (named, loose) = (
+        condense_host::handle_of(&named_bytes),
+        condense_host::handle_of(&loose_bytes),
+    );
+    originals.put(&named, &named_bytes).unwrap();
+    originals.put(&loose, &loose_bytes).unwrap();
+    assert_eq!(originals.get(&named).unwrap(), named_bytes);
+    assert!(matches!(
+        originals.put(&named, b"other bytes"),
+        Err(condense_host::StoreError::BadHandle(_))
+    ));
+    // Changed behind the store's back: refused, never returned.
+    let mut redis = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let changed = format!("{run}: changed");
+    let changed_handle = condense_host::handle_of(changed.as_bytes());
+    originals.put(&changed_handle, changed.as_bytes()).unwrap();
+    redis::cmd("SET")
+        .arg(format!("condense:original:{changed_handle}"))
+        .arg("tampered")
+        .query::<()>(&mut redis)
+        .unwrap();
+    assert!(matches!(
+        originals.get(&changed_handle),
+        Err(condense_host::StoreError::Corrupt { .. })
+    ));
+    // A state names one; a sweep of what is unused for no time at all takes the other.
+    let session = format!("originals-{run}");
+    states
+        .save(
+            &session,
+            &condense_serve::testing::state_naming(&[&named]),
+            0,
+        )
+        .unwrap();
+    let named_now = states.named_handles().unwrap();
+    let swept = originals
+        .sweep(std::time::Duration::ZERO, &named_now)
+        .unwrap();
+    assert!(swept.removed >= 1 && swept.kept_named >= 1, "{swept:?}");
+    assert!(originals.get(&named).is_ok());
+    assert!(matches!(
+        originals.get(&loose),
+        Err(condense_host::StoreError::NotFound(_))
+    ));
+}
