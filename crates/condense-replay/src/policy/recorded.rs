@@ -66,14 +66,15 @@ enum Compaction {
     Replacement,
 }
 
-/// Where a harness's compaction starts, if `message` is one: a summary, or the first item of
-/// a replacement history.
+/// Where a harness's compaction starts, if `message` is one: a summary (its own, condense's or
+/// the provider's), or the first item of a replacement history.
 fn compaction(message: &Message) -> Option<Compaction> {
     match condense_formats::harness_compaction(message) {
         Some(HarnessCompaction::Replacement) => Some(Compaction::Replacement),
         Some(HarnessCompaction::Summary) => Some(Compaction::Summary),
-        _ => message
-            .is_compaction_summary()
+        // A provider's own compaction (OpenAI's item, Anthropic's block): the provider reads
+        // the leading System messages and everything from it on, and prices only that.
+        _ => (message.is_compaction_summary() || condense_core::has_native_compaction(message))
             .then_some(Compaction::Summary),
     }
 }
@@ -97,5 +98,35 @@ impl Policy for Recorded {
             input: Recorded::input(history),
             ..Prepared::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use condense_core::Part;
+
+    /// After a provider's compaction the recorded request is what the provider read: the
+    /// instructions, then the compaction and what follows it.
+    #[test]
+    fn a_provider_compaction_is_where_the_recorded_input_starts() {
+        let compaction = Message::new(
+            Role::Assistant,
+            vec![Part::Opaque {
+                value: serde_json::json!({"type": "compaction", "encrypted_content": "gAAAAB"}),
+            }],
+        );
+        let history = vec![
+            Message::text(Role::System, "be brief"),
+            Message::text(Role::User, "old task"),
+            Message::text(Role::Assistant, "old answer"),
+            compaction.clone(),
+            Message::text(Role::User, "new task"),
+        ];
+        let input = Recorded::input(&history);
+        assert_eq!(
+            input.as_ref(),
+            [history[0].clone(), compaction, history[4].clone()]
+        );
     }
 }
