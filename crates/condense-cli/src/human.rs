@@ -105,6 +105,7 @@ pub fn report(
             previewed_outputs,
             summary_tokens,
             missing_sections,
+            rejected,
         } => {
             let mut line = format!(
                 "messages {}..{} summarized by {summarizer} ({} tokens -> a {}-token summary); {} kept",
@@ -117,6 +118,11 @@ pub fn report(
             if *previewed_outputs > 0 {
                 line.push_str(&format!(
                     "; the last exchange is over the tail budget, {previewed_outputs} of its outputs cut to previews"
+                ));
+            }
+            if let Some(reason) = rejected {
+                line.push_str(&format!(
+                    "; the model's answer was rejected twice ({reason}): the extractive summary stands in"
                 ));
             }
             if !missing_sections.is_empty() {

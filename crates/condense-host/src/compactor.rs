@@ -41,6 +41,10 @@ pub struct Compactor {
     max_failures: u32,
     /// Each model's window, for a request that names its model; `None`: `tail` for all.
     windows: Option<crate::ModelWindows>,
+    /// What stands in for a model's rejected answer (the gate, [`crate::gate`]).
+    extractive: Extractive,
+    /// `summarizer.on_bad_answer = "fail"`.
+    fail_on_bad_answer: bool,
 }
 
 impl std::fmt::Debug for Compactor {
@@ -66,6 +70,11 @@ impl Compactor {
         let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::new(config.encoding()));
         let template = select_template(config, plugins)?;
         let summarizer = summarizer_for(config, &template, counter.clone())?;
+        let extractive = {
+            let mut settings = config.extractive_settings();
+            settings.counter = counter.clone();
+            Extractive::new(template.clone(), settings)
+        };
         let mut prune = config.prune_settings();
         prune.protected_tools.extend(
             plugins
@@ -84,6 +93,8 @@ impl Compactor {
             continuation: config.continuation(),
             max_failures: config.max_failures(),
             windows: None,
+            extractive,
+            fail_on_bad_answer: config.fail_on_bad_answer(),
         })
     }
 
@@ -601,14 +612,15 @@ impl Compactor {
             counted: due.counted,
             cached: due.cached,
         };
-        let answer = summarizer
-            .summarize_forked(fork, &prompt)
-            .await
-            .map_err(|error| (FailureKind::Summarizer(error.kind()), error.to_string()));
-        let parsed = answer.and_then(|text| {
-            parse_summary(&text, &self.template)
-                .map_err(|error| (FailureKind::BadSummary, error.to_string()))
-        });
+        let head_tokens = cut.head_tokens;
+        let (parsed, rejected) = self
+            .gated_summary(summarizer, fork, &prompt, head, head_tokens)
+            .await;
+        let name = if rejected.is_some() {
+            self.extractive.name().to_owned()
+        } else {
+            name
+        };
         let parsed = match parsed {
             Ok(parsed) => parsed,
             Err((kind, error)) => {
@@ -653,8 +665,88 @@ impl Compactor {
             previewed_outputs,
             summary_tokens,
             missing_sections: parsed.missing_sections,
+            rejected,
         };
         Ok((outcome, Some(compacted)))
+    }
+
+    /// The summarizer's answer, through the gate ([`crate::gate`]): a model's answer that
+    /// cannot stand for the head is asked again once with the reason, then replaced by the
+    /// extractive summary (the reason returned beside it) or, with `on_bad_answer = "fail"`,
+    /// turned into a failure. An empty answer is a bad answer like any other; a summarizer
+    /// that failed (network, key) is a failure, for the breaker to count.
+    async fn gated_summary(
+        &self,
+        summarizer: &dyn Summarizer,
+        fork: Fork<'_>,
+        prompt: &str,
+        head: &[Message],
+        head_tokens: usize,
+    ) -> (
+        Result<condense_template::ParsedSummary, (FailureKind, String)>,
+        Option<String>,
+    ) {
+        let sections = self.template.sections().len();
+        let judge = |answer: &str| -> Result<condense_template::ParsedSummary, String> {
+            let parsed =
+                parse_summary(answer, &self.template).map_err(|error| error.to_string())?;
+            // condense's own summary is built to the template: nothing to check.
+            if summarizer.name() == self.extractive.name() {
+                return Ok(parsed);
+            }
+            match crate::gate::judge(
+                &parsed.text,
+                parsed.missing_sections.len(),
+                sections,
+                prompt,
+                head,
+                head_tokens,
+                self.counter.as_ref(),
+            ) {
+                Some(reason) => Err(reason),
+                None => Ok(parsed),
+            }
+        };
+        let first = match summarizer.summarize_forked(fork, prompt).await {
+            Ok(answer) => judge(&answer),
+            Err(error) => {
+                return (
+                    Err((FailureKind::Summarizer(error.kind()), error.to_string())),
+                    None,
+                );
+            }
+        };
+        let reason = match first {
+            Ok(parsed) => return (Ok(parsed), None),
+            Err(reason) => reason,
+        };
+        let again = format!(
+            "{prompt}\n\nYour previous answer was rejected: {reason}. Answer again with every section, naming the files and quoting the requests of the conversation."
+        );
+        let reason = match summarizer.summarize(head, &again).await {
+            Ok(answer) => match judge(&answer) {
+                Ok(parsed) => return (Ok(parsed), None),
+                Err(second) => second,
+            },
+            Err(error) => error.to_string(),
+        };
+        if self.fail_on_bad_answer {
+            return (
+                Err((
+                    FailureKind::BadSummary,
+                    format!(
+                        "the summarizer's answer was rejected: {reason} (summarizer.on_bad_answer = \"fail\")"
+                    ),
+                )),
+                None,
+            );
+        }
+        let stand_in = match self.extractive.summarize(head, prompt).await {
+            Ok(answer) => parse_summary(&answer, &self.template)
+                .map_err(|error| (FailureKind::BadSummary, error.to_string())),
+            Err(error) => Err((FailureKind::Summarizer(error.kind()), error.to_string())),
+        };
+        (stand_in, Some(reason))
     }
 
     /// The continuation's text when `phases` add one: automatic compaction (a harness's

@@ -51,6 +51,10 @@ pub enum CompactionOutcome {
         summary_tokens: usize,
         /// Template sections the summary lacked.
         missing_sections: Vec<String>,
+        /// Why the model's answer was rejected (twice), when it was: the extractive summary
+        /// stood in for it (`summarizer.on_bad_answer = "extractive"`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rejected: Option<String>,
     },
 }
 

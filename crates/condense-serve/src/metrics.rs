@@ -29,6 +29,8 @@ pub struct Metrics {
     pub diverged: AtomicU64,
     /// Summarizer failures (the request went on pruned).
     pub summarizer_failures: AtomicU64,
+    /// Model answers rejected twice by the gate, the extractive summary standing in.
+    pub rejected_summaries: AtomicU64,
     /// Requests forwarded still at or over the compaction threshold: a summary that failed,
     /// was skipped (circuit breaker open, nothing new to summarize) or did not get under it.
     /// The one to alert on: the provider may refuse these.
@@ -132,6 +134,11 @@ impl Metrics {
             "condense_summarizer_failures_total",
             "Summaries that failed; the request went on pruned.",
             &[("", get(&self.summarizer_failures))],
+        );
+        counter(
+            "condense_rejected_summaries_total",
+            "Model summaries rejected twice (too short, sections missing, the prompt repeated, nothing of the head named); the extractive summary stood in.",
+            &[("", get(&self.rejected_summaries))],
         );
         counter(
             "condense_over_threshold_total",

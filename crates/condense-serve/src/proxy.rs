@@ -808,11 +808,15 @@ impl Proxy {
             fired.push("prune".into());
         }
         match &report.compaction {
-            CompactionOutcome::Summarized { .. } => {
+            CompactionOutcome::Summarized { rejected, .. } => {
                 Metrics::add(&self.metrics.summarized, 1);
-                fired.push(match asked {
-                    Some(asked) => format!("summary ({})", asked.describe()).into(),
-                    None => "summary".into(),
+                fired.push(match (asked, rejected) {
+                    (_, Some(reason)) => {
+                        Metrics::add(&self.metrics.rejected_summaries, 1);
+                        format!("summary (the model's answer rejected twice, {reason}: the extractive summary stood in)").into()
+                    }
+                    (Some(asked), None) => format!("summary ({})", asked.describe()).into(),
+                    (None, None) => "summary".into(),
                 });
             }
             CompactionOutcome::Failed { .. } => {

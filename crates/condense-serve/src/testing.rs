@@ -207,6 +207,63 @@ pub fn anthropic_stream() -> Vec<String> {
     ]
 }
 
+/// How condense's summary prompt opens (`templates/preamble.md`): what tells a scripted
+/// upstream that condense is asking for a summary.
+const SUMMARY_PROMPT_OPENING: &str = "You are writing the memory of an AI coding agent";
+
+/// The summary a scripted model writes when `body` (any API's request) is condense asking for
+/// one: the structured template's five sections, naming every file path the request holds, and
+/// long enough for the gate; `None` for any other request.
+pub fn scripted_condense_summary(body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    if !text.contains(SUMMARY_PROMPT_OPENING) {
+        return None;
+    }
+    let mut files: Vec<&str> = text
+        .split(|c: char| {
+            c.is_whitespace() || matches!(c, '"' | '\\' | '\'' | '(' | ')' | ',' | '`')
+        })
+        .filter(|word| {
+            word.contains('/')
+                && word.rsplit_once('.').is_some_and(|(_, extension)| {
+                    (1..=4).contains(&extension.len())
+                        && extension.chars().all(|c| c.is_ascii_alphanumeric())
+                })
+        })
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    files.truncate(40);
+    let mut summary = String::from(
+        "## Goal\nFinish the task the person set at the start of the session.\n## Instructions\nKeep to the person's constraints.\n## Discoveries\n",
+    );
+    for step in 1..=40 {
+        summary.push_str(&format!(
+            "- Step {step} of the session was read and its result kept in mind.\n"
+        ));
+    }
+    summary
+        .push_str("## Accomplished\nThe steps above are done.\n## Relevant files / directories\n");
+    for file in files {
+        summary.push_str(&format!("- {file}\n"));
+    }
+    Some(summary)
+}
+
+/// `reply` (a scripted answer) with the string at `path` replaced by `text`.
+fn json_reply_with(reply: &str, path: &[&str], text: &str) -> String {
+    let mut value: Value = serde_json::from_str(reply).unwrap_or(Value::Null);
+    let mut at = &mut value;
+    for key in path {
+        at = match key.parse::<usize>() {
+            Ok(index) => &mut at[index],
+            Err(_) => &mut at[*key],
+        };
+    }
+    *at = Value::String(text.to_owned());
+    value.to_string()
+}
+
 /// Starts the scripted upstream on a free 127.0.0.1 port. `x-test` on a request picks a misbehaviour: `slow` answers after
 /// three seconds, `cut` closes a stream after its first event, `long` streams for about a
 /// second. A request that forces a tool call (`tool_choice` `"required"` or `{"type": "any"}`)
@@ -250,6 +307,32 @@ pub async fn upstream() -> (SocketAddr, Received) {
                 let stream = request["stream"] == true;
                 let forced =
                     request["tool_choice"] == "required" || request["tool_choice"]["type"] == "any";
+                // condense asking for a summary: one a model would write, so the gate lets it
+                // through (a bare "ok" is rejected, as it should be).
+                if let Some(summary) =
+                    scripted_condense_summary(&body).filter(|_| !stream && !forced)
+                {
+                    let reply = if anthropic {
+                        json_reply_with(ANTHROPIC_REPLY, &["content", "0", "text"], &summary)
+                    } else if responses {
+                        json_reply_with(
+                            RESPONSES_REPLY,
+                            &["output", "0", "content", "0", "text"],
+                            &summary,
+                        )
+                    } else {
+                        json_reply_with(
+                            OPENAI_REPLY,
+                            &["choices", "0", "message", "content"],
+                            &summary,
+                        )
+                    };
+                    return Response::builder()
+                        .header("content-type", "application/json")
+                        .header("x-upstream", "scripted")
+                        .body(Body::from(reply))
+                        .unwrap();
+                }
                 if !stream {
                     let reply = match (anthropic, responses, forced) {
                         (true, _, false) => ANTHROPIC_REPLY,

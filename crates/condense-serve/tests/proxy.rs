@@ -16,6 +16,10 @@ use condense_serve::testing::{
 use condense_serve::{DirSessionStore, Proxy, ProxySettings, SessionStore, UpstreamSummaries};
 use serde_json::{Value, json};
 
+/// How the scripted upstream's summary opens inside condense's summary message
+/// ([`condense_serve::testing::scripted_condense_summary`]).
+const SCRIPTED: &str = "<prior-conversation-summary>\\n## Goal\\nFinish the task the person set";
+
 struct Running {
     url: String,
     proxy: Arc<Proxy>,
@@ -880,8 +884,7 @@ async fn a_forked_summary_repeats_the_previous_request_and_falls_back_without_te
         }
         let sent = bodies.last().unwrap();
         assert!(
-            sent.to_string()
-                .contains("<prior-conversation-summary>\\nok\\n</prior-conversation-summary>"),
+            sent.to_string().contains(SCRIPTED),
             "the summary the upstream wrote"
         );
         let metrics = running.proxy.metrics.render();
@@ -983,13 +986,12 @@ async fn summaries_are_asked_of_the_upstream_with_the_clients_own_credentials() 
                 .contains("You are writing the memory"),
             "{provider}: the summary prompt"
         );
-        // The scripted upstream answers "ok": that is the summary the request carries.
+        // The scripted upstream's summary is the summary the request carries.
         let (_, _, sent) = &received[1];
         let sent: Value = serde_json::from_slice(sent).unwrap();
         assert_eq!(sent["model"], "client-model");
         assert!(
-            sent.to_string()
-                .contains("<prior-conversation-summary>\\nok\\n</prior-conversation-summary>"),
+            sent.to_string().contains(SCRIPTED),
             "{provider}: {}",
             &sent.to_string()[..400]
         );
@@ -1041,10 +1043,7 @@ async fn an_azure_deployment_path_is_compacted_and_summarized_there() {
     let sent: Value = serde_json::from_slice(&received[1].2).unwrap();
     let sent_messages = sent["messages"].as_array().unwrap();
     assert!(tokens(sent_messages) < 16_000 - 4_096);
-    assert!(
-        sent.to_string()
-            .contains("<prior-conversation-summary>\\nok\\n")
-    );
+    assert!(sent.to_string().contains(SCRIPTED));
 }
 
 /// Codex's API: a long autonomous run sent as Responses bodies (every call and output an item

@@ -183,6 +183,12 @@ impl Config {
         &self.settings
     }
 
+    /// Whether a model's twice-rejected answer fails the compaction (`summarizer.on_bad_answer
+    /// = "fail"`) rather than letting the extractive summary stand in.
+    pub fn fail_on_bad_answer(&self) -> bool {
+        self.settings.summarizer.on_bad_answer == "fail"
+    }
+
     /// The `[models]` rules, in the order they are tried.
     pub fn model_windows(&self) -> &ModelWindows {
         &self.models
@@ -268,6 +274,15 @@ impl Config {
             if value == 0 {
                 return Err(self.bad(key, why));
             }
+        }
+        if !["extractive", "fail"].contains(&self.settings.summarizer.on_bad_answer.as_str()) {
+            return Err(self.bad(
+                "summarizer.on_bad_answer",
+                format!(
+                    "`{}` is neither extractive nor fail",
+                    self.settings.summarizer.on_bad_answer
+                ),
+            ));
         }
         if crate::config::native_mode_names()
             .iter()

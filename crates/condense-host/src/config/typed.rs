@@ -172,6 +172,8 @@ pub struct SummarizerConfig {
     pub context_window: usize,
     /// The longest summary asked for.
     pub max_summary_tokens: usize,
+    /// `extractive` or `fail`: what happens when a model's answer is rejected twice.
+    pub on_bad_answer: String,
 }
 
 /// `[store]`.
