@@ -1,4 +1,4 @@
-/// The numbers that decide when and where to cut; each default is DESIGN.md's.
+/// The numbers that decide when and where to cut; each default is the one `config/condense.toml` gives.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TailSettings {
     /// The model's context window, in tokens.

@@ -1,6 +1,6 @@
 use condense_core::{Message, Role, SUMMARY_CLOSE, SUMMARY_OPEN, SideRecord};
 
-/// What the agent is told after an automatic compaction (DESIGN.md). A setting: harnesses that
+/// What the agent is told after an automatic compaction. A setting: harnesses that
 /// drive the next turn themselves pass `None`.
 pub const DEFAULT_CONTINUATION: &str = "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed.";
 

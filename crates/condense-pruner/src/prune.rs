@@ -225,7 +225,7 @@ impl Pruner<'_> {
     /// Prunes `conversation` in place and records every new decision in `log`. On error neither
     /// the conversation nor the log has changed.
     ///
-    /// The steps are DESIGN.md's rules in order: frozen decisions first, the agent's trims, then
+    /// The steps are phase 1's rules in order (ARCHITECTURE.md, "Where to add"): frozen decisions first, the agent's trims, then
     /// time-based microcompact (which, when it clears anything, ends the call's rules there), the
     /// per-turn budget, and the walk; every original is stored before anything changes.
     pub fn prune(
@@ -824,7 +824,7 @@ impl Pruner<'_> {
         })
     }
 
-    /// Every original goes to the store before the conversation changes (DESIGN.md: nothing is
+    /// Every original goes to the store before the conversation changes (ARCHITECTURE.md's invariants: nothing is
     /// lost); frozen replacements were stored when first decided.
     fn store_originals(&self, plan: &Plan<'_>) -> Result<(), PruneError> {
         for replacement in plan.replacements.iter().filter(|r| r.store) {

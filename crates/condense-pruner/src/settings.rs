@@ -16,7 +16,7 @@ pub const DEFAULT_SUPERSEDED_NOTE: &str = "[condense: this {tool} output is stal
 pub const DEFAULT_DUPLICATE_NOTE: &str = "[condense: same output as the later {tool} call {newer} ({tokens} tokens). Original: condense recall {handle}]";
 
 #[derive(Debug, Clone)]
-/// Phase 1's rules; each default is DESIGN.md's, and `config/condense.toml` (a host test proves
+/// Phase 1's rules; each default is the one `config/condense.toml` gives, and `config/condense.toml` (a host test proves
 /// the two equal).
 pub struct PruneSettings {
     /// Tools whose outputs are never touched (opencode's `PRUNE_PROTECTED_TOOLS`: `skill`).
