@@ -31,6 +31,18 @@ pub fn run(command: Command, verbosity: Verbosity) -> Result<()> {
         Command::Tools(ToolsAction::Schema { format }) => tools_schema(format),
         Command::Serve(args) => crate::serve::serve(args, verbosity),
         Command::Replay(args) => crate::replay::replay(args, verbosity),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut crate::command_line(), "condense", &mut script);
+            crate::io::write_stdout(&script)
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(crate::command_line())
+                .render(&mut page)
+                .context("cannot render the manual page")?;
+            crate::io::write_stdout(&page)
+        }
     }
 }
 

@@ -108,6 +108,22 @@ enum Command {
         after_help = "Example:\n  condense tools schema --format anthropic"
     )]
     Tools(ToolsAction),
+    /// A completion script for your shell, on stdout.
+    #[command(
+        after_help = "Example:\n  condense completions bash > ~/.local/share/bash-completion/completions/condense"
+    )]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// The manual page (roff), on stdout.
+    #[command(after_help = "Example:\n  condense man > condense.1 && man ./condense.1")]
+    Man,
+}
+
+/// The command line's own description, for completions and the manual.
+pub fn command_line() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
 }
 
 #[derive(Subcommand, Debug)]

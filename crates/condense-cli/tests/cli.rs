@@ -258,6 +258,8 @@ fn every_command_has_help_with_an_example() {
         &["config", "--help"],
         &["plugins", "--help"],
         &["template", "--help"],
+        &["completions", "--help"],
+        &["man", "--help"],
     ] {
         let out = condense(dir.path(), command);
         assert!(out.status.success(), "{command:?}");
@@ -1144,4 +1146,32 @@ fn a_handle_is_recalled_from_any_directory() {
     );
     assert!(!out.stdout.is_empty());
     assert!(!elsewhere.join(".condense").exists());
+}
+
+/// `condense completions SHELL` prints a script the shell accepts, naming the subcommands;
+/// `condense man` prints a manual page.
+#[test]
+fn completions_and_the_manual_page_are_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = condense(dir.path(), &["completions", "bash"]);
+    assert!(out.status.success());
+    let script = String::from_utf8(out.stdout).unwrap();
+    assert!(script.contains("compact") && script.contains("recall") && script.contains("serve"));
+    std::fs::write(dir.path().join("condense.bash"), &script).unwrap();
+    let checked = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(dir.path().join("condense.bash"))
+        .status()
+        .unwrap();
+    assert!(checked.success(), "bash accepts the script");
+    let out = condense(dir.path(), &["man"]);
+    assert!(out.status.success());
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        page.contains(".TH condense 1"),
+        "{}",
+        &page[..page.len().min(200)]
+    );
+    let out = condense(dir.path(), &["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
 }
