@@ -152,6 +152,21 @@ fn resumed_branch(
         };
         match parent {
             Some(Value::String(parent)) => at = *by_uuid.get(parent.as_str())?,
+            // Claude Code 1.0's own compaction leaves no boundary: its summary is a user line
+            // flagged `isCompactSummary` that starts a new root. Read whole, the history it
+            // replaced is the chain that ended on the last message line before it.
+            Some(Value::Null)
+                if reading == Reading::Whole
+                    && record.get(COMPACT_SUMMARY) == Some(&Value::Bool(true)) =>
+            {
+                match records[..at]
+                    .iter()
+                    .rposition(|(_, record)| thread.is_message(record))
+                {
+                    Some(before) => at = before,
+                    None => return Some(branch),
+                }
+            }
             Some(Value::Null) => return Some(branch),
             _ => return None,
         }
@@ -233,7 +248,10 @@ pub(crate) fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, Fo
         if let Some(order) = order {
             record.insert(ORDER.into(), order);
         }
-        if std::mem::take(&mut after_boundary)
+        // A summary after a boundary (2.x), or one that is a root of its own (1.0).
+        let restarts = std::mem::take(&mut after_boundary)
+            || (record.get("parentUuid") == Some(&Value::Null) && conversation.len() > 0);
+        if restarts
             && reading == Reading::Whole
             && record.get(COMPACT_SUMMARY) == Some(&Value::Bool(true))
         {

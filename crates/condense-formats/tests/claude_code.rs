@@ -480,3 +480,58 @@ fn the_subagents_a_log_keeps_inline_are_conversations_of_their_own() {
     let error = condense_formats::subagents(broken.as_bytes(), Format::ClaudeCode).unwrap_err();
     assert_eq!(error.to_string(), "line 7: unknown role `robot`");
 }
+
+/// Claude Code 1.0 leaves no boundary when it compacts on its own: its summary is a user line
+/// flagged `isCompactSummary` that starts a new root (`parentUuid: null`). As the model sees it
+/// the history starts there; read whole, it goes on through that root to the chain before it
+/// (the replay sees the whole session), the summary marked as the harness's compaction.
+#[test]
+fn a_claude_code_1_0_summary_root_is_a_compaction_not_a_branch_left() {
+    use condense_formats::{HarnessCompaction, harness_compaction, read_whole};
+    let mut summary: serde_json::Value = serde_json::from_str(&chained(
+        "s1",
+        None,
+        "user",
+        false,
+        "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below: counted twice.",
+        "",
+        0,
+    ))
+    .unwrap();
+    summary["isCompactSummary"] = true.into();
+    let lines = [
+        chained("u1", None, "user", false, "count to a thousand", "", 0),
+        chained("a1", Some("u1"), "assistant", false, "1, 2, 3", "r1", 10),
+        chained("u2", Some("a1"), "user", false, "again", "", 0),
+        chained(
+            "a2",
+            Some("u2"),
+            "assistant",
+            false,
+            "1, 2, 3 again",
+            "r2",
+            20,
+        ),
+        summary.to_string(),
+        chained("u3", Some("s1"), "user", false, "and now?", "", 0),
+        chained("a3", Some("u3"), "assistant", false, "done", "r3", 30),
+    ];
+    let bytes = (lines.join("\n") + "\n").into_bytes();
+    let (_, now) = read(&bytes, None).unwrap();
+    let texts: Vec<String> = now.messages.iter().map(|m| m.plain_text()).collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert!(texts[0].starts_with("This session is being continued"));
+    let whole = read_whole(&bytes, Format::ClaudeCode).unwrap();
+    assert_eq!(
+        whole.messages.len(),
+        7,
+        "the whole session, not the last branch"
+    );
+    assert_eq!(whole.messages[0].plain_text(), "count to a thousand");
+    let marks: Vec<Option<HarnessCompaction>> =
+        whole.messages.iter().map(harness_compaction).collect();
+    assert_eq!(marks[4], Some(HarnessCompaction::Summary));
+    assert_eq!(condense_formats::logged_usage(&whole).len(), 3);
+    // Written back as it came.
+    assert_eq!(write(Format::ClaudeCode, &now).unwrap(), bytes);
+}
