@@ -250,7 +250,7 @@ pub(crate) fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, Fo
         }
         // A summary after a boundary (2.x), or one that is a root of its own (1.0).
         let restarts = std::mem::take(&mut after_boundary)
-            || (record.get("parentUuid") == Some(&Value::Null) && conversation.len() > 0);
+            || (record.get("parentUuid") == Some(&Value::Null) && !conversation.is_empty());
         if restarts
             && reading == Reading::Whole
             && record.get(COMPACT_SUMMARY) == Some(&Value::Bool(true))
