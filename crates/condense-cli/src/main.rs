@@ -342,6 +342,28 @@ pub enum Verbosity {
     Verbose,
 }
 
+/// `condense --config FILE SUBCOMMAND …` as `condense SUBCOMMAND … --config FILE`: the file is
+/// each subcommand's setting, and people write it first, as with most tools. Moved to the end
+/// of the arguments (before a `--`), where any subcommand that takes it reads it.
+fn config_first(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let Some(first) = args.get(1).and_then(|arg| arg.to_str()) else {
+        return args;
+    };
+    let taken: Vec<std::ffi::OsString> = if first == "--config" && args.len() > 2 {
+        args.drain(1..3).collect()
+    } else if first.starts_with("--config=") {
+        args.drain(1..2).collect()
+    } else {
+        return args;
+    };
+    let at = args
+        .iter()
+        .position(|arg| arg == "--")
+        .unwrap_or(args.len());
+    args.splice(at..at, taken);
+    args
+}
+
 fn main() -> ExitCode {
     // A bug must still end in one line, not a backtrace.
     std::panic::set_hook(Box::new(|info| {
@@ -352,7 +374,7 @@ fn main() -> ExitCode {
             .unwrap_or_default();
         eprintln!("condense: internal error (please report it): {message}{at}");
     }));
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(config_first(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(error) => {
             use clap::error::ErrorKind;

@@ -1175,3 +1175,24 @@ fn completions_and_the_manual_page_are_printed() {
     let out = condense(dir.path(), &["completions", "tcsh"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--config FILE` may come before the subcommand, as people write it with most tools.
+#[test]
+fn the_configuration_file_may_come_first() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "[model]\ncontext_window = 123456\n",
+    )
+    .unwrap();
+    for args in [
+        &["--config", "c.toml", "config", "show"][..],
+        &["--config=c.toml", "config", "show"],
+        &["config", "show", "--config", "c.toml"],
+    ] {
+        let out = condense(dir.path(), args);
+        assert!(out.status.success(), "{args:?}");
+        let shown = String::from_utf8(out.stdout).unwrap();
+        assert!(shown.contains("context_window = 123456"), "{args:?}");
+    }
+}
