@@ -641,49 +641,26 @@ impl Proxy {
             };
             // condense's own compaction item (from its /responses/compact): its summary in its
             // place, what came before it gone, as the provider treats its own.
-            // Anthropic's context edits, for an upstream that would refuse or ignore them.
-            let mut edited = false;
-            if provider == Provider::Anthropic && self.emulates_context_management() {
-                match crate::edits::take(&mut conversation) {
-                    Ok(None) => {}
-                    Ok(Some(edits)) => {
-                        match crate::edits::apply(
-                            &edits,
-                            &mut conversation,
-                            self.compactor.counter(),
-                            self.compactor.store(),
-                        ) {
-                            Ok(applied) => applied_edits = Some(applied),
-                            Err(why) => {
-                                return self.failed_open(session, bytes, "context edits", &why);
-                            }
-                        }
-                        edited = true;
-                        memos = condense_core::Memos::default();
-                    }
-                    Err(why) => {
-                        Metrics::add(&self.metrics.refused, 1);
-                        return Prepared::refused(session, why);
-                    }
+            // What condense does in the upstream's place changes the messages, and with them
+            // the indices the memos are kept by.
+            let stand_in = match self
+                .stand_in_for_upstream(provider, &mut conversation)
+                .await
+            {
+                Ok(stand_in) => stand_in,
+                Err(Refusal::BadRequest(why)) => {
+                    Metrics::add(&self.metrics.refused, 1);
+                    return Prepared::refused(session, why);
                 }
+                Err(Refusal::FailOpen(why)) => {
+                    return self.failed_open(session, bytes, "context edits", &why);
+                }
+            };
+            if stand_in.changed {
+                memos = condense_core::Memos::default();
             }
-            let carries_own =
-                provider == Provider::Responses && crate::native::carries_own(&conversation);
-            if carries_own {
-                let expanded = match self.compaction_key().await {
-                    Ok(key) => crate::native::expand_own(&mut conversation, &key),
-                    Err(error) => Err(format!(
-                        "condense cannot check its compaction item now: {error}"
-                    )),
-                };
-                match expanded {
-                    // The memos are by the client's indices, which this shifts.
-                    Ok(_) => memos = condense_core::Memos::default(),
-                    Err(why) => {
-                        Metrics::add(&self.metrics.refused, 1);
-                        return Prepared::refused(session, why);
-                    }
-                }
+            if stand_in.applied_edits.is_some() {
+                applied_edits = stand_in.applied_edits;
             }
             // A store that cannot be read in time does not cost the request its compaction: it
             // is prepared on a fresh state (a request past the window still gets under it), and
@@ -714,8 +691,7 @@ impl Proxy {
             let report = &compaction.report;
             // Nothing replaced, nothing summarized: the client's own bytes go upstream, as they
             // came and without the cost of writing them again.
-            let unchanged = !carries_own
-                && !edited
+            let unchanged = !stand_in.changed
                 && !matches!(report.head, Some(HeadOutcome::Reused { .. }))
                 && report.prune.replaced() == 0
                 && !matches!(report.compaction, CompactionOutcome::Summarized { .. });
@@ -784,6 +760,42 @@ impl Proxy {
                 applied_edits,
             };
         }
+    }
+
+    /// What condense does in the upstream's place before the pipeline runs: Anthropic's context
+    /// edits for an upstream without them, and condense's own compaction item expanded into its
+    /// summary. A bad edit or an item that does not verify is a 400; an original that could not
+    /// be stored fails open.
+    async fn stand_in_for_upstream(
+        &self,
+        provider: Provider,
+        conversation: &mut condense_core::Conversation,
+    ) -> Result<StandIn, Refusal> {
+        let mut stand_in = StandIn::default();
+        if provider == Provider::Anthropic
+            && self.emulates_context_management()
+            && let Some(edits) = crate::edits::take(conversation).map_err(Refusal::BadRequest)?
+        {
+            let applied = crate::edits::apply(
+                &edits,
+                conversation,
+                self.compactor.counter(),
+                self.compactor.store(),
+            )
+            .map_err(Refusal::FailOpen)?;
+            stand_in.applied_edits = Some(applied);
+            stand_in.changed = true;
+        }
+        if provider == Provider::Responses && crate::native::carries_own(conversation) {
+            let key = self.compaction_key().await.map_err(|error| {
+                Refusal::BadRequest(format!(
+                    "condense cannot check its compaction item now: {error}"
+                ))
+            })?;
+            crate::native::expand_own(conversation, &key).map_err(Refusal::BadRequest)?;
+            stand_in.changed = true;
+        }
+        Ok(stand_in)
     }
 
     /// Counts what fired in the metrics, and names it for the request's log line (with how the
@@ -1118,6 +1130,23 @@ impl Prepared {
             applied_edits: None,
         }
     }
+}
+
+/// What [`Proxy::stand_in_for_upstream`] did.
+#[derive(Debug, Default)]
+struct StandIn {
+    /// The conversation is no longer the client's as read.
+    changed: bool,
+    /// Anthropic's context edits applied, for the answer.
+    applied_edits: Option<Vec<Value>>,
+}
+
+/// Why a request is not prepared as it came.
+enum Refusal {
+    /// The client's mistake: 400 in the provider's shape.
+    BadRequest(String),
+    /// condense's own failure: the request goes on as it came.
+    FailOpen(String),
 }
 
 /// A state an exclusive store saves after the request is forwarded.
