@@ -21,10 +21,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use condense_host::{Compactor, Config, Sources};
-use condense_pruner::MemoryStore;
+use condense_host::Config;
 use condense_serve::testing::{settings_for, spawn, upstream};
-use condense_serve::{NativeMode, Proxy, RedisSessionStore, SessionStore};
+use condense_serve::{NativeMode, Proxy, ProxySettings, RedisSessionStore, SessionStore};
 use serde_json::{Value, json};
 
 fn median(mut values: Vec<Duration>) -> f64 {
@@ -80,19 +79,11 @@ impl Drop for Redis {
 }
 
 async fn proxy(upstream: std::net::SocketAddr, store: Arc<dyn SessionStore>) -> String {
-    let config = Config::load(&Sources {
-        env: vec![
-            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "16000".into()),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
-        ],
-        ..Sources::default()
-    })
-    .unwrap();
-    let compactor = Compactor::from_config(&config)
-        .unwrap()
-        .with_store(Box::new(MemoryStore::new()));
+    let compactor = condense_serve::testing::compactor(&condense_serve::testing::WINDOW_16K);
     let mut settings = settings_for(&format!("http://{upstream}"));
-    settings.state_timeout = Duration::from_millis(config.settings().serve.state_timeout_ms);
+    // The built-in state_timeout_ms, as `condense serve` has it.
+    settings.state_timeout =
+        ProxySettings::from_config(&Config::built_in().unwrap().settings().serve).state_timeout;
     settings.native_compaction = NativeMode::Auto;
     spawn(Arc::new(Proxy::new(settings, compactor, store).unwrap())).await
 }

@@ -36,6 +36,19 @@ pub fn settings_for(upstream: &str) -> ProxySettings {
 /// top, its originals in memory, its clock fixed, its sessions' state under `state`: what the
 /// real-client tests put between a client and the scripted model.
 pub fn proxy_to(upstream: &str, env: &[(&str, &str)], state: &std::path::Path) -> Arc<Proxy> {
+    Arc::new(
+        Proxy::new(
+            settings_for(upstream),
+            compactor(env),
+            Arc::new(crate::DirSessionStore::new(state)),
+        )
+        .unwrap(),
+    )
+}
+
+/// The compactor the proxy tests use: the built-in configuration with `env`'s `CONDENSE_*`
+/// settings on top, its originals in memory, its clock fixed.
+pub fn compactor(env: &[(&str, &str)]) -> condense_host::Compactor {
     let config = condense_host::Config::load(&condense_host::Sources {
         env: env
             .iter()
@@ -44,19 +57,18 @@ pub fn proxy_to(upstream: &str, env: &[(&str, &str)], state: &std::path::Path) -
         ..condense_host::Sources::default()
     })
     .unwrap();
-    let compactor = condense_host::Compactor::from_config(&config)
+    condense_host::Compactor::from_config(&config)
         .unwrap()
         .with_store(Box::new(condense_host::MemoryStore::new()))
-        .with_clock(Box::new(condense_host::FixedClock(1_763_700_000_000)));
-    Arc::new(
-        Proxy::new(
-            settings_for(upstream),
-            compactor,
-            Arc::new(crate::DirSessionStore::new(state)),
-        )
-        .unwrap(),
-    )
+        .with_clock(Box::new(condense_host::FixedClock(1_763_700_000_000)))
 }
+
+/// A 16,000-token window with 4,096 reserved for the reply: the window the proxy tests compact
+/// long sessions at.
+pub const WINDOW_16K: [(&str, &str); 2] = [
+    ("CONDENSE_MODEL_CONTEXT_WINDOW", "16000"),
+    ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+];
 
 /// Every file under `dir`, at any depth, whose name ends in `.EXTENSION`: where an agent left
 /// its session log.

@@ -7,26 +7,13 @@
 
 use std::sync::Arc;
 
-use condense_host::{Compactor, Config, Sources};
-use condense_pruner::{FixedClock, MemoryStore};
 use condense_serve::testing::{Received, settings_for, spawn, upstream};
 use condense_serve::{DirSessionStore, NativeMode, Proxy};
 use serde_json::{Value, json};
 
 async fn proxy(mode: NativeMode) -> (String, Arc<Proxy>, Received, tempfile::TempDir) {
     let (upstream, received) = upstream().await;
-    let config = Config::load(&Sources {
-        env: vec![
-            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "16000".into()),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
-        ],
-        ..Sources::default()
-    })
-    .unwrap();
-    let compactor = Compactor::from_config(&config)
-        .unwrap()
-        .with_store(Box::new(MemoryStore::new()))
-        .with_clock(Box::new(FixedClock(1_763_700_000_000)));
+    let compactor = condense_serve::testing::compactor(&condense_serve::testing::WINDOW_16K);
     let dir = tempfile::tempdir().unwrap();
     let mut settings = settings_for(&format!("http://{upstream}"));
     settings.native_compaction = mode;

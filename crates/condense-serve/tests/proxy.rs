@@ -1229,17 +1229,7 @@ impl SessionStore for Losing {
 async fn a_request_that_loses_every_compare_and_set_is_still_compacted() {
     let (upstream, received) = upstream().await;
     for stalled in [false, true] {
-        let config = Config::load(&Sources {
-            env: vec![
-                ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "16000".into()),
-                ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
-            ],
-            ..Sources::default()
-        })
-        .unwrap();
-        let compactor = Compactor::from_config(&config)
-            .unwrap()
-            .with_store(Box::new(MemoryStore::new()));
+        let compactor = condense_serve::testing::compactor(&condense_serve::testing::WINDOW_16K);
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Losing {
             inner: DirSessionStore::new(dir.path()),
@@ -1329,15 +1319,11 @@ async fn an_upstream_given_with_v1_is_not_sent_v1_twice() {
     let (upstream, received) = upstream().await;
     let mut settings = settings_for(&format!("http://{upstream}/v1"));
     settings.anthropic_upstream = format!("http://{upstream}/v1/");
-    let config = Config::load(&Sources::default()).unwrap();
-    let compactor = Compactor::from_config(&config)
-        .unwrap()
-        .with_store(Box::new(MemoryStore::new()));
     let dir = tempfile::tempdir().unwrap();
     let proxy = Arc::new(
         Proxy::new(
             settings,
-            compactor,
+            condense_serve::testing::compactor(&[]),
             Arc::new(DirSessionStore::new(dir.path())),
         )
         .unwrap(),

@@ -192,17 +192,7 @@ async fn proxy_on(
     condense_serve::testing::Received,
 ) {
     let (upstream, received) = condense_serve::testing::upstream().await;
-    let config = condense_host::Config::load(&condense_host::Sources {
-        env: vec![
-            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "16000".into()),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
-        ],
-        ..condense_host::Sources::default()
-    })
-    .unwrap();
-    let compactor = condense_host::Compactor::from_config(&config)
-        .unwrap()
-        .with_store(Box::new(condense_host::MemoryStore::new()));
+    let compactor = condense_serve::testing::compactor(&condense_serve::testing::WINDOW_16K);
     let mut settings = condense_serve::testing::settings_for(&format!("http://{upstream}"));
     settings.state_timeout = std::time::Duration::from_millis(250);
     let proxy = Arc::new(condense_serve::Proxy::new(settings, compactor, store).unwrap());
