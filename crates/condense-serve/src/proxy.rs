@@ -287,50 +287,14 @@ impl Proxy {
         let provider = Provider::Responses;
         let started = Instant::now();
         let (parts, body) = request.into_parts();
-        let bytes = match axum::body::to_bytes(body, self.settings.body_limit_bytes).await {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                Metrics::add(&self.metrics.refused, 1);
-                return provider.error(
-                    StatusCode::BAD_REQUEST,
-                    &format!("the request body could not be read: {error}"),
-                );
-            }
+        let CompactRequest {
+            conversation,
+            model,
+            key,
+        } = match self.compact_request(body).await {
+            Ok(read) => read,
+            Err(refused) => return refused,
         };
-        let refuse = |why: String| {
-            Metrics::add(&self.metrics.refused, 1);
-            provider.error(StatusCode::BAD_REQUEST, &why)
-        };
-        let value: Value = match serde_json::from_slice(&bytes) {
-            Ok(value) => value,
-            Err(error) => return refuse(format!("the request body is not JSON: {error}")),
-        };
-        if !value.get("input").is_some_and(Value::is_array) {
-            return refuse(
-                "condense answers /responses/compact from the request's `input` list; a stored conversation (previous_response_id) is the provider's own".into(),
-            );
-        }
-        let model = value
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let mut conversation =
-            match condense_formats::read_json(condense_formats::Format::Responses, value) {
-                Ok(conversation) => conversation,
-                Err(error) => return refuse(format!("condense: {error}")),
-            };
-        let key = match self.compaction_key().await {
-            Ok(key) => key,
-            Err(error) => {
-                return provider.error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &format!("condense cannot sign compaction items now: {error}"),
-                );
-            }
-        };
-        if let Err(why) = crate::native::expand_own(&mut conversation, &key) {
-            return refuse(why);
-        }
         let upstream = self.settings.upstream_summarizer.as_ref().map(|template| {
             UpstreamSummarizer::for_request(
                 template,
@@ -405,6 +369,46 @@ impl Proxy {
             answer.to_string(),
         )
             .into_response()
+    }
+
+    /// A `/responses/compact` body read: its conversation (condense's own earlier compaction
+    /// item expanded), its model and the key to sign the answer with; or the answer that refuses
+    /// it (400 in OpenAI's shape, 503 when the key cannot be had).
+    async fn compact_request(&self, body: Body) -> Result<CompactRequest, Response> {
+        let provider = Provider::Responses;
+        let refuse = |why: String| {
+            Metrics::add(&self.metrics.refused, 1);
+            provider.error(StatusCode::BAD_REQUEST, &why)
+        };
+        let bytes = axum::body::to_bytes(body, self.settings.body_limit_bytes)
+            .await
+            .map_err(|error| refuse(format!("the request body could not be read: {error}")))?;
+        let value: Value = serde_json::from_slice(&bytes)
+            .map_err(|error| refuse(format!("the request body is not JSON: {error}")))?;
+        if !value.get("input").is_some_and(Value::is_array) {
+            return Err(refuse(
+                "condense answers /responses/compact from the request's `input` list; a stored conversation (previous_response_id) is the provider's own".into(),
+            ));
+        }
+        let model = value
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let mut conversation =
+            condense_formats::read_json(condense_formats::Format::Responses, value)
+                .map_err(|error| refuse(format!("condense: {error}")))?;
+        let key = self.compaction_key().await.map_err(|error| {
+            provider.error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("condense cannot sign compaction items now: {error}"),
+            )
+        })?;
+        crate::native::expand_own(&mut conversation, &key).map_err(refuse)?;
+        Ok(CompactRequest {
+            conversation,
+            model,
+            key,
+        })
     }
 
     /// `GET /readyz`: 200 when the state store answers within `serve.state_timeout_ms`, else
@@ -1130,6 +1134,13 @@ impl Prepared {
             applied_edits: None,
         }
     }
+}
+
+/// A `/responses/compact` request, read ([`Proxy::compact_request`]).
+struct CompactRequest {
+    conversation: condense_core::Conversation,
+    model: Option<String>,
+    key: Vec<u8>,
 }
 
 /// What [`Proxy::stand_in_for_upstream`] did.
