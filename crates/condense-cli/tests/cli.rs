@@ -1128,16 +1128,7 @@ fn a_handle_is_recalled_from_any_directory() {
         said.contains(&format!("originals: {}", store.display())),
         "the report says where: {said}"
     );
-    let pruned = std::fs::read_to_string(work.join("pruned.json")).unwrap();
-    let handle = pruned
-        .split("condense recall ")
-        .nth(1)
-        .map(|rest| {
-            rest.chars()
-                .take_while(char::is_ascii_hexdigit)
-                .collect::<String>()
-        })
-        .unwrap();
+    let handle = handles(&work.join("pruned.json")).remove(0);
     let out = run(&elsewhere, &["recall", &handle]);
     assert!(
         out.status.success(),

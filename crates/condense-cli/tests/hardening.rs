@@ -370,18 +370,6 @@ fn prune_everything(dir: &Path) -> std::process::Output {
     .unwrap()
 }
 
-fn handles(file: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(file).unwrap();
-    let mut found = Vec::new();
-    for piece in text.split("condense recall ").skip(1) {
-        let handle: String = piece.chars().take_while(char::is_ascii_hexdigit).collect();
-        if handle.len() == 32 && !found.contains(&handle) {
-            found.push(handle);
-        }
-    }
-    found
-}
-
 #[test]
 fn recall_verifies_what_it_returns_and_never_follows_a_link() {
     let dir = tempfile::tempdir().unwrap();
@@ -766,14 +754,7 @@ fn a_malformed_handle_is_a_usage_error_and_a_fifo_in_the_store_never_hangs() {
         &["prune", "s.json", "--store", "probe", "-o", "p.json"],
     );
     assert!(out.status.success(), "{}", stderr(&out, dir.path()));
-    let pruned = std::fs::read_to_string(dir.path().join("p.json")).unwrap();
-    let handle: String = pruned
-        .split("condense recall ")
-        .nth(1)
-        .unwrap()
-        .chars()
-        .take(32)
-        .collect();
+    let handle = handles(&dir.path().join("p.json")).remove(0);
     let fifo = dir
         .path()
         .join("originals")

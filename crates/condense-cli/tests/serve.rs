@@ -444,14 +444,7 @@ fn originals_in_redis_are_recalled_by_the_cli() {
     );
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("originals: redis://"), "{said}");
-    let pruned = std::fs::read_to_string(dir.path().join("p.json")).unwrap();
-    let handle: String = pruned
-        .split("condense recall ")
-        .nth(1)
-        .unwrap()
-        .chars()
-        .take(32)
-        .collect();
+    let handle = common::handles(&dir.path().join("p.json")).remove(0);
     let elsewhere = tempfile::tempdir().unwrap();
     let back = common::condense(elsewhere.path(), &["recall", &handle, "--store", &url]);
     assert!(

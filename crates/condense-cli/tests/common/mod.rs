@@ -126,3 +126,16 @@ pub fn plugin(package: &str, features: &[&str], name: &str) -> PathBuf {
     std::fs::rename(&staging, &copy).unwrap();
     copy
 }
+
+/// The handles the placeholders in `file` name, in order, each once.
+pub fn handles(file: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut found = Vec::new();
+    for piece in text.split("condense recall ").skip(1) {
+        let handle: String = piece.chars().take_while(char::is_ascii_hexdigit).collect();
+        if handle.len() == 32 && !found.contains(&handle) {
+            found.push(handle);
+        }
+    }
+    found
+}
