@@ -4,8 +4,10 @@
 //! `clear_thinking_20251015` are applied to the request as Anthropic applies them on its side
 //! (originals stored, each placeholder naming its handle, recallable as every other); the answer
 //! reports them in `context_management.applied_edits`, as Anthropic's does. `compact_20260112`
-//! is left to condense's own compaction, which summarizes at its own threshold (an Anthropic
-//! `compaction` block in the answer is not emulated).
+//! is read here ([`compact_edit`]) and run by the proxy: past its trigger condense summarizes
+//! the request now, sends the upstream its compacted form, and answers with a `compaction` block
+//! first, as Anthropic does (or with that block alone, `stop_reason: "compaction"`, when
+//! `pause_after_compaction` asks).
 
 use condense_core::{Conversation, Part, Role, ToolOutput};
 use condense_pruner::{Store, handle_of};
@@ -21,6 +23,18 @@ const COMPACT: &str = "compact_20260112";
 /// recent tool uses kept.
 const DEFAULT_TRIGGER: usize = 100_000;
 const DEFAULT_KEEP: usize = 3;
+/// Anthropic's default trigger for `compact_20260112`: 150,000 input tokens.
+const DEFAULT_COMPACT_TRIGGER: usize = 150_000;
+
+/// The `compact_20260112` edit of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactEdit {
+    /// Compacted once the request's input reaches this many tokens.
+    pub trigger: usize,
+    /// Answer with the compaction block alone (`stop_reason: "compaction"`), the upstream not
+    /// asked.
+    pub pause: bool,
+}
 
 /// One edit as the request asked for it.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,7 +51,7 @@ enum Edit {
         /// The most recent assistant turns whose thinking is kept; `None`: all.
         keep: Option<usize>,
     },
-    Compact,
+    Compact(CompactEdit),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -105,7 +119,14 @@ fn parse(edit: &Value) -> Result<Edit, String> {
                 Some(_) => Some(count_field(edit, "keep", "thinking_turns", 1)?),
             },
         }),
-        Some(COMPACT) => Ok(Edit::Compact),
+        Some(COMPACT) => Ok(Edit::Compact(CompactEdit {
+            trigger: count_field(edit, "trigger", "input_tokens", DEFAULT_COMPACT_TRIGGER)?,
+            pause: match edit.get("pause_after_compaction") {
+                None => false,
+                Some(Value::Bool(pause)) => *pause,
+                Some(_) => return Err("`pause_after_compaction` is true or false".into()),
+            },
+        })),
         Some(other) => Err(format!(
             "condense does not apply the context edit `{other}` (it applies {CLEAR_TOOL_USES}, {CLEAR_THINKING} and {COMPACT})"
         )),
@@ -166,10 +187,22 @@ pub fn apply(
                     applied.push(done);
                 }
             }
-            Edit::Compact => {}
+            // Run by the proxy, after these: it needs the summarizer.
+            Edit::Compact(_) => {}
         }
     }
     Ok(applied)
+}
+
+/// The `compact_20260112` edit among `edits`, if any (the last one when several).
+pub fn compact_edit(edits: &[Value]) -> Result<Option<CompactEdit>, String> {
+    let mut found = None;
+    for edit in edits {
+        if let Edit::Compact(compact) = parse(edit)? {
+            found = Some(compact);
+        }
+    }
+    Ok(found)
 }
 
 /// The placeholder a cleared tool result holds.

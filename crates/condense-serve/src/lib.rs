@@ -28,6 +28,7 @@
 
 #![warn(missing_docs)]
 
+mod answer;
 pub mod edits;
 mod metrics;
 pub mod native;

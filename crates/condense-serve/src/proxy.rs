@@ -285,13 +285,48 @@ impl Proxy {
     /// proxy's store can have signed. Bad requests get 400 in OpenAI's shape.
     async fn compact_endpoint(self: Arc<Self>, request: Request) -> Response {
         let provider = Provider::Responses;
-        let started = Instant::now();
         let (parts, body) = request.into_parts();
+        let bytes = match axum::body::to_bytes(body, self.settings.body_limit_bytes).await {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                Metrics::add(&self.metrics.refused, 1);
+                return provider.error(
+                    StatusCode::BAD_REQUEST,
+                    &format!("the request body could not be read: {error}"),
+                );
+            }
+        };
+        let value = match serde_json::from_slice::<Value>(&bytes) {
+            Ok(value) => value,
+            Err(error) => {
+                Metrics::add(&self.metrics.refused, 1);
+                return provider.error(
+                    StatusCode::BAD_REQUEST,
+                    &format!("the request body is not JSON: {error}"),
+                );
+            }
+        };
+        self.answer_compaction(&parts, value, crate::native::Asked::Endpoint)
+            .await
+    }
+
+    /// A compaction asked of the proxy (`/responses/compact`, or a `compaction_trigger` item)
+    /// answered by condense: the request's `input` summarized now, the answer holding exactly
+    /// one `compaction` item whose envelope only this proxy's store can have signed, in the
+    /// shape `asked` wants. Bad requests get 400 in OpenAI's shape.
+    async fn answer_compaction(
+        &self,
+        parts: &axum::http::request::Parts,
+        value: Value,
+        asked: crate::native::Asked,
+    ) -> Response {
+        let provider = Provider::Responses;
+        let started = Instant::now();
         let CompactRequest {
             conversation,
             model,
             key,
-        } = match self.compact_request(body).await {
+        } = match self.compact_request(value).await {
             Ok(read) => read,
             Err(refused) => return refused,
         };
@@ -300,7 +335,7 @@ impl Proxy {
                 template,
                 provider,
                 self.settings.upstream(provider),
-                &parts,
+                parts,
                 model.as_deref(),
                 &self.metrics,
             )
@@ -344,12 +379,13 @@ impl Proxy {
         let created_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_secs());
-        let Some(answer) = crate::native::compact_answer(
+        let Some(answer) = crate::native::compaction_answer(
             &compacted,
             &key,
             model.as_deref(),
             (report.tokens_before, summary_tokens),
             created_at,
+            asked,
         ) else {
             return provider.error(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -360,35 +396,42 @@ impl Proxy {
         tracing::info!(
             tokens_before = report.tokens_before,
             summary_tokens,
+            asked = ?asked,
             added_ms = %format_args!("{:.3}", started.elapsed().as_secs_f64() * 1_000.0),
-            "responses/compact answered by condense"
+            "compaction answered by condense"
         );
+        let content_type = match asked {
+            crate::native::Asked::Trigger { stream: true } => "text/event-stream",
+            _ => "application/json",
+        };
         (
             StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/json")],
-            answer.to_string(),
+            [(header::CONTENT_TYPE, content_type)],
+            answer,
         )
             .into_response()
     }
 
-    /// A `/responses/compact` body read: its conversation (condense's own earlier compaction
-    /// item expanded), its model and the key to sign the answer with; or the answer that refuses
-    /// it (400 in OpenAI's shape, 503 when the key cannot be had).
-    async fn compact_request(&self, body: Body) -> Result<CompactRequest, Response> {
+    /// A compaction request's body read: its conversation (condense's own earlier compaction
+    /// item expanded, a trailing `compaction_trigger` left out), its model and the key to sign
+    /// the answer with; or the answer that refuses it (400 in OpenAI's shape, 503 when the key
+    /// cannot be had).
+    async fn compact_request(&self, mut value: Value) -> Result<CompactRequest, Response> {
         let provider = Provider::Responses;
         let refuse = |why: String| {
             Metrics::add(&self.metrics.refused, 1);
             provider.error(StatusCode::BAD_REQUEST, &why)
         };
-        let bytes = axum::body::to_bytes(body, self.settings.body_limit_bytes)
-            .await
-            .map_err(|error| refuse(format!("the request body could not be read: {error}")))?;
-        let value: Value = serde_json::from_slice(&bytes)
-            .map_err(|error| refuse(format!("the request body is not JSON: {error}")))?;
-        if !value.get("input").is_some_and(Value::is_array) {
+        let Some(input) = value.get_mut("input").and_then(Value::as_array_mut) else {
             return Err(refuse(
-                "condense answers /responses/compact from the request's `input` list; a stored conversation (previous_response_id) is the provider's own".into(),
+                "condense answers compaction from the request's `input` list; a stored conversation (previous_response_id) is the provider's own".into(),
             ));
+        };
+        if input
+            .last()
+            .is_some_and(|item| item["type"] == "compaction_trigger")
+        {
+            input.pop();
         }
         let model = value
             .get("model")
@@ -505,6 +548,15 @@ impl Proxy {
                 };
             }
         };
+        if provider == Provider::Responses
+            && self.emulates_responses_compaction()
+            && let Some(value) = crate::native::asks_trigger(&bytes)
+        {
+            let stream = value["stream"] == true;
+            return self
+                .answer_compaction(&parts, value, crate::native::Asked::Trigger { stream })
+                .await;
+        }
         let request = match chat_request(provider, &bytes) {
             Ok(Some(request)) => request,
             Ok(None) => {
@@ -569,16 +621,38 @@ impl Proxy {
             added_ms = %format_args!("{:.3}", added.as_secs_f64() * 1_000.0),
             "request"
         );
-        let annotation = prepared
-            .applied_edits
-            .take()
-            .map(|applied| serde_json::json!({"applied_edits": applied}));
+        let edits = crate::answer::AnswerEdits {
+            context_management: prepared
+                .applied_edits
+                .take()
+                .map(|applied| serde_json::json!({"applied_edits": applied})),
+            compaction: prepared.block.as_ref().map(|block| block.content.clone()),
+        };
+        if let Some(block) = prepared.block.take().filter(|block| block.pause) {
+            // `pause_after_compaction`: the block is the whole answer, the upstream not asked.
+            let content_type = if block.stream {
+                "text/event-stream"
+            } else {
+                "application/json"
+            };
+            return (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, content_type)],
+                crate::answer::paused(
+                    &block.content,
+                    block.model.as_deref(),
+                    prepared.tokens.1,
+                    block.stream,
+                ),
+            )
+                .into_response();
+        }
         self.forward_annotated(
             provider,
             parts,
             reqwest::Body::from(prepared.body),
             usage,
-            annotation,
+            edits,
         )
         .await
     }
@@ -762,6 +836,7 @@ impl Proxy {
                 deferred: deferred.map(|save| (save, guard)),
                 refusal: None,
                 applied_edits,
+                block: stand_in.block,
             };
         }
     }
@@ -776,19 +851,9 @@ impl Proxy {
         conversation: &mut condense_core::Conversation,
     ) -> Result<StandIn, Refusal> {
         let mut stand_in = StandIn::default();
-        if provider == Provider::Anthropic
-            && self.emulates_context_management()
-            && let Some(edits) = crate::edits::take(conversation).map_err(Refusal::BadRequest)?
-        {
-            let applied = crate::edits::apply(
-                &edits,
-                conversation,
-                self.compactor.counter(),
-                self.compactor.store(),
-            )
-            .map_err(Refusal::FailOpen)?;
-            stand_in.applied_edits = Some(applied);
-            stand_in.changed = true;
+        if provider == Provider::Anthropic && self.emulates_context_management() {
+            self.stand_in_for_anthropic(conversation, &mut stand_in)
+                .await?;
         }
         if provider == Provider::Responses && crate::native::carries_own(conversation) {
             let key = self.compaction_key().await.map_err(|error| {
@@ -800,6 +865,81 @@ impl Proxy {
             stand_in.changed = true;
         }
         Ok(stand_in)
+    }
+
+    /// Anthropic's context management for an upstream without it: a `compaction` block the
+    /// client resends read as Anthropic reads it (what came before it dropped, its summary and
+    /// sealed turns in its place), then the request's edits applied, `compact_20260112` last.
+    async fn stand_in_for_anthropic(
+        &self,
+        conversation: &mut condense_core::Conversation,
+        stand_in: &mut StandIn,
+    ) -> Result<(), Refusal> {
+        let key = || async {
+            self.compaction_key().await.map_err(|error| {
+                Refusal::FailOpen(format!(
+                    "condense cannot read its compaction key now: {error}"
+                ))
+            })
+        };
+        if conversation
+            .messages
+            .iter()
+            .any(condense_core::has_native_compaction)
+        {
+            crate::native::expand_blocks(conversation, &key().await?)
+                .map_err(Refusal::BadRequest)?;
+            stand_in.changed = true;
+        }
+        let Some(edits) = crate::edits::take(conversation).map_err(Refusal::BadRequest)? else {
+            return Ok(());
+        };
+        stand_in.changed = true;
+        let applied = crate::edits::apply(
+            &edits,
+            conversation,
+            self.compactor.counter(),
+            self.compactor.store(),
+        )
+        .map_err(Refusal::FailOpen)?;
+        stand_in.applied_edits = Some(applied);
+        let Some(compact) = crate::edits::compact_edit(&edits).map_err(Refusal::BadRequest)? else {
+            return Ok(());
+        };
+        if self.compactor.counter().count_conversation(conversation) < compact.trigger {
+            return Ok(());
+        }
+        let envelope = conversation.envelope.clone().unwrap_or_default();
+        let model = envelope
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let compaction = self
+            .compactor
+            .compact_now(conversation.clone(), None)
+            .await
+            .map_err(|error| Refusal::FailOpen(format!("compact_20260112: {error}")))?;
+        if let CompactionOutcome::Failed { error, .. } = &compaction.report.compaction {
+            Metrics::add(&self.metrics.summarizer_failures, 1);
+            return Err(Refusal::FailOpen(format!(
+                "compact_20260112: the summarizer failed: {error}"
+            )));
+        }
+        let Some(content) =
+            crate::native::block_content(&compaction.conversation, &key().await?, model.as_deref())
+        else {
+            // Nothing old enough to summarize: no block, as Anthropic makes none.
+            return Ok(());
+        };
+        Metrics::add(&self.metrics.emulated_compactions, 1);
+        *conversation = compaction.conversation;
+        stand_in.block = Some(NativeBlock {
+            content,
+            pause: compact.pause,
+            stream: envelope.get("stream").and_then(Value::as_bool) == Some(true),
+            model,
+        });
+        Ok(())
     }
 
     /// Counts what fired in the metrics, and names it for the request's log line (with how the
@@ -921,6 +1061,7 @@ impl Proxy {
             deferred: None,
             refusal: None,
             applied_edits: None,
+            block: None,
         }
     }
 
@@ -1002,19 +1143,26 @@ impl Proxy {
         body: reqwest::Body,
         usage: Option<UsageSink>,
     ) -> Response {
-        self.forward_annotated(provider, parts, body, usage, None)
-            .await
+        self.forward_annotated(
+            provider,
+            parts,
+            body,
+            usage,
+            crate::answer::AnswerEdits::default(),
+        )
+        .await
     }
 
-    /// [`Proxy::forward`], and a successful JSON answer (not a stream) gets `annotation` as its
-    /// `context_management`: what condense did in the upstream's place.
+    /// [`Proxy::forward`], and a successful answer, JSON or a stream of events, gets `edits`:
+    /// what condense did in the upstream's place (its `context_management`, its compaction
+    /// block).
     async fn forward_annotated(
         &self,
         provider: Provider,
         parts: axum::http::request::Parts,
         body: reqwest::Body,
         usage: Option<UsageSink>,
-        annotation: Option<Value>,
+        edits: crate::answer::AnswerEdits,
     ) -> Response {
         let upstream = self.settings.upstream(provider);
         let path = parts.uri.path_and_query().map_or("/", |path| path.as_str());
@@ -1065,22 +1213,27 @@ impl Proxy {
             _ => (None, None),
         };
         let inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>> =
-            match annotation.filter(|_| status.is_success() && !sse) {
-                Some(annotation) => {
-                    let whole = response.bytes().await;
-                    let annotated = whole.map(|bytes| {
-                        match serde_json::from_slice::<Value>(&bytes) {
-                            Ok(Value::Object(mut answer)) => {
-                                answer.insert("context_management".into(), annotation);
-                                Bytes::from(Value::Object(answer).to_string())
-                            }
-                            // Not the JSON object an answer is: relayed as it came.
-                            _ => bytes,
-                        }
-                    });
-                    Box::pin(futures_util::stream::once(async move { annotated }))
-                }
-                None => Box::pin(response.bytes_stream()),
+            if edits.is_empty() || !status.is_success() {
+                Box::pin(response.bytes_stream())
+            } else if sse {
+                use futures_util::StreamExt as _;
+                // The upstream's chunks, then the end: whole events edited as they complete.
+                let chunks = response
+                    .bytes_stream()
+                    .map(Some)
+                    .chain(futures_util::stream::once(async { None }));
+                Box::pin(chunks.scan(edits.stream(), |editor, chunk| {
+                    let edited = match chunk {
+                        Some(Ok(chunk)) => Ok(editor.feed(&chunk)),
+                        Some(Err(error)) => Err(error),
+                        None => Ok(editor.finish()),
+                    };
+                    std::future::ready(Some(edited))
+                }))
+            } else {
+                let whole = response.bytes().await;
+                let edited = whole.map(|bytes| edits.apply_json(&bytes));
+                Box::pin(futures_util::stream::once(async move { edited }))
             };
         let relay = Relay {
             inner,
@@ -1117,6 +1270,21 @@ struct Prepared {
     /// The context edits condense applied in the upstream's place, for the answer's
     /// `context_management.applied_edits`.
     applied_edits: Option<Vec<Value>>,
+    /// The `compaction` block of a `compact_20260112` condense ran, for the answer.
+    block: Option<NativeBlock>,
+}
+
+/// A `compact_20260112` edit condense ran for an upstream that has none.
+#[derive(Debug, Clone)]
+struct NativeBlock {
+    /// The block's `content`.
+    content: String,
+    /// `pause_after_compaction`: the block is the whole answer.
+    pause: bool,
+    /// The request asked for a stream.
+    stream: bool,
+    /// The model the request named.
+    model: Option<String>,
 }
 
 impl Prepared {
@@ -1132,6 +1300,7 @@ impl Prepared {
             deferred: None,
             refusal: Some(why),
             applied_edits: None,
+            block: None,
         }
     }
 }
@@ -1150,6 +1319,8 @@ struct StandIn {
     changed: bool,
     /// Anthropic's context edits applied, for the answer.
     applied_edits: Option<Vec<Value>>,
+    /// The compaction block of a `compact_20260112` condense ran.
+    block: Option<NativeBlock>,
 }
 
 /// Why a request is not prepared as it came.

@@ -303,15 +303,30 @@ pub async fn upstream() -> (SocketAddr, Received) {
                 }
                 let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 let anthropic = uri.path().ends_with("/v1/messages");
-                // An Anthropic-compatible server of another vendor refuses the field it does
-                // not know; `x-test: native` plays Anthropic's own, which accepts it.
-                if anthropic && request.get("context_management").is_some() && behaviour != "native"
+                // An Anthropic-compatible server of another vendor refuses the field and the
+                // block it does not know; `x-test: native` plays Anthropic's own, which accepts
+                // them.
+                let compaction_block = request["messages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|message| message["content"].as_array())
+                    .flatten()
+                    .any(|block| block["type"] == "compaction");
+                if anthropic
+                    && (request.get("context_management").is_some() || compaction_block)
+                    && behaviour != "native"
                 {
+                    let what = if compaction_block {
+                        "messages: Input tag 'compaction' found using 'type' does not match any of the expected tags"
+                    } else {
+                        "context_management: Extra inputs are not permitted"
+                    };
                     return Response::builder()
                         .status(400)
                         .header("content-type", "application/json")
                         .body(Body::from(
-                            r#"{"type":"error","error":{"type":"invalid_request_error","message":"context_management: Extra inputs are not permitted"}}"#,
+                            serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": what}}).to_string(),
                         ))
                         .unwrap();
                 }
@@ -658,10 +673,13 @@ pub async fn responses_agent_upstream(
                     "usage": usage,
                 })
             };
+            // About what a provider would count (four bytes a token), so that an agent that
+            // compacts by the usage it is told (Codex) sees its history grow.
+            let input_tokens = body.len() / 4;
             let usage = serde_json::json!({
-                "input_tokens": 1000 + turn, "input_tokens_details": {"cached_tokens": 0},
+                "input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
                 "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": 1009 + turn,
+                "total_tokens": input_tokens + 9,
             });
             let events = [
                 (

@@ -247,3 +247,247 @@ async fn anthropic_context_edits_are_applied_where_the_upstream_has_none() {
     let sent: Value = serde_json::from_slice(&sent).unwrap();
     assert_eq!(sent["context_management"], json!({"edits": edits}));
 }
+
+/// Codex's remote compaction: a `compaction_trigger` item at the end of an ordinary
+/// `/v1/responses` request is answered by condense with a response whose only output is one
+/// `compaction` item, as JSON or as the event stream asked for; the upstream never sees it.
+/// Nothing but the item stays in the client's history, so the item carries the turns condense
+/// kept: a later request that sends the item alone reaches the upstream with the summary and
+/// those turns, the session's last tool output whole among them.
+#[tokio::test]
+async fn a_compaction_trigger_is_answered_with_one_item_that_carries_the_kept_turns() {
+    let (url, proxy, received, _dir) = proxy(NativeMode::Auto).await;
+    let body = session();
+    let history = body["input"].as_array().unwrap().clone();
+    let last_output = history
+        .iter()
+        .rev()
+        .find(|item| item["type"] == "function_call_output")
+        .cloned()
+        .unwrap();
+    let mut asked = body.clone();
+    let mut input = history.clone();
+    input.push(json!({"type": "compaction_trigger"}));
+    asked["input"] = json!(input);
+
+    let answer = post(&url, "/v1/responses", &asked).await;
+    assert_eq!(answer.status(), 200);
+    let answer: Value = answer.json().await.unwrap();
+    assert_eq!(answer["object"], "response");
+    assert_eq!(answer["status"], "completed");
+    let output = answer["output"].as_array().unwrap();
+    assert_eq!(output.len(), 1, "{answer}");
+    assert_eq!(output[0]["type"], "compaction");
+    assert!(answer["usage"]["input_tokens"].as_u64().unwrap() > 0);
+
+    asked["stream"] = json!(true);
+    let streamed = post(&url, "/v1/responses", &asked).await;
+    assert_eq!(streamed.status(), 200);
+    assert_eq!(streamed.headers()["content-type"], "text/event-stream");
+    let text = streamed.text().await.unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|event| event["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "response.created",
+            "response.output_item.added",
+            "response.output_item.done",
+            "response.completed"
+        ]
+    );
+    assert_eq!(
+        events[2]["item"], events[3]["response"]["output"][0],
+        "the item done is the one completed"
+    );
+    assert_eq!(
+        events[2]["item"], output[0],
+        "the same input, the same item: deterministic"
+    );
+    assert!(received.lock().unwrap().is_empty(), "answered here");
+    let metrics = proxy.metrics.render();
+    assert!(
+        metrics.contains("condense_emulated_compactions_total 2"),
+        "{metrics}"
+    );
+
+    // The client keeps the item alone, and asks on.
+    let mut next = body.clone();
+    next["input"] = json!([
+        output[0].clone(),
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Go on."}]},
+    ]);
+    let response = post(&url, "/v1/responses", &next).await;
+    assert_eq!(response.status(), 200);
+    let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+    let sent: Value = serde_json::from_slice(&sent).unwrap();
+    let sent_input = sent["input"].as_array().unwrap();
+    let text = sent.to_string();
+    assert!(
+        !text.contains("condense.v1."),
+        "the envelope never goes upstream"
+    );
+    assert!(text.contains("<prior-conversation-summary>"));
+    assert!(
+        sent_input.contains(&last_output),
+        "the turns kept after the summary ride in the item, the last output whole"
+    );
+    assert_eq!(sent_input.last().unwrap()["content"][0]["text"], "Go on.");
+    condense_formats::read_json(condense_formats::Format::Responses, sent.clone()).unwrap();
+}
+
+/// The blocks of an Anthropic answer, streamed or not: a JSON answer's `content`, or a stream's
+/// blocks put together from its events (a compaction block's `compaction_delta` its content).
+async fn answer_blocks(response: reqwest::Response) -> (Vec<Value>, Value) {
+    assert_eq!(response.status(), 200);
+    let streamed = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream");
+    let text = response.text().await.unwrap();
+    if !streamed {
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        return (answer["content"].as_array().unwrap().clone(), answer);
+    }
+    let mut blocks: Vec<Value> = Vec::new();
+    let mut last = Value::Null;
+    for data in text.lines().filter_map(|line| line.strip_prefix("data: ")) {
+        let event: Value = serde_json::from_str(data).unwrap();
+        let index = event["index"].as_u64().map(|index| index as usize);
+        match event["type"].as_str().unwrap() {
+            "content_block_start" => {
+                assert_eq!(index, Some(blocks.len()), "blocks in order: {text}");
+                blocks.push(event["content_block"].clone());
+            }
+            "content_block_delta" => {
+                let block = &mut blocks[index.unwrap()];
+                match event["delta"]["type"].as_str().unwrap() {
+                    "compaction_delta" => block["content"] = event["delta"]["content"].clone(),
+                    "text_delta" => {
+                        let text = format!(
+                            "{}{}",
+                            block["text"].as_str().unwrap_or_default(),
+                            event["delta"]["text"].as_str().unwrap()
+                        );
+                        block["text"] = json!(text);
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => last = event,
+            _ => {}
+        }
+    }
+    (blocks, last)
+}
+
+/// `compact_20260112` for an Anthropic-compatible upstream that has none: past its trigger
+/// condense summarizes the request now, the upstream gets the compacted form without the field,
+/// and the answer (JSON or streamed, as Claude Code streams) carries a `compaction` block
+/// first. The client then resends its whole history with that block in the assistant turn: the
+/// upstream, which would refuse the block, gets condense's summary and the turns it kept in its
+/// place, nothing before it. With `pause_after_compaction` the block is the whole answer.
+#[tokio::test]
+async fn anthropic_compaction_is_emulated_with_a_block_the_client_resends() {
+    let compact = json!([{"type": "compact_20260112",
+                          "trigger": {"type": "input_tokens", "value": 20000}}]);
+    let body = anthropic_session(compact.clone());
+    let (url, proxy, received, _dir) = proxy(NativeMode::Auto).await;
+    for stream in [false, true] {
+        let mut asked = body.clone();
+        asked["stream"] = json!(stream);
+        let (blocks, _) = answer_blocks(post_anthropic(&url, &asked, None).await).await;
+        assert_eq!(
+            blocks[0]["type"], "compaction",
+            "stream {stream}: {blocks:?}"
+        );
+        assert!(
+            blocks[0]["content"]
+                .as_str()
+                .unwrap()
+                .contains("<condense-kept>condense.v1."),
+            "the turns kept ride sealed in the block"
+        );
+        assert_eq!(blocks[1]["text"], "ok", "the upstream's answer after it");
+        let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+        let sent: Value = serde_json::from_slice(&sent).unwrap();
+        assert!(sent.get("context_management").is_none());
+        assert!(sent.to_string().contains("<prior-conversation-summary>"));
+        assert!(
+            sent["messages"].as_array().unwrap().len() < body["messages"].as_array().unwrap().len()
+        );
+    }
+    let metrics = proxy.metrics.render();
+    assert!(
+        metrics.contains("condense_emulated_compactions_total 2"),
+        "{metrics}"
+    );
+
+    // The client resends everything, the answer's blocks as its assistant turn, and asks on.
+    let (blocks, _) = answer_blocks(post_anthropic(&url, &body, None).await).await;
+    let mut next = body.clone();
+    let messages = next["messages"].as_array_mut().unwrap();
+    messages.push(json!({"role": "assistant", "content": blocks}));
+    messages.push(json!({"role": "user", "content": "Go on."}));
+    let (_, _, compacted_form) = received.lock().unwrap().last().cloned().unwrap();
+    let compacted_form: Value = serde_json::from_slice(&compacted_form).unwrap();
+    next.as_object_mut().unwrap().remove("context_management");
+    let response = post_anthropic(&url, &next, None).await;
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+    let sent: Value = serde_json::from_slice(&sent).unwrap();
+    let text = sent.to_string();
+    assert!(
+        !text.contains("\"compaction\""),
+        "the block never reaches it"
+    );
+    assert!(!text.contains("condense.v1."));
+    assert!(text.contains("<prior-conversation-summary>"));
+    let sent_messages = sent["messages"].as_array().unwrap();
+    let kept = &compacted_form["messages"].as_array().unwrap()[1..];
+    assert!(!kept.is_empty());
+    assert_eq!(
+        &sent_messages[1..=kept.len()],
+        kept,
+        "the turns kept come back from the block, after the summary"
+    );
+    assert_eq!(sent_messages[kept.len() + 1]["content"][0]["text"], "ok");
+    assert_eq!(sent_messages.last().unwrap()["content"], "Go on.");
+
+    // A block whose sealed turns were changed is refused.
+    let sent_before = received.lock().unwrap().len();
+    let mut forged = next.clone();
+    let turn = forged["messages"].as_array().unwrap().len() - 2;
+    let content = forged["messages"][turn]["content"][0]["content"]
+        .as_str()
+        .unwrap()
+        .replacen("condense.v1.e", "condense.v1.f", 1);
+    forged["messages"][turn]["content"][0]["content"] = json!(content);
+    let refused = post_anthropic(&url, &forged, None).await;
+    assert_eq!(refused.status(), 400);
+    assert_eq!(received.lock().unwrap().len(), sent_before);
+
+    // Paused: the block alone, the upstream not asked.
+    let mut paused = anthropic_session(json!([{"type": "compact_20260112",
+        "trigger": {"type": "input_tokens", "value": 20000}, "pause_after_compaction": true}]));
+    for stream in [false, true] {
+        paused["stream"] = json!(stream);
+        let (blocks, last) = answer_blocks(post_anthropic(&url, &paused, None).await).await;
+        assert_eq!(blocks.len(), 1, "{blocks:?}");
+        assert_eq!(blocks[0]["type"], "compaction");
+        let stop = if stream {
+            &last["delta"]["stop_reason"]
+        } else {
+            &last["stop_reason"]
+        };
+        assert_eq!(stop, "compaction");
+    }
+    assert_eq!(received.lock().unwrap().len(), sent_before);
+}
