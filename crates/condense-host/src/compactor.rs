@@ -621,7 +621,7 @@ impl Compactor {
         } else {
             name
         };
-        let parsed = match parsed {
+        let mut parsed = match parsed {
             Ok(parsed) => parsed,
             Err((kind, error)) => {
                 state.consecutive_failures += 1;
@@ -635,6 +635,13 @@ impl Compactor {
             }
         };
         state.consecutive_failures = 0;
+        // Under a model's summary, the ledger condense reads off the head itself: the model
+        // cannot lose a request or a file. (condense's own summary holds the same lists.)
+        if name != self.extractive.name()
+            && let Some(ledger) = condense_summarize::ledger(head)
+        {
+            parsed.text = format!("{}\n\n{ledger}", parsed.text.trim_end());
+        }
 
         let continuation = self.continuation_for(Phases::Both { automatic }, messages);
         let mut out = reassemble(

@@ -336,9 +336,15 @@ fn the_phase_crates_defaults_are_the_built_in_file_key_by_key() {
     );
 
     let (file, rust) = (config.extractive_settings(), ExtractiveSettings::default());
+    // The file bounds the summary's message, the library the summary's text: the same figure,
+    // and the host gives the summarizer that less what wraps the summary.
     assert_eq!(
-        file.budget_tokens, rust.budget_tokens,
+        config.settings().summarizer.budget_tokens,
+        rust.budget_tokens,
         "summarizer.budget_tokens"
+    );
+    assert!(
+        file.budget_tokens < rust.budget_tokens && file.budget_tokens > rust.budget_tokens - 100
     );
     assert_eq!(file.quote_chars, rust.quote_chars, "summarizer.quote_chars");
 

@@ -254,3 +254,132 @@ async fn the_real_small_models_answer_is_rejected_and_the_extractive_summary_sta
     assert_eq!(summarizer, "extractive");
     assert!(!rejected.is_empty());
 }
+
+/// Every path the head's calls touched, found with the same rule the summarizer uses.
+fn touched(head: &[Message]) -> Vec<String> {
+    head.iter()
+        .flat_map(|message| &message.parts)
+        .filter_map(condense_core::Part::as_tool_call)
+        .flat_map(|call| {
+            condense_core::tool_paths::touched(&call.name, &call.input)
+                .0
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// A model's summary that the gate accepts but that names one file of many: the ledger under
+/// it names them all, and the person's requests; compacted again (the summary now in the
+/// head, with more of the session after it), the ledger still holds what the first one did.
+#[tokio::test]
+async fn the_ledger_under_a_models_summary_keeps_every_file_and_request() {
+    let good = format!(
+        "## Goal\nThe person asked: Check the status.md and lets get this fully functional please.\n## Instructions\nKeep the tests green.\n## Discoveries\n{}\n## Accomplished\nThe build runs.\n## Relevant files / directories\n- status.md\n",
+        "The build of the library was checked step by step against status.md. ".repeat(30)
+    );
+    let whole = session();
+    // The session up to a turn of the person's about a third in, then the rest.
+    let turns: Vec<usize> = (1..whole.messages.len())
+        .filter(|&at| whole.messages[at].is_user_turn())
+        .collect();
+    let resume = turns[turns.len() / 3];
+    let mut conversation = whole.clone();
+    conversation.messages.truncate(resume);
+    // The second answer names one file of the part that follows, so the gate lets it by.
+    let later = touched(&whole.messages[resume..]);
+    let good_later = good
+        .replace("- status.md", &format!("- status.md\n- {}", later[0]))
+        .replace(
+            "The build of the library was checked step by step against status.md. ",
+            "Later the tests were fixed one file at a time until they all passed. ",
+        );
+    let answers = [good.as_str(), good_later.as_str()];
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    let compactor = || {
+        let at = asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        compactor(false).with_summarizer(Box::new(Scripted::new(&[answers[at]])))
+    };
+    let result = compactor()
+        .compact_now(conversation.clone(), None)
+        .await
+        .unwrap();
+    let CompactionOutcome::Summarized {
+        summarizer, split, ..
+    } = &result.report.compaction
+    else {
+        panic!("{:?}", result.report.compaction);
+    };
+    assert_eq!(summarizer, "scripted-model");
+    let head = &conversation.messages[split.pinned..split.tail_start];
+    let summary = result
+        .conversation
+        .messages
+        .iter()
+        .find(|message| message.is_compaction_summary())
+        .unwrap()
+        .plain_text();
+    assert!(
+        summary.contains(condense_summarize::LEDGER_HEADING),
+        "{summary}"
+    );
+    let paths = touched(head);
+    assert!(paths.len() > 5, "{paths:?}");
+    for path in &paths {
+        assert!(summary.contains(path.as_str()), "the ledger lacks {path}");
+    }
+    let requests = head.iter().filter(|message| message.is_user_turn()).count();
+    assert!(summary.contains(&format!("\n{requests}. ")), "{summary}");
+
+    // The rest of the session, compacted again: the first summary is in the head this time.
+    let mut again = result.conversation.clone();
+    again
+        .messages
+        .extend(whole.messages[resume..].iter().cloned());
+    let second = compactor().compact_now(again, None).await.unwrap();
+    let CompactionOutcome::Summarized {
+        summarizer,
+        rejected,
+        ..
+    } = &second.report.compaction
+    else {
+        panic!("{:?}", second.report.compaction);
+    };
+    assert_eq!(summarizer, "scripted-model", "{rejected:?}");
+    let summary = second
+        .conversation
+        .messages
+        .iter()
+        .find(|message| message.is_compaction_summary())
+        .unwrap()
+        .plain_text();
+    assert_eq!(
+        summary.matches(condense_summarize::LEDGER_HEADING).count(),
+        1,
+        "one ledger, merged"
+    );
+    for path in &paths {
+        assert!(
+            summary.contains(path.as_str()),
+            "the second ledger lost {path}"
+        );
+    }
+    let second_head = second.report.compaction.clone();
+    let CompactionOutcome::Summarized { split, .. } = second_head else {
+        unreachable!()
+    };
+    let again_head: Vec<Message> = {
+        let mut again = result.conversation.clone();
+        again
+            .messages
+            .extend(whole.messages[resume..].iter().cloned());
+        again.messages[split.pinned..split.tail_start].to_vec()
+    };
+    for path in touched(&again_head) {
+        assert!(
+            summary.contains(path.as_str()),
+            "the second ledger lacks {path}"
+        );
+    }
+}

@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use condense_core::Message;
 
 pub use error::{SummarizeError, SummarizeErrorKind};
-pub use extractive::{Extractive, ExtractiveSettings};
+pub use extractive::{Extractive, ExtractiveSettings, LEDGER_HEADING, ledger};
 pub use fork::Fork;
 pub use remote::{Anthropic, OpenAi, RemoteSettings, Responses};
 

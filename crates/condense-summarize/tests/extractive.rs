@@ -225,3 +225,21 @@ fn opencodes_own_summary_is_its_answer_and_is_quoted_under_its_name() {
     );
     assert_eq!(summary.matches("Fix the parser.").count(), 1, "{summary}");
 }
+
+/// The ledger a model's summary gets, for two shared sessions' heads at a 32,000-token window.
+#[test]
+fn the_ledger_of_two_shared_sessions() {
+    for name in [
+        "claude-code/5f8cbb78",
+        "openai/mini-swe-agent-django__django-11138",
+    ] {
+        let transcript = condense_core::testing::transcript(name).unwrap();
+        let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        let head = head_at_32k(&conversation.messages);
+        let ledger = condense_summarize::ledger(&head).unwrap();
+        for path in touched_paths(&head) {
+            assert!(ledger.contains(&path), "{name}: the ledger lacks {path}");
+        }
+        insta::assert_snapshot!(format!("ledger__{}", name.replace('/', "__")), ledger);
+    }
+}

@@ -482,10 +482,20 @@ impl Config {
             && summarizer.compaction_model.is_empty()
     }
 
-    /// The offline summarizer's settings.
+    /// The offline summarizer's settings. `summarizer.budget_tokens` bounds the summary's
+    /// message, which is what every later request pays for: the summary's own budget is that
+    /// less what wraps it (the summary tags and the continuation, counted as they are written).
     pub fn extractive_settings(&self) -> condense_summarize::ExtractiveSettings {
+        let defaults = condense_summarize::ExtractiveSettings::default();
+        let wrapper =
+            condense_compact::summary_message_continued("", self.continuation().as_deref());
+        let overhead = defaults.counter.count_message(&wrapper);
         condense_summarize::ExtractiveSettings {
-            budget_tokens: self.settings.summarizer.budget_tokens,
+            budget_tokens: self
+                .settings
+                .summarizer
+                .budget_tokens
+                .saturating_sub(overhead),
             quote_chars: self.settings.summarizer.quote_chars,
             ..condense_summarize::ExtractiveSettings::default()
         }

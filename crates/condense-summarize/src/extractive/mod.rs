@@ -7,7 +7,10 @@
 //! the summary says where.
 
 mod facts;
+mod ledger;
 mod previous;
+
+pub use ledger::{LEDGER_HEADING, ledger};
 
 use std::sync::Arc;
 
@@ -19,11 +22,16 @@ use condense_tokenizer::{Tiktoken, TokenCounter};
 use crate::{SummarizeError, Summarizer};
 use facts::{Facts, Outcome, cut};
 
+/// How the line that says where the budget cut a section starts.
+const CUT_NOTE: &str = "[…";
+
 #[derive(Clone)]
 /// How the offline summarizer sizes the summary.
 pub struct ExtractiveSettings {
-    /// The summary stays within this many tokens (4,000), but for the quoted requests and the
-    /// file lists, which are never cut.
+    /// The summary, as written, stays within this many tokens (3,000), but for the quoted
+    /// requests and the file lists, which are never cut. (The host gives it its
+    /// `summarizer.budget_tokens` less what wraps the summary in its message, so that the
+    /// message stays within the setting.)
     pub budget_tokens: usize,
     /// Each of the person's messages is quoted up to this many characters (2,000).
     pub quote_chars: usize,
@@ -43,7 +51,7 @@ impl std::fmt::Debug for ExtractiveSettings {
 impl Default for ExtractiveSettings {
     fn default() -> Self {
         ExtractiveSettings {
-            budget_tokens: 4_000,
+            budget_tokens: 3_000,
             quote_chars: 2_000,
             counter: Arc::new(Tiktoken::default()),
         }
@@ -181,33 +189,72 @@ impl Extractive {
             if taken < items.len() {
                 let left = items.len() - taken;
                 bodies[index].push(format!(
-                    "[… {left} more item(s) cut here: the summary is kept within {budget} tokens]"
+                    "{CUT_NOTE} {left} more item(s) cut here: the summary is kept within {budget} tokens]"
                 ));
                 cut_note.get_or_insert(index);
             }
         }
 
-        let mut out = String::new();
-        for (heading, body) in sections.iter().zip(&bodies) {
-            let level = if source
-                .lines()
-                .any(|line| line.trim() == format!("### {heading}"))
-            {
-                "###"
-            } else {
-                "##"
-            };
-            out.push_str(&format!("{level} {heading}\n"));
-            if body.is_empty() {
-                out.push_str("None recorded.\n");
-            }
-            for line in body {
-                out.push_str(line);
-                out.push('\n');
-            }
-            out.push('\n');
+        // The budget bounds the summary as written, headings and line breaks included: the
+        // items' own counts add up to a little less, so the last items taken go back out
+        // until it fits (never the requests or the files).
+        let mut taken: Vec<(usize, usize)> = Vec::new();
+        for (index, body) in bodies.iter().enumerate() {
+            let required = self.required_lines(
+                kinds[index],
+                index,
+                sections.len(),
+                &facts,
+                requests_home,
+                requests_in_first,
+                files_in_last,
+            );
+            taken.extend((required..body.len()).map(|line| (index, line)));
         }
-        Ok(out.trim_end().to_owned())
+        let mut out = render(sections, &bodies, source);
+        while counter.count_text(&out) > budget {
+            let Some((index, line)) = taken.pop() else {
+                break;
+            };
+            if bodies[index][line].starts_with(CUT_NOTE) {
+                continue;
+            }
+            bodies[index].remove(line);
+            if !bodies[index].iter().any(|line| line.starts_with(CUT_NOTE)) {
+                bodies[index].push(format!(
+                    "{CUT_NOTE} more item(s) cut here: the summary is kept within {budget} tokens]"
+                ));
+            }
+            out = render(sections, &bodies, source);
+        }
+        Ok(out)
+    }
+
+    /// How many of a section's first lines are the required content placed in it (the
+    /// requests, the goal line, the files), which the budget never cuts.
+    #[allow(clippy::too_many_arguments)]
+    fn required_lines(
+        &self,
+        kind: Kind,
+        index: usize,
+        sections: usize,
+        facts: &Facts,
+        requests_home: Kind,
+        requests_in_first: bool,
+        files_in_last: bool,
+    ) -> usize {
+        let first = index == 0;
+        let last = index + 1 == sections;
+        let mut lines = 0;
+        if kind == requests_home || (first && requests_in_first) {
+            lines += self.earlier_summary(facts).len() + facts.requests.len();
+        } else if kind == Kind::Goal {
+            lines += usize::from(!facts.requests.is_empty());
+        }
+        if kind == Kind::Files || (last && files_in_last) {
+            lines += file_lines(facts).len();
+        }
+        lines
     }
 
     /// The summary an agent's own compaction left, quoted whole (up to four characters a token
@@ -337,6 +384,32 @@ fn file_lines(facts: &Facts) -> Vec<String> {
         lines.extend(facts.files_read.iter().map(|path| format!("- {path}")));
     }
     lines
+}
+
+/// The summary's text: each section under its heading (at the template's level), "None
+/// recorded." for an empty one.
+fn render(sections: &[String], bodies: &[Vec<String>], source: &str) -> String {
+    let mut out = String::new();
+    for (heading, body) in sections.iter().zip(bodies) {
+        let level = if source
+            .lines()
+            .any(|line| line.trim() == format!("### {heading}"))
+        {
+            "###"
+        } else {
+            "##"
+        };
+        out.push_str(&format!("{level} {heading}\n"));
+        if body.is_empty() {
+            out.push_str("None recorded.\n");
+        }
+        for line in body {
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out.trim_end().to_owned()
 }
 
 /// Whether `heading` is a `## ` heading followed by `### ` headings before the next `## `.

@@ -72,7 +72,12 @@ fn numbered(line: &str, n: usize) -> Option<&str> {
 }
 
 pub(crate) fn read(summary: &str) -> Previous {
-    let lines: Vec<&str> = summary.lines().collect();
+    // Under a model's summary, the ledger is what condense wrote: its lists, not the model's
+    // own numbered lines, are the requests and files.
+    let ledger = summary
+        .find(super::ledger::LEDGER_HEADING)
+        .map_or(summary, |start| &summary[start..]);
+    let lines: Vec<&str> = ledger.lines().collect();
     let mut previous = Previous::default();
 
     // The first run of items numbered 1, 2, 3, …; an item runs until the next number, a
@@ -84,7 +89,9 @@ pub(crate) fn read(summary: &str) -> Previous {
             if let Some(rest) = numbered(line, next) {
                 previous.requests.extend(current.take());
                 current = Some(rest.to_owned());
-            } else if is_heading(line) {
+            } else if is_heading(line)
+                || matches!(*line, "Modified:" | "Read:" | "Failed:" | "Plan:")
+            {
                 break;
             } else if let Some(item) = current.as_mut() {
                 item.push('\n');
@@ -107,6 +114,10 @@ pub(crate) fn read(summary: &str) -> Previous {
             "Read:" => list = Some(&mut previous.files_read),
             _ => match (line.strip_prefix("- "), list.as_deref_mut()) {
                 (Some(path), Some(files)) if !path.is_empty() => {
+                    let path = path
+                        .rsplit_once(super::ledger::LAST_TOOL)
+                        .filter(|(_, tool)| tool.ends_with(')'))
+                        .map_or(path, |(path, _)| path);
                     if !files.iter().any(|seen| seen == path) {
                         files.push(path.to_owned());
                     }

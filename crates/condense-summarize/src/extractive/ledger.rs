@@ -1,0 +1,174 @@
+//! The ledger under a model's summary: what a summary must not lose, read off the head
+//! deterministically (no model), so a model that forgets a file or a request cannot lose it.
+//!
+//! It lists the person's requests, the files changed and read (each with the last tool that
+//! touched it), the commands that failed with their error line, and the agent's plan when it
+//! kept one (a `TodoWrite`, `todowrite` or `update_plan` call). A ledger in the head (from an
+//! earlier compaction) is merged in: its requests and files are read back as an extractive
+//! summary's are, its failures and plan carried until newer ones replace them.
+
+use condense_core::{Message, Part};
+use serde_json::Value;
+
+use super::facts::{Facts, cut};
+
+/// The heading the ledger starts with.
+pub const LEDGER_HEADING: &str = "## Ledger";
+/// The failed commands kept: the most recent.
+const FAILURES_KEPT: usize = 10;
+/// Each request is quoted up to this many characters: the summary above it says the rest.
+const REQUEST_CHARS: usize = 300;
+
+/// The ledger of `head`, or `None` when the head holds nothing it lists.
+pub fn ledger(head: &[Message]) -> Option<String> {
+    let facts = Facts::of(head);
+    let earlier = head
+        .iter()
+        .rfind(|message| message.is_compaction_summary())
+        .map(|message| Carried::read(&message.plain_text()))
+        .unwrap_or_default();
+    let last_tools = last_tools(head);
+    let mut lines = Vec::new();
+    if !facts.requests.is_empty() {
+        lines.push("Requests:".to_owned());
+        lines.extend(
+            facts
+                .requests
+                .iter()
+                .enumerate()
+                .map(|(index, request)| format!("{}. {}", index + 1, one_line(request))),
+        );
+    }
+    for (label, files) in [
+        ("Modified:", &facts.files_modified),
+        ("Read:", &facts.files_read),
+    ] {
+        if files.is_empty() {
+            continue;
+        }
+        lines.push(label.to_owned());
+        for path in files {
+            match last_tools.iter().rev().find(|(seen, _)| seen == path) {
+                Some((_, tool)) => lines.push(format!("- {path}{LAST_TOOL}{tool})")),
+                None => lines.push(format!("- {path}")),
+            }
+        }
+    }
+    let mut failures = earlier.failures;
+    failures.extend(facts.errors.iter().map(|error| {
+        let line = error.excerpt.lines().find(|line| !line.trim().is_empty());
+        format!(
+            "- {} `{}`: {}",
+            error.tool,
+            cut(&error.what, 160),
+            cut(line.unwrap_or("failed").trim(), 200)
+        )
+    }));
+    let skip = failures.len().saturating_sub(FAILURES_KEPT);
+    if failures.len() > skip {
+        lines.push("Failed:".to_owned());
+        lines.extend(failures.into_iter().skip(skip));
+    }
+    let plan = plan(head).unwrap_or(earlier.plan);
+    if !plan.is_empty() {
+        lines.push("Plan:".to_owned());
+        lines.extend(plan);
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    Some(format!("{LEDGER_HEADING}\n{}", lines.join("\n")))
+}
+
+/// What follows a path in the ledger: the last tool that touched it.
+pub(crate) const LAST_TOOL: &str = " (last: ";
+
+/// A request on one line, cut: the summary quotes it, the ledger only names it.
+fn one_line(request: &str) -> String {
+    let joined = request.split_whitespace().collect::<Vec<_>>().join(" ");
+    cut(&joined, REQUEST_CHARS)
+}
+
+/// Every path a call touched, with the call's tool, in the order of the calls.
+fn last_tools(head: &[Message]) -> Vec<(String, String)> {
+    head.iter()
+        .flat_map(|message| &message.parts)
+        .filter_map(Part::as_tool_call)
+        .flat_map(|call| {
+            let (touched, _) = condense_core::tool_paths::touched(&call.name, &call.input);
+            touched
+                .into_iter()
+                .map(|path| (path.to_owned(), call.name.clone()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The agent's plan as its last todo call left it, one `- [status] item` line a step.
+fn plan(head: &[Message]) -> Option<Vec<String>> {
+    let call = head
+        .iter()
+        .flat_map(|message| &message.parts)
+        .filter_map(Part::as_tool_call)
+        .rfind(|call| {
+            matches!(
+                call.name.as_str(),
+                "TodoWrite" | "todowrite" | "update_plan"
+            )
+        })?;
+    let steps = call
+        .input
+        .get("todos")
+        .or_else(|| call.input.get("plan"))
+        .and_then(Value::as_array)?;
+    Some(
+        steps
+            .iter()
+            .filter_map(|step| {
+                let text = step
+                    .get("content")
+                    .or_else(|| step.get("step"))
+                    .and_then(Value::as_str)?;
+                let status = step
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .unwrap_or("pending");
+                Some(format!("- [{status}] {}", cut(text, 200)))
+            })
+            .collect(),
+    )
+}
+
+/// What an earlier ledger carries that the head's own facts do not give back.
+#[derive(Debug, Default)]
+struct Carried {
+    failures: Vec<String>,
+    plan: Vec<String>,
+}
+
+impl Carried {
+    /// The failures and plan of the ledger in `summary`, if it has one.
+    fn read(summary: &str) -> Carried {
+        let mut carried = Carried::default();
+        let Some(start) = summary.find(LEDGER_HEADING) else {
+            return carried;
+        };
+        let mut list: Option<&mut Vec<String>> = None;
+        for line in summary[start..].lines().skip(1) {
+            match line {
+                "Failed:" => list = Some(&mut carried.failures),
+                "Plan:" => list = Some(&mut carried.plan),
+                _ if line.ends_with(':') && !line.starts_with("- ") => list = None,
+                _ if line.starts_with("## ") => break,
+                _ => {
+                    if let Some(list) = list.as_deref_mut()
+                        && line.starts_with("- ")
+                    {
+                        list.push(line.to_owned());
+                    }
+                }
+            }
+        }
+        carried
+    }
+}
