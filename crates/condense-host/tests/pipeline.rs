@@ -528,3 +528,68 @@ async fn a_second_compaction_keeps_what_the_first_summary_kept() {
         );
     }
 }
+
+/// The summary's size is what every later request pays for: at 24K and 32K windows, on every
+/// shared session that compacts, the summary's message (tags and continuation included) stays
+/// within the default `summarizer.budget_tokens` (3,000), and it still names every file the
+/// summarized messages touched and quotes every request of the person's among them.
+#[tokio::test]
+async fn every_summary_is_within_its_budget_with_every_file_and_request() {
+    let mut points = 0;
+    for window in ["24000", "32000"] {
+        let config = Config::load(&Sources {
+            env: vec![
+                ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), window.into()),
+                ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+            ],
+            ..Sources::default()
+        })
+        .unwrap();
+        let budget = config.settings().summarizer.budget_tokens;
+        assert_eq!(budget, 3_000);
+        for transcript in transcripts().unwrap() {
+            let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+            let result = compactor(&config)
+                .compact(conversation.clone())
+                .await
+                .unwrap();
+            let CompactionOutcome::Summarized {
+                summary_tokens,
+                split,
+                ..
+            } = &result.report.compaction
+            else {
+                continue;
+            };
+            points += 1;
+            let name = format!("{} at {window}", transcript.name);
+            assert!(*summary_tokens <= budget, "{name}: {summary_tokens}");
+            let summary = result
+                .conversation
+                .messages
+                .iter()
+                .find(|message| message.is_compaction_summary())
+                .unwrap()
+                .plain_text();
+            let head = &conversation.messages[split.pinned..split.tail_start];
+            for call in head
+                .iter()
+                .flat_map(|message| &message.parts)
+                .filter_map(Part::as_tool_call)
+            {
+                for path in condense_core::tool_paths::touched(&call.name, &call.input).0 {
+                    assert!(summary.contains(path), "{name}: {path} is not named");
+                }
+            }
+            for turn in head.iter().filter(|message| message.is_user_turn()) {
+                let text = turn.plain_text();
+                let start: String = text.trim().chars().take(200).collect();
+                assert!(
+                    summary.contains(start.trim()),
+                    "{name}: a request is not quoted: {start:?}"
+                );
+            }
+        }
+    }
+    assert!(points >= 12, "{points} compaction points");
+}
