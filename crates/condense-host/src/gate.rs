@@ -20,7 +20,7 @@ use condense_tokenizer::TokenCounter;
 
 /// Why `answer` cannot be the summary of `head`, or `None` when it can. `missing` of `sections`
 /// template sections are absent from it; `prompt` is the instruction it answered.
-pub(crate) fn judge(
+pub fn judge(
     answer: &str,
     missing: usize,
     sections: usize,

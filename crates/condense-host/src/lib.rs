@@ -17,7 +17,7 @@
 mod compactor;
 pub mod config;
 mod error;
-mod gate;
+pub mod gate;
 mod head;
 pub mod plugins;
 mod report;

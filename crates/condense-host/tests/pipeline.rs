@@ -593,3 +593,95 @@ async fn every_summary_is_within_its_budget_with_every_file_and_request() {
     }
     assert!(points >= 12, "{points} compaction points");
 }
+
+/// What the head of each round touched and asked, found without the summarizer: every path a
+/// call names and the start of every request of the person's.
+fn kept_facts(head: &[Message]) -> (Vec<String>, Vec<String>) {
+    let paths = head
+        .iter()
+        .flat_map(|message| &message.parts)
+        .filter_map(Part::as_tool_call)
+        .flat_map(|call| {
+            condense_core::tool_paths::touched(&call.name, &call.input)
+                .0
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let requests = head
+        .iter()
+        .filter(|message| message.is_user_turn())
+        .map(|message| {
+            message
+                .plain_text()
+                .trim()
+                .chars()
+                .take(120)
+                .collect::<String>()
+        })
+        .filter(|start| !start.trim().is_empty())
+        .collect();
+    (paths, requests)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 12, ..Default::default() })]
+
+    /// Re-compaction over several rounds loses nothing: a session resumed at turns of the
+    /// person's chosen at random, compacted after each (the summary of the last round in the
+    /// head of the next), ends with a summary that still names every file and quotes every
+    /// request any round's head had.
+    #[test]
+    fn nothing_is_lost_over_rounds_of_compaction(
+        transcript in proptest::sample::select(vec![
+            "claude-code/d7d349f9", "claude-code/5f8cbb78",
+            "openai/mini-swe-agent-django__django-11138",
+        ]),
+        cuts in proptest::collection::vec(0.1f64..0.95, 1..4),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let whole = condense_core::testing::transcript(transcript).unwrap();
+        let (_, whole) = condense_formats::read(&whole.bytes, None).unwrap();
+        let turns: Vec<usize> = (1..whole.messages.len())
+            .filter(|&at| whole.messages[at].is_user_turn())
+            .collect();
+        let mut ends: Vec<usize> = cuts
+            .iter()
+            .map(|cut| turns[((turns.len() - 1) as f64 * cut) as usize])
+            .collect();
+        ends.push(whole.messages.len());
+        ends.sort_unstable();
+        ends.dedup();
+        let compactor = compactor(&config_at("16000", "2000"));
+        let mut conversation = Conversation::new(Vec::new());
+        let mut from = 0;
+        let (mut paths, mut requests) = (Vec::new(), Vec::new());
+        let mut summarized = false;
+        for end in ends {
+            conversation.messages.extend(whole.messages[from..end].iter().cloned());
+            from = end;
+            let result = runtime
+                .block_on(compactor.compact_now(conversation.clone(), None))
+                .unwrap();
+            if let CompactionOutcome::Summarized { split, .. } = &result.report.compaction {
+                let (p, r) = kept_facts(&conversation.messages[split.pinned..split.tail_start]);
+                paths.extend(p);
+                requests.extend(r);
+                summarized = true;
+            }
+            conversation = result.conversation;
+        }
+        proptest::prop_assume!(summarized);
+        let summary = summary_text(&conversation);
+        for path in &paths {
+            proptest::prop_assert!(summary.contains(path.as_str()), "{transcript}: lost {path}");
+        }
+        for request in &requests {
+            proptest::prop_assert!(
+                summary.contains(request.trim()),
+                "{transcript}: lost a request: {request:?}"
+            );
+        }
+    }
+}
