@@ -428,30 +428,12 @@ fn list_plugins(settings: &crate::SettingArgs, verbosity: Verbosity) -> Result<(
 /// Codex's the Responses API's).
 fn tools_schema(format: condense_formats::Format) -> Result<()> {
     use condense_pruner::{TRIM_TOOL, TRIM_TOOL_DESCRIPTION, trim_tool_parameters};
-    let tool = match format {
-        condense_formats::Format::OpenAi => serde_json::json!({
-            "type": "function",
-            "function": {
-                "name": TRIM_TOOL,
-                "description": TRIM_TOOL_DESCRIPTION,
-                "parameters": trim_tool_parameters(),
-            }
-        }),
-        // The Responses API's function tools are flat: no `function` object (Codex's too).
-        condense_formats::Format::Responses | condense_formats::Format::Codex => {
-            serde_json::json!({
-                "type": "function",
-                "name": TRIM_TOOL,
-                "description": TRIM_TOOL_DESCRIPTION,
-                "parameters": trim_tool_parameters(),
-            })
-        }
-        _ => serde_json::json!({
-            "name": TRIM_TOOL,
-            "description": TRIM_TOOL_DESCRIPTION,
-            "input_schema": trim_tool_parameters(),
-        }),
-    };
+    let tool = condense_formats::tool_definition(
+        format,
+        TRIM_TOOL,
+        TRIM_TOOL_DESCRIPTION,
+        trim_tool_parameters(),
+    );
     say!(
         "{}",
         serde_json::to_string_pretty(&tool).context("cannot serialise the tool")?

@@ -109,6 +109,28 @@ impl FromStr for Format {
     }
 }
 
+/// A tool as `format`'s request lists it: Chat Completions nests it in a `function` object, the
+/// Responses API (and Codex) keeps it flat, Anthropic calls the schema `input_schema`.
+pub fn tool_definition(
+    format: Format,
+    name: &str,
+    description: &str,
+    parameters: serde_json::Value,
+) -> serde_json::Value {
+    match format {
+        Format::OpenAi => serde_json::json!({
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": parameters},
+        }),
+        Format::Responses | Format::Codex => serde_json::json!({
+            "type": "function", "name": name, "description": description, "parameters": parameters,
+        }),
+        Format::Anthropic | Format::ClaudeCode => serde_json::json!({
+            "name": name, "description": description, "input_schema": parameters,
+        }),
+    }
+}
+
 /// Reads a session, detecting its format unless `format` names it. Returns the format used, so
 /// the caller can write the result back the same way.
 pub fn read(bytes: &[u8], format: Option<Format>) -> Result<(Format, Conversation), FormatError> {

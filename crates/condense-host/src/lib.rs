@@ -19,6 +19,7 @@ pub mod config;
 mod error;
 pub mod gate;
 mod head;
+mod human;
 pub mod plugins;
 mod report;
 mod state;
@@ -33,6 +34,7 @@ pub use config::{
 };
 pub use error::HostError;
 pub use head::{FrozenHead, HeadOutcome, history_hash, message_hash};
+pub use human::render_report;
 pub use plugins::{LoadedPlugin, PluginError};
 pub use report::{CompactReport, CompactionOutcome, FailureKind, NativeCompaction};
 // What the host's public types mention, so a harness that depends on the host alone can name it.

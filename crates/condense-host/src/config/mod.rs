@@ -578,6 +578,37 @@ impl Config {
     }
 }
 
+/// The full key (`section.name`) a setting is called by in a library's keyword settings (the
+/// Python binding's `Compactor(context_window=128_000)`): `section.name` as it is, or the
+/// name alone, in the first section of the built-in file that has it (`context_window` is
+/// `model.context_window`, as the CLI's `--context-window` is; `summarizer.context_window` is
+/// named in full). `at` says where it was written, for the error.
+pub fn key_named(name: &str, at: &str) -> Result<String, ConfigError> {
+    if schema::kind_of(name).is_some() {
+        return Ok(name.to_owned());
+    }
+    let sections = schema::section_names();
+    let found = sections.iter().find(|section| {
+        schema::section(section).is_some_and(|keys| keys.iter().any(|(key, _)| key == name))
+    });
+    match found {
+        Some(section) => Ok(format!("{section}.{name}")),
+        None => {
+            let known: Vec<&str> = sections
+                .iter()
+                .filter_map(|section| schema::section(section))
+                .flatten()
+                .map(|(key, _)| key.as_str())
+                .collect();
+            Err(ConfigError::UnknownKey {
+                at: at.to_owned(),
+                key: name.to_owned(),
+                hint: error::hint(name, &known),
+            })
+        }
+    }
+}
+
 /// Flags, as `(flag, key, value)`.
 fn flag_layer(flags: &[(String, String, String)]) -> Result<layer::Layer, ConfigError> {
     let mut out = layer::Layer::default();

@@ -1,0 +1,168 @@
+//! The short report of a compaction, in words.
+
+use condense_text::thousands;
+
+use crate::{CompactReport, CompactionOutcome, Config, Measure};
+
+/// An idle gap people read at a glance: minutes, hours or days.
+fn idle(minutes: u64) -> String {
+    match minutes {
+        0..120 => format!("{minutes} min"),
+        120..2_880 => format!("{} h", minutes / 60),
+        _ => format!("{} days", thousands((minutes / 1_440) as usize)),
+    }
+}
+
+/// The short report of a compaction people read (what `condense compact` prints on stderr, and
+/// the Python binding's `str(report)`): what was counted and against what, what pruning and the
+/// summary did, the result, and where the originals are. `verbose` adds every pruning decision.
+pub fn render_report(
+    input: &str,
+    format: &str,
+    config: &Config,
+    report: &CompactReport,
+    verbose: bool,
+    originals: Option<&str>,
+) -> String {
+    let mut out = String::new();
+    let measured = match report.measured {
+        Measure::Tokenizer { tokens } => format!("{} tokens", thousands(tokens)),
+        Measure::ProviderUsage {
+            tokens, reported, ..
+        } => {
+            format!(
+                "{} tokens (the provider reported {}; condense counts {})",
+                thousands(tokens),
+                thousands(reported),
+                thousands(report.tokens_before)
+            )
+        }
+    };
+    out.push_str(&format!(
+        "{input} ({format}): {measured}; window {}, compaction due at {}\n",
+        thousands(config.context_window()),
+        thousands(report.usable)
+    ));
+    if let Some(native) = report.native {
+        out.push_str(&format!(
+            "  native:  the provider's own compaction at message {}: the {} messages before it are passed on as they came, not counted\n",
+            native.at_message, native.ignored_messages
+        ));
+    }
+    let prune = &report.prune;
+    out.push_str(&format!(
+        "  prune:   {} of {} tool outputs replaced, {} tokens freed -> {} tokens\n",
+        prune.replaced(),
+        prune.outputs.len(),
+        thousands(prune.tokens_freed),
+        thousands(report.tokens_after_prune)
+    ));
+    // opencode's 40,000-token protect window was set for 200K models; on a small one it can
+    // cover more than the whole usable window, and then pruning, by design, keeps everything.
+    let window_kept = prune
+        .outputs
+        .iter()
+        .filter(|output| output.reason == condense_pruner::Reason::InsideWindow)
+        .count();
+    if prune.thresholds.protect_tokens >= report.usable && window_kept > 0 {
+        out.push_str(&format!(
+            "  note:    the protect window ({} tokens) is wider than the {} usable, so {window_kept} outputs it covers were kept; prune.adaptive_thresholds = true scales it to the window\n",
+            thousands(prune.thresholds.protect_tokens),
+            thousands(report.usable)
+        ));
+    }
+    if let Some(micro) = prune.microcompact.as_ref().filter(|micro| micro.cache_cold) {
+        out.push_str(&format!(
+            "  microcompact: idle {} since the previous request (over {} min, the provider's cache has expired): {} old tool outputs cleared
+",
+            idle(micro.idle_minutes),
+            micro.threshold_minutes,
+            micro.cleared
+        ));
+    }
+    let compact = match &report.compaction {
+        CompactionOutcome::PruneOnly => None,
+        CompactionOutcome::NotDue => {
+            Some("not needed: under the threshold after pruning".to_owned())
+        }
+        CompactionOutcome::NothingToCompact => {
+            Some("nothing to summarize: the recent turns are all there is".to_owned())
+        }
+        CompactionOutcome::NothingNew => Some(
+            "nothing new to summarize: before the recent turns are only the earlier summary and what it carries".to_owned(),
+        ),
+        CompactionOutcome::CircuitOpen {
+            consecutive_failures,
+        } => Some(format!(
+            "stopped after {consecutive_failures} failures in a row"
+        )),
+        CompactionOutcome::Failed {
+            summarizer, error, ..
+        } => Some(format!("{summarizer} failed: {error}")),
+        CompactionOutcome::Summarized {
+            summarizer,
+            split,
+            carried_messages,
+            previewed_outputs,
+            summary_tokens,
+            missing_sections,
+            rejected,
+        } => {
+            let mut line = format!(
+                "messages {}..{} summarized by {summarizer} ({} tokens -> a {}-token summary); {} kept",
+                split.pinned,
+                split.tail_start,
+                thousands(split.head_tokens),
+                thousands(*summary_tokens),
+                report_kept(split.tail_start, *carried_messages)
+            );
+            if *previewed_outputs > 0 {
+                line.push_str(&format!(
+                    "; the last exchange is over the tail budget, {previewed_outputs} of its outputs cut to previews"
+                ));
+            }
+            if let Some(reason) = rejected {
+                line.push_str(&format!(
+                    "; the model's answer was rejected twice ({reason}): the extractive summary stands in"
+                ));
+            }
+            if !missing_sections.is_empty() {
+                line.push_str(&format!(
+                    "; missing sections: {}",
+                    missing_sections.join(", ")
+                ));
+            }
+            Some(line)
+        }
+    };
+    if let Some(compact) = compact {
+        out.push_str(&format!("  compact: {compact}\n"));
+    }
+    let verdict = if report.under_threshold {
+        "under the threshold".to_owned()
+    } else {
+        report.note.clone().unwrap_or_default()
+    };
+    out.push_str(&format!(
+        "  result:  {} tokens, {verdict}\n",
+        thousands(report.tokens_after)
+    ));
+    // Where the originals of what was replaced are: a placeholder names a handle, not a place.
+    let replaced = report.prune.replaced() > 0
+        || matches!(report.compaction, CompactionOutcome::Summarized { previewed_outputs, .. } if previewed_outputs > 0);
+    if let Some(store) = originals.filter(|_| replaced) {
+        out.push_str(&format!("  originals: {store} (condense recall HANDLE)\n"));
+    }
+    if verbose {
+        out.push_str(&format!("{}", report.prune));
+    }
+    out
+}
+
+fn report_kept(tail_start: usize, carried: usize) -> String {
+    if carried == 0 {
+        format!("the tail from message {tail_start}")
+    } else {
+        format!("the tail from message {tail_start} and {carried} carried message(s)")
+    }
+}

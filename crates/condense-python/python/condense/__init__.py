@@ -1,0 +1,272 @@
+"""condense: keep long LLM-agent sessions inside the model's context window.
+
+Compact the messages of a harness before each model call::
+
+    import condense
+
+    compactor = condense.Compactor(context_window=128_000, protected_tools=["memory_store"])
+    state = None
+    prepared = compactor.prepare(messages, state)  # OpenAI Chat Completions dicts
+    send(prepared.messages)
+    state = prepared.state  # keep it for the next call: decisions stay frozen
+
+The same layered configuration as the ``condense`` command (the built-in file, the user's and
+the project's ``condense.toml``, ``config=PATH``, the ``CONDENSE_*`` variables, then keyword
+settings), the same pipeline and the same bytes: a body prepared here is the body the CLI
+writes for the same session and settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from os import PathLike
+from typing import Any, Literal, Mapping, Sequence
+
+from . import _condense
+from ._condense import CondenseError
+
+__all__ = [
+    "CondenseError",
+    "Compactor",
+    "Prepared",
+    "Report",
+    "SessionState",
+    "recall",
+    "tools_schema",
+]
+
+Format = Literal["openai", "anthropic", "responses"]
+
+# Where each format keeps its messages, its system prompt and its tools.
+_MESSAGES = {"openai": "messages", "anthropic": "messages", "responses": "input"}
+_SYSTEM = {"anthropic": "system", "responses": "instructions"}
+
+
+class SessionState:
+    """What condense keeps between two requests of a session: its frozen decisions (so the
+    provider's cache keeps its prefix), the frozen summary, the circuit breaker's count and the
+    provider's last reported usage. Store it with :meth:`to_json`, bring it back with
+    :meth:`from_json`."""
+
+    __slots__ = ("_json",)
+
+    def __init__(self, text: str | None = None) -> None:
+        self._json = text
+
+    @classmethod
+    def from_json(cls, text: str) -> "SessionState":
+        """A state saved with :meth:`to_json`."""
+        return cls(text)
+
+    def to_json(self) -> str:
+        """The state as JSON text, to save wherever the harness keeps its sessions."""
+        return self._json if self._json is not None else "{}"
+
+    def __repr__(self) -> str:
+        return f"SessionState({len(self.to_json())} bytes)"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SessionState) and self.to_json() == other.to_json()
+
+
+class Report(dict):
+    """What one call did, as a dict (the CLI's ``--report`` JSON: ``tokens_before``,
+    ``tokens_after``, ``prune``, ``compaction``, ...), whose ``str`` is the CLI's short
+    report in words."""
+
+    def __init__(self, data: Mapping[str, Any], text: str) -> None:
+        super().__init__(data)
+        self._text = text
+
+    def __str__(self) -> str:
+        return self._text
+
+    @property
+    def tokens_before(self) -> int:
+        """The request's tokens as it came."""
+        return int(self["tokens_before"])
+
+    @property
+    def tokens_after(self) -> int:
+        """The request's tokens as prepared."""
+        return int(self["tokens_after"])
+
+    @property
+    def summarized(self) -> bool:
+        """Whether this call made a summary (a frozen one reused is not made again)."""
+        return (self.get("compaction") or {}).get("outcome") == "summarized"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A prepared request: ``messages`` ready to send (plain dicts in the format given),
+    ``state`` for the next call, ``report`` of what was done, and ``body``, the whole request
+    body as condense writes it."""
+
+    messages: list[dict[str, Any]]
+    state: SessionState
+    report: Report
+    body: str
+
+
+def _setting(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
+class Compactor:
+    """condense's compactor.
+
+    ``config`` is a ``condense.toml`` to layer over the user's and the project's files;
+    keyword settings come last and name a key alone when one section has it
+    (``context_window=128_000``, ``protected_tools=["memory_store"]``) or with its section
+    (``**{"prune.protect_tokens": 20_000}``). A misspelt key raises :class:`CondenseError` with
+    the CLI's message."""
+
+    def __init__(self, config: str | PathLike[str] | None = None, **settings: Any) -> None:
+        pairs = [(name, _setting(value)) for name, value in settings.items()]
+        self._inner = _condense.Compactor(None if config is None else str(config), pairs)
+
+    @staticmethod
+    def _body(
+        messages: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+        format: Format,
+        system: str | Sequence[Mapping[str, Any]] | None,
+        tools: Sequence[Mapping[str, Any]] | None,
+    ) -> str:
+        if format not in _MESSAGES:
+            raise CondenseError(
+                f"unknown format `{format}` (expected openai, anthropic or responses)"
+            )
+        if isinstance(messages, Mapping):
+            body = dict(messages)
+        else:
+            body = {_MESSAGES[format]: list(messages)}
+        if system is not None:
+            if format == "openai":
+                body["messages"] = [{"role": "system", "content": system}, *body["messages"]]
+            else:
+                body[_SYSTEM[format]] = system
+        if tools is not None:
+            body["tools"] = list(tools)
+        return json.dumps(body, ensure_ascii=False)
+
+    @staticmethod
+    def _prepared(format: Format, out: tuple[str, str, str, str]) -> Prepared:
+        body, state, report, text = out
+        parsed = json.loads(body)
+        return Prepared(
+            messages=parsed[_MESSAGES[format]],
+            state=SessionState(state),
+            report=Report(json.loads(report), text),
+            body=body,
+        )
+
+    def prepare(
+        self,
+        messages: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+        state: SessionState | str | None = None,
+        *,
+        format: Format = "openai",
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        usage: int | Mapping[str, Any] | None = None,
+    ) -> Prepared:
+        """Prepares the next request of a session: decisions frozen from ``state`` (``None``
+        for a new session), old outputs pruned, and a summary made when the request is due.
+
+        ``messages`` is the list of messages (or the whole request body) in ``format``;
+        ``usage`` is what the provider counted for the request the last assistant message
+        answered (an ``int``, or its ``usage`` object), so the trigger counts as the provider
+        does."""
+        body = self._body(messages, format, system, tools)
+        if isinstance(state, SessionState):
+            state = state.to_json() if state._json is not None else None
+        return self._prepared(format, self._inner.prepare(body, format, state, _usage(usage)))
+
+    async def aprepare(
+        self,
+        messages: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+        state: SessionState | str | None = None,
+        **options: Any,
+    ) -> Prepared:
+        """:meth:`prepare` off the event loop (condense releases the GIL while it works)."""
+        return await asyncio.to_thread(self.prepare, messages, state, **options)
+
+    def compact(
+        self,
+        messages: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+        *,
+        format: Format = "openai",
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Prepared:
+        """Compacts a saved session now, with fresh decisions, as ``condense compact`` does."""
+        body = self._body(messages, format, system, tools)
+        return self._prepared(format, self._inner.compact(body, format))
+
+    def apply_trim(
+        self,
+        messages: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+        *,
+        format: Format = "openai",
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Prepared:
+        """Applies the agent's ``trim_tool_result`` calls now (and phase 1's pruning, as
+        ``condense prune`` does): each trimmed result is replaced by the agent's summary, its
+        original kept. ``report["prune"]["trims"]`` says what each call did, which is what the
+        harness answers the call with. :meth:`prepare` applies them as well."""
+        body = self._body(messages, format, system, tools)
+        return self._prepared(format, self._inner.prune(body, format))
+
+    def count(
+        self,
+        messages: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+        *,
+        format: Format = "openai",
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> int:
+        """The tokens of the messages, as condense's trigger counts them."""
+        return self._inner.count(self._body(messages, format, system, tools), format)
+
+    def recall(self, handle: str) -> str:
+        """The original a placeholder names (``condense recall HANDLE``), from this
+        configuration's store."""
+        return bytes(self._inner.recall(handle)).decode("utf-8", errors="replace")
+
+    def config_show(self) -> str:
+        """The effective configuration with where each value came from."""
+        return self._inner.config_show()
+
+
+def _usage(usage: int | Mapping[str, Any] | None) -> int | None:
+    if usage is None or isinstance(usage, int):
+        return usage
+    # Chat Completions' prompt_tokens; Anthropic's input tokens with the cached ones; the
+    # Responses API's input_tokens.
+    if "prompt_tokens" in usage:
+        return int(usage["prompt_tokens"])
+    return int(usage.get("input_tokens", 0)) + int(usage.get("cache_read_input_tokens", 0) or 0) + int(
+        usage.get("cache_creation_input_tokens", 0) or 0
+    )
+
+
+def recall(handle: str, store: str | PathLike[str] | None = None) -> str:
+    """The original a placeholder names, from ``store`` (a directory; by default the one the
+    built-in configuration names)."""
+    data = _condense.recall(handle, None if store is None else str(store))
+    return bytes(data).decode("utf-8", errors="replace")
+
+
+def tools_schema(format: Format = "openai") -> dict[str, Any]:
+    """The ``trim_tool_result`` tool as ``format``'s tool list wants it: add it to the agent's
+    tools, and condense replaces the result the agent trims with its own summary on the next
+    :meth:`Compactor.prepare` (the original stays recallable)."""
+    return json.loads(_condense.tools_schema(format))

@@ -1,0 +1,154 @@
+"""The binding on the shared transcripts: what Python prepares is what the CLI writes, byte for
+byte; state round-trips and freezes decisions; bad input raises with the CLI's message."""
+
+import asyncio
+import json
+import subprocess
+
+import pytest
+
+import condense
+
+# The shared sessions in the request formats, and the format each is in.
+SESSIONS = [
+    ("anthropic/claude-code-5f8cbb78.json", "anthropic"),
+    ("anthropic/claude-code-dc7e9081.json", "anthropic"),
+    ("openai/openhands-ponylang__ponyc-4588.json", "openai"),
+    ("openai/mini-swe-agent-django__django-11138.json", "openai"),
+    ("openai/mini-swe-agent-sympy__sympy-13091.json", "openai"),
+    ("openai/swe-agent-marshmallow-1867.json", "openai"),
+]
+SETTINGS = {"context_window": 32_000, "max_output_tokens": 4_096}
+
+
+def cli_compact(cli, path, fmt, out, extra=()):
+    subprocess.run(
+        [str(cli), "compact", str(path), "--format", fmt, "--context-window", "32000",
+         "--max-output-tokens", "4096", "-o", str(out), "-q", *extra],
+        check=True,
+    )
+    return out.read_text()
+
+
+@pytest.mark.parametrize("name,fmt", SESSIONS)
+def test_compact_and_prepare_write_what_the_cli_writes(name, fmt, transcripts, cli, isolated):
+    body = json.loads((transcripts / name).read_text())
+    # The CLI is given the bytes Python sends: a body that nothing changed comes back as it came.
+    path = isolated / "in.json"
+    path.write_text(condense.Compactor._body(body, fmt, None, None))
+    written = cli_compact(cli, path, fmt, isolated / "out.json")
+    compactor = condense.Compactor(**SETTINGS)
+    compacted = compactor.compact(body, format=fmt)
+    assert compacted.body == written
+    # The per-request path on a new session makes the same decisions; with the same settings
+    # (no continuation, which only a harness's request gets) it writes the same bytes.
+    layer = isolated / "no-continuation.toml"
+    layer.write_text('[compaction]\ncontinuation = ""\n')
+    written = cli_compact(cli, path, fmt, isolated / "out2.json", ["--config", str(layer)])
+    prepared = condense.Compactor(layer, **SETTINGS).prepare(body, format=fmt)
+    assert prepared.body == written
+    assert prepared.messages == json.loads(written)["messages"]
+
+
+def test_state_round_trips_and_keeps_the_decisions(transcripts, isolated):
+    body = json.loads((transcripts / "openai/openhands-ponylang__ponyc-4588.json").read_text())
+    compactor = condense.Compactor(context_window=16_000, max_output_tokens=4_096)
+    first = compactor.prepare(body)
+    assert first.report.summarized
+    assert first.report.tokens_after < first.report.tokens_before
+    saved = first.state.to_json()
+    state = condense.SessionState.from_json(saved)
+    assert state == first.state
+    # The next request: the same history and one more message. The summary is the frozen one.
+    body["messages"].append({"role": "user", "content": "Go on."})
+    second = compactor.prepare(body, state)
+    assert not second.report.summarized
+    assert second.report["head"] == "reused"
+    summary = [m for m in first.messages if "<prior-conversation-summary>" in str(m.get("content"))]
+    assert summary and summary[0] in second.messages
+    assert second.messages[-1] == {"role": "user", "content": "Go on."}
+    # A state saved as text is taken as it is.
+    assert compactor.prepare(body, saved).messages == second.messages
+
+
+def test_aprepare_gives_what_prepare_gives(transcripts, isolated):
+    body = json.loads((transcripts / "openai/openhands-ponylang__ponyc-4588.json").read_text())
+    compactor = condense.Compactor(context_window=16_000, max_output_tokens=4_096)
+
+    async def both():
+        return await asyncio.gather(compactor.aprepare(body), compactor.aprepare(body))
+
+    one, two = asyncio.run(both())
+    assert one.body == two.body == compactor.prepare(body).body
+
+
+def test_a_pruned_output_is_recalled(transcripts, isolated):
+    body = json.loads((transcripts / "openai/mini-swe-agent-django__django-11138.json").read_text())
+    compactor = condense.Compactor(
+        context_window=32_000, max_output_tokens=4_096, **{"prune.protect_tokens": 2_000,
+                                                            "prune.minimum_tokens": 1_000}
+    )
+    prepared = compactor.prepare(body)
+    text = json.dumps(prepared.messages)
+    assert "condense recall " in text
+    handle = text.split("condense recall ")[1][:32]
+    original = compactor.recall(handle)
+    assert original and any(original == message.get("content") for message in body["messages"])
+    assert condense.recall(handle, store=isolated / "originals") == original
+
+
+def test_counts_what_the_trigger_counts(transcripts, isolated):
+    body = json.loads((transcripts / "openai/openhands-ponylang__ponyc-4588.json").read_text())
+    compactor = condense.Compactor(context_window=200_000)
+    assert compactor.count(body) == compactor.prepare(body).report.tokens_before > 10_000
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "responses"])
+def test_the_trim_tool_is_the_clis(fmt, cli):
+    shown = subprocess.run(
+        [str(cli), "tools", "schema", "--format", "openai-responses" if fmt == "responses" else fmt],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    assert condense.tools_schema(fmt) == json.loads(shown)
+
+
+def test_an_agents_trim_is_applied(isolated):
+    big = "line of output\n" * 400
+    messages = [
+        {"role": "user", "content": "look at the log"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"cat log\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": big},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_2", "type": "function", "function": {"name": "trim_tool_result",
+             "arguments": json.dumps({"summary": "the log repeats one line 400 times"})}}]},
+        {"role": "tool", "tool_call_id": "call_2", "content": "ok"},
+    ]
+    done = condense.Compactor().apply_trim(messages)
+    trimmed = done.messages[2]["content"]
+    assert trimmed.startswith("[trimmed by the agent: the log repeats one line 400 times")
+    assert done.report["prune"]["trims"][0]["outcome"] == "trimmed"
+
+
+def test_responses_bodies_are_prepared(isolated):
+    items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]
+    prepared = condense.Compactor().prepare(items, format="responses", system="be brief")
+    assert prepared.messages == items
+    assert json.loads(prepared.body)["instructions"] == "be brief"
+
+
+def test_bad_input_raises_with_the_clis_message(isolated, tmp_path):
+    with pytest.raises(condense.CondenseError, match=r"unknown key `context_windw` \(did you mean `context_window`\?\)"):
+        condense.Compactor(context_windw=32_000)
+    with pytest.raises(condense.CondenseError, match="expected openai, anthropic or responses"):
+        condense.Compactor().prepare([], format="gemini")
+    with pytest.raises(condense.CondenseError, match="is not a handle"):
+        condense.recall("nope")
+    with pytest.raises(condense.CondenseError, match="message 1: unknown role `wizard`"):
+        condense.Compactor().prepare([{"role": "user", "content": "x"}, {"role": "wizard", "content": "y"}])
+    with pytest.raises(condense.CondenseError, match="not valid JSON"):
+        condense.Compactor().prepare([], state="{garbage")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[model]\ncontext_windw = 3\n")
+    with pytest.raises(condense.CondenseError, match=r"bad.toml:2:1: unknown key"):
+        condense.Compactor(config=bad)
