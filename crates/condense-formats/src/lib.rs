@@ -222,6 +222,18 @@ pub fn read_json(format: Format, value: serde_json::Value) -> Result<Conversatio
     }
 }
 
+/// `conversation` as the JSON value of a request body in `format` (what [`write()`] prints):
+/// for a library that hands the value on as objects of its own language rather than as text.
+/// `None` for the log formats, which are lines rather than one value.
+pub fn to_value(format: Format, conversation: &Conversation) -> Option<serde_json::Value> {
+    match format {
+        Format::ClaudeCode | Format::Codex => None,
+        Format::OpenAi => Some(openai::to_value(conversation)),
+        Format::Responses => Some(responses::to_value(conversation)),
+        Format::Anthropic => Some(anthropic::to_value(conversation)),
+    }
+}
+
 /// Writes `conversation` in `format` compactly, with no whitespace: a request body for a
 /// provider rather than a file for a person (Claude Code's JSONL is compact already).
 pub fn write_compact(format: Format, conversation: &Conversation) -> Result<Vec<u8>, FormatError> {

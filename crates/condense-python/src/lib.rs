@@ -1,11 +1,11 @@
 //! The Python binding of condense: the extension module `condense._condense`, which the
 //! package `condense` (`python/condense/`) wraps in Python classes.
 //!
-//! What crosses the boundary is JSON text: a request body in one of the wire formats, a
-//! session state, a report. The Python side turns its dicts into that text once and back once;
-//! nothing is converted field by field, and what condense writes is exactly what the CLI
-//! writes for the same session (the tests compare the bytes). The GIL is released while Rust
-//! works, so other Python threads (and `aprepare`'s event loop) go on.
+//! A request body crosses the boundary as Python objects (dicts, lists, strings, numbers),
+//! walked straight into JSON values and back, or as JSON text; a session state and a report as
+//! JSON text. What condense writes is exactly what the CLI writes for the same session (the
+//! tests compare the bytes). The GIL is released while Rust works, so other Python threads (and
+//! `aprepare`'s event loop) go on.
 
 use std::path::PathBuf;
 
@@ -14,6 +14,8 @@ use condense_host::{Compactor as Inner, Config, SessionState, Sources};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde_json::Value;
 
 create_exception!(
     _condense,
@@ -61,9 +63,172 @@ impl std::fmt::Debug for Compactor {
     }
 }
 
-/// What one call gave, as JSON text and words: the body written in its format (as the CLI
-/// writes it), the session state, the report, and the report in words.
-type Prepared = (String, String, String, String);
+/// What one call gave: the body written in its format (`None` when nothing changed: the body
+/// as it came), the session state and the report as JSON text, and the report in words.
+type Prepared = (Option<Written>, String, String, String);
+
+/// A body condense wrote, handed to Python as objects (`value()`) or as the text the CLI
+/// writes (`text()`), each made only when asked.
+#[pyclass(module = "condense._condense", frozen)]
+struct Written {
+    format: Format,
+    value: Value,
+}
+
+impl std::fmt::Debug for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Written")
+            .field("format", &self.format)
+            .finish_non_exhaustive()
+    }
+}
+
+#[pymethods]
+impl Written {
+    /// The body as Python objects.
+    fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, &self.value)
+    }
+
+    /// The body's list of messages (`messages`, or a Responses body's `input`) as Python
+    /// objects.
+    fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let list = match self.format {
+            Format::Responses => "input",
+            _ => "messages",
+        };
+        to_python(py, self.value.get(list).unwrap_or(&Value::Null))
+    }
+
+    /// The body as the CLI writes it: pretty-printed JSON and a newline.
+    fn text(&self) -> PyResult<String> {
+        let mut text = serde_json::to_string_pretty(&self.value).map_err(error)?;
+        text.push('\n');
+        Ok(text)
+    }
+}
+
+/// A request body given from Python: a dict (walked into a JSON value) or JSON text.
+fn body_of(body: &Bound<'_, PyAny>) -> PyResult<Result<Value, String>> {
+    if let Ok(text) = body.cast::<PyString>() {
+        return Ok(Err(text.to_str()?.to_owned()));
+    }
+    if let Ok(bytes) = body.cast::<PyBytes>() {
+        return Ok(Err(String::from_utf8(bytes.as_bytes().to_vec()).map_err(
+            |failure| {
+                error(format!(
+                    "the body is not UTF-8 (byte {})",
+                    failure.utf8_error().valid_up_to()
+                ))
+            },
+        )?));
+    }
+    to_value(body, "body").map(Ok)
+}
+
+/// A Python object as a JSON value; `at` names where it is, for the error.
+fn to_value(object: &Bound<'_, PyAny>, at: &str) -> PyResult<Value> {
+    if object.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(flag) = object.cast::<PyBool>() {
+        return Ok(Value::Bool(flag.is_true()));
+    }
+    if let Ok(text) = object.cast::<PyString>() {
+        return Ok(Value::String(text.to_str()?.to_owned()));
+    }
+    if let Ok(number) = object.cast::<PyInt>() {
+        if let Ok(small) = number.extract::<i64>() {
+            return Ok(Value::from(small));
+        }
+        if let Ok(large) = number.extract::<u64>() {
+            return Ok(Value::from(large));
+        }
+        // Past 64 bits: its digits, which serde_json keeps (arbitrary precision).
+        let digits = number.str()?.to_str()?.to_owned();
+        return serde_json::from_str(&digits).map_err(error);
+    }
+    if let Ok(number) = object.cast::<PyFloat>() {
+        return serde_json::Number::from_f64(number.value())
+            .map(Value::Number)
+            .ok_or_else(|| error(format!("{at}: {} is not a JSON number", number.value())));
+    }
+    if let Ok(map) = object.cast::<PyDict>() {
+        let mut out = serde_json::Map::with_capacity(map.len());
+        for (key, item) in map.iter() {
+            let key = key
+                .cast::<PyString>()
+                .map_err(|_| error(format!("{at}: a key is not a string")))?
+                .to_str()?
+                .to_owned();
+            let value = to_value(&item, at)?;
+            out.insert(key, value);
+        }
+        return Ok(Value::Object(out));
+    }
+    if let Ok(list) = object.cast::<PyList>() {
+        return list
+            .iter()
+            .map(|item| to_value(&item, at))
+            .collect::<PyResult<_>>()
+            .map(Value::Array);
+    }
+    if let Ok(tuple) = object.cast::<PyTuple>() {
+        return tuple
+            .iter()
+            .map(|item| to_value(&item, at))
+            .collect::<PyResult<_>>()
+            .map(Value::Array);
+    }
+    Err(error(format!(
+        "{at}: a {} is not JSON (dicts, lists, strings, numbers, booleans and None are)",
+        object.get_type().name()?
+    )))
+}
+
+/// A JSON value as Python objects.
+fn to_python<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(flag) => PyBool::new(py, *flag).to_owned().into_any(),
+        Value::Number(number) => {
+            if let Some(small) = number.as_i64() {
+                small.into_pyobject(py)?.into_any()
+            } else if let Some(large) = number.as_u64() {
+                large.into_pyobject(py)?.into_any()
+            } else if number.as_str().contains(['.', 'e', 'E']) {
+                PyFloat::new(py, number.as_f64().unwrap_or(f64::NAN)).into_any()
+            } else {
+                // An integer past 64 bits, from its digits.
+                py.get_type::<PyInt>().call1((number.as_str(),))?
+            }
+        }
+        Value::String(text) => PyString::new(py, text).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_python(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (key, item) in map {
+                dict.set_item(key, to_python(py, item)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// Reads a body given as a value or as text.
+fn read(body: Result<Value, String>, format: Format) -> PyResult<condense_core::Conversation> {
+    let read = match body {
+        Ok(value) => condense_formats::read_json(format, value),
+        Err(text) => condense_formats::read(text.as_bytes(), Some(format)).map(|(_, read)| read),
+    };
+    read.map_err(|failure| error(format!("condense: {failure}")))
+}
 
 #[pymethods]
 impl Compactor {
@@ -110,20 +275,19 @@ impl Compactor {
     fn prepare(
         &self,
         py: Python<'_>,
-        body: &str,
+        body: &Bound<'_, PyAny>,
         format: &str,
         state: Option<&str>,
         usage: Option<usize>,
     ) -> PyResult<Prepared> {
         let format = format_named(format)?;
+        let body = body_of(body)?;
         let mut state = match state {
             Some(text) => SessionState::from_json(text).map_err(error)?,
             None => SessionState::default(),
         };
         py.detach(|| {
-            let conversation = condense_formats::read(body.as_bytes(), Some(format))
-                .map_err(|failure| error(format!("condense: {failure}")))?
-                .1;
+            let conversation = read(body, format)?;
             if let Some(tokens) = usage
                 && let Some(at) = conversation
                     .messages
@@ -140,63 +304,48 @@ impl Compactor {
                 .runtime
                 .block_on(self.inner.prepare(conversation, &mut state))
                 .map_err(error)?;
-            self.finish(format, body, &original, &compaction, &state)
+            self.finish(format, &original, &compaction, &state)
         })
     }
 
     /// A one-off compaction with fresh decisions, as `condense compact` makes of a saved
     /// session (no continuation).
-    fn compact(&self, py: Python<'_>, body: &str, format: &str) -> PyResult<Prepared> {
+    fn compact(&self, py: Python<'_>, body: &Bound<'_, PyAny>, format: &str) -> PyResult<Prepared> {
         let format = format_named(format)?;
+        let body = body_of(body)?;
         py.detach(|| {
-            let conversation = condense_formats::read(body.as_bytes(), Some(format))
-                .map_err(|failure| error(format!("condense: {failure}")))?
-                .1;
+            let conversation = read(body, format)?;
             let original = conversation.clone();
             let compaction = self
                 .runtime
                 .block_on(self.inner.compact(conversation))
                 .map_err(error)?;
-            self.finish(
-                format,
-                body,
-                &original,
-                &compaction,
-                &SessionState::default(),
-            )
+            self.finish(format, &original, &compaction, &SessionState::default())
         })
     }
 
     /// Phase 1 alone with fresh decisions, as `condense prune` does: the agent's
     /// `trim_tool_result` calls applied (their reports in `prune.trims`), then pruning.
-    fn prune(&self, py: Python<'_>, body: &str, format: &str) -> PyResult<Prepared> {
+    fn prune(&self, py: Python<'_>, body: &Bound<'_, PyAny>, format: &str) -> PyResult<Prepared> {
         let format = format_named(format)?;
+        let body = body_of(body)?;
         py.detach(|| {
-            let conversation = condense_formats::read(body.as_bytes(), Some(format))
-                .map_err(|failure| error(format!("condense: {failure}")))?
-                .1;
+            let conversation = read(body, format)?;
             let original = conversation.clone();
             let compaction = self
                 .runtime
                 .block_on(self.inner.prune(conversation))
                 .map_err(error)?;
-            self.finish(
-                format,
-                body,
-                &original,
-                &compaction,
-                &SessionState::default(),
-            )
+            self.finish(format, &original, &compaction, &SessionState::default())
         })
     }
 
     /// The tokens of a body, as the trigger counts them.
-    fn count(&self, py: Python<'_>, body: &str, format: &str) -> PyResult<usize> {
+    fn count(&self, py: Python<'_>, body: &Bound<'_, PyAny>, format: &str) -> PyResult<usize> {
         let format = format_named(format)?;
+        let body = body_of(body)?;
         py.detach(|| {
-            let conversation = condense_formats::read(body.as_bytes(), Some(format))
-                .map_err(|failure| error(format!("condense: {failure}")))?
-                .1;
+            let conversation = read(body, format)?;
             Ok(self.inner.counter().count_conversation(&conversation))
         })
     }
@@ -213,23 +362,22 @@ impl Compactor {
 }
 
 impl Compactor {
-    /// The answer for `compaction` of `body` (read as `original`): the body written in its
-    /// format, or, when nothing changed, the body as it came (as the CLI gives back a file's
+    /// The answer for `compaction` of a body read as `original`: what condense wrote, or
+    /// `None` when nothing changed (the body as it came stands, as the CLI gives back a file's
     /// own bytes).
     fn finish(
         &self,
         format: Format,
-        body: &str,
         original: &condense_core::Conversation,
         compaction: &condense_host::Compaction,
         state: &SessionState,
     ) -> PyResult<Prepared> {
-        let body = if compaction.conversation == *original {
-            body.to_owned()
+        let written = if compaction.conversation == *original {
+            None
         } else {
-            let written =
-                condense_formats::write(format, &compaction.conversation).map_err(error)?;
-            String::from_utf8(written).map_err(error)?
+            let value = condense_formats::to_value(format, &compaction.conversation)
+                .ok_or_else(|| error("condense writes request bodies only"))?;
+            Some(Written { format, value })
         };
         let report = serde_json::to_string(&compaction.report).map_err(error)?;
         let text = condense_host::render_report(
@@ -240,7 +388,7 @@ impl Compactor {
             false,
             None,
         );
-        Ok((body, state.to_json(), report, text))
+        Ok((written, state.to_json(), report, text))
     }
 }
 
@@ -287,6 +435,7 @@ fn tools_schema(format: &str) -> PyResult<String> {
 #[pymodule]
 fn _condense(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Compactor>()?;
+    module.add_class::<Written>()?;
     module.add_function(wrap_pyfunction!(recall, module)?)?;
     module.add_function(wrap_pyfunction!(tools_schema, module)?)?;
     module.add("CondenseError", module.py().get_type::<CondenseError>())?;

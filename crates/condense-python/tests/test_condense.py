@@ -35,7 +35,7 @@ def test_compact_and_prepare_write_what_the_cli_writes(name, fmt, transcripts, c
     body = json.loads((transcripts / name).read_text())
     # The CLI is given the bytes Python sends: a body that nothing changed comes back as it came.
     path = isolated / "in.json"
-    path.write_text(condense.Compactor._body(body, fmt, None, None))
+    path.write_text(json.dumps(body, ensure_ascii=False))
     written = cli_compact(cli, path, fmt, isolated / "out.json")
     compactor = condense.Compactor(**SETTINGS)
     compacted = compactor.compact(body, format=fmt)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
 from os import PathLike
 from typing import Any, Literal, Mapping, Sequence
 
@@ -99,16 +98,49 @@ class Report(dict):
         return (self.get("compaction") or {}).get("outcome") == "summarized"
 
 
-@dataclass(frozen=True)
 class Prepared:
-    """A prepared request: ``messages`` ready to send (plain dicts in the format given),
+    """A prepared request: ``messages`` ready to send (plain objects in the format given),
     ``state`` for the next call, ``report`` of what was done, and ``body``, the whole request
-    body as condense writes it."""
+    body as JSON text as condense writes it (the CLI's bytes for the same session)."""
 
-    messages: list[dict[str, Any]]
-    state: SessionState
-    report: Report
-    body: str
+    __slots__ = ("_written", "_given", "_format", "_messages", "state", "report")
+
+    def __init__(self, written, given, format, state, report):
+        self._written = written
+        self._given = given
+        self._format = format
+        self._messages = None
+        self.state: SessionState = state
+        self.report: Report = report
+
+    @property
+    def changed(self) -> bool:
+        """Whether condense changed anything (else ``messages`` are the ones given)."""
+        return self._written is not None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The messages to send, in the format given."""
+        if self._messages is None:
+            if self._written is not None:
+                self._messages = self._written.messages()
+            else:
+                body = self._given if isinstance(self._given, Mapping) else json.loads(self._given)
+                self._messages = body[_MESSAGES[self._format]]
+        return self._messages
+
+    @property
+    def body(self) -> str:
+        """The request body as condense writes it: pretty-printed JSON when it changed, the
+        body as given (as JSON text) when it did not."""
+        if self._written is not None:
+            return self._written.text()
+        if isinstance(self._given, (str, bytes)):
+            return self._given if isinstance(self._given, str) else self._given.decode()
+        return json.dumps(self._given, ensure_ascii=False)
+
+    def __repr__(self) -> str:
+        return f"Prepared({len(self.messages)} messages, {self.report.get('tokens_before')} -> {self.report.get('tokens_after')} tokens)"
 
 
 def _setting(value: Any) -> str:
@@ -134,16 +166,22 @@ class Compactor:
 
     @staticmethod
     def _body(
-        messages: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+        messages: Sequence[Mapping[str, Any]] | Mapping[str, Any] | str | bytes,
         format: Format,
         system: str | Sequence[Mapping[str, Any]] | None,
         tools: Sequence[Mapping[str, Any]] | None,
-    ) -> str:
+    ) -> Mapping[str, Any] | str | bytes:
         if format not in _MESSAGES:
             raise CondenseError(
                 f"unknown format `{format}` (expected openai, anthropic or responses)"
             )
+        if isinstance(messages, (str, bytes)):
+            if system is not None or tools is not None:
+                raise CondenseError("a body given as JSON text holds its own system prompt and tools")
+            return messages
         if isinstance(messages, Mapping):
+            if system is None and tools is None:
+                return messages
             body = dict(messages)
         else:
             body = {_MESSAGES[format]: list(messages)}
@@ -154,18 +192,12 @@ class Compactor:
                 body[_SYSTEM[format]] = system
         if tools is not None:
             body["tools"] = list(tools)
-        return json.dumps(body, ensure_ascii=False)
+        return body
 
     @staticmethod
-    def _prepared(format: Format, out: tuple[str, str, str, str]) -> Prepared:
-        body, state, report, text = out
-        parsed = json.loads(body)
-        return Prepared(
-            messages=parsed[_MESSAGES[format]],
-            state=SessionState(state),
-            report=Report(json.loads(report), text),
-            body=body,
-        )
+    def _prepared(format: Format, given: Any, out: tuple[Any, str, str, str]) -> Prepared:
+        written, state, report, text = out
+        return Prepared(written, given, format, SessionState(state), Report(json.loads(report), text))
 
     def prepare(
         self,
@@ -180,14 +212,15 @@ class Compactor:
         """Prepares the next request of a session: decisions frozen from ``state`` (``None``
         for a new session), old outputs pruned, and a summary made when the request is due.
 
-        ``messages`` is the list of messages (or the whole request body) in ``format``;
+        ``messages`` is the list of messages in ``format``, or the whole request body (a dict,
+        or its JSON text);
         ``usage`` is what the provider counted for the request the last assistant message
         answered (an ``int``, or its ``usage`` object), so the trigger counts as the provider
         does."""
         body = self._body(messages, format, system, tools)
         if isinstance(state, SessionState):
             state = state.to_json() if state._json is not None else None
-        return self._prepared(format, self._inner.prepare(body, format, state, _usage(usage)))
+        return self._prepared(format, body, self._inner.prepare(body, format, state, _usage(usage)))
 
     async def aprepare(
         self,
@@ -208,7 +241,7 @@ class Compactor:
     ) -> Prepared:
         """Compacts a saved session now, with fresh decisions, as ``condense compact`` does."""
         body = self._body(messages, format, system, tools)
-        return self._prepared(format, self._inner.compact(body, format))
+        return self._prepared(format, body, self._inner.compact(body, format))
 
     def apply_trim(
         self,
@@ -223,7 +256,7 @@ class Compactor:
         original kept. ``report["prune"]["trims"]`` says what each call did, which is what the
         harness answers the call with. :meth:`prepare` applies them as well."""
         body = self._body(messages, format, system, tools)
-        return self._prepared(format, self._inner.prune(body, format))
+        return self._prepared(format, body, self._inner.prune(body, format))
 
     def count(
         self,
