@@ -31,6 +31,7 @@ pub fn run(command: Command, verbosity: Verbosity) -> Result<()> {
         Command::Tools(ToolsAction::Schema { format }) => tools_schema(format),
         Command::Serve(args) => crate::serve::serve(args, verbosity),
         Command::Replay(args) => crate::replay::replay(args, verbosity),
+        Command::Tune(args) => crate::tune::tune(args, verbosity),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut crate::command_line(), "condense", &mut script);

@@ -29,6 +29,7 @@ mod serve;
 mod settings;
 mod spinner;
 mod temp;
+mod tune;
 
 /// mimalloc rather than the system's allocator: a proxied request reads, copies and drops
 /// thousands of small strings and maps, and glibc's malloc and free were about a fifth of its
@@ -102,6 +103,12 @@ enum Command {
         after_help = "Example:\n  condense replay session.jsonl --context-window 64000 --plot replay.svg\n  condense replay session.json --policy recorded --policy condense --json"
     )]
     Replay(ReplayArgs),
+    /// Replays your own recorded sessions under condense's main settings and writes the
+    /// cheapest configuration that keeps what matters, as a configuration layer.
+    #[command(
+        after_help = "Example:\n  condense tune ~/.claude/projects/myrepo --context-window 200000 -o condense.toml\n  condense config check --config condense.toml"
+    )]
+    Tune(TuneArgs),
     /// Tools condense gives the agent.
     #[command(
         subcommand,
@@ -239,6 +246,21 @@ pub struct InspectArgs {
     /// The time of this request (RFC 3339) instead of the wall clock, as for `compact`.
     #[arg(long, value_name = "TIME", value_parser = parse_now)]
     now: Option<u64>,
+    #[command(flatten)]
+    settings: SettingArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// Recorded sessions: files, or directories whose .json and .jsonl files are read.
+    #[arg(required = true)]
+    sessions: Vec<PathBuf>,
+    /// Whose prompt cache and prices: anthropic or openai (by default, each session's own).
+    #[arg(long, value_parser = parse_provider)]
+    provider: Option<condense_replay::Provider>,
+    /// Write the chosen configuration here (a commented TOML layer for `--config`).
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
     #[command(flatten)]
     settings: SettingArgs,
 }

@@ -37,15 +37,7 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
     let config = &configured.0;
     let session = read_session(&args.input, args.format)?;
     let subagents = subagents(&args, &session)?;
-    // A harness's own compactions are replayed, not taken as where the session starts: its log
-    // is read whole.
-    let conversation = if session.format.is_jsonl() {
-        condense_formats::read_whole(&session.bytes, session.format)
-            .with_context(|| session_name(&args))?
-    } else {
-        session.conversation
-    };
-    let recording = Recording::of(conversation);
+    let recording = recording_of(&session, &session_name(&args))?;
     let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::new(config.encoding()));
     let builder = PolicyBuilder::new(&args, &configured, names, counter.clone(), verbosity)?;
     let mut policies = builder.build()?;
@@ -101,10 +93,22 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
     print_table(&replay, &recording, &subagents, &session_name(&args))
 }
 
+/// The requests of a recorded session, named `name` in errors. A harness's own compactions are
+/// replayed, not taken as where the session starts: its log is read whole.
+pub(crate) fn recording_of(session: &crate::io::Session, name: &str) -> Result<Recording> {
+    let conversation = if session.format.is_jsonl() {
+        condense_formats::read_whole(&session.bytes, session.format)
+            .with_context(|| name.to_owned())?
+    } else {
+        session.conversation.clone()
+    };
+    Ok(Recording::of(conversation))
+}
+
 /// The policies asked for, each once, in the order given; all of them when none is named.
 /// The provider whose wire format a session is in: a session recorded from an OpenAI client was
 /// paid at OpenAI's prices, so that is what its replay prices unless `--provider` says otherwise.
-fn provider_speaking(format: condense_formats::Format) -> Provider {
+pub(crate) fn provider_speaking(format: condense_formats::Format) -> Provider {
     match format {
         condense_formats::Format::OpenAi
         | condense_formats::Format::Responses
@@ -349,13 +353,15 @@ fn print_table(
         "output",
         "cost $",
         "vs recorded",
+        "keeps",
+        "keeps min",
     ];
-    let rows: Vec<[String; 13]> = replay
+    let rows: Vec<[String; 15]> = replay
         .policies
         .iter()
         .map(|result| row(result, &thousands))
         .collect();
-    let session_rows: Vec<[String; 13]> = replay
+    let session_rows: Vec<[String; 15]> = replay
         .session
         .iter()
         .map(|result| row(result, &thousands))
@@ -496,7 +502,7 @@ fn print_table(
     Ok(())
 }
 
-fn row(result: &PolicyResult, thousands: &dyn Fn(u64) -> String) -> [String; 13] {
+fn row(result: &PolicyResult, thousands: &dyn Fn(u64) -> String) -> [String; 15] {
     [
         result.name.clone(),
         result.requests.to_string(),
@@ -513,6 +519,8 @@ fn row(result: &PolicyResult, thousands: &dyn Fn(u64) -> String) -> [String; 13]
         result
             .cost_vs_recorded
             .map_or_else(|| "-".to_owned(), |ratio| format!("{ratio:.3}")),
+        format!("{:.1} %", result.retention * 100.0),
+        format!("{:.1} %", result.retention_min * 100.0),
     ]
 }
 

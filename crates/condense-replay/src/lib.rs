@@ -55,6 +55,7 @@ pub mod policy;
 mod prices;
 mod prompt;
 mod recording;
+pub mod retention;
 mod run;
 
 pub use cache::{Ttl, Usage};

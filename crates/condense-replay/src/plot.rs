@@ -1,5 +1,6 @@
 //! The replay as a chart: context tokens per request for each policy (where a policy fires, its
-//! line drops) above the cumulative cost of each. SVG, or the same SVG in a self-contained HTML
+//! line drops) above the cumulative cost of each, its legend with what each policy's requests
+//! kept ([`crate::retention`]). SVG, or the same SVG in a self-contained HTML
 //! page.
 
 use plotters::prelude::*;
@@ -152,7 +153,13 @@ fn draw(replay: &Replay, title: &str, out: &mut String) -> Result<(), Box<dyn st
         let width = if index == 0 { 5 } else { 2 };
         spend
             .draw_series(LineSeries::new(points, colour.stroke_width(width)))?
-            .label(format!("{} ${:.2}", policy.name, policy.cost_usd))
+            .label(format!(
+                "{} ${:.2}, keeps {:.0} % (least {:.0} %)",
+                policy.name,
+                policy.cost_usd,
+                policy.retention * 100.0,
+                policy.retention_min * 100.0
+            ))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
     }
     spend

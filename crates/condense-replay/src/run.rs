@@ -11,6 +11,7 @@ use crate::policy::{Model, Policy, Recorded, SummarizerInput};
 use crate::prices::PriceTable;
 use crate::prompt::{Calibration, Point, Prompt};
 use crate::recording::{Recording, Step};
+use crate::retention::Produced;
 use crate::{RecordedUsage, ReplayError};
 
 /// Whose cache and prices the requests are sent against.
@@ -107,6 +108,9 @@ pub struct Row {
     pub cost_usd: f64,
     /// Over the context window: the provider refuses it (and charges nothing).
     pub failed: bool,
+    /// What the agent's request still showed of what the session had produced by then
+    /// ([`crate::retention`]), from 0 to 1 (0 when it failed); `None` for a summarizer call.
+    pub retention: Option<f64>,
 }
 
 /// The provider's own accounting, summed over the log's requests.
@@ -172,6 +176,11 @@ pub struct PolicyResult {
     pub output_tokens: u64,
     /// The total, in US dollars.
     pub cost_usd: f64,
+    /// The mean share of what the session had produced that each agent request still showed
+    /// ([`crate::retention`]).
+    pub retention: f64,
+    /// The least any agent request showed.
+    pub retention_min: f64,
     /// `cost_usd` over the `recorded` policy's, when it was replayed.
     pub cost_vs_recorded: Option<f64>,
     /// The log's own figures (the `recorded` policy, on a log that has them).
@@ -386,6 +395,7 @@ fn session_totals(replay: &Replay) -> Vec<PolicyResult> {
         let (peak, mean) = context_figures(&total.rows);
         total.peak_context_tokens = peak;
         total.mean_context_tokens = mean;
+        (total.retention, total.retention_min) = retention_figures(&total.rows);
     }
     relate_to_recorded(&mut totals);
     totals
@@ -402,6 +412,18 @@ fn context_figures(rows: &[Row]) -> (u64, u64) {
         )
     });
     (peak, sum.checked_div(count).unwrap_or(0))
+}
+
+/// The mean and the least retention of the agent's requests among `rows` (1 and 1 when
+/// there are none).
+fn retention_figures(rows: &[Row]) -> (f64, f64) {
+    let shares: Vec<f64> = rows.iter().filter_map(|row| row.retention).collect();
+    if shares.is_empty() {
+        return (1.0, 1.0);
+    }
+    let mean = shares.iter().sum::<f64>() / shares.len() as f64;
+    let least = shares.iter().copied().fold(1.0, f64::min);
+    (mean, least)
 }
 
 /// Sets each result's `cost_vs_recorded` from the `recorded` policy's cost, when it is there.
@@ -439,20 +461,33 @@ fn replay_thread(
         max_output_tokens: settings.max_output_tokens,
         calibration,
     };
+    // What the session had produced by each request: the same for every policy.
+    let produced: Vec<Produced> = recording
+        .steps
+        .iter()
+        .map(|step| Produced::of(recording.history(step, false)))
+        .collect();
     let count = policies.len();
     let mut results = Vec::with_capacity(count);
     for (index, policy) in policies.iter_mut().enumerate() {
         let name = policy.name().to_owned();
-        let result = run_policy(recording, policy.as_mut(), settings, &model, &mut |done| {
-            progress(Progress {
-                thread,
-                policy: &name,
-                policy_index: index,
-                policies: count,
-                done,
-                requests: recording.steps.len(),
-            })
-        })?;
+        let result = run_policy(
+            recording,
+            &produced,
+            policy.as_mut(),
+            settings,
+            &model,
+            &mut |done| {
+                progress(Progress {
+                    thread,
+                    policy: &name,
+                    policy_index: index,
+                    policies: count,
+                    done,
+                    requests: recording.steps.len(),
+                })
+            },
+        )?;
         results.push(result);
     }
     relate_to_recorded(&mut results);
@@ -549,6 +584,7 @@ fn model_key(step: &Step) -> u64 {
 
 fn run_policy(
     recording: &Recording,
+    produced: &[Produced],
     policy: &mut dyn Policy,
     settings: &Settings,
     model: &Model<'_>,
@@ -602,6 +638,7 @@ fn run_policy(
                 output_tokens,
                 cost_usd: cost(settings, &usage, output_tokens),
                 failed: false,
+                retention: None,
             });
         }
         let prompt = Prompt::of(&prepared.input, counter, &calibration, key);
@@ -619,6 +656,13 @@ fn run_policy(
             cache.request(&prompt, clock)
         };
         policy.observe(context_tokens, output_tokens);
+        let retention = (!step.harness_summarizer).then(|| {
+            if failed {
+                0.0
+            } else {
+                produced[index].share_in(&prepared.input)
+            }
+        });
         rows.push(Row {
             step: index,
             kind: if step.harness_summarizer {
@@ -635,6 +679,7 @@ fn run_policy(
                 cost(settings, &usage, output_tokens)
             },
             failed,
+            retention,
         });
         progress(index + 1);
     }
@@ -649,6 +694,7 @@ fn totals(name: &str, rows: Vec<Row>, pruned_outputs: usize) -> PolicyResult {
     let sum = |field: fn(&Row) -> u64| rows.iter().map(field).sum::<u64>();
     let summarizer_requests = rows.len() - agent.len();
     let (peak_context_tokens, mean_context_tokens) = context_figures(&rows);
+    let (retention, retention_min) = retention_figures(&rows);
     PolicyResult {
         name: name.to_owned(),
         requests: rows.len(),
@@ -663,6 +709,8 @@ fn totals(name: &str, rows: Vec<Row>, pruned_outputs: usize) -> PolicyResult {
         uncached_tokens: sum(|row| row.usage.uncached),
         output_tokens: sum(|row| row.output_tokens),
         cost_usd: rows.iter().fold(0.0, |total, row| total + row.cost_usd),
+        retention,
+        retention_min,
         cost_vs_recorded: None,
         recorded: None,
         rows,

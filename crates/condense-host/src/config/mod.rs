@@ -178,6 +178,12 @@ impl Config {
         self.values.get(key)
     }
 
+    /// The effective value of `key` (`section.name`) as the configuration file writes it
+    /// (`3000`, `true`, `"structured"`), or `None` for a key that is not one.
+    pub fn value_text(&self, key: &str) -> Option<String> {
+        self.setting(key).map(|(value, _)| value.to_string())
+    }
+
     /// Every setting, typed.
     pub fn settings(&self) -> &Settings {
         &self.settings

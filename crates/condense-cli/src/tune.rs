@@ -1,0 +1,446 @@
+//! `condense tune`: the user's own recorded sessions replayed under condense's main settings
+//! (the levers the cost model says matter), the cost/retention frontier printed, and the
+//! cheapest configuration that keeps what matters written as a configuration layer.
+//!
+//! Each candidate is the user's effective configuration with some of five settings changed:
+//! how big the summary may be (`summarizer.budget_tokens`), how much recent context is kept
+//! verbatim after it (`compaction.max_tail_tokens`), whether pruning's thresholds follow the
+//! window (`prune.adaptive_thresholds`), whether a read a later read of the same file made
+//! stale is pruned (`prune.supersede_reads`: every prune rewrites the cached prefix after it,
+//! which pays only when it saves a summary or a failure), and whether outputs are cleared once
+//! the provider's cache has expired (`microcompact.enabled`). Every candidate is replayed on every session
+//! (in parallel), priced against the provider's cache and measured by what its requests still
+//! show ([`condense_replay::retention`]); Claude Code's own rules are replayed beside them as
+//! the reference. The choice: among the candidates with the fewest failed requests, the
+//! cheapest whose mean retention is at least 95 % and at least the reference's; failing that,
+//! the one that keeps the most.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{Context, Result};
+use condense_host::{Compactor, Config};
+use condense_replay::{PriceTable, Provider, Recording, Settings, Ttl, policy};
+use condense_tokenizer::{Tiktoken, TokenCounter};
+use rayon::prelude::*;
+
+use crate::io::{read_session, write_file};
+use crate::settings::{load, sources};
+use crate::{TuneArgs, Verbosity, usage_error};
+
+/// The settings tried, each with the values tried; every combination is a candidate.
+const LEVERS: [(&str, [&str; 2]); 5] = [
+    ("summarizer.budget_tokens", ["2000", "3000"]),
+    ("compaction.max_tail_tokens", ["4000", "8000"]),
+    ("prune.adaptive_thresholds", ["false", "true"]),
+    ("prune.supersede_reads", ["true", "false"]),
+    ("microcompact.enabled", ["true", "false"]),
+];
+
+/// The least mean retention a chosen configuration keeps.
+const RETENTION_FLOOR: f64 = 0.95;
+
+/// One session to replay.
+struct Session {
+    name: String,
+    recording: Recording,
+    provider: Provider,
+}
+
+/// A candidate's figures over every session.
+#[derive(Debug, Clone)]
+struct Outcome {
+    /// The settings it changes, `(key, value)`.
+    changes: Vec<(&'static str, &'static str)>,
+    cost_usd: f64,
+    /// The mean of the sessions' mean retention, weighted by their requests.
+    retention: f64,
+    retention_min: f64,
+    failures: usize,
+}
+
+pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
+    let files = session_files(&args.sessions)?;
+    let base_sources = sources(&args.settings)?;
+    let base = load(&base_sources)?;
+    let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::new(base.encoding()));
+    let sessions: Vec<Session> = files
+        .iter()
+        .map(|path| {
+            let session = read_session(&Some(path.clone()), None)?;
+            let recording = crate::replay::recording_of(&session, &path.display().to_string())?;
+            Ok(Session {
+                name: path.display().to_string(),
+                recording,
+                provider: args
+                    .provider
+                    .unwrap_or_else(|| crate::replay::provider_speaking(session.format)),
+            })
+        })
+        .collect::<Result<_>>()?;
+    let prices = PriceTable::built_in()?;
+    let tail = base.tail_settings();
+    let settings_for = |provider| Settings {
+        provider,
+        ttl: Ttl::FiveMinutes,
+        prices: prices.clone(),
+        context_window: tail.context_window,
+        max_output_tokens: tail.max_output_tokens,
+    };
+
+    let candidates = candidates();
+    let total = (candidates.len() + 1) * sessions.len();
+    let done = AtomicUsize::new(0);
+    let show = verbosity != Verbosity::Quiet && std::io::stderr().is_terminal();
+    let tick = || {
+        let now = done.fetch_add(1, Ordering::Relaxed) + 1;
+        if show {
+            eprint!("\rcondense: tune: {now}/{total} replays");
+        }
+    };
+    // Claude Code's rules on every session: the reference.
+    let reference: Vec<(f64, f64, f64, usize, usize)> = sessions
+        .par_iter()
+        .map(|session| {
+            let mut policies = vec![
+                policy::named("claude-code", counter.clone())
+                    .ok_or_else(|| usage_error("the claude-code policy is missing"))?,
+            ];
+            let replay = condense_replay::replay(
+                &session.recording,
+                &mut policies,
+                &settings_for(session.provider),
+                counter.clone(),
+                &mut |_| {},
+            )
+            .with_context(|| session.name.clone())?;
+            tick();
+            let result = &replay.policies[0];
+            Ok((
+                result.cost_usd,
+                result.retention,
+                result.retention_min,
+                result.failures,
+                replay.agent_requests,
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let outcomes: Vec<Outcome> = candidates
+        .par_iter()
+        .map(|changes| {
+            let mut layered = base_sources.clone();
+            for (key, value) in changes {
+                layered
+                    .flags
+                    .push(("tune".to_owned(), (*key).to_owned(), (*value).to_owned()));
+            }
+            layered.flags.push((
+                "tune".to_owned(),
+                "summarizer.kind".to_owned(),
+                "extractive".to_owned(),
+            ));
+            let config = load(&layered)?;
+            let requests = policy::SummaryRequests::from_config(&config);
+            let mut figures = Vec::with_capacity(sessions.len());
+            for session in &sessions {
+                let compactor = Compactor::from_config(&config)?;
+                let mut policies: Vec<Box<dyn condense_replay::Policy>> = vec![Box::new(
+                    policy::Condense::new("condense", compactor, requests)?,
+                )];
+                let replay = condense_replay::replay(
+                    &session.recording,
+                    &mut policies,
+                    &settings_for(session.provider),
+                    counter.clone(),
+                    &mut |_| {},
+                )
+                .with_context(|| session.name.clone())?;
+                tick();
+                let result = &replay.policies[0];
+                figures.push((
+                    result.cost_usd,
+                    result.retention,
+                    result.retention_min,
+                    result.failures,
+                    replay.agent_requests,
+                ));
+            }
+            Ok(outcome(changes.clone(), &figures))
+        })
+        .collect::<Result<_>>()?;
+    if show {
+        eprint!("\r{:60}\r", "");
+    }
+    let reference = outcome(Vec::new(), &reference);
+    let frontier = frontier(&outcomes);
+    let chosen = choose(&outcomes, &reference);
+    print(&outcomes, &frontier, chosen, &reference, &base, &sessions)?;
+    if let Some(path) = &args.output {
+        let text = layer(&outcomes[chosen], &base, &sessions, &reference);
+        // What is written must load: the same check as `condense config check --config`.
+        let mut check = base_sources.clone();
+        let probe = std::env::temp_dir().join(format!("condense-tune-{}.toml", std::process::id()));
+        std::fs::write(&probe, &text).context("cannot write the configuration to check it")?;
+        check.explicit = Some(probe.clone());
+        let loaded = load(&check);
+        let _ = std::fs::remove_file(&probe);
+        loaded.context("the chosen configuration does not load")?;
+        write_file(path, text.as_bytes())?;
+        if verbosity != Verbosity::Quiet {
+            eprintln!(
+                "condense: wrote the chosen configuration to {} (use it with --config, or as the project's condense.toml)",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Every combination of the levers' values.
+fn candidates() -> Vec<Vec<(&'static str, &'static str)>> {
+    let mut all: Vec<Vec<(&'static str, &'static str)>> = vec![Vec::new()];
+    for (key, values) in LEVERS {
+        all = all
+            .into_iter()
+            .flat_map(|so_far| {
+                values.iter().map(move |value| {
+                    let mut next = so_far.clone();
+                    next.push((key, *value));
+                    next
+                })
+            })
+            .collect();
+    }
+    all
+}
+
+/// The figures of one candidate (or the reference) from each session's
+/// `(cost, retention, least retention, failures, requests)`.
+fn outcome(
+    changes: Vec<(&'static str, &'static str)>,
+    figures: &[(f64, f64, f64, usize, usize)],
+) -> Outcome {
+    let requests: usize = figures.iter().map(|figure| figure.4).sum();
+    let weighted: f64 = figures
+        .iter()
+        .map(|figure| figure.1 * figure.4 as f64)
+        .sum();
+    Outcome {
+        changes,
+        cost_usd: figures.iter().map(|figure| figure.0).sum(),
+        retention: if requests == 0 {
+            1.0
+        } else {
+            weighted / requests as f64
+        },
+        retention_min: figures.iter().map(|figure| figure.2).fold(1.0, f64::min),
+        failures: figures.iter().map(|figure| figure.3).sum(),
+    }
+}
+
+/// Whether `a` is at least as good as `b` on every measure and better on one.
+fn dominates(a: &Outcome, b: &Outcome) -> bool {
+    let as_good =
+        a.cost_usd <= b.cost_usd && a.retention >= b.retention && a.failures <= b.failures;
+    let better = a.cost_usd < b.cost_usd || a.retention > b.retention || a.failures < b.failures;
+    as_good && better
+}
+
+/// The candidates no other dominates.
+fn frontier(outcomes: &[Outcome]) -> Vec<bool> {
+    outcomes
+        .iter()
+        .map(|candidate| !outcomes.iter().any(|other| dominates(other, candidate)))
+        .collect()
+}
+
+/// The index of the chosen candidate (see the module's documentation).
+fn choose(outcomes: &[Outcome], reference: &Outcome) -> usize {
+    let fewest = outcomes
+        .iter()
+        .map(|outcome| outcome.failures)
+        .min()
+        .unwrap_or(0);
+    let floor = RETENTION_FLOOR.max(reference.retention);
+    let by_cost =
+        |a: &(usize, &Outcome), b: &(usize, &Outcome)| a.1.cost_usd.total_cmp(&b.1.cost_usd);
+    let eligible = outcomes
+        .iter()
+        .enumerate()
+        .filter(|(_, outcome)| outcome.failures == fewest);
+    eligible
+        .clone()
+        .filter(|(_, outcome)| outcome.retention >= floor)
+        .min_by(by_cost)
+        .or_else(|| {
+            eligible.max_by(|a, b| {
+                a.1.retention
+                    .total_cmp(&b.1.retention)
+                    .then(b.1.cost_usd.total_cmp(&a.1.cost_usd))
+            })
+        })
+        .map_or(0, |(index, _)| index)
+}
+
+/// A candidate's changes against the effective configuration, as `key=value` pairs (the
+/// defaults when none differ).
+fn label(outcome: &Outcome, base: &Config) -> String {
+    let changed: Vec<String> = outcome
+        .changes
+        .iter()
+        .filter(|(key, value)| base.value_text(key).as_deref() != Some(*value))
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect();
+    if changed.is_empty() {
+        "(your configuration as it is)".to_owned()
+    } else {
+        changed.join(" ")
+    }
+}
+
+fn print(
+    outcomes: &[Outcome],
+    frontier: &[bool],
+    chosen: usize,
+    reference: &Outcome,
+    base: &Config,
+    sessions: &[Session],
+) -> Result<()> {
+    let requests: usize = sessions
+        .iter()
+        .map(|session| session.recording.steps.len())
+        .sum();
+    say!(
+        "{} session(s), {requests} requests, context window {}: {} candidate configurations",
+        sessions.len(),
+        crate::human::thousands(base.context_window()),
+        outcomes.len()
+    );
+    say!("");
+    say!("   cost $  keeps  least  failures  settings");
+    let line = |mark: &str, outcome: &Outcome, name: String| {
+        format!(
+            "{mark} {:>7.2}  {:>4.1}%  {:>4.1}%  {:>8}  {name}",
+            outcome.cost_usd,
+            outcome.retention * 100.0,
+            outcome.retention_min * 100.0,
+            outcome.failures
+        )
+    };
+    let mut order: Vec<usize> = (0..outcomes.len()).collect();
+    order.sort_by(|a, b| outcomes[*a].cost_usd.total_cmp(&outcomes[*b].cost_usd));
+    for index in order {
+        let mark = if index == chosen {
+            "*"
+        } else if frontier[index] {
+            "+"
+        } else {
+            " "
+        };
+        say!(
+            "{}",
+            line(mark, &outcomes[index], label(&outcomes[index], base))
+        );
+    }
+    say!(
+        "{}",
+        line(
+            "=",
+            reference,
+            "claude-code's own rules (the reference)".to_owned()
+        )
+    );
+    say!("");
+    say!("+ on the cost/retention frontier (nothing else is as cheap and keeps as much); * chosen");
+    Ok(())
+}
+
+/// The chosen configuration as a commented TOML layer: only the settings it changes.
+fn layer(chosen: &Outcome, base: &Config, sessions: &[Session], reference: &Outcome) -> String {
+    let mut out = format!(
+        "# Written by `condense tune` on {} recorded session(s) at a {}-token window.\n\
+         # Replayed against each provider's prompt cache: ${:.2} in all, keeping {:.1} % of what\n\
+         # the sessions had produced (the least any request kept: {:.1} %), {} failed requests.\n\
+         # Claude Code's own rules on the same sessions: ${:.2}, keeping {:.1} %.\n",
+        sessions.len(),
+        base.context_window(),
+        chosen.cost_usd,
+        chosen.retention * 100.0,
+        chosen.retention_min * 100.0,
+        chosen.failures,
+        reference.cost_usd,
+        reference.retention * 100.0,
+    );
+    let mut sections: Vec<(&str, Vec<(&str, &str)>)> = Vec::new();
+    for (key, value) in &chosen.changes {
+        if base.value_text(key).as_deref() == Some(*value) {
+            continue;
+        }
+        let Some((section, name)) = key.split_once('.') else {
+            continue;
+        };
+        match sections.iter_mut().find(|(seen, _)| *seen == section) {
+            Some((_, keys)) => keys.push((name, value)),
+            None => sections.push((section, vec![(name, value)])),
+        }
+    }
+    if sections.is_empty() {
+        out.push_str(
+            "# Your configuration as it is was the best of the candidates: nothing to change.\n",
+        );
+    }
+    for (section, keys) in sections {
+        out.push_str(&format!("\n[{section}]\n"));
+        for (name, value) in keys {
+            out.push_str(&format!("{name} = {value}\n"));
+        }
+    }
+    out
+}
+
+/// The session files `inputs` name: files as they are, directories' `.json` and `.jsonl`
+/// files (recursively, in order; a Claude Code session's `subagents` directory aside).
+fn session_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            walk(input, &mut files)
+                .with_context(|| format!("cannot read the directory {}", input.display()))?;
+        } else if input.is_file() {
+            files.push(input.clone());
+        } else {
+            return Err(usage_error(format!(
+                "{}: no such file or directory",
+                input.display()
+            )));
+        }
+    }
+    if files.is_empty() {
+        return Err(usage_error(
+            "no recorded sessions found (.json or .jsonl files) in what was given",
+        ));
+    }
+    Ok(files)
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            if path.file_name().is_some_and(|name| name != "subagents") {
+                walk(&path, files)?;
+            }
+        } else if path
+            .extension()
+            .is_some_and(|ext| ext == "json" || ext == "jsonl")
+        {
+            files.push(path);
+        }
+    }
+    Ok(())
+}

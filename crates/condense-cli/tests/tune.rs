@@ -1,0 +1,94 @@
+//! `condense tune` on a directory of the shared sessions: every candidate replayed, the
+//! frontier marked, the chosen one on it, and what it writes a layer `config check` accepts and
+//! the replay confirms.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{condense, transcripts};
+
+#[test]
+fn tune_writes_a_layer_that_loads_and_keeps_what_it_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    std::fs::create_dir(&sessions).unwrap();
+    for name in [
+        "openai/mini-swe-agent-django__django-11138.json",
+        "openai/swe-agent-marshmallow-1867.json",
+    ] {
+        let from = transcripts().join(name);
+        std::fs::copy(&from, sessions.join(from.file_name().unwrap())).unwrap();
+    }
+    // Not a session: passed over.
+    std::fs::write(sessions.join("notes.txt"), "not a session").unwrap();
+    let out_file = dir.path().join("tuned.toml");
+    let args = [
+        "tune",
+        sessions.to_str().unwrap(),
+        "--context-window",
+        "32000",
+        "--max-output-tokens",
+        "4096",
+        "-o",
+        out_file.to_str().unwrap(),
+    ];
+    let out = condense(dir.path(), &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.starts_with("2 session(s), "), "{table}");
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|line| line.contains('%') && !line.starts_with("+ on"))
+        .collect();
+    assert_eq!(rows.len(), 33, "32 candidates and the reference: {table}");
+    let chosen: Vec<&str> = rows
+        .iter()
+        .copied()
+        .filter(|row| row.starts_with('*'))
+        .collect();
+    assert_eq!(chosen.len(), 1, "{table}");
+    assert!(rows.last().unwrap().contains("claude-code's own rules"));
+    // The chosen keeps at least 95 % and fails nothing, as its header says.
+    let cells: Vec<&str> = chosen[0].split_whitespace().collect();
+    let keeps: f64 = cells[2].trim_end_matches('%').parse().unwrap();
+    assert!(keeps >= 95.0, "{}", chosen[0]);
+    assert_eq!(cells[4], "0", "{}", chosen[0]);
+
+    let layer = std::fs::read_to_string(&out_file).unwrap();
+    assert!(
+        layer.starts_with("# Written by `condense tune` on 2 recorded session(s)"),
+        "{layer}"
+    );
+    let check = condense(
+        dir.path(),
+        &["config", "check", "--config", out_file.to_str().unwrap()],
+    );
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    // The same sessions, the same answer.
+    std::fs::remove_file(&out_file).unwrap();
+    let again = condense(dir.path(), &args);
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), table);
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), layer);
+}
+
+#[test]
+fn tune_refuses_what_is_not_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = condense(dir.path(), &["tune", "nowhere"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nowhere: no such file or directory"));
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = condense(dir.path(), &["tune", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no recorded sessions found"));
+}
