@@ -52,3 +52,13 @@ pub use usage::Measure;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 mod readme {}
+
+/// The Rust examples of the guide to embedding condense, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/embedding.md")]
+mod docs_embedding {}
+
+/// The plugin example of the configuration guide, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/configuration.md")]
+mod docs_configuration {}
