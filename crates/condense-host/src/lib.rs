@@ -28,9 +28,9 @@ mod usage;
 pub use compactor::{Compaction, Compactor};
 pub use config::{
     BUILT_IN_MODELS, CompactionConfig, Config, ConfigError, MicrocompactConfig, ModelSettings,
-    ModelWindow, ModelWindows, Origin, PluginSpec, PruneConfig, ServeConfig, Setting, Settings,
-    Source, Sources, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice, TrimConfig,
-    glob_match,
+    ModelWindow, ModelWindows, NativeMode, Origin, PluginSpec, PruneConfig, ServeConfig, Setting,
+    Settings, Source, Sources, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice,
+    TrimConfig, glob_match,
 };
 pub use error::HostError;
 pub use head::{FrozenHead, HeadOutcome, history_hash, message_hash};

@@ -25,42 +25,19 @@ use sha2::Digest as _;
 /// How condense's envelopes start; a provider's own (`gAAAA…`) never does.
 pub const ENVELOPE_PREFIX: &str = "condense.v1.";
 
-/// Whether condense answers compaction for an upstream, or passes it on
-/// (`serve.native_compaction`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum NativeMode {
-    /// Pass to the providers' own hosts (`api.openai.com`, `api.anthropic.com`), emulate for
-    /// any other upstream.
-    #[default]
-    Auto,
-    /// Always pass: the upstream compacts (or refuses).
-    Pass,
-    /// Always answer here.
-    Emulate,
-}
+pub use condense_host::NativeMode;
 
-impl NativeMode {
-    /// The setting's value by name.
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "auto" => Some(NativeMode::Auto),
-            "pass" => Some(NativeMode::Pass),
-            "emulate" => Some(NativeMode::Emulate),
-            _ => None,
-        }
-    }
-
-    /// Whether condense answers for `upstream` (an origin), whose provider's own host is
-    /// `provider_host`.
-    pub fn emulates(self, upstream: &str, provider_host: &str) -> bool {
-        match self {
-            NativeMode::Pass => false,
-            NativeMode::Emulate => true,
-            NativeMode::Auto => reqwest::Url::parse(upstream)
-                .ok()
-                .and_then(|url| url.host_str().map(str::to_owned))
-                .is_none_or(|host| host != provider_host),
-        }
+/// Whether condense answers compaction for `upstream` (an origin) under `mode`, the
+/// provider's own host being `provider_host`: `auto` passes to the provider's own host only.
+pub fn emulates(mode: NativeMode, upstream: &str, provider_host: &str) -> bool {
+    match mode {
+        NativeMode::Pass => false,
+        NativeMode::Emulate => true,
+        // Auto, and whatever a later version adds: judged by the host.
+        _ => reqwest::Url::parse(upstream)
+            .ok()
+            .and_then(|url| url.host_str().map(str::to_owned))
+            .is_none_or(|host| host != provider_host),
     }
 }
 
@@ -441,10 +418,18 @@ mod tests {
     #[test]
     fn auto_passes_to_the_providers_own_hosts_only() {
         let auto = NativeMode::Auto;
-        assert!(!auto.emulates("https://api.openai.com", "api.openai.com"));
-        assert!(auto.emulates("http://127.0.0.1:8080/v1", "api.openai.com"));
-        assert!(auto.emulates("https://gateway.example", "api.openai.com"));
-        assert!(!NativeMode::Pass.emulates("http://127.0.0.1", "api.openai.com"));
-        assert!(NativeMode::Emulate.emulates("https://api.openai.com", "api.openai.com"));
+        assert!(!emulates(auto, "https://api.openai.com", "api.openai.com"));
+        assert!(emulates(auto, "http://127.0.0.1:8080/v1", "api.openai.com"));
+        assert!(emulates(auto, "https://gateway.example", "api.openai.com"));
+        assert!(!emulates(
+            NativeMode::Pass,
+            "http://127.0.0.1",
+            "api.openai.com"
+        ));
+        assert!(emulates(
+            NativeMode::Emulate,
+            "https://api.openai.com",
+            "api.openai.com"
+        ));
     }
 }

@@ -76,8 +76,7 @@ impl ProxySettings {
             originals: None,
             state_timeout: Duration::from_millis(config.state_timeout_ms.max(1)),
             auth_token: None,
-            native_compaction: crate::NativeMode::parse(&config.native_compaction)
-                .unwrap_or_default(),
+            native_compaction: config.native_compaction,
         }
     }
 
@@ -267,16 +266,20 @@ impl Proxy {
 
     /// Whether condense applies Anthropic's context edits for the Anthropic upstream.
     fn emulates_context_management(&self) -> bool {
-        self.settings
-            .native_compaction
-            .emulates(&self.settings.anthropic_upstream, "api.anthropic.com")
+        crate::native::emulates(
+            self.settings.native_compaction,
+            &self.settings.anthropic_upstream,
+            "api.anthropic.com",
+        )
     }
 
     /// Whether condense answers compaction for requests to the OpenAI upstream.
     fn emulates_responses_compaction(&self) -> bool {
-        self.settings
-            .native_compaction
-            .emulates(&self.settings.openai_upstream, "api.openai.com")
+        crate::native::emulates(
+            self.settings.native_compaction,
+            &self.settings.openai_upstream,
+            "api.openai.com",
+        )
     }
 
     /// `POST …/responses/compact` answered here (`serve.native_compaction`): the request's

@@ -29,8 +29,8 @@ pub use error::ConfigError;
 pub use layer::{Origin, PluginSpec, Setting, Source};
 pub use models::{BUILT_IN_MODELS, ModelWindow, ModelWindows, glob_match};
 pub use typed::{
-    CompactionConfig, MicrocompactConfig, ModelSettings, PruneConfig, ServeConfig, Settings,
-    StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice, TrimConfig,
+    CompactionConfig, MicrocompactConfig, ModelSettings, NativeMode, PruneConfig, ServeConfig,
+    Settings, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice, TrimConfig,
 };
 
 /// The built-in layer: every key with its default.
@@ -287,18 +287,6 @@ impl Config {
                 format!(
                     "`{}` is neither extractive nor fail",
                     self.settings.summarizer.on_bad_answer
-                ),
-            ));
-        }
-        if crate::config::native_mode_names()
-            .iter()
-            .all(|name| *name != self.settings.serve.native_compaction)
-        {
-            return Err(self.bad(
-                "serve.native_compaction",
-                format!(
-                    "`{}` is none of auto, pass, emulate",
-                    self.settings.serve.native_compaction
                 ),
             ));
         }
@@ -747,6 +735,14 @@ fn check_names(values: &BTreeMap<String, (Setting, Origin)>) -> Result<(), Confi
             format!("`{kind}` is not one of {}", names.join(", ")),
         ));
     }
+    let native = text("serve.native_compaction");
+    if !NativeMode::ALL.iter().any(|known| known.name() == native) {
+        let names: Vec<&str> = NativeMode::ALL.iter().map(|k| k.name()).collect();
+        return Err(bad(
+            "serve.native_compaction",
+            format!("`{native}` is none of {}", names.join(", ")),
+        ));
+    }
     let template = text("compaction.template");
     if !TemplateChoice::ALL
         .iter()
@@ -828,10 +824,4 @@ fn default_store_dir() -> PathBuf {
         Some(base) => base.join("condense/originals"),
         None => PathBuf::from(".condense/originals"),
     }
-}
-
-/// The values `serve.native_compaction` takes (the proxy reads them; the configuration checks
-/// them, so `config check` says so before `serve` starts).
-fn native_mode_names() -> [&'static str; 3] {
-    ["auto", "pass", "emulate"]
 }

@@ -214,7 +214,37 @@ pub struct ServeConfig {
     pub auth_token_env: String,
     /// `auto`, `pass` or `emulate`: whether condense answers the providers' compaction
     /// endpoints itself.
-    pub native_compaction: String,
+    pub native_compaction: NativeMode,
+}
+
+/// Whether the proxy answers the providers' own compaction itself or passes it on
+/// (`serve.native_compaction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum NativeMode {
+    /// Pass to the providers' own hosts (`api.openai.com`, `api.anthropic.com`), emulate for
+    /// any other upstream.
+    #[default]
+    Auto,
+    /// Always pass: the upstream compacts (or refuses).
+    Pass,
+    /// Always answer in the upstream's place.
+    Emulate,
+}
+
+impl NativeMode {
+    /// Every value, in the order the documentation lists them.
+    pub const ALL: [NativeMode; 3] = [NativeMode::Auto, NativeMode::Pass, NativeMode::Emulate];
+
+    /// The name configuration uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            NativeMode::Auto => "auto",
+            NativeMode::Pass => "pass",
+            NativeMode::Emulate => "emulate",
+        }
+    }
 }
 
 /// The summarizer `summarizer.kind` names.
