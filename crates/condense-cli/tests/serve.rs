@@ -95,9 +95,14 @@ async fn two_replicas_on_one_redis_keep_one_sessions_decisions() {
     let (upstream, received) = upstream().await;
     let upstream = format!("http://{upstream}");
     let dir = tempfile::tempdir().unwrap();
+    // Every request walked (not only one due for compaction at the default window), so that
+    // there are decisions for the replicas to share.
+    let walk = dir.path().join("walk.toml");
+    std::fs::write(&walk, "[prune]\nwalk_when = \"always\"\n").unwrap();
+    let walk = walk.to_str().unwrap();
     let replicas = [
-        start(dir.path(), &upstream, &redis, &["-q"]),
-        start(dir.path(), &upstream, &redis, &["-q"]),
+        start(dir.path(), &upstream, &redis, &["-q", "--config", walk]),
+        start(dir.path(), &upstream, &redis, &["-q", "--config", walk]),
     ];
     let value: Value =
         serde_json::from_slice(&transcript("anthropic/claude-code-5f8cbb78").unwrap().bytes)

@@ -38,6 +38,8 @@ pub struct Compactor {
     clock: Box<dyn Clock>,
     custom_instructions: Option<String>,
     continuation: Option<String>,
+    /// When a harness's requests are walked (`prune.walk_when`).
+    walk_when: crate::WalkWhen,
     max_failures: u32,
     /// Each model's window, for a request that names its model; `None`: `tail` for all.
     windows: Option<crate::ModelWindows>,
@@ -91,6 +93,7 @@ impl Compactor {
             clock: Box::new(SystemClock),
             custom_instructions: config.custom_instructions(),
             continuation: config.continuation(),
+            walk_when: config.settings().prune.walk_when,
             max_failures: config.max_failures(),
             windows: None,
             extractive,
@@ -386,9 +389,18 @@ impl Compactor {
             store: self.store.as_ref(),
             clock: self.clock.as_ref(),
         };
+        // A harness's request is walked only when it is due for compaction (`prune.walk_when`):
+        // judged on the request as it came, the provider's count where there is one.
+        let skip_walk = phases == (Phases::Both { automatic: true })
+            && self.walk_when == crate::WalkWhen::Due
+            && !is_due(
+                measure(&conversation, reported, &counts, |_| 0).0.tokens(),
+                &tail,
+            );
         let request = PruneRequest {
             context_window: Some(tail.context_window),
             previous_request_ms: state.last_request_ms,
+            skip_walk,
         };
         let prune = pruner.prune_counted(&mut conversation, &counts, &mut state.log, request)?;
         state.last_request_ms = Some(self.clock.now_ms());

@@ -30,7 +30,7 @@ pub use config::{
     BUILT_IN_MODELS, CompactionConfig, Config, ConfigError, MicrocompactConfig, ModelSettings,
     ModelWindow, ModelWindows, NativeMode, Origin, PluginSpec, PruneConfig, ServeConfig, Setting,
     Settings, Source, Sources, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice,
-    TrimConfig, glob_match,
+    TrimConfig, WalkWhen, glob_match,
 };
 pub use error::HostError;
 pub use head::{FrozenHead, HeadOutcome, history_hash, message_hash};

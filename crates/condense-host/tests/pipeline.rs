@@ -685,3 +685,53 @@ proptest::proptest! {
         }
     }
 }
+
+/// `prune.walk_when`: a harness's request that is not due for compaction is not walked with
+/// "due" (the default: with the cache warm, a rewrite pays only when it saves a summary or a
+/// failure), and is with "always"; a saved session compacted on purpose is walked either way.
+#[tokio::test]
+async fn a_request_not_due_is_walked_only_when_asked() {
+    let transcript = condense_core::testing::transcript("claude-code/d7d349f9").unwrap();
+    let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+    let config = |when: &str| {
+        Config::load(&Sources {
+            env: vec![
+                ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "200000".into()),
+                ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+                ("CONDENSE_MICROCOMPACT_ENABLED".into(), "false".into()),
+                ("CONDENSE_PRUNE_PROTECT_TOKENS".into(), "10000".into()),
+                ("CONDENSE_PRUNE_MINIMUM_TOKENS".into(), "5000".into()),
+                ("CONDENSE_PRUNE_WALK_WHEN".into(), when.into()),
+            ],
+            ..Sources::default()
+        })
+        .unwrap()
+    };
+    let due = compactor(&config("due"));
+    let prepared = due
+        .prepare(conversation.clone(), &mut SessionState::default())
+        .await
+        .unwrap();
+    assert!(matches!(
+        prepared.report.compaction,
+        CompactionOutcome::NotDue
+    ));
+    assert_eq!(prepared.report.prune.replaced(), 0);
+    assert_eq!(prepared.conversation, conversation, "nothing rewritten");
+
+    let always = compactor(&config("always"))
+        .prepare(conversation.clone(), &mut SessionState::default())
+        .await
+        .unwrap();
+    assert!(
+        always.report.prune.replaced() > 0,
+        "{:?}",
+        always.report.prune.tokens_freed
+    );
+
+    let on_purpose = due.compact(conversation).await.unwrap();
+    assert_eq!(
+        on_purpose.report.prune.replaced(),
+        always.report.prune.replaced()
+    );
+}

@@ -78,6 +78,11 @@ pub struct PruneRequest {
     /// time-based microcompact. A conversation whose format timestamps its messages (Claude
     /// Code) tells it itself; this is used when it does not.
     pub previous_request_ms: Option<u64>,
+    /// The walk (age, duplicates, superseded reads) is left out for this request: the host
+    /// found it not due for compaction, and with the provider's cache warm every rewrite of the
+    /// prefix costs a cache write that pays only when it saves a summary or a failure. Frozen
+    /// decisions, the agent's trims, microcompact and the per-turn budget still apply.
+    pub skip_walk: bool,
 }
 
 impl PruneRequest {
@@ -86,6 +91,7 @@ impl PruneRequest {
         PruneRequest {
             context_window,
             previous_request_ms: None,
+            skip_walk: false,
         }
     }
 }
@@ -269,7 +275,11 @@ impl Pruner<'_> {
             WalkOutcome::default()
         } else {
             self.turn_budget(&mut plan, log, boundary, context_window, now)?;
-            self.walk(&mut plan, messages, boundary, thresholds, now)?
+            if request.skip_walk {
+                WalkOutcome::default()
+            } else {
+                self.walk(&mut plan, messages, boundary, thresholds, now)?
+            }
         };
         self.store_originals(&plan)?;
         let (outputs, tokens_freed) = self.report(&plan);

@@ -32,6 +32,7 @@ fn run(
     let request = PruneRequest {
         context_window: Some(200_000),
         previous_request_ms: previous,
+        ..PruneRequest::default()
     };
     pruner.prune(conversation, log, request).unwrap()
 }

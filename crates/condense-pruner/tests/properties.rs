@@ -146,7 +146,7 @@ proptest! {
         let original = build(&turns);
         let mut pruned = original.clone();
         let store = MemoryStore::new();
-        let request = PruneRequest { context_window: window, previous_request_ms: previous };
+        let request = PruneRequest { context_window: window, previous_request_ms: previous, ..PruneRequest::default() };
         let report = run_in(&settings, &mut pruned, &mut DecisionLog::new(), &store, request);
         let boundary = report.boundary;
         // Microcompact: only a cold cache clears, and never the most recent results of its tools.
@@ -211,7 +211,7 @@ proptest! {
         let mut conversation = build(&turns);
         let mut log = DecisionLog::new();
         let store = MemoryStore::new();
-        let cold = PruneRequest { context_window: None, previous_request_ms: Some(0) };
+        let cold = PruneRequest { context_window: None, previous_request_ms: Some(0), ..PruneRequest::default() };
         let first = run_in(&settings, &mut conversation, &mut log, &store, cold);
         let once = conversation.clone();
         let second = run_in(&settings, &mut conversation, &mut log, &store, cold);
@@ -238,7 +238,7 @@ proptest! {
         let mut prefix = Conversation::new(full.messages[..(full.messages.len() as f64 * cut) as usize].to_vec());
         let mut log = DecisionLog::new();
         let store = MemoryStore::new();
-        let request = PruneRequest { context_window: None, previous_request_ms: previous };
+        let request = PruneRequest { context_window: None, previous_request_ms: previous, ..PruneRequest::default() };
         run_in(&settings, &mut prefix, &mut log, &store, request);
 
         let (mut first, mut second) = (full.clone(), full.clone());
@@ -360,6 +360,7 @@ fn the_generators_exercise_every_rule() {
         let cold = PruneRequest {
             context_window: None,
             previous_request_ms: Some(0),
+            ..PruneRequest::default()
         };
         let mut conversation = build(&turns);
         let report = run_in(

@@ -722,3 +722,58 @@ fn a_subagent_under_other_policies_is_refused() {
         "the none policy: subagent sidechain from line 275 is given other policies than the main thread's (recorded)"
     );
 }
+
+/// What condense's defaults must hold on every shared session at 32K, 64K and 128K, priced
+/// against the session's own provider: no failed request wherever any policy has none, and no
+/// other compaction policy (Claude Code's, opencode's, hermes-agent's rules) that finishes both
+/// cheaper and keeping at least as much (condense on their cost/retention frontier); and the
+/// measure itself: the whole history, sent as it is, keeps everything. (Sending everything can
+/// be cheaper where a session ends just under the window: condense compacts once the request
+/// leaves less than the reply's room, which the replay does not count as a failure.)
+#[test]
+fn condense_is_on_the_cost_and_retention_frontier_and_finishes_wherever_any_policy_does() {
+    for path in transcripts() {
+        let provider = if path.to_string_lossy().contains("/openai/") {
+            Provider::OpenAi
+        } else {
+            Provider::Anthropic
+        };
+        for window in [32_000, 64_000, 128_000] {
+            let (_, replay) = run(&path, provider, window);
+            let name = format!("{} at {window}", path.display());
+            let ours = replay
+                .policies
+                .iter()
+                .find(|policy| policy.name == "condense")
+                .unwrap();
+            let none = replay
+                .policies
+                .iter()
+                .find(|policy| policy.name == "none")
+                .unwrap();
+            if none.failures == 0 {
+                assert_eq!(none.retention, 1.0, "{name}: the whole history keeps all");
+            }
+            if replay.policies.iter().any(|policy| policy.failures == 0) {
+                assert_eq!(
+                    ours.failures, 0,
+                    "{name}: condense failed where another did not"
+                );
+            }
+            for other in replay
+                .policies
+                .iter()
+                .filter(|policy| !matches!(policy.name.as_str(), "recorded" | "none"))
+            {
+                let dominates = other.failures == 0
+                    && other.cost_usd < ours.cost_usd - 1e-9
+                    && other.retention >= ours.retention;
+                assert!(
+                    !dominates,
+                    "{name}: {} costs ${:.4} and keeps {:.4}; condense ${:.4} and {:.4}",
+                    other.name, other.cost_usd, other.retention, ours.cost_usd, ours.retention
+                );
+            }
+        }
+    }
+}

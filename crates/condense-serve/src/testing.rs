@@ -547,9 +547,11 @@ pub fn counting_commands(count: usize) -> Vec<String> {
 /// The proxy's settings in the agent-client tests: a `context_window` the session outgrows
 /// after a few commands (beside the agent's own prompt and tools), a skip boundary of two calls
 /// (ten by default, more than such a short run makes), and a protect window and minimum small
-/// enough for outputs of that size.
-pub fn agent_proxy_settings(context_window: &'static str) -> [(&'static str, &'static str); 5] {
+/// enough for outputs of that size, and the walk on every request (not only when one is due),
+/// so that such a short run is pruned.
+pub fn agent_proxy_settings(context_window: &'static str) -> [(&'static str, &'static str); 6] {
     [
+        ("CONDENSE_PRUNE_WALK_WHEN", "always"),
         ("CONDENSE_PRUNE_SKIP_TOOL_CALLS", "2"),
         ("CONDENSE_MODEL_CONTEXT_WINDOW", context_window),
         ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),

@@ -252,7 +252,10 @@ async fn pruned_outputs_stay_frozen_across_an_anthropic_replay() {
     let running = proxy_with(
         upstream,
         200_000,
-        &[("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000")],
+        &[
+            ("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000"),
+            ("CONDENSE_PRUNE_WALK_WHEN", "always"),
+        ],
         |_| {},
     )
     .await;

@@ -27,6 +27,7 @@ async fn the_official_sdks_get_what_the_upstream_sent() {
         env: vec![
             ("CONDENSE_PRUNE_MINIMUM_TOKENS".into(), "2000".into()),
             ("CONDENSE_PRUNE_PROTECT_TOKENS".into(), "5000".into()),
+            ("CONDENSE_PRUNE_WALK_WHEN".into(), "always".into()),
         ],
         ..Sources::default()
     })

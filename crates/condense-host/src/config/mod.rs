@@ -30,7 +30,7 @@ pub use layer::{Origin, PluginSpec, Setting, Source};
 pub use models::{BUILT_IN_MODELS, ModelWindow, ModelWindows, glob_match};
 pub use typed::{
     CompactionConfig, MicrocompactConfig, ModelSettings, NativeMode, PruneConfig, ServeConfig,
-    Settings, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice, TrimConfig,
+    Settings, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice, TrimConfig, WalkWhen,
 };
 
 /// The built-in layer: every key with its default.
@@ -727,22 +727,32 @@ fn check_names(values: &BTreeMap<String, (Setting, Origin)>) -> Result<(), Confi
     };
     Encoding::from_str(text("model.encoding"))
         .map_err(|error| bad("model.encoding", error.to_string()))?;
-    let kind = text("summarizer.kind");
-    if !SummarizerKind::ALL.iter().any(|known| known.name() == kind) {
-        let names: Vec<&str> = SummarizerKind::ALL.iter().map(|k| k.name()).collect();
-        return Err(bad(
-            "summarizer.kind",
-            format!("`{kind}` is not one of {}", names.join(", ")),
-        ));
-    }
-    let native = text("serve.native_compaction");
-    if !NativeMode::ALL.iter().any(|known| known.name() == native) {
-        let names: Vec<&str> = NativeMode::ALL.iter().map(|k| k.name()).collect();
-        return Err(bad(
-            "serve.native_compaction",
-            format!("`{native}` is none of {}", names.join(", ")),
-        ));
-    }
+    // A key whose value is one of a few names, checked against the typed enum's own list.
+    let one_of = |key: &str, names: &[&str], article: &str| -> Result<(), ConfigError> {
+        let value = text(key);
+        if names.contains(&value) {
+            return Ok(());
+        }
+        Err(bad(
+            key,
+            format!("`{value}` is {article} {}", names.join(", ")),
+        ))
+    };
+    one_of(
+        "summarizer.kind",
+        &SummarizerKind::ALL.map(SummarizerKind::name),
+        "not one of",
+    )?;
+    one_of(
+        "prune.walk_when",
+        &WalkWhen::ALL.map(WalkWhen::name),
+        "none of",
+    )?;
+    one_of(
+        "serve.native_compaction",
+        &NativeMode::ALL.map(NativeMode::name),
+        "none of",
+    )?;
     let template = text("compaction.template");
     if !TemplateChoice::ALL
         .iter()

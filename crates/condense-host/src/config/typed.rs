@@ -76,6 +76,8 @@ pub struct PruneConfig {
     pub duplicate_min_chars: usize,
     /// Whether a read made stale by a later call on its path is replaced first.
     pub supersede_reads: bool,
+    /// When a harness's requests are walked.
+    pub walk_when: WalkWhen,
     /// What stands in for a pruned output.
     pub placeholder: String,
     /// Appended to a preview.
@@ -84,6 +86,31 @@ pub struct PruneConfig {
     pub duplicate_note: String,
     /// Stands in for a superseded read.
     pub superseded_note: String,
+}
+
+/// When the walk may replace outputs in a harness's requests (`prune.walk_when`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum WalkWhen {
+    /// Only when the request is due for compaction.
+    #[default]
+    Due,
+    /// On every request.
+    Always,
+}
+
+impl WalkWhen {
+    /// Every value, in the order the documentation lists them.
+    pub const ALL: [WalkWhen; 2] = [WalkWhen::Due, WalkWhen::Always];
+
+    /// The name configuration uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            WalkWhen::Due => "due",
+            WalkWhen::Always => "always",
+        }
+    }
 }
 
 /// `[trim]`.
