@@ -380,6 +380,25 @@ pub fn expand_blocks(conversation: &mut Conversation, key: &[u8]) -> Result<bool
     Ok(true)
 }
 
+/// Takes the `compaction` entries off a Responses request's `context_management` (OpenAI's
+/// server-side compaction, `[{"type": "compaction", "compact_threshold": N}]`), and the field
+/// when nothing else is left in it. Whether anything was taken.
+pub fn take_compaction_request(conversation: &mut Conversation) -> bool {
+    let Some(envelope) = conversation.envelope.as_mut() else {
+        return false;
+    };
+    let Some(Value::Array(entries)) = envelope.get_mut("context_management") else {
+        return false;
+    };
+    let before = entries.len();
+    entries.retain(|entry| entry["type"] != "compaction");
+    let taken = entries.len() < before;
+    if entries.is_empty() {
+        envelope.shift_remove("context_management");
+    }
+    taken
+}
+
 /// Whether a Responses body asks for compaction with a trailing `compaction_trigger` item
 /// (Codex's `remote_compaction_v2`); the body is read only when it names the item at all.
 pub fn asks_trigger(bytes: &[u8]) -> Option<Value> {

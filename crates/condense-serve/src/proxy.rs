@@ -858,6 +858,14 @@ impl Proxy {
             self.stand_in_for_anthropic(conversation, &mut stand_in)
                 .await?;
         }
+        if provider == Provider::Responses
+            && self.emulates_responses_compaction()
+            && crate::native::take_compaction_request(conversation)
+        {
+            // OpenAI's server-side compaction, which an upstream without it would refuse or
+            // ignore: condense's own compaction at its threshold stands in.
+            stand_in.changed = true;
+        }
         if provider == Provider::Responses && crate::native::carries_own(conversation) {
             let key = self.compaction_key().await.map_err(|error| {
                 Refusal::BadRequest(format!(

@@ -491,3 +491,40 @@ async fn anthropic_compaction_is_emulated_with_a_block_the_client_resends() {
     }
     assert_eq!(received.lock().unwrap().len(), sent_before);
 }
+
+/// OpenAI's server-side compaction (`context_management: [{"type": "compaction", ...}]`) asked
+/// of an upstream that has none: the entry is taken off (such a server would refuse the field
+/// or ignore it) and condense's own compaction at its threshold stands in; anything else in the
+/// field goes on. With `pass` it goes on as it came (the test above).
+#[tokio::test]
+async fn openai_server_side_compaction_is_taken_off_for_an_upstream_without_it() {
+    let (url, _proxy, received, _dir) = proxy(NativeMode::Auto).await;
+    let mut body = session();
+    body["context_management"] = json!([{"type": "compaction", "compact_threshold": 20000}]);
+    let response = post(&url, "/v1/responses", &body).await;
+    assert_eq!(response.status(), 200);
+    let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+    let sent: Value = serde_json::from_slice(&sent).unwrap();
+    assert!(
+        sent.get("context_management").is_none(),
+        "{}",
+        sent["context_management"]
+    );
+    assert!(
+        tokens(&sent) < 16_000,
+        "condense compacted it in the provider's place"
+    );
+
+    body["context_management"] = json!([
+        {"type": "compaction", "compact_threshold": 20000},
+        {"type": "something_else"},
+    ]);
+    let response = post(&url, "/v1/responses", &body).await;
+    assert_eq!(response.status(), 200);
+    let (_, _, sent) = received.lock().unwrap().last().cloned().unwrap();
+    let sent: Value = serde_json::from_slice(&sent).unwrap();
+    assert_eq!(
+        sent["context_management"],
+        json!([{"type": "something_else"}])
+    );
+}
