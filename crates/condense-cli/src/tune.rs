@@ -100,17 +100,12 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
             eprint!("\rcondense: tune: {now}/{total} replays");
         }
     };
-    // Claude Code's rules on every session: the reference.
-    let reference: Vec<(f64, f64, f64, usize, usize)> = sessions
-        .par_iter()
-        .map(|session| {
-            let mut policies = vec![
-                policy::named("claude-code", counter.clone())
-                    .ok_or_else(|| usage_error("the claude-code policy is missing"))?,
-            ];
+    // One policy replayed on one session: its figures, the progress told.
+    let figures_of =
+        |session: &Session, policy: Box<dyn condense_replay::Policy>| -> Result<Figures> {
             let replay = condense_replay::replay(
                 &session.recording,
-                &mut policies,
+                &mut [policy],
                 &settings_for(session.provider),
                 counter.clone(),
                 &mut |_| {},
@@ -125,48 +120,31 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
                 result.failures,
                 replay.agent_requests,
             ))
+        };
+    // Claude Code's rules on every session: the reference.
+    let reference: Vec<Figures> = sessions
+        .par_iter()
+        .map(|session| {
+            let policy = policy::named("claude-code", counter.clone())
+                .ok_or_else(|| usage_error("the claude-code policy is missing"))?;
+            figures_of(session, policy)
         })
         .collect::<Result<_>>()?;
     let outcomes: Vec<Outcome> = candidates
         .par_iter()
         .map(|changes| {
-            let mut layered = base_sources.clone();
-            for (key, value) in changes {
-                layered
-                    .flags
-                    .push(("tune".to_owned(), (*key).to_owned(), (*value).to_owned()));
-            }
-            layered.flags.push((
-                "tune".to_owned(),
-                "summarizer.kind".to_owned(),
-                "extractive".to_owned(),
-            ));
-            let config = load(&layered)?;
+            let config = load(&candidate_sources(&base_sources, changes))?;
             let requests = policy::SummaryRequests::from_config(&config);
-            let mut figures = Vec::with_capacity(sessions.len());
-            for session in &sessions {
-                let compactor = Compactor::from_config(&config)?;
-                let mut policies: Vec<Box<dyn condense_replay::Policy>> = vec![Box::new(
-                    policy::Condense::new("condense", compactor, requests)?,
-                )];
-                let replay = condense_replay::replay(
-                    &session.recording,
-                    &mut policies,
-                    &settings_for(session.provider),
-                    counter.clone(),
-                    &mut |_| {},
-                )
-                .with_context(|| session.name.clone())?;
-                tick();
-                let result = &replay.policies[0];
-                figures.push((
-                    result.cost_usd,
-                    result.retention,
-                    result.retention_min,
-                    result.failures,
-                    replay.agent_requests,
-                ));
-            }
+            let figures = sessions
+                .iter()
+                .map(|session| {
+                    let compactor = Compactor::from_config(&config)?;
+                    figures_of(
+                        session,
+                        Box::new(policy::Condense::new("condense", compactor, requests)?),
+                    )
+                })
+                .collect::<Result<Vec<_>>>()?;
             Ok(outcome(changes.clone(), &figures))
         })
         .collect::<Result<_>>()?;
@@ -198,6 +176,24 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
     Ok(())
 }
 
+/// One replay's `(cost, mean retention, least retention, failures, requests)`.
+type Figures = (f64, f64, f64, usize, usize);
+
+/// The sources of a candidate: the user's, then its changes, the summarizer the extractive one
+/// (a replay is offline and deterministic).
+fn candidate_sources(
+    base: &condense_host::Sources,
+    changes: &[(&'static str, &'static str)],
+) -> condense_host::Sources {
+    let mut layered = base.clone();
+    for (key, value) in changes.iter().chain([&("summarizer.kind", "extractive")]) {
+        layered
+            .flags
+            .push(("tune".to_owned(), (*key).to_owned(), (*value).to_owned()));
+    }
+    layered
+}
+
 /// Every combination of the levers' values.
 fn candidates() -> Vec<Vec<(&'static str, &'static str)>> {
     let mut all: Vec<Vec<(&'static str, &'static str)>> = vec![Vec::new()];
@@ -218,10 +214,7 @@ fn candidates() -> Vec<Vec<(&'static str, &'static str)>> {
 
 /// The figures of one candidate (or the reference) from each session's
 /// `(cost, retention, least retention, failures, requests)`.
-fn outcome(
-    changes: Vec<(&'static str, &'static str)>,
-    figures: &[(f64, f64, f64, usize, usize)],
-) -> Outcome {
+fn outcome(changes: Vec<(&'static str, &'static str)>, figures: &[Figures]) -> Outcome {
     let requests: usize = figures.iter().map(|figure| figure.4).sum();
     let weighted: f64 = figures
         .iter()

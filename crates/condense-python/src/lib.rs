@@ -6,6 +6,7 @@
 //! JSON text. What condense writes is exactly what the CLI writes for the same session (the
 //! tests compare the bytes). The GIL is released while Rust works, so other Python threads (and
 //! `aprepare`'s event loop) go on.
+#![warn(missing_docs)]
 
 use std::path::PathBuf;
 
@@ -311,33 +312,13 @@ impl Compactor {
     /// A one-off compaction with fresh decisions, as `condense compact` makes of a saved
     /// session (no continuation).
     fn compact(&self, py: Python<'_>, body: &Bound<'_, PyAny>, format: &str) -> PyResult<Prepared> {
-        let format = format_named(format)?;
-        let body = body_of(body)?;
-        py.detach(|| {
-            let conversation = read(body, format)?;
-            let original = conversation.clone();
-            let compaction = self
-                .runtime
-                .block_on(self.inner.compact(conversation))
-                .map_err(error)?;
-            self.finish(format, &original, &compaction, &SessionState::default())
-        })
+        self.one_off(py, body, format, false)
     }
 
     /// Phase 1 alone with fresh decisions, as `condense prune` does: the agent's
     /// `trim_tool_result` calls applied (their reports in `prune.trims`), then pruning.
     fn prune(&self, py: Python<'_>, body: &Bound<'_, PyAny>, format: &str) -> PyResult<Prepared> {
-        let format = format_named(format)?;
-        let body = body_of(body)?;
-        py.detach(|| {
-            let conversation = read(body, format)?;
-            let original = conversation.clone();
-            let compaction = self
-                .runtime
-                .block_on(self.inner.prune(conversation))
-                .map_err(error)?;
-            self.finish(format, &original, &compaction, &SessionState::default())
-        })
+        self.one_off(py, body, format, true)
     }
 
     /// The tokens of a body, as the trigger counts them.
@@ -362,6 +343,29 @@ impl Compactor {
 }
 
 impl Compactor {
+    /// `compact` (or `prune`, phase 1 alone) on a body, with fresh decisions.
+    fn one_off(
+        &self,
+        py: Python<'_>,
+        body: &Bound<'_, PyAny>,
+        format: &str,
+        prune_only: bool,
+    ) -> PyResult<Prepared> {
+        let format = format_named(format)?;
+        let body = body_of(body)?;
+        py.detach(|| {
+            let conversation = read(body, format)?;
+            let original = conversation.clone();
+            let run = if prune_only {
+                self.runtime.block_on(self.inner.prune(conversation))
+            } else {
+                self.runtime.block_on(self.inner.compact(conversation))
+            };
+            let compaction = run.map_err(error)?;
+            self.finish(format, &original, &compaction, &SessionState::default())
+        })
+    }
+
     /// The answer for `compaction` of a body read as `original`: what condense wrote, or
     /// `None` when nothing changed (the body as it came stands, as the CLI gives back a file's
     /// own bytes).
