@@ -16,6 +16,14 @@ pub struct TailSettings {
     pub max_tail_tokens: usize,
     /// The tail holds at least this many user turns when the conversation has them (2).
     pub min_tail_turns: usize,
+    /// What sending a token the provider has not cached costs more than reading it from the
+    /// cache, in cache reads (11.5: Anthropic writes at 3.75 and reads at 0.30 a million). A
+    /// compaction rewrites what it keeps at this price; see [`pays_to_compact`]. 0 compacts only
+    /// when the window makes it necessary.
+    pub cache_rewrite_cost: f64,
+    /// What an output token costs, in cache reads (50: 15.00 against 0.30 a million), for a
+    /// summary a model writes.
+    pub output_cost: f64,
 }
 
 impl Default for TailSettings {
@@ -28,6 +36,8 @@ impl Default for TailSettings {
             min_tail_tokens: 2_000,
             max_tail_tokens: 8_000,
             min_tail_turns: 2,
+            cache_rewrite_cost: 11.5,
+            output_cost: 50.0,
         }
     }
 }
@@ -41,6 +51,51 @@ pub fn usable(settings: &TailSettings) -> usize {
 /// `tokens >= usable`: at `usable` the next reply no longer fits.
 pub fn is_due(tokens: usize, settings: &TailSettings) -> bool {
     tokens >= usable(settings)
+}
+
+/// A compaction that could be made now, before the window needs it, as the cache prices it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EarlyCompaction {
+    /// Tokens of the part the summary would replace.
+    pub head_tokens: usize,
+    /// Tokens the summary will take (its budget).
+    pub summary_tokens: usize,
+    /// Tokens of the turns kept after it.
+    pub tail_tokens: usize,
+    /// Tokens the conversation grows by from one request to the next, on average.
+    pub growth_tokens: usize,
+    /// Input tokens a model would read to write the summary (0 for a summary written locally);
+    /// its output is `summary_tokens` at [`TailSettings::output_cost`].
+    pub summarizer_input_tokens: Option<usize>,
+}
+
+/// Whether compacting now costs less, per request, than carrying the head until the window is
+/// full.
+///
+/// Every request reads the whole prompt from the cache, so a head of `h` tokens replaced by a
+/// summary of `s` saves `h - s` cache reads on each request that follows. The compaction costs
+/// the rewrite of what comes after the unchanged prefix, `k = s + tail`, at
+/// [`TailSettings::cache_rewrite_cost`] `c` a token, plus the summarizer's own request when a
+/// model writes it (`m`, in cache reads). A session that compacts each time its compactable part
+/// has grown by `x = h - s` past `k`, at `g` tokens a request, pays on average
+/// `(k + x/2)` reads and `(c*k + m) * g / x` for the compactions per request, which is least at
+/// `x² = 2 * g * (c*k + m)`. So compacting pays once `(h - s)² >= 2 * g * (c*k + m)`: the rule
+/// follows from the prices and from how fast this session grows, not from a share of the window.
+/// It never fires again straight after a compaction (the head is then the summary itself).
+pub fn pays_to_compact(early: &EarlyCompaction, settings: &TailSettings) -> bool {
+    if settings.cache_rewrite_cost <= 0.0 {
+        return false;
+    }
+    let saved = early.head_tokens.saturating_sub(early.summary_tokens) as f64;
+    if saved <= 0.0 {
+        return false;
+    }
+    let kept = (early.summary_tokens + early.tail_tokens) as f64;
+    let summarizer = early.summarizer_input_tokens.map_or(0.0, |input| {
+        input as f64 + early.summary_tokens as f64 * settings.output_cost
+    });
+    let cost = settings.cache_rewrite_cost * kept + summarizer;
+    saved * saved >= 2.0 * early.growth_tokens as f64 * cost
 }
 
 /// `clamp(usable * tail_ratio, min_tail_tokens, max_tail_tokens)`.
@@ -71,5 +126,40 @@ mod tests {
         assert_eq!(tail_budget(&at(8_000, 4_000)), 2_000);
         assert!(is_due(180_000, &at(200_000, 32_000)));
         assert!(!is_due(179_999, &at(200_000, 32_000)));
+    }
+
+    /// The square-root rule: with a 3,000-token summary and a 7,000-token tail, a session
+    /// growing 600 tokens a request compacts once the summary would save 12,000 tokens
+    /// (12,000² = 144M ≥ 2 × 600 × 11.5 × 10,000 = 138M), not at 11,000; twice the growth needs
+    /// √2 times the saving; a model's summary (3,000 output tokens at 50 reads each, 20,000
+    /// input) needs more; a rewrite cost of 0 turns the rule off.
+    #[test]
+    fn compacting_early_pays_by_the_square_root_rule() {
+        let settings = TailSettings::default();
+        let early = |head_tokens, growth_tokens, summarizer_input_tokens| EarlyCompaction {
+            head_tokens,
+            summary_tokens: 3_000,
+            tail_tokens: 7_000,
+            growth_tokens,
+            summarizer_input_tokens,
+        };
+        assert!(pays_to_compact(&early(15_000, 600, None), &settings));
+        assert!(!pays_to_compact(&early(14_000, 600, None), &settings));
+        assert!(!pays_to_compact(&early(15_000, 1_200, None), &settings));
+        assert!(pays_to_compact(&early(20_000, 1_200, None), &settings));
+        assert!(!pays_to_compact(
+            &early(20_000, 600, Some(20_000)),
+            &settings
+        ));
+        assert!(pays_to_compact(
+            &early(30_000, 600, Some(20_000)),
+            &settings
+        ));
+        assert!(!pays_to_compact(&early(3_000, 0, None), &settings));
+        let off = TailSettings {
+            cache_rewrite_cost: 0.0,
+            ..settings
+        };
+        assert!(!pays_to_compact(&early(100_000, 600, None), &off));
     }
 }

@@ -86,8 +86,12 @@ pub fn pinned(messages: &[Message]) -> usize {
 /// past the result so that it still fits. Whatever the budget, the tail holds the last exchange
 /// ([`TailRule::LastExchange`]): a resumed agent must see where it was, not its original task.
 pub fn split(messages: &[Message], counter: &dyn TokenCounter, settings: &TailSettings) -> Split {
+    split_counted(messages, &counter.count_each(messages), settings)
+}
+
+/// [`split`] with each message's tokens already counted (`counts[i]` for `messages[i]`).
+pub fn split_counted(messages: &[Message], counts: &[usize], settings: &TailSettings) -> Split {
     let pinned = pinned(messages);
-    let counts = counter.count_each(messages);
     let mut suffix = vec![0usize; messages.len() + 1];
     for index in (0..messages.len()).rev() {
         suffix[index] = suffix[index + 1] + counts[index];

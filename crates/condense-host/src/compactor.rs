@@ -45,6 +45,9 @@ pub struct Compactor {
     windows: Option<crate::ModelWindows>,
     /// What stands in for a model's rejected answer (the gate, [`crate::gate`]).
     extractive: Extractive,
+    /// What a summary is expected to take (`summarizer.budget_tokens`): what compacting early
+    /// weighs against the head it replaces.
+    summary_tokens: usize,
     /// `summarizer.on_bad_answer = "fail"`.
     fail_on_bad_answer: bool,
 }
@@ -97,6 +100,7 @@ impl Compactor {
             max_failures: config.max_failures(),
             windows: None,
             extractive,
+            summary_tokens: config.settings().summarizer.budget_tokens,
             fail_on_bad_answer: config.fail_on_bad_answer(),
         })
     }
@@ -396,7 +400,8 @@ impl Compactor {
             && !is_due(
                 measure(&conversation, reported, &counts, |_| 0).0.tokens(),
                 &tail,
-            );
+            )
+            && !self.pays_to_compact(&conversation, &counts, &tail, summarizer);
         let request = PruneRequest {
             context_window: Some(tail.context_window),
             previous_request_ms: state.last_request_ms,
@@ -409,11 +414,9 @@ impl Compactor {
         });
         // Recounted only when something was replaced: on most requests of a long session
         // nothing is, and a recount of every message is a good part of a request's cost.
-        let tokens_after_prune = if prune.replaced() == 0 {
-            tokens_in
-        } else {
-            counter.count_conversation(&conversation)
-        };
+        let recounted = (prune.replaced() != 0).then(|| counter.count_each(&conversation.messages));
+        let counts_after_prune = recounted.as_deref().unwrap_or(&counts);
+        let tokens_after_prune = conversation_total(counts_after_prune);
         // Provider usage counts what pruning just removed; take that off with our own count.
         // Not what it never counted: an output replaced by an earlier request (a frozen
         // decision, applied again to the client's resent original) up to the reported message
@@ -440,9 +443,12 @@ impl Compactor {
                 .saturating_sub(prune.fresh_tokens_up_to(at_message));
         }
 
+        let early = phases != Phases::Forced
+            && !is_due(due_tokens, &tail)
+            && self.pays_to_compact(&conversation, counts_after_prune, &tail, summarizer);
         let compaction = if phases == Phases::PruneOnly {
             CompactionOutcome::PruneOnly
-        } else if phases != Phases::Forced && !is_due(due_tokens, &tail) {
+        } else if phases != Phases::Forced && !is_due(due_tokens, &tail) && !early {
             CompactionOutcome::NotDue
         } else if phases == (Phases::Both { automatic: true })
             && state.consecutive_failures >= self.max_failures
@@ -469,6 +475,7 @@ impl Compactor {
                 overhead: overhead(usable, due_tokens, tokens_after_prune),
                 counted: tokens_after_prune,
                 cached: counts[..cached_end].iter().sum(),
+                early,
             };
             let (outcome, compacted) = self
                 .summarize(&conversation, state, automatic, summarizer, measure)
@@ -685,8 +692,51 @@ impl Compactor {
             summary_tokens,
             missing_sections: parsed.missing_sections,
             rejected,
+            early: due.early,
         };
         Ok((outcome, Some(compacted)))
+    }
+
+    /// Whether summarizing now, before the window needs it, costs less than carrying the head
+    /// ([`condense_compact::pays_to_compact`]): the head and tail as the cut would make them
+    /// (with the window's own tail budget), the summary at its budget, and the session's growth
+    /// per request as it has gone since its last summary (or its start): the tokens after it
+    /// over the answers among them.
+    fn pays_to_compact(
+        &self,
+        conversation: &Conversation,
+        counts: &[usize],
+        tail: &TailSettings,
+        summarizer: &dyn Summarizer,
+    ) -> bool {
+        if tail.cache_rewrite_cost <= 0.0 {
+            return false;
+        }
+        let messages = &conversation.messages;
+        let cut = condense_compact::split_counted(messages, counts, tail);
+        if cut.nothing_to_compact() {
+            return false;
+        }
+        let since = messages
+            .iter()
+            .rposition(Message::is_compaction_summary)
+            .map_or(cut.pinned, |summary| summary + 1);
+        let answers = messages[since..]
+            .iter()
+            .filter(|message| message.role == Role::Assistant)
+            .count();
+        if answers == 0 {
+            return false;
+        }
+        let growth = counts[since..].iter().sum::<usize>() / answers;
+        let early = condense_compact::EarlyCompaction {
+            head_tokens: cut.head_tokens,
+            summary_tokens: self.summary_tokens,
+            tail_tokens: cut.tail_tokens,
+            growth_tokens: growth,
+            summarizer_input_tokens: (!summarizer.runs_locally()).then_some(cut.head_tokens),
+        };
+        condense_compact::pays_to_compact(&early, tail)
     }
 
     /// The summarizer's answer, through the gate ([`crate::gate`]): a model's answer that
@@ -901,6 +951,8 @@ struct Due {
     /// condense's count of its leading messages the provider most likely has cached (see
     /// [`Fork::cached`]).
     cached: usize,
+    /// Due because compacting now is cheaper, not because the window is full.
+    early: bool,
 }
 
 /// How much of the usable window the request's part beyond condense's count takes, in

@@ -107,6 +107,7 @@ pub fn render_report(
             summary_tokens,
             missing_sections,
             rejected,
+            early,
         } => {
             let mut line = format!(
                 "messages {}..{} summarized by {summarizer} ({} tokens -> a {}-token summary); {} kept",
@@ -116,6 +117,11 @@ pub fn render_report(
                 thousands(*summary_tokens),
                 report_kept(split.tail_start, *carried_messages)
             );
+            if *early {
+                line.push_str(
+                    "; early, before the window is full: cheaper than carrying the head (compaction.cache_rewrite_cost)",
+                );
+            }
             if *previewed_outputs > 0 {
                 line.push_str(&format!(
                     "; the last exchange is over the tail budget, {previewed_outputs} of its outputs cut to previews"

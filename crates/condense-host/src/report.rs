@@ -55,6 +55,10 @@ pub enum CompactionOutcome {
         /// stood in for it (`summarizer.on_bad_answer = "extractive"`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rejected: Option<String>,
+        /// Made before the window needed it, because it costs less than carrying the head
+        /// ([`condense_compact::pays_to_compact`]).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        early: bool,
     },
 }
 

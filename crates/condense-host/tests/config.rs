@@ -82,7 +82,7 @@ fn the_schema_and_the_built_in_file_agree() {
     // the sections).
     let sections = &shown[..shown.find("[models.").unwrap()];
     let lines: Vec<&str> = sections.lines().filter(|l| l.contains(" = ")).collect();
-    assert_eq!(lines.len(), 61, "{shown}");
+    assert_eq!(lines.len(), 63, "{shown}");
     assert!(
         lines.iter().all(|line| line.contains("built-in")),
         "{shown}"
@@ -311,6 +311,11 @@ fn the_phase_crates_defaults_are_the_built_in_file_key_by_key() {
         file.min_tail_turns, rust.min_tail_turns,
         "compaction.min_tail_turns"
     );
+    assert_eq!(
+        file.cache_rewrite_cost, rust.cache_rewrite_cost,
+        "compaction.cache_rewrite_cost"
+    );
+    assert_eq!(file.output_cost, rust.output_cost, "compaction.output_cost");
 
     let summarizer = &settings.summarizer;
     let (file, rust) = (

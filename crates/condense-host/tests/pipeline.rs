@@ -702,6 +702,8 @@ async fn a_request_not_due_is_walked_only_when_asked() {
                 ("CONDENSE_PRUNE_PROTECT_TOKENS".into(), "10000".into()),
                 ("CONDENSE_PRUNE_MINIMUM_TOKENS".into(), "5000".into()),
                 ("CONDENSE_PRUNE_WALK_WHEN".into(), when.into()),
+                // Due only when the window is full: compacting early would be due here.
+                ("CONDENSE_COMPACTION_CACHE_REWRITE_COST".into(), "0".into()),
             ],
             ..Sources::default()
         })

@@ -269,6 +269,8 @@ async fn the_threshold_is_judged_on_the_triggers_own_measure() {
         ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
         ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
         ("CONDENSE_PRUNE_MINIMUM_TOKENS", "1000000"),
+        // The window's threshold alone: compacting early would be due at three quarters.
+        ("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0"),
     ]);
     let history = thirty_steps();
     let counter = Tiktoken::default();

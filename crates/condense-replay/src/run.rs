@@ -158,7 +158,8 @@ pub struct PolicyResult {
     pub summarizer_requests: usize,
     /// Agent requests over the context window.
     pub failures: usize,
-    /// Summaries made.
+    /// Summaries made: the summarizer calls and those written without a request (condense's
+    /// extractive summarizer).
     pub compactions: usize,
     /// Outputs pruned or cleared, each counted once.
     pub pruned_outputs: usize,
@@ -602,6 +603,7 @@ fn run_policy(
     let messages = &recording.conversation.messages;
     let mut rows = Vec::with_capacity(recording.steps.len());
     let mut pruned_outputs = 0;
+    let mut local_summaries = 0;
     // Times the log does not give are taken as "right after the previous request".
     let mut clock = 0;
     if let Some(first) = recording.steps.first()
@@ -625,21 +627,30 @@ fn run_policy(
         if let Some(call) = prepared.summarizer {
             let usage = match &call.input {
                 SummarizerInput::Forked(input) => {
-                    cache.request(&Prompt::of(input, counter, &calibration, key), clock)
+                    Some(cache.request(&Prompt::of(input, counter, &calibration, key), clock))
                 }
-                SummarizerInput::Separate(tokens) => Usage::uncached(calibration.scaled(*tokens)),
+                SummarizerInput::Separate(tokens) => {
+                    Some(Usage::uncached(calibration.scaled(*tokens)))
+                }
+                // Nothing was sent: nothing is billed and no request is counted.
+                SummarizerInput::Local => None,
             };
-            let output_tokens = calibration.scaled(call.output_tokens);
-            rows.push(Row {
-                step: index,
-                kind: RowKind::Summarizer,
-                context_tokens: usage.input(),
-                usage,
-                output_tokens,
-                cost_usd: cost(settings, &usage, output_tokens),
-                failed: false,
-                retention: None,
-            });
+            match usage {
+                Some(usage) => {
+                    let output_tokens = calibration.scaled(call.output_tokens);
+                    rows.push(Row {
+                        step: index,
+                        kind: RowKind::Summarizer,
+                        context_tokens: usage.input(),
+                        usage,
+                        output_tokens,
+                        cost_usd: cost(settings, &usage, output_tokens),
+                        failed: false,
+                        retention: None,
+                    });
+                }
+                None => local_summaries += 1,
+            }
         }
         let prompt = Prompt::of(&prepared.input, counter, &calibration, key);
         let context_tokens = prompt.tokens();
@@ -683,10 +694,16 @@ fn run_policy(
         });
         progress(index + 1);
     }
-    Ok(totals(policy.name(), rows, pruned_outputs))
+    Ok(totals(policy.name(), rows, pruned_outputs, local_summaries))
 }
 
-fn totals(name: &str, rows: Vec<Row>, pruned_outputs: usize) -> PolicyResult {
+/// `local_summaries`: summaries made without a request (counted among the compactions only).
+fn totals(
+    name: &str,
+    rows: Vec<Row>,
+    pruned_outputs: usize,
+    local_summaries: usize,
+) -> PolicyResult {
     let agent: Vec<&Row> = rows
         .iter()
         .filter(|row| row.kind == RowKind::Agent)
@@ -700,7 +717,7 @@ fn totals(name: &str, rows: Vec<Row>, pruned_outputs: usize) -> PolicyResult {
         requests: rows.len(),
         summarizer_requests,
         failures: agent.iter().filter(|row| row.failed).count(),
-        compactions: summarizer_requests,
+        compactions: summarizer_requests + local_summaries,
         pruned_outputs,
         peak_context_tokens,
         mean_context_tokens,

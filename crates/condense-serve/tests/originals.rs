@@ -67,6 +67,8 @@ async fn a_sweep_removes_only_the_originals_no_session_names() {
             ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "60000".into()),
             ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
             ("CONDENSE_PRUNE_MINIMUM_TOKENS".into(), "2000".into()),
+            // Outputs pruned on the way to the window, none summarized away early.
+            ("CONDENSE_COMPACTION_CACHE_REWRITE_COST".into(), "0".into()),
         ],
         ..Sources::default()
     })

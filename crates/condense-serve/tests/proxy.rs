@@ -255,6 +255,8 @@ async fn pruned_outputs_stay_frozen_across_an_anthropic_replay() {
         &[
             ("CONDENSE_PRUNE_MINIMUM_TOKENS", "2000"),
             ("CONDENSE_PRUNE_WALK_WHEN", "always"),
+            // Pruning is what is tested: no summary early, which would take the head away.
+            ("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0"),
         ],
         |_| {},
     )
@@ -1066,6 +1068,8 @@ async fn a_responses_session_is_compacted_like_a_chat_one() {
             ("CONDENSE_PRUNE_MINIMUM_TOKENS", "1000"),
             ("CONDENSE_PRUNE_PROTECT_TOKENS", "3000"),
             ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS", "false"),
+            // Summarized when the window is full, pruned on the way there: no summary early.
+            ("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0"),
         ],
         |_| {},
     )

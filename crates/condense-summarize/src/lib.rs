@@ -30,6 +30,12 @@ pub trait Summarizer: Send + Sync {
     /// A short name for reports: `extractive`, `openai`, `anthropic`.
     fn name(&self) -> &str;
 
+    /// Whether it writes summaries where it runs, without a model's request (the extractive
+    /// summarizer): a compaction then costs the provider nothing but the rewrite of what it keeps.
+    fn runs_locally(&self) -> bool {
+        false
+    }
+
     /// The summary text, or an error that says what failed. An empty summary is an error.
     async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError>;
 

@@ -319,6 +319,17 @@ impl Config {
                 format!("must be more than 0 and at most 1, not {ratio}"),
             ));
         }
+        for (key, cost) in [
+            (
+                "compaction.cache_rewrite_cost",
+                compaction.cache_rewrite_cost,
+            ),
+            ("compaction.output_cost", compaction.output_cost),
+        ] {
+            if !(cost.is_finite() && cost >= 0.0) {
+                return Err(self.bad(key, format!("must be 0 or more, not {cost}")));
+            }
+        }
         if compaction.min_tail_tokens > compaction.max_tail_tokens {
             return Err(self.bad(
                 "compaction.min_tail_tokens",
@@ -419,6 +430,8 @@ impl Config {
             min_tail_tokens: compaction.min_tail_tokens,
             max_tail_tokens: compaction.max_tail_tokens,
             min_tail_turns: compaction.min_tail_turns,
+            cache_rewrite_cost: compaction.cache_rewrite_cost,
+            output_cost: compaction.output_cost,
         }
     }
 

@@ -164,6 +164,11 @@ pub struct CompactionConfig {
     pub max_tail_tokens: usize,
     /// The tail keeps at least this many user turns.
     pub min_tail_turns: usize,
+    /// A token the provider has not cached costs this many cache reads more than one it has:
+    /// what a compaction pays to rewrite what it keeps (0 compacts only when the window is full).
+    pub cache_rewrite_cost: f64,
+    /// An output token costs this many cache reads: what a model's summary costs to write.
+    pub output_cost: f64,
     /// Summarizer failures in a row before automatic compaction stops.
     pub max_failures: u32,
 }

@@ -4,8 +4,10 @@
 //! session, so everything the engine freezes (decisions, a summary standing in for the head)
 //! persists as it does in production. The clock is the request's recorded time, so time-based
 //! microcompact sees the real idle gaps. Originals go to a store in memory (a replay writes
-//! nothing to disk), and summaries come from the extractive summarizer, offline: the call is
-//! priced as the request a remote summarizer would have made. That is the head flattened into
+//! nothing to disk), and summaries come from the extractive summarizer, offline. With the
+//! extractive summarizer configured (the default) that is the whole story: no request is made,
+//! and none is billed. A configuration that names a remote summarizer has each summary priced as
+//! the request that summarizer would have made: the head flattened into
 //! one prompt of its own (each tool output cut to `summarizer.tool_output_chars`, as condense's
 //! remote summarizers send it), the summary as its output; or, for a configuration that forks
 //! (`summarizer.kind = "upstream"` with `summarizer.fork`, as `condense serve` runs it), the
@@ -19,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use condense_core::{Conversation, Message};
 use condense_host::{
     Clock, CompactionOutcome, Compactor, Config, MemoryStore, Reason, ReportedUsage, SessionState,
+    SummarizerKind,
 };
 use condense_summarize::{Fork, SummarizeError, Summarizer};
 use condense_tokenizer::TokenCounter;
@@ -61,6 +64,12 @@ impl Summarizer for Noting<'_> {
         self.inner.name()
     }
 
+    /// As the configured summarizer would: the replay writes every summary locally, but prices
+    /// (and so times) them as the configuration asks them.
+    fn runs_locally(&self) -> bool {
+        self.requests.local
+    }
+
     async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError> {
         self.inner.summarize(head, prompt).await
     }
@@ -98,6 +107,9 @@ impl Summarizer for Noting<'_> {
 /// replay prices each summary as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SummaryRequests {
+    /// Written where condense runs, without a request (`summarizer.kind = "extractive"`): the
+    /// provider bills nothing for it.
+    pub local: bool,
     /// Inside the agent's own request where that is cheaper, as `condense serve` asks them
     /// ([`Config::forks_summaries`]).
     pub fork: bool,
@@ -112,6 +124,7 @@ impl SummaryRequests {
     pub fn from_config(config: &Config) -> Self {
         let summarizer = &config.settings().summarizer;
         SummaryRequests {
+            local: summarizer.kind == SummarizerKind::Extractive,
             fork: config.forks_summaries(),
             max_summary_tokens: summarizer.max_summary_tokens,
             tool_output_chars: summarizer.tool_output_chars,
@@ -221,6 +234,7 @@ impl Policy for Condense {
                 ..
             } => Some(SummarizerCall {
                 input: match noted {
+                    _ if self.requests.local => SummarizerInput::Local,
                     Some(Noted::Forked(request)) => SummarizerInput::Forked(request),
                     Some(Noted::Separate(tokens)) => SummarizerInput::Separate(tokens),
                     // A summary made without the summarizer's hook: its head, as it stands.

@@ -117,6 +117,9 @@ pub enum SummarizerInput {
     /// A prompt of its own (the head flattened into one text, another system prompt): this many
     /// condense tokens, sharing nothing with the cache.
     Separate(usize),
+    /// No request at all: the summary was written where the policy runs (condense's extractive
+    /// summarizer), so the provider bills nothing for it.
+    Local,
 }
 
 /// A compaction policy, replayed request by request.

@@ -431,6 +431,10 @@ impl Summarizer for Extractive {
         "extractive"
     }
 
+    fn runs_locally(&self) -> bool {
+        true
+    }
+
     async fn summarize(&self, head: &[Message], _prompt: &str) -> Result<String, SummarizeError> {
         self.summary_of(head)
     }
