@@ -33,7 +33,7 @@ mod tune;
 
 /// mimalloc rather than the system's allocator: a proxied request reads, copies and drops
 /// thousands of small strings and maps, and glibc's malloc and free were about a fifth of its
-/// instructions (BENCHMARKS.md, "The proxy under load"). Plugins share no allocations with the
+/// instructions (docs/benchmarks-history.md, "The proxy under load"). Plugins share no allocations with the
 /// host (their ABI passes borrowed bytes only), so they may use any allocator.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

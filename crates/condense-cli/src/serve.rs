@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use condense_host::{Compactor, DirStore, ServeConfig, SummarizerKind};
+use condense_host::{Compactor, DirStore, ServeConfig, StateLocation, SummarizerKind};
 use condense_serve::{
     DirSessionStore, OriginalsExpiry, Proxy, ProxyError, ProxySettings, RedisSessionStore,
     SessionStore, UpstreamSummaries,
@@ -37,14 +37,9 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     }
     let config = load(&sources)?;
     let serve = config.settings().serve.clone();
-    let listen: SocketAddr = serve.listen.parse().map_err(|_| {
-        usage_error(format!(
-            "serve.listen: `{}` is not an address and port (e.g. 127.0.0.1:8787)",
-            serve.listen
-        ))
-    })?;
-    // body_limit_bytes, state_timeout_ms and native_compaction are checked with the rest of
-    // the configuration, as it loads.
+    // The address, the upstreams, the state's location and every limit are checked with the
+    // rest of the configuration, as it loads.
+    let listen: SocketAddr = serve.listen;
     let auth_token = match serve.auth_token_env.as_str() {
         "" => None,
         variable => match std::env::var(variable) {
@@ -165,22 +160,19 @@ fn hours(value: u64, key: &str) -> Result<Option<Duration>> {
 /// before the proxy listens.
 fn session_store(serve: &ServeConfig) -> Result<Arc<dyn SessionStore>> {
     let ttl = hours(serve.state_ttl_hours, "serve.state_ttl_hours")?;
-    let store: Arc<dyn SessionStore> =
-        if serve.state.starts_with("redis://") || serve.state.starts_with("rediss://") {
-            Arc::new(
-                RedisSessionStore::new(&serve.state)
-                    .map_err(|error| usage_error(error.to_string()))?
-                    .expire_after(ttl)
-                    .with_timeout(Duration::from_millis(serve.state_timeout_ms)),
-            )
-        } else {
-            let dir = if serve.state.is_empty() {
-                DirSessionStore::default_dir()
-            } else {
-                PathBuf::from(&serve.state)
-            };
-            Arc::new(DirSessionStore::new(dir).expire_after(ttl))
-        };
+    let directory = |dir: PathBuf| -> Arc<dyn SessionStore> {
+        Arc::new(DirSessionStore::new(dir).expire_after(ttl))
+    };
+    let store: Arc<dyn SessionStore> = match &serve.state {
+        StateLocation::Redis(url) => Arc::new(
+            RedisSessionStore::new(url)
+                .map_err(|error| usage_error(error.to_string()))?
+                .expire_after(ttl)
+                .with_timeout(Duration::from_millis(serve.state_timeout_ms)),
+        ),
+        StateLocation::UserDirectory => directory(DirSessionStore::default_dir()),
+        StateLocation::Directory(dir) => directory(dir.clone()),
+    };
     match store.check() {
         Ok(()) => {}
         // A directory is this machine's own: one that cannot be written is a mistake to fix now.

@@ -2,8 +2,9 @@
 //! (the levers the cost model says matter), the cost/retention frontier printed, and the
 //! cheapest configuration that keeps what matters written as a configuration layer.
 //!
-//! Each candidate is the user's effective configuration with some of five settings changed:
-//! how big the summary may be (`summarizer.budget_tokens`), how much recent context is kept
+//! Each candidate is the user's effective configuration with some of six settings changed:
+//! whether compaction comes before the window is full when that is cheaper
+//! (`compaction.cache_rewrite_cost`, 0 for only when it is full), how big the summary may be (`summarizer.budget_tokens`), how much recent context is kept
 //! verbatim after it (`compaction.max_tail_tokens`), whether pruning's thresholds follow the
 //! window (`prune.adaptive_thresholds`), whether a read a later read of the same file made
 //! stale is pruned (`prune.supersede_reads`: every prune rewrites the cached prefix after it,
@@ -31,7 +32,8 @@ use crate::settings::{load, sources};
 use crate::{TuneArgs, Verbosity, usage_error};
 
 /// The settings tried, each with the values tried; every combination is a candidate.
-const LEVERS: [(&str, [&str; 2]); 5] = [
+const LEVERS: [(&str, [&str; 2]); 6] = [
+    ("compaction.cache_rewrite_cost", ["0", "11.5"]),
     ("summarizer.budget_tokens", ["2000", "3000"]),
     ("compaction.max_tail_tokens", ["4000", "8000"]),
     ("prune.adaptive_thresholds", ["false", "true"]),

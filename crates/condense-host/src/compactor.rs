@@ -962,7 +962,7 @@ struct Due {
 /// for the second and overstates the room a little for the first; taking it all as fixed
 /// would, on a long log, count the tokenizer's difference over every message as overhead and
 /// leave no room at all. On the shared sessions at 20K to 32K windows this keeps every request
-/// inside the window but one, at 20K, that no tail could have saved (BENCHMARKS.md).
+/// inside the window but one, at 20K, that no tail could have saved (docs/benchmarks-history.md).
 fn overhead(usable: usize, due: usize, ours: usize) -> usize {
     if due <= ours {
         return 0;

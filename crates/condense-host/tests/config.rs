@@ -475,3 +475,47 @@ fn zeros_that_disable_a_feature_by_typo_are_refused() {
         assert!(error.starts_with("condense.toml:2:"), "{text}: {error}");
     }
 }
+
+/// The proxy's address, upstreams and state load as types (an address, checked origins, a kind
+/// of store), each refused where it is written when it is not one.
+#[test]
+fn the_proxys_address_upstreams_and_state_load_as_types() {
+    assert_eq!(
+        error_of("[serve]\nlisten = \"localhost\"\n"),
+        "condense.toml:2:10: `serve.listen`: `localhost` is not an IP address and port (e.g. 127.0.0.1:8787)"
+    );
+    assert_eq!(
+        error_of("[serve]\nanthropic_upstream = \"https://gw.example/v1?key=1\"\n"),
+        "condense.toml:2:22: `serve.anthropic_upstream`: `https://gw.example/v1?key=1` has a query or fragment: give the origin (and a path prefix) only"
+    );
+    assert_eq!(
+        error_of("[serve]\nstate = \" \"\n"),
+        "condense.toml:2:9: `serve.state`: must name a directory or a redis:// URL (or be \"\" for the user's state directory)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "condense.toml",
+        "[serve]\nlisten = \"0.0.0.0:9000\"\nstate = \"redis://127.0.0.1:6379/2\"\n",
+    );
+    let config = Config::load(&Sources {
+        explicit: Some(path),
+        ..Sources::default()
+    })
+    .unwrap();
+    let serve = &config.settings().serve;
+    assert_eq!(serve.listen, "0.0.0.0:9000".parse().unwrap());
+    assert_eq!(
+        serve.state,
+        condense_host::StateLocation::Redis("redis://127.0.0.1:6379/2".into())
+    );
+    assert_eq!(serve.openai_upstream.as_str(), "https://api.openai.com");
+    assert_eq!(
+        Config::load(&Sources::default())
+            .unwrap()
+            .settings()
+            .serve
+            .state,
+        condense_host::StateLocation::UserDirectory
+    );
+}

@@ -1033,7 +1033,7 @@ fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Sup
 /// The session's working directory at a message, found only for the messages that need it (a
 /// call that reads or changes a file), each message looked at once at most: the rule runs on
 /// every request, and a profile once found a lookup in every message among its largest costs
-/// (BENCHMARKS.md, "Pruning cost after the rules").
+/// (docs/benchmarks-history.md, "Pruning cost after the rules").
 #[derive(Default)]
 struct SessionDirectory<'m> {
     /// Messages before this one have been looked at.

@@ -68,8 +68,8 @@ impl ProxySettings {
     /// The `[serve]` configuration's values.
     pub fn from_config(config: &ServeConfig) -> Self {
         ProxySettings {
-            openai_upstream: config.openai_upstream.clone(),
-            anthropic_upstream: config.anthropic_upstream.clone(),
+            openai_upstream: config.openai_upstream.to_string(),
+            anthropic_upstream: config.anthropic_upstream.to_string(),
             body_limit_bytes: config.body_limit_bytes,
             upstream_timeout: Duration::from_secs(config.upstream_timeout_secs),
             upstream_summarizer: None,
@@ -96,7 +96,7 @@ pub enum ProxyError {
     #[error("cannot build the upstream HTTP client: {0}")]
     Client(String),
     /// An upstream origin the proxy cannot send to.
-    #[error("{key}: `{url}` {reason}")]
+    #[error("{key}: {reason}")]
     Upstream {
         /// The configuration key: `serve.openai_upstream` or `serve.anthropic_upstream`.
         key: &'static str,
@@ -107,25 +107,16 @@ pub enum ProxyError {
     },
 }
 
-/// Checks an upstream origin: an absolute http(s) URL with a host and no query or fragment.
-/// The request's own path is appended to it, so a gateway's path prefix is kept.
+/// Checks an upstream origin as the configuration does ([`condense_host::Upstream`]), for
+/// settings a library built itself.
 fn check_upstream(key: &'static str, url: &str) -> Result<(), ProxyError> {
-    let problem = |reason: String| ProxyError::Upstream {
-        key,
-        url: url.to_owned(),
-        reason,
-    };
-    let parsed =
-        reqwest::Url::parse(url).map_err(|error| problem(format!("is not a URL ({error})")))?;
-    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-        return Err(problem("is not an http:// or https:// origin".to_owned()));
-    }
-    if parsed.query().is_some() || parsed.fragment().is_some() {
-        return Err(problem(
-            "has a query or fragment: give the origin (and a path prefix) only".to_owned(),
-        ));
-    }
-    Ok(())
+    url.parse::<condense_host::Upstream>()
+        .map(|_| ())
+        .map_err(|reason| ProxyError::Upstream {
+            key,
+            url: url.to_owned(),
+            reason,
+        })
 }
 
 /// Where a request to `path` goes on `upstream`: the upstream and the path. An upstream

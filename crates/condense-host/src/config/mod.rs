@@ -30,7 +30,8 @@ pub use layer::{Origin, PluginSpec, Setting, Source};
 pub use models::{BUILT_IN_MODELS, ModelWindow, ModelWindows, glob_match};
 pub use typed::{
     CompactionConfig, MicrocompactConfig, ModelSettings, NativeMode, PruneConfig, ServeConfig,
-    Settings, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice, TrimConfig, WalkWhen,
+    Settings, StateLocation, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice,
+    TrimConfig, Upstream, WalkWhen,
 };
 
 /// The built-in layer: every key with its default.
@@ -740,6 +741,21 @@ fn check_names(values: &BTreeMap<String, (Setting, Origin)>) -> Result<(), Confi
     };
     Encoding::from_str(text("model.encoding"))
         .map_err(|error| bad("model.encoding", error.to_string()))?;
+    // The proxy's address, upstreams and state, parsed by the types they load into: the
+    // message then names the key and where its value came from.
+    std::net::SocketAddr::from_str(text("serve.listen")).map_err(|_| {
+        bad(
+            "serve.listen",
+            format!(
+                "`{}` is not an IP address and port (e.g. 127.0.0.1:8787)",
+                text("serve.listen")
+            ),
+        )
+    })?;
+    for key in ["serve.openai_upstream", "serve.anthropic_upstream"] {
+        Upstream::from_str(text(key)).map_err(|error| bad(key, error))?;
+    }
+    StateLocation::from_str(text("serve.state")).map_err(|error| bad("serve.state", error))?;
     // A key whose value is one of a few names, checked against the typed enum's own list.
     let one_of = |key: &str, names: &[&str], article: &str| -> Result<(), ConfigError> {
         let value = text(key);

@@ -7,6 +7,7 @@
 //! file is the one place a default is written; the kind of each key (what a flag or variable
 //! must parse as) is read from it too. Adding a key is a field here and a line there.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -223,13 +224,17 @@ pub struct StoreConfig {
 #[non_exhaustive]
 pub struct ServeConfig {
     /// The address the proxy listens on.
-    pub listen: String,
+    #[serde(deserialize_with = "parsed")]
+    pub listen: SocketAddr,
     /// The OpenAI-compatible upstream's origin.
-    pub openai_upstream: String,
+    #[serde(deserialize_with = "parsed")]
+    pub openai_upstream: Upstream,
     /// The Anthropic upstream's origin.
-    pub anthropic_upstream: String,
-    /// The sessions' state directory; `""` for the user's state directory.
-    pub state: String,
+    #[serde(deserialize_with = "parsed")]
+    pub anthropic_upstream: Upstream,
+    /// Where the sessions' state is kept.
+    #[serde(deserialize_with = "parsed")]
+    pub state: StateLocation,
     /// Hours a session's state is kept after its last request; `0`: forever.
     pub state_ttl_hours: u64,
     /// The longest a read or a save of a session's state may take before the request goes on
@@ -247,6 +252,72 @@ pub struct ServeConfig {
     /// `auto`, `pass` or `emulate`: whether condense answers the providers' compaction
     /// endpoints itself.
     pub native_compaction: NativeMode,
+}
+
+/// An upstream's origin (`serve.openai_upstream`, `serve.anthropic_upstream`): an absolute
+/// http(s) URL with a host and no query or fragment. The request's own path is appended to it,
+/// so a gateway's path prefix is kept. Checked here, once, for the configuration and for a
+/// library that builds the proxy's settings itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream(String);
+
+impl Upstream {
+    /// The origin as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for Upstream {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let parsed =
+            url::Url::parse(text).map_err(|error| format!("`{text}` is not a URL ({error})"))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+            return Err(format!("`{text}` is not an http:// or https:// origin"));
+        }
+        if parsed.query().is_some() || parsed.fragment().is_some() {
+            return Err(format!(
+                "`{text}` has a query or fragment: give the origin (and a path prefix) only"
+            ));
+        }
+        Ok(Upstream(text.to_owned()))
+    }
+}
+
+/// Where the proxy keeps its sessions' state (`serve.state`). Exhaustive on purpose: a new kind
+/// of store is a compile error wherever a store is opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateLocation {
+    /// The user's state directory (`""`).
+    UserDirectory,
+    /// A directory of its own.
+    Directory(PathBuf),
+    /// A Redis server replicas share (`redis://HOST:PORT/DB`, or `rediss://` over TLS).
+    Redis(String),
+}
+
+impl FromStr for StateLocation {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text.is_empty() {
+            Ok(StateLocation::UserDirectory)
+        } else if text.starts_with("redis://") || text.starts_with("rediss://") {
+            Ok(StateLocation::Redis(text.to_owned()))
+        } else if text.trim().is_empty() {
+            Err("must name a directory or a redis:// URL (or be \"\" for the user's state directory)".to_owned())
+        } else {
+            Ok(StateLocation::Directory(PathBuf::from(text)))
+        }
+    }
 }
 
 /// Whether the proxy answers the providers' own compaction itself or passes it on
