@@ -346,6 +346,8 @@ impl Compactor {
         Ok(compaction)
     }
 
+    /// The request's run as named steps: what came in, the frozen head put back, phase 1 and
+    /// the trigger's measure, the trigger, phase 2 and the head frozen, the report.
     async fn run_live(
         &self,
         mut conversation: Conversation,
@@ -359,21 +361,7 @@ impl Compactor {
         let summarizer = summarizer.unwrap_or(self.summarizer.as_ref());
         let counter = self.counter.as_ref();
         let usable = condense_compact::usable(&tail);
-        // The client's own messages, before anything replaces them: what a frozen head is
-        // recognised by, now and on the next request.
-        let hashes: Vec<u64> = conversation
-            .messages
-            .iter()
-            .enumerate()
-            .map(|(index, message)| match memos.get(index) {
-                Some(memo) => memo.content_hash(|| message_hash(message)),
-                None => message_hash(message),
-            })
-            .collect();
-        // Each client message counted once, as received: what the metrics and the report call
-        // the request's size, whatever a frozen head then stands in for.
-        let received =
-            count_each_memoized(counter, &conversation.messages, |index| memos.get(index));
+        let (hashes, received) = self.received(&conversation, memos);
         let tokens_received = conversation_total(&received);
         let (head, placed) = head::apply(&mut state.head, &mut conversation, &hashes);
         // The harness's last reported usage counted the request it sent; a history that no
@@ -385,8 +373,106 @@ impl Compactor {
         // messages after it taken from the count as received.
         let mut counts = counter.count_each(&conversation.messages[..placed.replaced_by]);
         counts.extend_from_slice(&received[placed.covered.min(received.len())..]);
-        let tokens_in = conversation_total(&counts);
+        let asked = Asked {
+            phases,
+            summarizer,
+            tail,
+        };
+        let pruned = self.prune_and_measure(&mut conversation, state, &counts, reported, &asked)?;
+        let compaction = match self.trigger(&conversation, state, &pruned, &asked) {
+            Trigger::Skip(outcome) => outcome,
+            Trigger::Summarize { early } => {
+                // What the provider most likely has cached: what the previous request sent, up
+                // to the first output this one replaced for the first time.
+                let previous_end = match pruned.measured {
+                    Measure::ProviderUsage { at_message, .. } => at_message,
+                    Measure::Tokenizer { .. } => counts.len(),
+                };
+                let first_change = pruned.prune.first_fresh_message().unwrap_or(counts.len());
+                let cached_end = previous_end.min(first_change).min(counts.len());
+                // What the request carries beyond the messages condense counts (tool
+                // definitions, a system prompt sent apart, the provider's own tokenizer): the
+                // tail and the summary must fit in what is left of the window.
+                let due = Due {
+                    tail,
+                    tokens: pruned.due_tokens,
+                    overhead: overhead(usable, pruned.due_tokens, pruned.tokens),
+                    counted: pruned.tokens,
+                    cached: counts[..cached_end].iter().sum(),
+                    early,
+                };
+                let automatic = phases == Phases::Both { automatic: true };
+                self.summarize_and_freeze(
+                    &mut conversation,
+                    state,
+                    automatic,
+                    summarizer,
+                    due,
+                    (placed, &hashes),
+                )
+                .await?
+            }
+        };
+        let tokens_after = match compaction {
+            CompactionOutcome::Summarized { .. } => counter.count_conversation(&conversation),
+            _ => pruned.tokens,
+        };
+        let due_after = due_after(&pruned, tokens_after);
+        let under_threshold = due_after < usable;
+        let note = (!under_threshold).then(|| over_threshold_note(&compaction, usable));
+        Ok(Compaction {
+            conversation,
+            report: CompactReport {
+                head,
+                measured: pruned.measured,
+                usable,
+                tokens_before: tokens_received,
+                prune: pruned.prune,
+                tokens_after_prune: pruned.tokens,
+                compaction,
+                tokens_after,
+                due_after,
+                under_threshold,
+                note,
+                elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                native: None,
+            },
+        })
+    }
 
+    /// The request as it came: each client message's content hash (what a frozen head is
+    /// recognised by, now and on the next request) and its count (what the metrics and the
+    /// report call the request's size, whatever a frozen head then stands in for), each taken
+    /// from the message's memo where the caller has one.
+    fn received(&self, conversation: &Conversation, memos: &Memos) -> (Vec<u64>, Vec<usize>) {
+        let hashes = conversation
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(index, message)| match memos.get(index) {
+                Some(memo) => memo.content_hash(|| message_hash(message)),
+                None => message_hash(message),
+            })
+            .collect();
+        let counts = count_each_memoized(self.counter.as_ref(), &conversation.messages, |index| {
+            memos.get(index)
+        });
+        (hashes, counts)
+    }
+
+    /// Phase 1, then the trigger's measure of what it left: the provider's count where the
+    /// harness reported one (less what pruning just removed), else condense's.
+    fn prune_and_measure(
+        &self,
+        conversation: &mut Conversation,
+        state: &mut SessionState,
+        counts: &[usize],
+        reported: Option<ReportedUsage>,
+        asked: &Asked<'_>,
+    ) -> Result<Pruned, HostError> {
+        let counter = self.counter.as_ref();
+        let tail = &asked.tail;
+        let tokens_in = conversation_total(counts);
         let pruner = Pruner {
             settings: &self.prune,
             counter,
@@ -395,39 +481,44 @@ impl Compactor {
         };
         // A harness's request is walked only when it is due for compaction (`prune.walk_when`):
         // judged on the request as it came, the provider's count where there is one.
-        let skip_walk = phases == (Phases::Both { automatic: true })
+        let skip_walk = asked.phases == (Phases::Both { automatic: true })
             && self.walk_when == crate::WalkWhen::Due
             && !is_due(
-                measure(&conversation, reported, &counts, |_| 0).0.tokens(),
-                &tail,
+                measure(conversation, reported, counts, |_| 0).0.tokens(),
+                tail,
             )
-            && !self.pays_to_compact(&conversation, &counts, &tail, summarizer);
+            && !self.pays_to_compact(conversation, counts, tail, asked.summarizer);
         let request = PruneRequest {
             context_window: Some(tail.context_window),
             previous_request_ms: state.last_request_ms,
             skip_walk,
         };
-        let prune = pruner.prune_counted(&mut conversation, &counts, &mut state.log, request)?;
+        let prune = pruner.prune_counted(conversation, counts, &mut state.log, request)?;
         state.last_request_ms = Some(self.clock.now_ms());
-        let (measured, harness_figure) = measure(&conversation, reported, &counts, |message| {
+        let (measured, harness_figure) = measure(conversation, reported, counts, |message| {
             prune.frozen_tokens_up_to(message)
         });
         // Recounted only when something was replaced: on most requests of a long session
         // nothing is, and a recount of every message is a good part of a request's cost.
-        let recounted = (prune.replaced() != 0).then(|| counter.count_each(&conversation.messages));
-        let counts_after_prune = recounted.as_deref().unwrap_or(&counts);
-        let tokens_after_prune = conversation_total(counts_after_prune);
+        let counts_after = if prune.replaced() == 0 {
+            counts.to_vec()
+        } else {
+            counter.count_each(&conversation.messages)
+        };
+        let tokens = conversation_total(&counts_after);
         // Provider usage counts what pruning just removed; take that off with our own count.
         // Not what it never counted: an output replaced by an earlier request (a frozen
         // decision, applied again to the client's resent original) up to the reported message
         // was a placeholder in the request the provider counted.
         let due_tokens = match measured {
-            Measure::Tokenizer { .. } => tokens_after_prune,
+            Measure::Tokenizer { .. } => tokens,
             Measure::ProviderUsage {
-                tokens, at_message, ..
+                tokens: provider,
+                at_message,
+                ..
             } => {
-                let freed = tokens_in.saturating_sub(tokens_after_prune);
-                tokens.saturating_sub(freed.saturating_sub(prune.frozen_tokens_up_to(at_message)))
+                let freed = tokens_in.saturating_sub(tokens);
+                provider.saturating_sub(freed.saturating_sub(prune.frozen_tokens_up_to(at_message)))
             }
         };
         // From now on the harness's figure stands for its request as this call sends it: what
@@ -442,118 +533,86 @@ impl Compactor {
                 .tokens
                 .saturating_sub(prune.fresh_tokens_up_to(at_message));
         }
+        Ok(Pruned {
+            prune,
+            measured,
+            counts: counts_after,
+            tokens,
+            due_tokens,
+        })
+    }
 
+    /// Whether phase 2 runs: when the window is full, or earlier when that is cheaper
+    /// ([`Compactor::pays_to_compact`]); never for prune-only, and not automatically once the
+    /// summarizer failed `max_failures` times in a row.
+    fn trigger(
+        &self,
+        conversation: &Conversation,
+        state: &SessionState,
+        pruned: &Pruned,
+        asked: &Asked<'_>,
+    ) -> Trigger {
+        let phases = asked.phases;
+        let full = is_due(pruned.due_tokens, &asked.tail);
         let early = phases != Phases::Forced
-            && !is_due(due_tokens, &tail)
-            && self.pays_to_compact(&conversation, counts_after_prune, &tail, summarizer);
-        let compaction = if phases == Phases::PruneOnly {
-            CompactionOutcome::PruneOnly
-        } else if phases != Phases::Forced && !is_due(due_tokens, &tail) && !early {
-            CompactionOutcome::NotDue
+            && !full
+            && self.pays_to_compact(conversation, &pruned.counts, &asked.tail, asked.summarizer);
+        if phases == Phases::PruneOnly {
+            Trigger::Skip(CompactionOutcome::PruneOnly)
+        } else if phases != Phases::Forced && !full && !early {
+            Trigger::Skip(CompactionOutcome::NotDue)
         } else if phases == (Phases::Both { automatic: true })
             && state.consecutive_failures >= self.max_failures
         {
-            CompactionOutcome::CircuitOpen {
+            Trigger::Skip(CompactionOutcome::CircuitOpen {
                 consecutive_failures: state.consecutive_failures,
-            }
+            })
         } else {
-            let automatic = phases == Phases::Both { automatic: true };
-            // What the request carries beyond the messages condense counts (tool definitions,
-            // a system prompt sent apart, the provider's own tokenizer): the tail and the
-            // summary must fit in what is left of the window.
-            // What the provider most likely has cached: what the previous request sent, up to
-            // the first output this one replaced for the first time.
-            let previous_end = match measured {
-                Measure::ProviderUsage { at_message, .. } => at_message,
-                Measure::Tokenizer { .. } => counts.len(),
-            };
-            let first_change = prune.first_fresh_message().unwrap_or(counts.len());
-            let cached_end = previous_end.min(first_change).min(counts.len());
-            let measure = Due {
-                tail,
-                tokens: due_tokens,
-                overhead: overhead(usable, due_tokens, tokens_after_prune),
-                counted: tokens_after_prune,
-                cached: counts[..cached_end].iter().sum(),
-                early,
-            };
-            let (outcome, compacted) = self
-                .summarize(&conversation, state, automatic, summarizer, measure)
-                .await?;
-            if let (
-                Some(compacted),
-                CompactionOutcome::Summarized {
-                    split,
-                    carried_messages,
-                    ..
-                },
-            ) = (compacted, &outcome)
-            {
-                let earlier = state
-                    .head
-                    .as_ref()
-                    .map_or(&[][..], |frozen| &frozen.outlines[..]);
-                state.head = head::freeze(
-                    split.tail_start,
-                    split.pinned + 1 + carried_messages,
-                    placed,
-                    &compacted.messages,
-                    &hashes,
-                    &conversation.messages,
-                    earlier,
-                );
-                conversation = compacted;
-            }
-            outcome
-        };
+            Trigger::Summarize { early }
+        }
+    }
 
-        let tokens_after = match compaction {
-            CompactionOutcome::Summarized { .. } => counter.count_conversation(&conversation),
-            _ => tokens_after_prune,
-        };
-        // Judged on the trigger's own measure: the provider's count (when the trigger used it)
-        // scaled by what condense's count of the same messages went down by; a result nothing
-        // changed measures exactly what the trigger measured.
-        let due_after = match measured {
-            Measure::Tokenizer { .. } => tokens_after,
-            Measure::ProviderUsage { .. } if tokens_after == tokens_after_prune => due_tokens,
-            Measure::ProviderUsage { .. } => (tokens_after as f64 * due_tokens as f64
-                / tokens_after_prune.max(1) as f64)
-                .round() as usize,
-        };
-        let under_threshold = due_after < usable;
-        let note = (!under_threshold).then(|| match &compaction {
-            CompactionOutcome::NothingToCompact => "the recent turns alone are over the threshold: there is no older part to summarize".to_owned(),
-            CompactionOutcome::NothingNew => "what is older than the kept turns is the earlier summary and what it carries: summarizing it again would change nothing".to_owned(),
-            CompactionOutcome::CircuitOpen { .. } => "automatic compaction is stopped for this session after repeated summarizer failures".to_owned(),
-            CompactionOutcome::Failed { error, .. } => format!("the summarizer failed: {error}"),
-            CompactionOutcome::PruneOnly => format!(
-                "still over the {} usable after pruning alone (the summary phase was not run)",
-                condense_text::thousands(usable)
-            ),
-            _ => format!(
-                "the pinned messages, the summary and the kept turns are larger than the {} usable; not retried",
-                condense_text::thousands(usable)
-            ),
-        });
-        Ok(Compaction {
-            conversation,
-            report: CompactReport {
-                head,
-                measured,
-                usable,
-                tokens_before: tokens_received,
-                prune,
-                tokens_after_prune,
-                compaction,
-                tokens_after,
-                due_after,
-                under_threshold,
-                note,
-                elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                native: None,
+    /// Phase 2, and, when it summarized, the head frozen so that the next request carrying
+    /// the same messages gets the same summary in their place; `conversation` becomes the
+    /// compacted one. `placed` and `hashes`: where the earlier frozen head stood, and the
+    /// client's messages as they came.
+    async fn summarize_and_freeze(
+        &self,
+        conversation: &mut Conversation,
+        state: &mut SessionState,
+        automatic: bool,
+        summarizer: &dyn Summarizer,
+        due: Due,
+        (placed, hashes): (head::Placed, &[u64]),
+    ) -> Result<CompactionOutcome, HostError> {
+        let (outcome, compacted) = self
+            .summarize(conversation, state, automatic, summarizer, due)
+            .await?;
+        if let (
+            Some(compacted),
+            CompactionOutcome::Summarized {
+                split,
+                carried_messages,
+                ..
             },
-        })
+        ) = (compacted, &outcome)
+        {
+            let earlier = state
+                .head
+                .as_ref()
+                .map_or(&[][..], |frozen| &frozen.outlines[..]);
+            state.head = head::freeze(
+                split.tail_start,
+                split.pinned + 1 + carried_messages,
+                placed,
+                &compacted.messages,
+                hashes,
+                &conversation.messages,
+                earlier,
+            );
+            *conversation = compacted;
+        }
+        Ok(outcome)
     }
 
     /// Phase 2 on an already pruned conversation, measured as `due`.
@@ -934,6 +993,64 @@ fn remote_settings(
     let mut settings = config.remote_settings();
     settings.counter = counter;
     settings
+}
+
+/// What the caller asked of this run: the phases, the summarizer, the window.
+struct Asked<'s> {
+    phases: Phases,
+    summarizer: &'s dyn Summarizer,
+    tail: TailSettings,
+}
+
+/// Phase 1's result and the trigger's measure of what it left.
+struct Pruned {
+    prune: condense_pruner::PruneReport,
+    measured: Measure,
+    /// condense's count of each message after pruning.
+    counts: Vec<usize>,
+    /// Their total.
+    tokens: usize,
+    /// What the trigger measures: the provider's count where there is one.
+    due_tokens: usize,
+}
+
+/// What the trigger decided.
+enum Trigger {
+    /// Phase 2 does not run, for this reason.
+    Skip(CompactionOutcome),
+    /// Phase 2 runs; `early`: before the window needs it, because it is cheaper.
+    Summarize { early: bool },
+}
+
+/// The result judged on the trigger's own measure: the provider's count (when the trigger used
+/// it) scaled by what condense's count of the same messages went down by; a result nothing
+/// changed measures exactly what the trigger measured.
+fn due_after(pruned: &Pruned, tokens_after: usize) -> usize {
+    match pruned.measured {
+        Measure::Tokenizer { .. } => tokens_after,
+        Measure::ProviderUsage { .. } if tokens_after == pruned.tokens => pruned.due_tokens,
+        Measure::ProviderUsage { .. } => (tokens_after as f64 * pruned.due_tokens as f64
+            / pruned.tokens.max(1) as f64)
+            .round() as usize,
+    }
+}
+
+/// Why a result is still at or over the `usable` threshold.
+fn over_threshold_note(compaction: &CompactionOutcome, usable: usize) -> String {
+    match compaction {
+        CompactionOutcome::NothingToCompact => "the recent turns alone are over the threshold: there is no older part to summarize".to_owned(),
+        CompactionOutcome::NothingNew => "what is older than the kept turns is the earlier summary and what it carries: summarizing it again would change nothing".to_owned(),
+        CompactionOutcome::CircuitOpen { .. } => "automatic compaction is stopped for this session after repeated summarizer failures".to_owned(),
+        CompactionOutcome::Failed { error, .. } => format!("the summarizer failed: {error}"),
+        CompactionOutcome::PruneOnly => format!(
+            "still over the {} usable after pruning alone (the summary phase was not run)",
+            condense_text::thousands(usable)
+        ),
+        _ => format!(
+            "the pinned messages, the summary and the kept turns are larger than the {} usable; not retried",
+            condense_text::thousands(usable)
+        ),
+    }
 }
 
 /// How large the pruned conversation is when a summary is due.
