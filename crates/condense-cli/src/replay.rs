@@ -311,13 +311,26 @@ fn session_name(args: &ReplayArgs) -> String {
         )
 }
 
+/// The replay as a table: what was replayed, each policy's figures (and the whole session's,
+/// with its subagents), what was not replayed, and the log's own figures beside the model's.
 fn print_table(
     replay: &Replay,
     recording: &Recording,
     subagents: &[condense_replay::Subagent],
     name: &str,
 ) -> Result<()> {
-    let thousands = |n: u64| crate::human::thousands(usize::try_from(n).unwrap_or(usize::MAX));
+    print_heading(replay, name)?;
+    print_policies(replay)?;
+    print_not_replayed(replay)?;
+    print_recorded(replay, recording, subagents)
+}
+
+fn thousands(n: u64) -> String {
+    crate::human::thousands(usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// What was replayed against what, and the calibration the log gave.
+fn print_heading(replay: &Replay, name: &str) -> Result<()> {
     say!(
         "{name}: {} requests replayed against {} ({}), cache lifetime {}, context window {}",
         replay.agent_requests,
@@ -339,39 +352,39 @@ fn print_table(
         );
     }
     say!("");
-    let header = [
-        "policy",
-        "requests",
-        "failures",
-        "summaries",
-        "pruned",
-        "peak ctx",
-        "mean ctx",
-        "cache read",
-        "cache write",
-        "uncached",
-        "output",
-        "cost $",
-        "vs recorded",
-        "keeps",
-        "keeps min",
-    ];
-    let rows: Vec<[String; 15]> = replay
-        .policies
-        .iter()
-        .map(|result| row(result, &thousands))
-        .collect();
-    let session_rows: Vec<[String; 15]> = replay
-        .session
-        .iter()
-        .map(|result| row(result, &thousands))
-        .collect();
-    let widths: Vec<usize> = (0..header.len())
+    Ok(())
+}
+
+/// The table's columns.
+const HEADER: [&str; 15] = [
+    "policy",
+    "requests",
+    "failures",
+    "summaries",
+    "pruned",
+    "peak ctx",
+    "mean ctx",
+    "cache read",
+    "cache write",
+    "uncached",
+    "output",
+    "cost $",
+    "vs recorded",
+    "keeps",
+    "keeps min",
+];
+
+/// Each policy's row, then, for a session with subagents, the whole session's, in columns as
+/// wide as the widest cell of either table.
+fn print_policies(replay: &Replay) -> Result<()> {
+    let rows: Vec<[String; 15]> = replay.policies.iter().map(row).collect();
+    let session_rows: Vec<[String; 15]> = replay.session.iter().map(row).collect();
+    let widths: Vec<usize> = (0..HEADER.len())
         .map(|column| {
             rows.iter()
                 .chain(&session_rows)
                 .map(|row| row[column].chars().count())
-                .chain([header[column].len()])
+                .chain([HEADER[column].len()])
                 .max()
                 .unwrap_or(0)
         })
@@ -390,7 +403,7 @@ fn print_table(
             .collect::<Vec<_>>()
             .join("  ")
     };
-    say!("{}", line(header.to_vec()));
+    say!("{}", line(HEADER.to_vec()));
     for cells in &rows {
         say!("{}", line(cells.iter().map(String::as_str).collect()));
     }
@@ -408,101 +421,116 @@ fn print_table(
         say!(
             "with {count} the session started ({requests} requests, each replayed in a context of its own, calibrated on {them} own usage; --json has each), the whole session:"
         );
-        say!("{}", line(header.to_vec()));
+        say!("{}", line(HEADER.to_vec()));
         for cells in &session_rows {
             say!("{}", line(cells.iter().map(String::as_str).collect()));
-        }
-    }
-    if let Some(beside) = &replay.not_replayed {
-        let parts: Vec<String> = [
-            (
-                beside.subagent_requests,
-                "subagent requests",
-                beside.subagent_cost_usd,
-            ),
-            (
-                beside.left_branch_requests,
-                "requests on branches left",
-                beside.left_branch_cost_usd,
-            ),
-        ]
-        .into_iter()
-        .filter(|(requests, _, _)| *requests > 0)
-        .map(|(requests, what, cost)| format!("{requests} {what} (${cost:.2})"))
-        .collect();
-        say!("");
-        say!(
-            "not replayed, and in no policy's figures (costs by the log's own usage): {}",
-            parts.join(", ")
-        );
-    }
-    if let Some(recorded) = replay
-        .policies
-        .iter()
-        .find(|result| result.name == "recorded")
-    {
-        let figures_line = |figures: &condense_replay::RecordedFigures, what: &str| -> Result<()> {
-            say!("");
-            say!(
-                "the log's own figures{what} ({} requests): cache read {}, cache write {}, uncached {}, output {}: ${:.2} at these prices",
-                figures.recorded_requests,
-                thousands(figures.recorded_cache_read_tokens),
-                thousands(figures.recorded_cache_write_tokens),
-                thousands(figures.recorded_uncached_tokens),
-                thousands(figures.recorded_output_tokens),
-                figures.recorded_cost_usd
-            );
-            Ok(())
-        };
-        let main = if replay.subagents.is_empty() {
-            ""
-        } else {
-            ", the main thread"
-        };
-        if let Some(figures) = &recorded.recorded {
-            figures_line(figures, main)?;
-        }
-        let agreement_line = |agreement: Option<Agreement>, of: &str| -> Result<()> {
-            if replay.provider == Provider::Anthropic
-                && let Some(agreement) = agreement
-            {
-                say!(
-                    "cache-hit share{of}: simulated {:.1} %, recorded {:.1} %; large cache writes recognised: {} of {}",
-                    agreement.simulated_hit_share * 100.0,
-                    agreement.recorded_hit_share * 100.0,
-                    agreement.large_writes_flagged,
-                    agreement.large_writes
-                );
-            }
-            Ok(())
-        };
-        agreement_line(Agreement::of(recording, recorded), "")?;
-        if let Some(figures) = replay
-            .session
-            .iter()
-            .find(|result| result.name == "recorded")
-            .and_then(|result| result.recorded.as_ref())
-        {
-            figures_line(figures, ", the whole session")?;
-            // Each subagent's `recorded` result, with its requests.
-            let theirs =
-                subagents
-                    .iter()
-                    .zip(&replay.subagents)
-                    .filter_map(|(subagent, replayed)| {
-                        let result = replayed
-                            .policies
-                            .iter()
-                            .find(|result| result.name == "recorded")?;
-                        Some((&subagent.recording, result))
-                    });
-            agreement_line(Agreement::over(theirs), " on the subagents")?;
         }
     }
     Ok(())
 }
 
-fn row(result: &PolicyResult, thousands: &dyn Fn(u64) -> String) -> [String; 15] {
+/// The requests the log accounts for that no policy replayed, with their cost.
+fn print_not_replayed(replay: &Replay) -> Result<()> {
+    let Some(beside) = &replay.not_replayed else {
+        return Ok(());
+    };
+    let parts: Vec<String> = [
+        (
+            beside.subagent_requests,
+            "subagent requests",
+            beside.subagent_cost_usd,
+        ),
+        (
+            beside.left_branch_requests,
+            "requests on branches left",
+            beside.left_branch_cost_usd,
+        ),
+    ]
+    .into_iter()
+    .filter(|(requests, _, _)| *requests > 0)
+    .map(|(requests, what, cost)| format!("{requests} {what} (${cost:.2})"))
+    .collect();
+    say!("");
+    say!(
+        "not replayed, and in no policy's figures (costs by the log's own usage): {}",
+        parts.join(", ")
+    );
+    Ok(())
+}
+
+/// The log's own figures, and how the cache model's hits agree with them (Anthropic).
+fn print_recorded(
+    replay: &Replay,
+    recording: &Recording,
+    subagents: &[condense_replay::Subagent],
+) -> Result<()> {
+    let Some(recorded) = replay
+        .policies
+        .iter()
+        .find(|result| result.name == "recorded")
+    else {
+        return Ok(());
+    };
+    let figures_line = |figures: &condense_replay::RecordedFigures, what: &str| -> Result<()> {
+        say!("");
+        say!(
+            "the log's own figures{what} ({} requests): cache read {}, cache write {}, uncached {}, output {}: ${:.2} at these prices",
+            figures.recorded_requests,
+            thousands(figures.recorded_cache_read_tokens),
+            thousands(figures.recorded_cache_write_tokens),
+            thousands(figures.recorded_uncached_tokens),
+            thousands(figures.recorded_output_tokens),
+            figures.recorded_cost_usd
+        );
+        Ok(())
+    };
+    let main = if replay.subagents.is_empty() {
+        ""
+    } else {
+        ", the main thread"
+    };
+    if let Some(figures) = &recorded.recorded {
+        figures_line(figures, main)?;
+    }
+    let agreement_line = |agreement: Option<Agreement>, of: &str| -> Result<()> {
+        if replay.provider == Provider::Anthropic
+            && let Some(agreement) = agreement
+        {
+            say!(
+                "cache-hit share{of}: simulated {:.1} %, recorded {:.1} %; large cache writes recognised: {} of {}",
+                agreement.simulated_hit_share * 100.0,
+                agreement.recorded_hit_share * 100.0,
+                agreement.large_writes_flagged,
+                agreement.large_writes
+            );
+        }
+        Ok(())
+    };
+    agreement_line(Agreement::of(recording, recorded), "")?;
+    if let Some(figures) = replay
+        .session
+        .iter()
+        .find(|result| result.name == "recorded")
+        .and_then(|result| result.recorded.as_ref())
+    {
+        figures_line(figures, ", the whole session")?;
+        // Each subagent's `recorded` result, with its requests.
+        let theirs = subagents
+            .iter()
+            .zip(&replay.subagents)
+            .filter_map(|(subagent, replayed)| {
+                let result = replayed
+                    .policies
+                    .iter()
+                    .find(|result| result.name == "recorded")?;
+                Some((&subagent.recording, result))
+            });
+        agreement_line(Agreement::over(theirs), " on the subagents")?;
+    }
+    Ok(())
+}
+
+fn row(result: &PolicyResult) -> [String; 15] {
     [
         result.name.clone(),
         result.requests.to_string(),
