@@ -676,21 +676,7 @@ impl Proxy {
                 return self.failed_open(named.unwrap_or_default(), bytes, "read", &error);
             }
         };
-        let upstream = self.settings.upstream_summarizer.as_ref().map(|template| {
-            let model = conversation
-                .envelope
-                .as_ref()
-                .and_then(|envelope| envelope.get("model"))
-                .and_then(Value::as_str);
-            UpstreamSummarizer::for_request(
-                template,
-                provider,
-                self.settings.upstream(provider),
-                parts,
-                model,
-                &self.metrics,
-            )
-        });
+        let upstream = self.upstream_summarizer(provider, &conversation, parts);
         let summarizer = upstream
             .as_ref()
             .map(|summarizer| summarizer as &dyn condense_host::Summarizer);
@@ -734,23 +720,7 @@ impl Proxy {
             if stand_in.applied_edits.is_some() {
                 applied_edits = stand_in.applied_edits;
             }
-            // A store that cannot be read in time does not cost the request its compaction: it
-            // is prepared on a fresh state (a request past the window still gets under it), and
-            // that state is not saved over one that may be fine.
-            let (versioned, saving) = match self.load(&session).await {
-                Ok(versioned) => {
-                    if let Some(why) = &versioned.discarded {
-                        Metrics::add(&self.metrics.state_discarded, 1);
-                        tracing::warn!(%session, %why, "the session state was set aside; judged afresh, and replaced on save");
-                    }
-                    (versioned, true)
-                }
-                Err(error) => {
-                    Metrics::add(&self.metrics.state_unavailable, 1);
-                    tracing::warn!(%session, %error, "the session state could not be read; prepared on a fresh state, not saved");
-                    (crate::state::Versioned::default(), false)
-                }
-            };
+            let (versioned, saving) = self.load_or_fresh(&session).await;
             let mut state = versioned.state;
             let prepared = self
                 .compactor
@@ -761,19 +731,9 @@ impl Proxy {
                 Err(error) => return self.failed_open(session, bytes, "prepare", &error),
             };
             let report = &compaction.report;
-            // Nothing replaced, nothing summarized: the client's own bytes go upstream, as they
-            // came and without the cost of writing them again.
-            let unchanged = !stand_in.changed
-                && !matches!(report.head, Some(HeadOutcome::Reused { .. }))
-                && report.prune.replaced() == 0
-                && !matches!(report.compaction, CompactionOutcome::Summarized { .. });
-            let body = if unchanged {
-                bytes.clone()
-            } else {
-                match condense_formats::write_compact(format, &compaction.conversation) {
-                    Ok(body) => Bytes::from(body),
-                    Err(error) => return self.failed_open(session, bytes, "write", &error),
-                }
+            let body = match body_of(format, bytes, &compaction, stand_in.changed) {
+                Ok(body) => body,
+                Err(error) => return self.failed_open(session, bytes, "write", &error),
             };
             // A store no other replica writes cannot lose the compare-and-set: its save waits
             // until the request is on its way (the session stays locked until then). Any other
@@ -786,23 +746,13 @@ impl Proxy {
                     version: versioned.version,
                 })
             } else {
-                match self.save(&session, state, versioned.version).await {
-                    Ok(Saved::Conflict) if attempt < SAVE_ATTEMPTS => continue,
-                    // Lost every time: what was prepared on the latest state is still the right
-                    // body to send (never the whole history, which may be past the window); only
-                    // its decisions are not kept.
-                    Ok(Saved::Conflict) => {
-                        Metrics::add(&self.metrics.state_conflicts, 1);
-                        tracing::warn!(%session, attempts = SAVE_ATTEMPTS, "lost the session state's compare-and-set every time; sent as prepared on the latest state, not saved");
-                    }
-                    Ok(Saved::Stored(_)) => {}
-                    // The compacted body is right; only the next request loses its frozen form.
-                    Err(error) => {
-                        Metrics::add(&self.metrics.state_unsaved, 1);
-                        tracing::warn!(%session, %error, "the session state was not saved");
-                    }
+                match self
+                    .save_before_sending(&session, state, versioned.version, attempt)
+                    .await
+                {
+                    Settled::Retry => continue,
+                    Settled::Done => None,
                 }
-                None
             };
             if let CompactionOutcome::Failed {
                 summarizer, error, ..
@@ -833,6 +783,79 @@ impl Proxy {
                 block: stand_in.block,
             };
         }
+    }
+
+    /// The summarizer that asks the request's own upstream with the client's credentials, when
+    /// the configuration names it (`summarizer.kind = "upstream"`).
+    fn upstream_summarizer(
+        &self,
+        provider: Provider,
+        conversation: &condense_core::Conversation,
+        parts: &axum::http::request::Parts,
+    ) -> Option<UpstreamSummarizer<'_>> {
+        let template = self.settings.upstream_summarizer.as_ref()?;
+        let model = conversation
+            .envelope
+            .as_ref()
+            .and_then(|envelope| envelope.get("model"))
+            .and_then(Value::as_str);
+        Some(UpstreamSummarizer::for_request(
+            template,
+            provider,
+            self.settings.upstream(provider),
+            parts,
+            model,
+            &self.metrics,
+        ))
+    }
+
+    /// The session's state, and whether it may be saved. A store that cannot be read in time
+    /// does not cost the request its compaction: it is prepared on a fresh state (a request
+    /// past the window still gets under it), and that state is not saved over one that may be
+    /// fine.
+    async fn load_or_fresh(&self, session: &str) -> (crate::state::Versioned, bool) {
+        match self.load(session).await {
+            Ok(versioned) => {
+                if let Some(why) = &versioned.discarded {
+                    Metrics::add(&self.metrics.state_discarded, 1);
+                    tracing::warn!(%session, %why, "the session state was set aside; judged afresh, and replaced on save");
+                }
+                (versioned, true)
+            }
+            Err(error) => {
+                Metrics::add(&self.metrics.state_unavailable, 1);
+                tracing::warn!(%session, %error, "the session state could not be read; prepared on a fresh state, not saved");
+                (crate::state::Versioned::default(), false)
+            }
+        }
+    }
+
+    /// The save of a store replicas share, made before anything is sent: a lost
+    /// compare-and-set is prepared again on the latest state, up to `SAVE_ATTEMPTS` times.
+    async fn save_before_sending(
+        &self,
+        session: &str,
+        state: SessionState,
+        version: u64,
+        attempt: usize,
+    ) -> Settled {
+        match self.save(session, state, version).await {
+            Ok(Saved::Conflict) if attempt < SAVE_ATTEMPTS => return Settled::Retry,
+            // Lost every time: what was prepared on the latest state is still the right body
+            // to send (never the whole history, which may be past the window); only its
+            // decisions are not kept.
+            Ok(Saved::Conflict) => {
+                Metrics::add(&self.metrics.state_conflicts, 1);
+                tracing::warn!(%session, attempts = SAVE_ATTEMPTS, "lost the session state's compare-and-set every time; sent as prepared on the latest state, not saved");
+            }
+            Ok(Saved::Stored(_)) => {}
+            // The compacted body is right; only the next request loses its frozen form.
+            Err(error) => {
+                Metrics::add(&self.metrics.state_unsaved, 1);
+                tracing::warn!(%session, %error, "the session state was not saved");
+            }
+        }
+        Settled::Done
     }
 
     /// What condense does in the upstream's place before the pipeline runs: Anthropic's context
@@ -1334,6 +1357,33 @@ enum Refusal {
 }
 
 /// A state an exclusive store saves after the request is forwarded.
+/// Whether a preparation stands once its save was tried.
+enum Settled {
+    /// Lost the compare-and-set: prepare again on the latest state.
+    Retry,
+    /// Send it (saved, or not and said so).
+    Done,
+}
+
+/// The body to send: the client's own bytes when nothing was replaced or summarized (as they
+/// came, without the cost of writing them again), else the compacted conversation written.
+fn body_of(
+    format: condense_formats::Format,
+    bytes: &Bytes,
+    compaction: &condense_host::Compaction,
+    stood_in: bool,
+) -> Result<Bytes, condense_formats::FormatError> {
+    let report = &compaction.report;
+    let unchanged = !stood_in
+        && !matches!(report.head, Some(HeadOutcome::Reused { .. }))
+        && report.prune.replaced() == 0
+        && !matches!(report.compaction, CompactionOutcome::Summarized { .. });
+    if unchanged {
+        return Ok(bytes.clone());
+    }
+    condense_formats::write_compact(format, &compaction.conversation).map(Bytes::from)
+}
+
 struct DeferredSave {
     state: SessionState,
     version: u64,
