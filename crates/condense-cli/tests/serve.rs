@@ -96,9 +96,14 @@ async fn two_replicas_on_one_redis_keep_one_sessions_decisions() {
     let upstream = format!("http://{upstream}");
     let dir = tempfile::tempdir().unwrap();
     // Every request walked (not only one due for compaction at the default window), so that
-    // there are decisions for the replicas to share.
+    // there are decisions for the replicas to share; and no summary early, which would take
+    // the pruned head away.
     let walk = dir.path().join("walk.toml");
-    std::fs::write(&walk, "[prune]\nwalk_when = \"always\"\n").unwrap();
+    std::fs::write(
+        &walk,
+        "[prune]\nwalk_when = \"always\"\n[compaction]\ncache_rewrite_cost = 0\n",
+    )
+    .unwrap();
     let walk = walk.to_str().unwrap();
     let replicas = [
         start(dir.path(), &upstream, &redis, &["-q", "--config", walk]),

@@ -28,6 +28,8 @@ async fn the_official_sdks_get_what_the_upstream_sent() {
             ("CONDENSE_PRUNE_MINIMUM_TOKENS".into(), "2000".into()),
             ("CONDENSE_PRUNE_PROTECT_TOKENS".into(), "5000".into()),
             ("CONDENSE_PRUNE_WALK_WHEN".into(), "always".into()),
+            // Pruning is what is checked: no summary early, which would take the head away.
+            ("CONDENSE_COMPACTION_CACHE_REWRITE_COST".into(), "0".into()),
         ],
         ..Sources::default()
     })
