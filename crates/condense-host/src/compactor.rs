@@ -481,13 +481,18 @@ impl Compactor {
         };
         // A harness's request is walked only when it is due for compaction (`prune.walk_when`):
         // judged on the request as it came, the provider's count where there is one.
+        let mut early_as_it_came = None;
         let skip_walk = asked.phases == (Phases::Both { automatic: true })
             && self.walk_when == crate::WalkWhen::Due
             && !is_due(
                 measure(conversation, reported, counts, |_| 0).0.tokens(),
                 tail,
             )
-            && !self.pays_to_compact(conversation, counts, tail, asked.summarizer);
+            && {
+                let early = self.pays_to_compact(conversation, counts, tail, asked.summarizer);
+                early_as_it_came = Some(early);
+                !early
+            };
         let request = PruneRequest {
             context_window: Some(tail.context_window),
             previous_request_ms: state.last_request_ms,
@@ -533,12 +538,15 @@ impl Compactor {
                 .tokens
                 .saturating_sub(prune.fresh_tokens_up_to(at_message));
         }
+        // Judged on the request as it came; the same request when pruning changed nothing.
+        let early_unpruned = early_as_it_came.filter(|_| prune.replaced() == 0);
         Ok(Pruned {
             prune,
             measured,
             counts: counts_after,
             tokens,
             due_tokens,
+            early_unpruned,
         })
     }
 
@@ -556,7 +564,9 @@ impl Compactor {
         let full = is_due(pruned.due_tokens, &asked.tail);
         let early = phases != Phases::Forced
             && !full
-            && self.pays_to_compact(conversation, &pruned.counts, &asked.tail, asked.summarizer);
+            && pruned.early_unpruned.unwrap_or_else(|| {
+                self.pays_to_compact(conversation, &pruned.counts, &asked.tail, asked.summarizer)
+            });
         if phases == Phases::PruneOnly {
             Trigger::Skip(CompactionOutcome::PruneOnly)
         } else if phases != Phases::Forced && !full && !early {
@@ -772,14 +782,11 @@ impl Compactor {
             return false;
         }
         let messages = &conversation.messages;
-        let cut = condense_compact::split_counted(messages, counts, tail);
-        if cut.nothing_to_compact() {
-            return false;
-        }
+        let pinned = condense_compact::pinned(messages);
         let since = messages
             .iter()
             .rposition(Message::is_compaction_summary)
-            .map_or(cut.pinned, |summary| summary + 1);
+            .map_or(pinned, |summary| summary + 1);
         let answers = messages[since..]
             .iter()
             .filter(|message| message.role == Role::Assistant)
@@ -788,6 +795,23 @@ impl Compactor {
             return false;
         }
         let growth = counts[since..].iter().sum::<usize>() / answers;
+        // The most a cut could make of it (everything after the pinned messages summarized,
+        // nothing kept, no summarizer to pay) first: on most requests even that does not pay,
+        // and the cut itself, which indexes every tool call, is not made.
+        let best = condense_compact::EarlyCompaction {
+            head_tokens: counts[pinned.min(counts.len())..].iter().sum(),
+            summary_tokens: self.summary_tokens,
+            tail_tokens: 0,
+            growth_tokens: growth,
+            summarizer_input_tokens: None,
+        };
+        if !condense_compact::pays_to_compact(&best, tail) {
+            return false;
+        }
+        let cut = condense_compact::split_counted(messages, counts, tail);
+        if cut.nothing_to_compact() {
+            return false;
+        }
         let early = condense_compact::EarlyCompaction {
             head_tokens: cut.head_tokens,
             summary_tokens: self.summary_tokens,
@@ -1012,6 +1036,9 @@ struct Pruned {
     tokens: usize,
     /// What the trigger measures: the provider's count where there is one.
     due_tokens: usize,
+    /// Whether compacting early pays, when the walk's gate already judged it on the same
+    /// messages (pruning changed nothing): not judged twice.
+    early_unpruned: Option<bool>,
 }
 
 /// What the trigger decided.
