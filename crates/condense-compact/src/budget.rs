@@ -64,8 +64,9 @@ pub struct EarlyCompaction {
     pub tail_tokens: usize,
     /// Tokens the conversation grows by from one request to the next, on average.
     pub growth_tokens: usize,
-    /// Input tokens a model would read to write the summary (0 for a summary written locally);
-    /// its output is `summary_tokens` at [`TailSettings::output_cost`].
+    /// Input tokens a model would read to write the summary (`None` for a summary written
+    /// locally, which costs the provider nothing); its output is `summary_tokens` at
+    /// [`TailSettings::output_cost`].
     pub summarizer_input_tokens: Option<usize>,
 }
 
