@@ -18,9 +18,9 @@ use condense_core::{
 use serde_json::Value;
 
 use crate::blocks::{content_from_parts, parts_from_content};
-use crate::harness::{RESTATES, Reading};
 use crate::jsonl::{self, push_line};
 use crate::order::{ORDER, ordered_like, skeleton};
+use crate::reading::{RESTATES, Reading};
 use crate::{FormatError, Location, text};
 
 /// The flag of the user line that holds a compaction's summary: Claude Code's own, and the one

@@ -28,9 +28,9 @@ use condense_core::{Conversation, JsonMap, Message, Part, SideKind, SideRecord, 
 use serde_json::Value;
 
 use crate::blocks::kind_of;
-use crate::harness::{RESTATES, Reading};
 use crate::jsonl::{self, push_line};
 use crate::order::{ORDER, ordered_like, skeleton};
+use crate::reading::{RESTATES, Reading};
 use crate::{FormatError, Location, responses, text};
 
 /// The wire field of a message read from a `compacted` line: the index of its item in the

@@ -11,21 +11,8 @@
 use condense_core::Message;
 use serde_json::Value;
 
+use crate::reading::RESTATES;
 use crate::{claude_code, codex};
-
-/// How a session log is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reading {
-    /// From the agent's last compaction on, as the model sees it now.
-    AsTheModelSeesIt,
-    /// Everything the log holds, what the agent wrote when it compacted flagged
-    /// ([`RESTATES`]).
-    Whole,
-}
-
-/// The wire field that flags, in a log read whole, a message an agent wrote when it compacted:
-/// it restates history that the log also holds as it first happened.
-pub(crate) const RESTATES: &str = "condense_restates";
 
 /// A message a harness wrote when it compacted on its own, in a log read whole
 /// ([`crate::read_whole`]), which keeps the history it stands in for. A replay sends what the

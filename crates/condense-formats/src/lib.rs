@@ -21,6 +21,7 @@ mod jsonl;
 mod legacy;
 mod openai;
 mod order;
+mod reading;
 mod request;
 mod responses;
 mod text;
@@ -34,8 +35,8 @@ use condense_core::Conversation;
 
 pub use detect::{detect, detect_confidently};
 pub use error::{FormatError, Location};
-use harness::Reading;
 pub use harness::{HARNESS_COMPACTION_FIELDS, HarnessCompaction, harness_compaction};
+use reading::Reading;
 pub use request::{MessageCache, Request};
 pub use usage::{LoggedUsage, SideThread, logged_usage, side_usage};
 pub use workdir::working_directory;

@@ -19,11 +19,7 @@ use condense_host::{DirStore, StoreError, Swept};
 
 use crate::Proxy;
 use crate::metrics::Metrics;
-use crate::state::{SessionStore, StateStoreError};
-
-/// How often, at most, the proxy sweeps what expires (states, originals): a sweep reads every
-/// entry.
-pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(3_600);
+use crate::state::{SWEEP_EVERY, SessionStore, StateStoreError};
 
 /// Which store of originals the proxy sweeps, and after how long unused.
 #[derive(Debug, Clone)]

@@ -22,7 +22,7 @@ use serde_json::Value;
 use crate::metrics::Metrics;
 use crate::originals::{OriginalsExpiry, SweepError};
 use crate::state::{Saved, SessionStore};
-use crate::upstream::{Asked, UpstreamSummaries, UpstreamSummarizer};
+use crate::upstream::{Asked, UpstreamSummaries, UpstreamSummarizer, upstream_url};
 use crate::wire::{Provider, UsageScanner, derived_session, named_session};
 
 /// The header a client may send to name its session.
@@ -117,27 +117,6 @@ fn check_upstream(key: &'static str, url: &str) -> Result<(), ProxyError> {
             url: url.to_owned(),
             reason,
         })
-}
-
-/// Where a request to `path` goes on `upstream`: the upstream and the path. An upstream
-/// given with the API's own version path (`http://host:8000/v1`, as OpenAI-compatible servers
-/// document their base URL) already ends where the client's path begins (`/v1/...`): that
-/// part is not sent twice. A gateway's own prefix (`https://gw/openai`) is kept.
-pub(crate) fn upstream_url(upstream: &str, path: &str) -> String {
-    let base = upstream.trim_end_matches('/');
-    let prefix = reqwest::Url::parse(base)
-        .ok()
-        .map(|url| url.path().trim_end_matches('/').to_owned())
-        .unwrap_or_default();
-    let overlap = !prefix.is_empty()
-        && path
-            .strip_prefix(prefix.as_str())
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?']));
-    if overlap {
-        format!("{}{path}", &base[..base.len() - prefix.len()])
-    } else {
-        format!("{base}{path}")
-    }
 }
 
 /// The proxy: one compactor for every session, each session's state in the store.

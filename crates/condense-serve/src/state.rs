@@ -10,8 +10,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use condense_host::{SessionState, handles_in};
 
-use crate::originals::SWEEP_EVERY;
 use sha2::{Digest, Sha256};
+
+/// How often, at most, the proxy sweeps what expires (states, originals): a sweep reads every
+/// entry.
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(3_600);
 
 /// A session's state and the version it was read at (`0`: never saved).
 #[derive(Debug, Clone, Default, PartialEq)]

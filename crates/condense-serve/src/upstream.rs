@@ -120,7 +120,7 @@ impl<'m> UpstreamSummarizer<'m> {
         // The summarizer's client appends the endpoint to its base, before the query.
         let path = parts.uri.path();
         let prefix = path.strip_suffix(provider.endpoint()).unwrap_or(path);
-        settings.base_url = crate::proxy::upstream_url(origin, prefix);
+        settings.base_url = upstream_url(origin, prefix);
         if let Some(query) = parts.uri.query() {
             settings.base_url = format!("{}?{query}", settings.base_url);
         }
@@ -336,6 +336,27 @@ impl Summarizer for UpstreamSummarizer<'_> {
                     .await
             }
         }
+    }
+}
+
+/// Where a request to `path` goes on `upstream`: the upstream and the path. An upstream
+/// given with the API's own version path (`http://host:8000/v1`, as OpenAI-compatible servers
+/// document their base URL) already ends where the client's path begins (`/v1/...`): that
+/// part is not sent twice. A gateway's own prefix (`https://gw/openai`) is kept.
+pub(crate) fn upstream_url(upstream: &str, path: &str) -> String {
+    let base = upstream.trim_end_matches('/');
+    let prefix = reqwest::Url::parse(base)
+        .ok()
+        .map(|url| url.path().trim_end_matches('/').to_owned())
+        .unwrap_or_default();
+    let overlap = !prefix.is_empty()
+        && path
+            .strip_prefix(prefix.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?']));
+    if overlap {
+        format!("{}{path}", &base[..base.len() - prefix.len()])
+    } else {
+        format!("{base}{path}")
     }
 }
 

@@ -2,113 +2,14 @@
 //! with the place it was written.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::PathBuf;
 
 use serde::Serialize;
 use toml::de::{DeTable, DeValue};
 
 use super::error::{ConfigError, hint};
-use super::schema::{self, Kind};
-
-/// Which layer a value came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "layer", content = "from", rename_all = "snake_case")]
-pub enum Source {
-    /// `config/condense.toml`, compiled in.
-    BuiltIn,
-    /// The user's file.
-    User(PathBuf),
-    /// The project's file.
-    Project(PathBuf),
-    /// `--config FILE`.
-    Explicit(PathBuf),
-    /// A `CONDENSE_*` variable.
-    Env(String),
-    /// A command-line flag.
-    Flag(String),
-}
-
-impl Source {
-    /// How `config show` names the layer.
-    pub fn label(&self) -> String {
-        match self {
-            Source::BuiltIn => "built-in".to_owned(),
-            Source::User(path) => format!("user {}", path.display()),
-            Source::Project(path) => format!("project {}", path.display()),
-            Source::Explicit(path) => format!("--config {}", path.display()),
-            Source::Env(variable) => format!("environment {variable}"),
-            Source::Flag(flag) => format!("flag {flag}"),
-        }
-    }
-
-    fn file_name(&self) -> String {
-        match self {
-            Source::BuiltIn => "config/condense.toml (built-in)".to_owned(),
-            Source::User(path) | Source::Project(path) | Source::Explicit(path) => {
-                path.display().to_string()
-            }
-            Source::Env(variable) | Source::Flag(variable) => variable.clone(),
-        }
-    }
-}
-
-/// Where a value was written: the layer and, for files, the line and column.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Origin {
-    #[serde(flatten)]
-    /// The layer.
-    pub source: Source,
-    /// 1-based line, for files.
-    pub line: Option<usize>,
-    /// 1-based column, for files.
-    pub column: Option<usize>,
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.line, self.column) {
-            (Some(line), Some(column)) => write!(f, "{}:{line}:{column}", self.source.file_name()),
-            _ => f.write_str(&self.source.file_name()),
-        }
-    }
-}
-
-/// A configuration value.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum Setting {
-    /// A non-negative integer.
-    Int(u64),
-    /// A number.
-    Float(f64),
-    /// true or false.
-    Bool(bool),
-    /// A string.
-    Str(String),
-    /// A list of strings.
-    List(Vec<String>),
-}
-
-impl fmt::Display for Setting {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Setting::Int(value) => write!(f, "{value}"),
-            Setting::Float(value) => write!(f, "{value:?}"),
-            Setting::Bool(value) => write!(f, "{value}"),
-            Setting::Str(value) => f.write_str(&quote(value)),
-            Setting::List(values) => {
-                let quoted: Vec<String> = values.iter().map(|value| quote(value)).collect();
-                write!(f, "[{}]", quoted.join(", "))
-            }
-        }
-    }
-}
-
-/// A TOML basic string on one line. JSON's escapes are TOML's, so serde_json writes it.
-pub(crate) fn quote(text: &str) -> String {
-    serde_json::Value::String(text.to_owned()).to_string()
-}
+use super::schema;
+use super::value::{Origin, Setting, Source, convert, line_column};
 
 /// A `[[plugins]]` entry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -280,41 +181,6 @@ fn plugin(
     Ok(spec)
 }
 
-pub(crate) fn convert(value: &DeValue<'_>, kind: Kind) -> Option<Setting> {
-    match (kind, value) {
-        (Kind::Int, DeValue::Integer(integer)) => {
-            let digits = integer.as_str().replace('_', "");
-            let digits = digits
-                .trim_start_matches("0x")
-                .trim_start_matches("0o")
-                .trim_start_matches("0b");
-            u64::from_str_radix(digits, integer.radix())
-                .ok()
-                .map(Setting::Int)
-        }
-        (Kind::Float, DeValue::Float(float)) => float
-            .as_str()
-            .replace('_', "")
-            .parse()
-            .ok()
-            .map(Setting::Float),
-        (Kind::Float, DeValue::Integer(integer)) => integer
-            .as_str()
-            .replace('_', "")
-            .parse::<i64>()
-            .ok()
-            .map(|v| Setting::Float(v as f64)),
-        (Kind::Bool, DeValue::Boolean(flag)) => Some(Setting::Bool(*flag)),
-        (Kind::Str, DeValue::String(text)) => Some(Setting::Str(text.to_string())),
-        (Kind::List, DeValue::Array(items)) => items
-            .iter()
-            .map(|item| item.get_ref().as_str().map(str::to_owned))
-            .collect::<Option<Vec<_>>>()
-            .map(Setting::List),
-        _ => None,
-    }
-}
-
 fn to_toml_table(table: &DeTable<'_>) -> toml::Table {
     table
         .iter()
@@ -363,22 +229,6 @@ fn wrong_type(at: &Origin, key: &str, expected: &'static str, found: &DeValue<'_
         expected,
         found: found.to_owned(),
     }
-}
-
-/// 1-based line and column (in characters) of a byte offset.
-pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let column = before
-        .rsplit('\n')
-        .next()
-        .map_or(0, |tail| tail.chars().count())
-        + 1;
-    (line, column)
 }
 
 fn first_line(message: &str) -> String {

@@ -12,6 +12,7 @@ mod layer;
 mod models;
 mod schema;
 mod typed;
+mod value;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,13 +27,14 @@ use condense_pruner::{
 use condense_tokenizer::Encoding;
 
 pub use error::ConfigError;
-pub use layer::{Origin, PluginSpec, Setting, Source};
+pub use layer::PluginSpec;
 pub use models::{BUILT_IN_MODELS, ModelWindow, ModelWindows, glob_match};
 pub use typed::{
     CompactionConfig, MicrocompactConfig, ModelSettings, NativeMode, PruneConfig, ServeConfig,
     Settings, StateLocation, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice,
     TrimConfig, Upstream, WalkWhen,
 };
+pub use value::{Origin, Setting, Source};
 
 /// The built-in layer: every key with its default.
 pub const BUILT_IN: &str = include_str!("../../../../config/condense.toml");
@@ -570,7 +572,7 @@ impl Config {
             );
             out.push_str(&format!(
                 "[models.{}]  # {}\ncontext_window = {window}\nmax_output_tokens = {output}\n\n",
-                layer::quote(&rule.pattern),
+                value::quote(&rule.pattern),
                 rule.origin.source.label(),
             ));
         }
@@ -578,7 +580,7 @@ impl Config {
             out.push_str(&format!(
                 "[[plugins]]  # {}\npath = {}\nrequired = {}\n\n",
                 plugin.origin.source.label(),
-                layer::quote(&plugin.path.display().to_string()),
+                value::quote(&plugin.path.display().to_string()),
                 plugin.required
             ));
         }

@@ -7,7 +7,7 @@
 use toml::de::{DeTable, DeValue};
 
 use super::error::ConfigError;
-use super::layer::{Origin, Source, line_column};
+use super::value::{Origin, Setting, Source, convert, line_column};
 
 /// The built-in table: the current providers' models, dated.
 pub const BUILT_IN_MODELS: &str = include_str!("../../../../config/models.toml");
@@ -121,8 +121,8 @@ pub(crate) fn parse_table(
         for (field, value) in fields {
             let name = field.get_ref().as_ref();
             let at = origin_at(field.span().start);
-            let number = match super::layer::convert(value.get_ref(), super::schema::Kind::Int) {
-                Some(super::layer::Setting::Int(number)) => {
+            let number = match convert(value.get_ref(), super::schema::Kind::Int) {
+                Some(Setting::Int(number)) => {
                     usize::try_from(number).ok().filter(|&number| number > 0)
                 }
                 _ => None,

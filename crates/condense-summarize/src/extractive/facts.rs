@@ -4,6 +4,8 @@ use condense_core::{Message, Part, Role, ToolOutput, ToolPairs, harness_summary_
 
 use condense_core::tool_paths as paths;
 
+use super::previous::EarlierSummary;
+
 /// One tool call and how it ended.
 #[derive(Debug, Clone)]
 pub(crate) struct CallFact {
@@ -44,16 +46,6 @@ pub(crate) struct Facts {
     /// The summary an agent's own compaction left (Claude Code's, Codex's, opencode's): the
     /// newest, which was made from a context that held any before it.
     pub earlier: Option<EarlierSummary>,
-}
-
-/// A summary an agent's own compaction left in the history: all that is left of what came
-/// before it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct EarlierSummary {
-    /// The agent that wrote it.
-    pub by: String,
-    /// Its text, whole.
-    pub text: String,
 }
 
 impl Facts {

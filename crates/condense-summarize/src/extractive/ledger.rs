@@ -11,9 +11,8 @@ use condense_core::{Message, Part};
 use serde_json::Value;
 
 use super::facts::{Facts, cut};
+use super::layout::{LAST_TOOL, LEDGER_HEADING};
 
-/// The heading the ledger starts with.
-pub const LEDGER_HEADING: &str = "## Ledger";
 /// The failed commands kept: the most recent.
 const FAILURES_KEPT: usize = 10;
 /// Each request is quoted up to this many characters: the summary above it says the rest.
@@ -79,9 +78,6 @@ pub fn ledger(head: &[Message]) -> Option<String> {
     }
     Some(format!("{LEDGER_HEADING}\n{}", lines.join("\n")))
 }
-
-/// What follows a path in the ledger: the last tool that touched it.
-pub(crate) const LAST_TOOL: &str = " (last: ";
 
 /// A request on one line, cut: the summary quotes it, the ledger only names it.
 fn one_line(request: &str) -> String {

@@ -7,10 +7,12 @@
 //! the summary says where.
 
 mod facts;
+mod layout;
 mod ledger;
 mod previous;
 
-pub use ledger::{LEDGER_HEADING, ledger};
+pub use layout::LEDGER_HEADING;
+pub use ledger::ledger;
 
 use std::sync::Arc;
 
@@ -269,9 +271,9 @@ impl Extractive {
         let how = if earlier.text.chars().count() > limit {
             format!("quoted up to {limit} characters")
         } else {
-            previous::IN_FULL.to_owned()
+            layout::IN_FULL.to_owned()
         };
-        let mut lines = vec![format!("{}{}, {how}:", previous::EARLIER_BY, earlier.by)];
+        let mut lines = vec![format!("{}{}, {how}:", layout::EARLIER_BY, earlier.by)];
         lines.extend(cut(&earlier.text, limit).lines().map(|line| {
             if line.is_empty() {
                 ">".to_owned()

@@ -7,13 +7,17 @@
 //! items, `Modified:` / `Read:` followed by `- path` lines), so the new summary quotes every
 //! request and names every file the old one did.
 
-use super::facts::EarlierSummary;
+use super::layout::{EARLIER_BY, LAST_TOOL, LEDGER_HEADING};
 
-/// How the line before a quoted summary of an agent's own compaction opens; the agent's name
-/// and how it is quoted follow.
-pub(crate) const EARLIER_BY: &str = "Earlier summary by ";
-/// How a whole quoted summary is said to be quoted.
-pub(crate) const IN_FULL: &str = "quoted in full";
+/// A summary an agent's own compaction left in the history: all that is left of what came
+/// before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EarlierSummary {
+    /// The agent that wrote it.
+    pub by: String,
+    /// Its text, whole.
+    pub text: String,
+}
 
 /// What an earlier summary recorded.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -75,7 +79,7 @@ pub(crate) fn read(summary: &str) -> Previous {
     // Under a model's summary, the ledger is what condense wrote: its lists, not the model's
     // own numbered lines, are the requests and files.
     let ledger = summary
-        .find(super::ledger::LEDGER_HEADING)
+        .find(LEDGER_HEADING)
         .map_or(summary, |start| &summary[start..]);
     let lines: Vec<&str> = ledger.lines().collect();
     let mut previous = Previous::default();
@@ -115,7 +119,7 @@ pub(crate) fn read(summary: &str) -> Previous {
             _ => match (line.strip_prefix("- "), list.as_deref_mut()) {
                 (Some(path), Some(files)) if !path.is_empty() => {
                     let path = path
-                        .rsplit_once(super::ledger::LAST_TOOL)
+                        .rsplit_once(LAST_TOOL)
                         .filter(|(_, tool)| tool.ends_with(')'))
                         .map_or(path, |(path, _)| path);
                     if !files.iter().any(|seen| seen == path) {

@@ -1,0 +1,13 @@
+//! The markers a summary is laid out with: written by the summarizer and the ledger, read back
+//! by [`super::previous`] when a later compaction folds the summary in. One place, so the writer
+//! and the reader cannot drift apart (and so neither module imports the other for them).
+
+/// The heading the ledger starts with.
+pub const LEDGER_HEADING: &str = "## Ledger";
+/// What follows a path in the ledger: the last tool that touched it.
+pub(crate) const LAST_TOOL: &str = " (last: ";
+/// How the line before a quoted summary of an agent's own compaction opens; the agent's name
+/// and how it is quoted follow.
+pub(crate) const EARLIER_BY: &str = "Earlier summary by ";
+/// How a whole quoted summary is said to be quoted.
+pub(crate) const IN_FULL: &str = "quoted in full";
