@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use condense_host::{Compactor, Config, LoadedPlugin};
 use condense_replay::{
-    Agreement, PolicyResult, PriceTable, Provider, Recording, Replay, Settings, Ttl, policy,
+    Agreement, PolicyResult, PriceTable, Provider, Recording, Replay, ReplaySettings, Ttl, policy,
 };
 use condense_tokenizer::{Tiktoken, TokenCounter};
 
@@ -44,7 +44,7 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
     let mut subagents = subagents
         .into_iter()
         .map(|subagent| {
-            Ok(condense_replay::Subagent::new(
+            Ok(condense_replay::SubagentRecording::new(
                 subagent.name,
                 Recording::of(subagent.conversation),
                 builder.build()?,
@@ -52,7 +52,7 @@ pub fn replay(args: ReplayArgs, verbosity: Verbosity) -> Result<()> {
         })
         .collect::<Result<Vec<_>>>()?;
     let tail = config.tail_settings();
-    let settings = Settings {
+    let settings = ReplaySettings {
         provider: args
             .provider
             .unwrap_or_else(|| provider_speaking(session.format)),
@@ -316,7 +316,7 @@ fn session_name(args: &ReplayArgs) -> String {
 fn print_table(
     replay: &Replay,
     recording: &Recording,
-    subagents: &[condense_replay::Subagent],
+    subagents: &[condense_replay::SubagentRecording],
     name: &str,
 ) -> Result<()> {
     print_heading(replay, name)?;
@@ -462,7 +462,7 @@ fn print_not_replayed(replay: &Replay) -> Result<()> {
 fn print_recorded(
     replay: &Replay,
     recording: &Recording,
-    subagents: &[condense_replay::Subagent],
+    subagents: &[condense_replay::SubagentRecording],
 ) -> Result<()> {
     let Some(recorded) = replay
         .policies

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result};
 use condense_host::{Compactor, Config};
-use condense_replay::{PriceTable, Provider, Recording, Settings, Ttl, policy};
+use condense_replay::{PriceTable, Provider, Recording, ReplaySettings, Ttl, policy};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 use rayon::prelude::*;
 
@@ -84,7 +84,7 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
         .collect::<Result<_>>()?;
     let prices = PriceTable::built_in()?;
     let tail = base.tail_settings();
-    let settings_for = |provider| Settings {
+    let settings_for = |provider| ReplaySettings {
         provider,
         ttl: Ttl::FiveMinutes,
         prices: prices.clone(),

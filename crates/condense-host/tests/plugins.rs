@@ -245,7 +245,7 @@ async fn two_plugins_with_templates_need_configuration_to_choose() {
 
 #[test]
 fn the_same_plugin_type_works_in_process() {
-    let mut plugin = condense_plugin_memory_store::MemoryStore::default();
+    let mut plugin = condense_plugin_memory_store::MemoryStorePlugin::default();
     let loaded = register(&mut plugin, "tools = [\"notes\"]").unwrap();
     assert_eq!(
         loaded.protected_tools,
@@ -253,7 +253,7 @@ fn the_same_plugin_type_works_in_process() {
     );
     assert_eq!(loaded.path, None);
     let error = register(
-        &mut condense_plugin_memory_store::MemoryStore::default(),
+        &mut condense_plugin_memory_store::MemoryStorePlugin::default(),
         "tools = 3",
     )
     .unwrap_err();

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use condense_host::{Compactor, Config};
-use condense_replay::{PriceTable, Provider, Recording, Settings, Ttl, policy, replay};
+use condense_replay::{PriceTable, Provider, Recording, ReplaySettings, Ttl, policy, replay};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -27,7 +27,7 @@ fn bench(c: &mut Criterion) {
             counter.count_each(&recording.conversation.messages)
         })
     });
-    let settings = Settings {
+    let settings = ReplaySettings {
         provider: Provider::Anthropic,
         ttl: Ttl::FiveMinutes,
         prices: PriceTable::built_in().unwrap(),

@@ -25,7 +25,7 @@
 //! ```no_run
 //! # fn run(conversation: condense_core::Conversation) -> Result<(), condense_replay::ReplayError> {
 //! use std::sync::Arc;
-//! use condense_replay::{PriceTable, Provider, Recording, Settings, Ttl, policy};
+//! use condense_replay::{PriceTable, Provider, Recording, ReplaySettings, Ttl, policy};
 //!
 //! let counter: Arc<dyn condense_tokenizer::TokenCounter> =
 //!     Arc::new(condense_tokenizer::Tiktoken::default());
@@ -33,7 +33,7 @@
 //!     Box::new(policy::Recorded),
 //!     Box::new(policy::ClaudeCode::new(counter.clone())),
 //! ];
-//! let settings = Settings {
+//! let settings = ReplaySettings {
 //!     provider: Provider::Anthropic,
 //!     ttl: Ttl::FiveMinutes,
 //!     prices: PriceTable::built_in()?,
@@ -64,8 +64,8 @@ pub use prices::{AnthropicPrices, BUILT_IN_PRICES, OpenAiPrices, PriceTable};
 pub use prompt::{Calibration, Point, Prompt};
 pub use recording::{RecordedUsage, Recording, Step};
 pub use run::{
-    Agreement, NotReplayed, PolicyResult, Progress, Provider, RecordedFigures, Replay, Row,
-    RowKind, Settings, Subagent, SubagentReplay, replay, replay_session,
+    Agreement, NotReplayed, PolicyResult, Progress, Provider, RecordedFigures, Replay,
+    ReplaySettings, Row, RowKind, SubagentRecording, SubagentReplay, replay, replay_session,
 };
 
 /// Why a replay could not be made.

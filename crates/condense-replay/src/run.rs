@@ -50,7 +50,7 @@ impl std::fmt::Display for Provider {
 
 /// What a replay is run against.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct ReplaySettings {
     /// Whose cache model and prices.
     pub provider: Provider,
     /// The cache lifetime (Anthropic's 5 minutes or 1 hour).
@@ -243,7 +243,7 @@ pub struct SubagentReplay {
 
 /// A subagent to replay with the session ([`replay_session`]).
 #[non_exhaustive]
-pub struct Subagent {
+pub struct SubagentRecording {
     /// Its name ([`condense_formats::Subagent::name`]).
     pub name: String,
     /// Its requests.
@@ -253,10 +253,10 @@ pub struct Subagent {
     pub policies: Vec<Box<dyn Policy>>,
 }
 
-impl Subagent {
+impl SubagentRecording {
     /// `recording` under `policies` (see the fields).
     pub fn new(name: String, recording: Recording, policies: Vec<Box<dyn Policy>>) -> Self {
-        Subagent {
+        SubagentRecording {
             name,
             recording,
             policies,
@@ -264,10 +264,10 @@ impl Subagent {
     }
 }
 
-impl std::fmt::Debug for Subagent {
+impl std::fmt::Debug for SubagentRecording {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let policies: Vec<&str> = self.policies.iter().map(|policy| policy.name()).collect();
-        f.debug_struct("Subagent")
+        f.debug_struct("SubagentRecording")
             .field("name", &self.name)
             .field("requests", &self.recording.steps.len())
             .field("policies", &policies)
@@ -297,7 +297,7 @@ pub struct NotReplayed {
 pub fn replay(
     recording: &Recording,
     policies: &mut [Box<dyn Policy>],
-    settings: &Settings,
+    settings: &ReplaySettings,
     counter: Arc<dyn TokenCounter>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Replay, ReplayError> {
@@ -311,8 +311,8 @@ pub fn replay(
 pub fn replay_session(
     recording: &Recording,
     policies: &mut [Box<dyn Policy>],
-    subagents: &mut [Subagent],
-    settings: &Settings,
+    subagents: &mut [SubagentRecording],
+    settings: &ReplaySettings,
     counter: Arc<dyn TokenCounter>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Replay, ReplayError> {
@@ -443,7 +443,7 @@ fn relate_to_recorded(results: &mut [PolicyResult]) {
 fn replay_thread(
     recording: &Recording,
     policies: &mut [Box<dyn Policy>],
-    settings: &Settings,
+    settings: &ReplaySettings,
     counter: Arc<dyn TokenCounter>,
     thread: Option<&str>,
     progress: &mut dyn FnMut(Progress<'_>),
@@ -517,13 +517,13 @@ fn replay_thread(
 
 /// The log's own figures for the requests beside its main thread
 /// ([`condense_formats::side_usage`]).
-fn not_replayed(recording: &Recording, settings: &Settings) -> Option<NotReplayed> {
+fn not_replayed(recording: &Recording, settings: &ReplaySettings) -> Option<NotReplayed> {
     let beside = condense_formats::side_usage(&recording.conversation);
     if beside.is_empty() {
         return None;
     }
     // The log's usage is Anthropic's (Claude Code's), priced as such whatever is simulated.
-    let anthropic = Settings {
+    let anthropic = ReplaySettings {
         provider: Provider::Anthropic,
         ..settings.clone()
     };
@@ -587,7 +587,7 @@ fn run_policy(
     recording: &Recording,
     produced: &[Produced],
     policy: &mut dyn Policy,
-    settings: &Settings,
+    settings: &ReplaySettings,
     model: &Model<'_>,
     progress: &mut dyn FnMut(usize),
 ) -> Result<PolicyResult, ReplayError> {
@@ -735,7 +735,7 @@ fn totals(
 }
 
 /// Dollars for `usage` and `output` tokens.
-fn cost(settings: &Settings, usage: &Usage, output: u64) -> f64 {
+fn cost(settings: &ReplaySettings, usage: &Usage, output: u64) -> f64 {
     let per_token = |per_mtok: f64| per_mtok / 1_000_000.0;
     match settings.provider {
         Provider::Anthropic => {
@@ -778,7 +778,7 @@ fn calibrate(recording: &Recording, counter: &dyn TokenCounter) -> Calibration {
     Calibration::fit(&points)
 }
 
-fn recorded_figures(recording: &Recording, settings: &Settings) -> Option<RecordedFigures> {
+fn recorded_figures(recording: &Recording, settings: &ReplaySettings) -> Option<RecordedFigures> {
     let usages: Vec<RecordedUsage> = recording
         .steps
         .iter()
@@ -794,7 +794,7 @@ fn recorded_figures(recording: &Recording, settings: &Settings) -> Option<Record
         uncached: sum(|u| u.uncached),
     };
     let output = sum(|u| u.output);
-    let anthropic = Settings {
+    let anthropic = ReplaySettings {
         provider: Provider::Anthropic,
         ..settings.clone()
     };

@@ -10,7 +10,7 @@ use condense_core::testing::{tool_call, tool_result};
 use condense_core::{Conversation, Message, Part, Role};
 use condense_host::{Compactor, Config, Sources};
 use condense_replay::{
-    PriceTable, Provider, Recording, Replay, RowKind, Settings, Ttl, policy, replay,
+    PriceTable, Provider, Recording, Replay, ReplaySettings, RowKind, Ttl, policy, replay,
 };
 use condense_tokenizer::{Tiktoken, TokenCounter};
 use proptest::prelude::*;
@@ -80,7 +80,7 @@ fn run(conversation: &Conversation, provider: Provider, window: usize) -> Replay
     policies.push(Box::new(
         policy::Condense::new("condense", compactor, requests).unwrap(),
     ));
-    let settings = Settings {
+    let settings = ReplaySettings {
         provider,
         ttl: Ttl::FiveMinutes,
         prices: PriceTable::built_in().unwrap(),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use condense_core::Message;
 use condense_host::{Compactor, Config, Sources};
 use condense_replay::{
-    Agreement, Policy, PriceTable, Provider, Recording, Replay, Settings, Ttl, policy, replay,
+    Agreement, Policy, PriceTable, Provider, Recording, Replay, ReplaySettings, Ttl, policy, replay,
 };
 use condense_tokenizer::{Tiktoken, TokenCounter};
 
@@ -29,8 +29,8 @@ fn recording(path: &PathBuf) -> Recording {
     Recording::of(condense_formats::read(&bytes, None).unwrap().1)
 }
 
-fn settings(provider: Provider, window: usize) -> Settings {
-    Settings {
+fn settings(provider: Provider, window: usize) -> ReplaySettings {
+    ReplaySettings {
         provider,
         ttl: Ttl::FiveMinutes,
         prices: PriceTable::built_in().unwrap(),
@@ -218,12 +218,12 @@ fn a_sessions_subagents_are_replayed_with_it() {
 
     let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
     let bytes = std::fs::read(&path).unwrap();
-    let mut subagents: Vec<condense_replay::Subagent> =
+    let mut subagents: Vec<condense_replay::SubagentRecording> =
         condense_formats::subagents(&bytes, condense_formats::Format::ClaudeCode)
             .unwrap()
             .into_iter()
             .map(|subagent| {
-                condense_replay::Subagent::new(
+                condense_replay::SubagentRecording::new(
                     subagent.name,
                     Recording::of(subagent.conversation),
                     all(&counter, window),
@@ -714,7 +714,7 @@ fn a_subagent_under_other_policies_is_refused() {
     let first = condense_formats::subagents(&bytes, condense_formats::Format::ClaudeCode)
         .unwrap()
         .remove(0);
-    let mut subagents = vec![condense_replay::Subagent::new(
+    let mut subagents = vec![condense_replay::SubagentRecording::new(
         first.name,
         Recording::of(first.conversation),
         vec![policy::named("none", counter.clone()).unwrap()],

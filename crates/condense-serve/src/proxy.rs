@@ -23,7 +23,7 @@ use crate::metrics::Metrics;
 use crate::originals::{OriginalsExpiry, SweepError};
 use crate::state::{Saved, SessionStore};
 use crate::upstream::{Asked, UpstreamSummaries, UpstreamSummarizer, upstream_url};
-use crate::wire::{Provider, UsageScanner, derived_session, named_session};
+use crate::wire::{Api, UsageScanner, derived_session, named_session};
 
 /// The header a client may send to name its session.
 pub const SESSION_HEADER: &str = "x-condense-session";
@@ -80,10 +80,10 @@ impl ProxySettings {
         }
     }
 
-    fn upstream(&self, provider: Provider) -> &str {
+    fn upstream(&self, provider: Api) -> &str {
         match provider {
-            Provider::OpenAi | Provider::Responses => &self.openai_upstream,
-            Provider::Anthropic => &self.anthropic_upstream,
+            Api::OpenAi | Api::Responses => &self.openai_upstream,
+            Api::Anthropic => &self.anthropic_upstream,
         }
     }
 }
@@ -257,7 +257,7 @@ impl Proxy {
     /// OpenAI SDK and Codex read, with exactly one `compaction` item whose envelope only this
     /// proxy's store can have signed. Bad requests get 400 in OpenAI's shape.
     async fn compact_endpoint(self: Arc<Self>, request: Request) -> Response {
-        let provider = Provider::Responses;
+        let provider = Api::Responses;
         let (parts, body) = request.into_parts();
         let bytes = match axum::body::to_bytes(body, self.settings.body_limit_bytes).await {
             Ok(bytes) => bytes,
@@ -293,7 +293,7 @@ impl Proxy {
         value: Value,
         asked: crate::native::Asked,
     ) -> Response {
-        let provider = Provider::Responses;
+        let provider = Api::Responses;
         let started = Instant::now();
         let CompactRequest {
             conversation,
@@ -390,7 +390,7 @@ impl Proxy {
     /// the answer with; or the answer that refuses it (400 in OpenAI's shape, 503 when the key
     /// cannot be had).
     async fn compact_request(&self, mut value: Value) -> Result<CompactRequest, Response> {
-        let provider = Provider::Responses;
+        let provider = Api::Responses;
         let refuse = |why: String| {
             Metrics::add(&self.metrics.refused, 1);
             provider.error(StatusCode::BAD_REQUEST, &why)
@@ -458,7 +458,7 @@ impl Proxy {
             return None;
         }
         Metrics::add(&self.metrics.refused, 1);
-        let provider = Provider::of_request(request.method(), request.uri().path())
+        let provider = Api::of_request(request.method(), request.uri().path())
             .unwrap_or_else(|| guess_provider(request.headers()));
         Some(provider.error(
             StatusCode::UNAUTHORIZED,
@@ -478,12 +478,12 @@ impl Proxy {
         }
     }
 
-    async fn compacted(self: Arc<Self>, provider: Provider, request: Request) -> Response {
+    async fn compacted(self: Arc<Self>, provider: Api, request: Request) -> Response {
         let started = Instant::now();
         let index = match provider {
-            Provider::OpenAi => 0,
-            Provider::Anthropic => 1,
-            Provider::Responses => 2,
+            Api::OpenAi => 0,
+            Api::Anthropic => 1,
+            Api::Responses => 2,
         };
         Metrics::add(&self.metrics.requests[index], 1);
         let (parts, body) = request.into_parts();
@@ -521,7 +521,7 @@ impl Proxy {
                 };
             }
         };
-        if provider == Provider::Responses
+        if provider == Api::Responses
             && self.emulates_responses_compaction()
             && let Some(value) = crate::native::asks_trigger(&bytes)
         {
@@ -642,7 +642,7 @@ impl Proxy {
     /// fails, the client's own bytes (fail open: condense never fails a request).
     async fn prepare(
         &self,
-        provider: Provider,
+        provider: Api,
         named: Option<String>,
         bytes: &Bytes,
         request: &condense_formats::Request<'_>,
@@ -768,7 +768,7 @@ impl Proxy {
     /// the configuration names it (`summarizer.kind = "upstream"`).
     fn upstream_summarizer(
         &self,
-        provider: Provider,
+        provider: Api,
         conversation: &condense_core::Conversation,
         parts: &axum::http::request::Parts,
     ) -> Option<UpstreamSummarizer<'_>> {
@@ -843,15 +843,15 @@ impl Proxy {
     /// be stored fails open.
     async fn stand_in_for_upstream(
         &self,
-        provider: Provider,
+        provider: Api,
         conversation: &mut condense_core::Conversation,
     ) -> Result<StandIn, Refusal> {
         let mut stand_in = StandIn::default();
-        if provider == Provider::Anthropic && self.emulates_context_management() {
+        if provider == Api::Anthropic && self.emulates_context_management() {
             self.stand_in_for_anthropic(conversation, &mut stand_in)
                 .await?;
         }
-        if provider == Provider::Responses
+        if provider == Api::Responses
             && self.emulates_responses_compaction()
             && crate::native::take_compaction_request(conversation)
         {
@@ -859,7 +859,7 @@ impl Proxy {
             // ignore: condense's own compaction at its threshold stands in.
             stand_in.changed = true;
         }
-        if provider == Provider::Responses && crate::native::carries_own(conversation) {
+        if provider == Api::Responses && crate::native::carries_own(conversation) {
             let key = self.compaction_key().await.map_err(|error| {
                 Refusal::BadRequest(format!(
                     "condense cannot check its compaction item now: {error}"
@@ -1142,7 +1142,7 @@ impl Proxy {
     /// and relays the answer; `usage` is where a successful answer's usage goes.
     async fn forward(
         &self,
-        provider: Provider,
+        provider: Api,
         parts: axum::http::request::Parts,
         body: reqwest::Body,
         usage: Option<UsageSink>,
@@ -1162,7 +1162,7 @@ impl Proxy {
     /// block).
     async fn forward_annotated(
         &self,
-        provider: Provider,
+        provider: Api,
         parts: axum::http::request::Parts,
         body: reqwest::Body,
         usage: Option<UsageSink>,
@@ -1446,7 +1446,7 @@ fn forwarded(name: &HeaderName) -> bool {
     )
 }
 
-/// A chat request is compacted ([`Provider::of_request`]); any other is relayed to the upstream
+/// A chat request is compacted ([`Api::of_request`]); any other is relayed to the upstream
 /// as it came.
 async fn dispatch(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     if let Some(refused) = proxy.refused_key(&request) {
@@ -1458,7 +1458,7 @@ async fn dispatch(State(proxy): State<Arc<Proxy>>, request: Request) -> Response
     {
         return proxy.compact_endpoint(request).await;
     }
-    match Provider::of_request(request.method(), request.uri().path()) {
+    match Api::of_request(request.method(), request.uri().path()) {
         Some(provider) => proxy.compacted(provider, request).await,
         None => proxy.passthrough(request).await,
     }
@@ -1466,11 +1466,11 @@ async fn dispatch(State(proxy): State<Arc<Proxy>>, request: Request) -> Response
 
 /// The provider a request that is not a chat request is for: Anthropic's when it carries
 /// Anthropic's headers, else OpenAI's.
-fn guess_provider(headers: &axum::http::HeaderMap) -> Provider {
+fn guess_provider(headers: &axum::http::HeaderMap) -> Api {
     if headers.contains_key("x-api-key") || headers.contains_key("anthropic-version") {
-        Provider::Anthropic
+        Api::Anthropic
     } else {
-        Provider::OpenAi
+        Api::OpenAi
     }
 }
 
@@ -1504,7 +1504,7 @@ fn compressed(headers: &axum::http::HeaderMap) -> Option<String> {
 /// the rest), or whose `input` is not a list (a single string; anything else is the provider's
 /// to refuse). It goes upstream as it came.
 fn chat_request(
-    provider: Provider,
+    provider: Api,
     bytes: &[u8],
 ) -> Result<Option<condense_formats::Request<'_>>, String> {
     let text = std::str::from_utf8(bytes).map_err(|error| {
@@ -1527,7 +1527,7 @@ fn chat_request(
             _ => "not a chat request: the body is not a JSON object".to_owned(),
         },
     )?;
-    if provider == Provider::Responses {
+    if provider == Api::Responses {
         let continues = request
             .entry("previous_response_id")
             .is_some_and(|id| id != "null");

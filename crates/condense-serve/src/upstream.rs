@@ -23,7 +23,7 @@ use condense_summarize::{
 };
 use serde_json::{Value, json};
 
-use crate::{Metrics, Provider};
+use crate::{Api, Metrics};
 
 /// `summarizer.kind = "upstream"`: how the proxy asks the request's own upstream for summaries.
 #[derive(Debug, Clone)]
@@ -61,7 +61,7 @@ const CARRIED: [&str; 7] = [
 
 /// The summarizer for one request.
 pub(crate) struct UpstreamSummarizer<'m> {
-    provider: Provider,
+    provider: Api,
     settings: RemoteSettings,
     /// Whether a forked request is tried first ([`UpstreamSummaries::fork`]).
     fork: bool,
@@ -110,7 +110,7 @@ impl<'m> UpstreamSummarizer<'m> {
     /// the same path and query (Azure's deployment and `api-version`, a gateway's route).
     pub(crate) fn for_request(
         template: &UpstreamSummaries,
-        provider: Provider,
+        provider: Api,
         origin: &str,
         parts: &axum::http::request::Parts,
         model: Option<&str>,
@@ -194,7 +194,7 @@ impl<'m> UpstreamSummarizer<'m> {
         match self.provider {
             // Reasoning models take `max_completion_tokens` and refuse `max_tokens`: set the one
             // the agent used.
-            Provider::OpenAi => {
+            Api::OpenAi => {
                 let key = if object.contains_key("max_completion_tokens") {
                     "max_completion_tokens"
                 } else {
@@ -204,13 +204,13 @@ impl<'m> UpstreamSummarizer<'m> {
             }
             // The limit covers a reasoning model's reasoning as well; the summary is read from
             // the answer, so it need not be kept on the server either.
-            Provider::Responses => {
+            Api::Responses => {
                 object.insert("max_output_tokens".to_owned(), json!(reply_tokens));
                 object.insert("store".to_owned(), json!(false));
             }
             // With extended thinking the limit covers the thinking budget as well, and must
             // exceed it.
-            Provider::Anthropic => {
+            Api::Anthropic => {
                 let thinking = object
                     .get("thinking")
                     .filter(|thinking| thinking["type"] == "enabled")
@@ -232,17 +232,17 @@ impl<'m> UpstreamSummarizer<'m> {
     /// Posts a whole request body to the upstream.
     async fn complete_body(&self, body: &Value) -> Result<String, SummarizeError> {
         match self.provider {
-            Provider::OpenAi => {
+            Api::OpenAi => {
                 OpenAi::new(self.settings.clone())?
                     .complete_body(body)
                     .await
             }
-            Provider::Responses => {
+            Api::Responses => {
                 Responses::new(self.settings.clone())?
                     .complete_body(body)
                     .await
             }
-            Provider::Anthropic => {
+            Api::Anthropic => {
                 Anthropic::new(self.settings.clone())?
                     .complete_body(body)
                     .await
@@ -320,17 +320,17 @@ impl Summarizer for UpstreamSummarizer<'_> {
 
     async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError> {
         match self.provider {
-            Provider::OpenAi => {
+            Api::OpenAi => {
                 OpenAi::new(self.settings.clone())?
                     .summarize(head, prompt)
                     .await
             }
-            Provider::Responses => {
+            Api::Responses => {
                 Responses::new(self.settings.clone())?
                     .summarize(head, prompt)
                     .await
             }
-            Provider::Anthropic => {
+            Api::Anthropic => {
                 Anthropic::new(self.settings.clone())?
                     .summarize(head, prompt)
                     .await
@@ -381,11 +381,11 @@ mod tests {
     }
 
     /// A request to `provider`'s usual path, with no headers.
-    fn parts(provider: Provider) -> axum::http::request::Parts {
+    fn parts(provider: Api) -> axum::http::request::Parts {
         let path = match provider {
-            Provider::OpenAi => "/v1/chat/completions",
-            Provider::Responses => "/v1/responses",
-            Provider::Anthropic => "/v1/messages",
+            Api::OpenAi => "/v1/chat/completions",
+            Api::Responses => "/v1/responses",
+            Api::Anthropic => "/v1/messages",
         };
         axum::http::Request::post(path)
             .body(())
@@ -395,7 +395,7 @@ mod tests {
     }
 
     /// The fork of `body`, a request to `provider` as the proxy would forward it.
-    fn forked(provider: Provider, body: &Value) -> Option<Value> {
+    fn forked(provider: Api, body: &Value) -> Option<Value> {
         let (_, conversation) =
             condense_formats::read(body.to_string().as_bytes(), Some(provider.format())).unwrap();
         let metrics = Metrics::default();
@@ -445,7 +445,7 @@ mod tests {
                 ]}
             ]
         });
-        let fork = forked(Provider::Anthropic, &body).unwrap();
+        let fork = forked(Api::Anthropic, &body).unwrap();
         let messages = fork["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 3, "no second user turn in a row");
         assert_eq!(messages[..2], body["messages"].as_array().unwrap()[..2]);
@@ -473,14 +473,14 @@ mod tests {
             "stop": ["Observation:"],
             "messages": listed_sources(),
         });
-        let fork = forked(Provider::OpenAi, &body).unwrap();
+        let fork = forked(Api::OpenAi, &body).unwrap();
         assert_eq!(fork["max_completion_tokens"], 4_096);
         assert!(fork.get("max_tokens").is_none() && fork.get("stop").is_none());
         assert_eq!(fork["messages"].as_array().unwrap().len(), 4);
         body["response_format"] = json!({"type": "text"});
-        assert!(forked(Provider::OpenAi, &body).is_some());
+        assert!(forked(Api::OpenAi, &body).is_some());
         body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "step"}});
-        assert!(forked(Provider::OpenAi, &body).is_none());
+        assert!(forked(Api::OpenAi, &body).is_none());
     }
 
     /// A Responses request (Codex's) forks as the others do: its items and instructions, tools
@@ -500,7 +500,7 @@ mod tests {
             "tools".into(),
             json!([{"type": "function", "name": "shell"}]),
         );
-        let fork = forked(Provider::Responses, &body).unwrap();
+        let fork = forked(Api::Responses, &body).unwrap();
         let items = fork["input"].as_array().unwrap();
         assert_eq!(items[..3], body["input"].as_array().unwrap()[..]);
         assert_eq!(items.len(), 4);
@@ -518,7 +518,7 @@ mod tests {
         assert_eq!(fork["store"], false);
         assert!(fork.get("stream").is_none());
         body["text"] = json!({"format": {"type": "json_schema", "name": "step"}});
-        assert!(forked(Provider::Responses, &body).is_none());
+        assert!(forked(Api::Responses, &body).is_none());
     }
 
     #[test]
@@ -551,19 +551,17 @@ mod tests {
         let mut body = json!({"model": "gpt", "messages": listed_sources()});
         let metrics = Metrics::default();
         let asked = async |body: &Value, fork: bool| {
-            let (_, conversation) = condense_formats::read(
-                body.to_string().as_bytes(),
-                Some(Provider::OpenAi.format()),
-            )
-            .unwrap();
+            let (_, conversation) =
+                condense_formats::read(body.to_string().as_bytes(), Some(Api::OpenAi.format()))
+                    .unwrap();
             let summarizer = UpstreamSummarizer::for_request(
                 &UpstreamSummaries {
                     remote: RemoteSettings::new("unused", "unused"),
                     fork,
                 },
-                Provider::OpenAi,
+                Api::OpenAi,
                 &format!("http://{origin}"),
-                &parts(Provider::OpenAi),
+                &parts(Api::OpenAi),
                 Some("gpt"),
                 &metrics,
             );

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 /// The APIs the proxy compacts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Provider {
+pub enum Api {
     /// OpenAI Chat Completions (`POST …/chat/completions`), and every server that speaks it.
     OpenAi,
     /// OpenAI Responses (`POST …/responses`): Codex, and clients of the Responses API. Sent to
@@ -20,9 +20,9 @@ pub enum Provider {
     Anthropic,
 }
 
-impl Provider {
+impl Api {
     /// Every API, in the order metrics list them.
-    pub const ALL: [Provider; 3] = [Provider::OpenAi, Provider::Responses, Provider::Anthropic];
+    pub const ALL: [Api; 3] = [Api::OpenAi, Api::Responses, Api::Anthropic];
 
     /// What a client appends to its base URL to send a chat request: `/chat/completions` (the
     /// OpenAI SDKs' base ends in `/v1`, Azure's in `/openai/deployments/NAME`), `/responses`
@@ -30,20 +30,20 @@ impl Provider {
     /// `/responses/compact`, `/responses/input_tokens`) end otherwise, and pass through.
     pub fn endpoint(self) -> &'static str {
         match self {
-            Provider::OpenAi => "/chat/completions",
-            Provider::Responses => "/responses",
-            Provider::Anthropic => "/v1/messages",
+            Api::OpenAi => "/chat/completions",
+            Api::Responses => "/responses",
+            Api::Anthropic => "/v1/messages",
         }
     }
 
     /// The API a request is a chat request of: a POST to a path ending in its
-    /// [`Provider::endpoint`], whatever the prefix (`/v1`, Azure's deployments, a gateway's
+    /// [`Api::endpoint`], whatever the prefix (`/v1`, Azure's deployments, a gateway's
     /// route). Anything else is the upstream's to answer.
-    pub fn of_request(method: &axum::http::Method, path: &str) -> Option<Provider> {
+    pub fn of_request(method: &axum::http::Method, path: &str) -> Option<Api> {
         if method != axum::http::Method::POST {
             return None;
         }
-        Provider::ALL
+        Api::ALL
             .into_iter()
             .find(|provider| path.ends_with(provider.endpoint()))
     }
@@ -51,18 +51,18 @@ impl Provider {
     /// The wire format of its request bodies.
     pub fn format(self) -> Format {
         match self {
-            Provider::OpenAi => Format::OpenAi,
-            Provider::Responses => Format::Responses,
-            Provider::Anthropic => Format::Anthropic,
+            Api::OpenAi => Format::OpenAi,
+            Api::Responses => Format::Responses,
+            Api::Anthropic => Format::Anthropic,
         }
     }
 
     /// The name logs and metrics use.
     pub fn name(self) -> &'static str {
         match self {
-            Provider::OpenAi => "openai",
-            Provider::Responses => "openai-responses",
-            Provider::Anthropic => "anthropic",
+            Api::OpenAi => "openai",
+            Api::Responses => "openai-responses",
+            Api::Anthropic => "anthropic",
         }
     }
 
@@ -70,7 +70,7 @@ impl Provider {
     /// would the provider's.
     pub fn error(self, status: StatusCode, message: &str) -> Response {
         let body = match self {
-            Provider::OpenAi | Provider::Responses => json!({
+            Api::OpenAi | Api::Responses => json!({
                 "error": {
                     "message": message,
                     "type": openai_type(status),
@@ -78,7 +78,7 @@ impl Provider {
                     "code": null,
                 }
             }),
-            Provider::Anthropic => json!({
+            Api::Anthropic => json!({
                 "type": "error",
                 "error": {"type": anthropic_type(status), "message": message},
             }),
@@ -126,7 +126,7 @@ fn anthropic_type(status: StatusCode) -> &'static str {
 /// left and summarizing again every time. Their first replies differ (the call ids at least),
 /// so from the second request on each run has its own state. The first request, which has no
 /// reply yet, has a key of its own: all it leaves behind is its time and the provider's usage.
-pub fn derived_session(provider: Provider, conversation: &Conversation) -> String {
+pub fn derived_session(provider: Api, conversation: &Conversation) -> String {
     let mut hasher = Sha256::new();
     let first = |role: Role| {
         conversation
@@ -200,7 +200,7 @@ fn short_hex(digest: &[u8]) -> String {
 /// or not) plus its output: what the next request's input starts from.
 #[derive(Debug)]
 pub struct UsageScanner {
-    provider: Provider,
+    provider: Api,
     sse: bool,
     /// A JSON body so far, or the unfinished last line of an event stream.
     buffer: Vec<u8>,
@@ -216,7 +216,7 @@ const JSON_SCAN_LIMIT: usize = 8 << 20;
 impl UsageScanner {
     /// A scanner for a response of this provider; `sse` when its content type is
     /// `text/event-stream`.
-    pub fn new(provider: Provider, sse: bool) -> Self {
+    pub fn new(provider: Api, sse: bool) -> Self {
         UsageScanner {
             provider,
             sse,
@@ -270,14 +270,14 @@ impl UsageScanner {
     fn read(&mut self, value: &Value) {
         let number = |value: &Value, key: &str| value.get(key).and_then(Value::as_u64);
         match self.provider {
-            Provider::OpenAi => {
+            Api::OpenAi => {
                 if let Some(usage) = value.get("usage").filter(|usage| usage.is_object()) {
                     self.input = number(usage, "prompt_tokens").or(self.input);
                     self.output = number(usage, "completion_tokens").or(self.output);
                 }
             }
             // A whole response, or a stream's `response.completed` event, which nests it.
-            Provider::Responses => {
+            Api::Responses => {
                 let usage = value
                     .get("usage")
                     .or_else(|| value.get("response").and_then(|r| r.get("usage")));
@@ -286,7 +286,7 @@ impl UsageScanner {
                     self.output = number(usage, "output_tokens").or(self.output);
                 }
             }
-            Provider::Anthropic => {
+            Api::Anthropic => {
                 // A whole message, or a stream's `message_start` (which nests it) and
                 // `message_delta` (which carries the output so far).
                 let usage = value
@@ -315,7 +315,7 @@ impl UsageScanner {
 mod tests {
     use super::*;
 
-    fn scan(provider: Provider, sse: bool, chunks: &[&str]) -> Option<u64> {
+    fn scan(provider: Api, sse: bool, chunks: &[&str]) -> Option<u64> {
         let mut scanner = UsageScanner::new(provider, sse);
         for chunk in chunks {
             scanner.feed(chunk.as_bytes());
@@ -346,7 +346,7 @@ mod tests {
     fn usage_is_read_from_json_and_from_streams_split_anywhere() {
         assert_eq!(
             scan(
-                Provider::OpenAi,
+                Api::OpenAi,
                 false,
                 &[
                     r#"{"id":"x","usage":{"prompt_tokens":10"#,
@@ -357,7 +357,7 @@ mod tests {
         );
         assert_eq!(
             scan(
-                Provider::OpenAi,
+                Api::OpenAi,
                 true,
                 &[
                     "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\n",
@@ -371,10 +371,10 @@ mod tests {
             "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"cache_read_input_tokens\":100,\"output_tokens\":1}}}\n\n",
             "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":12}}\n\n",
         ];
-        assert_eq!(scan(Provider::Anthropic, true, &anthropic), Some(115));
+        assert_eq!(scan(Api::Anthropic, true, &anthropic), Some(115));
         assert_eq!(
             scan(
-                Provider::Anthropic,
+                Api::Anthropic,
                 false,
                 &[r#"{"usage":{"input_tokens":20,"output_tokens":4}}"#]
             ),
@@ -384,7 +384,7 @@ mod tests {
         // nests it (`response.created` carries `usage: null`).
         assert_eq!(
             scan(
-                Provider::Responses,
+                Api::Responses,
                 false,
                 &[
                     r#"{"id":"resp_1","object":"response","usage":{"input_tokens":30,"input_tokens_details":{"cached_tokens":20},"output_tokens":6,"total_tokens":36}}"#
@@ -397,9 +397,9 @@ mod tests {
             "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"ok\"}\n\n",
             "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"usage\":{\"input_tokens\":40,\"output_tokens\":2}}}\n\n",
         ];
-        assert_eq!(scan(Provider::Responses, true, &responses), Some(42));
-        assert_eq!(scan(Provider::OpenAi, false, &["not json"]), None);
-        assert_eq!(scan(Provider::OpenAi, true, &["data: [DONE]\n"]), None);
+        assert_eq!(scan(Api::Responses, true, &responses), Some(42));
+        assert_eq!(scan(Api::OpenAi, false, &["not json"]), None);
+        assert_eq!(scan(Api::OpenAi, true, &["data: [DONE]\n"]), None);
     }
 
     #[test]
@@ -415,7 +415,7 @@ mod tests {
             }
             Conversation::new(messages)
         };
-        let key = |conversation: &Conversation| derived_session(Provider::OpenAi, conversation);
+        let key = |conversation: &Conversation| derived_session(Api::OpenAi, conversation);
         // One run: the key is set by its first reply and stays as the run grows.
         assert_eq!(
             key(&conversation(&["a"])),
@@ -444,7 +444,7 @@ mod tests {
         other.messages[1] = condense_core::Message::text(Role::User, "write docs");
         assert_ne!(key(&other), key(&conversation(&["a"])));
         assert_ne!(
-            derived_session(Provider::Anthropic, &conversation(&["a"])),
+            derived_session(Api::Anthropic, &conversation(&["a"])),
             key(&conversation(&["a"]))
         );
         assert!(key(&other).starts_with("auto-"));
@@ -465,32 +465,26 @@ mod tests {
     #[test]
     fn a_chat_request_is_a_post_to_a_path_ending_in_the_endpoint() {
         use axum::http::Method;
-        let of = |method: &Method, path: &str| Provider::of_request(method, path);
-        assert_eq!(
-            of(&Method::POST, "/v1/chat/completions"),
-            Some(Provider::OpenAi)
-        );
+        let of = |method: &Method, path: &str| Api::of_request(method, path);
+        assert_eq!(of(&Method::POST, "/v1/chat/completions"), Some(Api::OpenAi));
         assert_eq!(
             of(&Method::POST, "/openai/deployments/gpt-4o/chat/completions"),
-            Some(Provider::OpenAi)
+            Some(Api::OpenAi)
         );
         assert_eq!(
             of(&Method::POST, "/api/v1/chat/completions"),
-            Some(Provider::OpenAi)
+            Some(Api::OpenAi)
         );
-        assert_eq!(of(&Method::POST, "/v1/messages"), Some(Provider::Anthropic));
+        assert_eq!(of(&Method::POST, "/v1/messages"), Some(Api::Anthropic));
         assert_eq!(
             of(&Method::POST, "/gw/anthropic/v1/messages"),
-            Some(Provider::Anthropic)
+            Some(Api::Anthropic)
         );
         assert_eq!(of(&Method::POST, "/v1/messages/count_tokens"), None);
-        assert_eq!(
-            of(&Method::POST, "/v1/responses"),
-            Some(Provider::Responses)
-        );
+        assert_eq!(of(&Method::POST, "/v1/responses"), Some(Api::Responses));
         assert_eq!(
             of(&Method::POST, "/openai/v1/responses"),
-            Some(Provider::Responses)
+            Some(Api::Responses)
         );
         // The Responses API's other routes are the upstream's: retrieve, cancel, Codex's
         // server-side compaction, token counting.

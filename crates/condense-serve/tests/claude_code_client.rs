@@ -136,7 +136,7 @@ async fn a_claude_code_subagent_is_a_session_of_its_own_through_the_proxy() {
     let session = |body: &Value| {
         let conversation =
             condense_formats::read_json(condense_formats::Format::Anthropic, body.clone()).unwrap();
-        condense_serve::derived_session(condense_serve::Provider::Anthropic, &conversation)
+        condense_serve::derived_session(condense_serve::Api::Anthropic, &conversation)
     };
     let theirs: std::collections::BTreeSet<String> = subagent[1..].iter().map(session).collect();
     assert_eq!(theirs.len(), 1, "{theirs:?}");

@@ -14,7 +14,7 @@ use serde::Deserialize;
 const ALWAYS: [&str; 2] = ["memory_store", "memory_recall"];
 
 #[derive(Debug, Default)]
-pub struct MemoryStore {
+pub struct MemoryStorePlugin {
     extra: Vec<String>,
 }
 
@@ -25,7 +25,7 @@ struct Settings {
     tools: Vec<String>,
 }
 
-impl Plugin for MemoryStore {
+impl Plugin for MemoryStorePlugin {
     fn name(&self) -> &str {
         "memory-store"
     }
@@ -53,7 +53,7 @@ impl Plugin for MemoryStore {
     }
 }
 
-export_plugin!(MemoryStore);
+export_plugin!(MemoryStorePlugin);
 
 #[cfg(test)]
 mod tests {
@@ -61,7 +61,7 @@ mod tests {
 
     #[test]
     fn the_configured_tools_join_the_built_in_ones() {
-        let mut plugin = MemoryStore::default();
+        let mut plugin = MemoryStorePlugin::default();
         plugin
             .configure("tools = [\"memory_delete\", \"memory_store\"]")
             .unwrap();

@@ -14,7 +14,7 @@ use condense_core::{Message, Role, ToolPairs};
 use condense_tokenizer::TokenCounter;
 
 use super::{
-    Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, Walk, pair_safe_start,
+    Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, WalkLimits, pair_safe_start,
     summary_of,
 };
 use crate::ReplayError;
@@ -54,7 +54,7 @@ impl Hermes {
     }
 
     fn prune(&mut self, history: &[Message]) -> usize {
-        let walk = Walk {
+        let walk = WalkLimits {
             skip_user_turns: 0,
             protect: PRUNE_PROTECT,
             minimum: PRUNE_MINIMUM,

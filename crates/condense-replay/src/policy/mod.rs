@@ -270,7 +270,7 @@ pub(crate) fn summary_of(
 
 /// The numbers of the opencode/hermes pruning walk.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Walk<'a> {
+pub(crate) struct WalkLimits<'a> {
     /// Everything after this many user turns from the end is skipped (0: only the last message).
     pub skip_user_turns: usize,
     /// The newest outputs up to this many estimated tokens stay.
@@ -290,7 +290,7 @@ impl Live {
     pub fn prune(
         &mut self,
         history: &[Message],
-        walk: Walk<'_>,
+        walk: WalkLimits<'_>,
         placeholder: impl Fn(usize) -> String,
     ) -> usize {
         let input = self.input(history);

@@ -19,7 +19,9 @@ use condense_compact::DEFAULT_CONTINUATION;
 use condense_core::{Message, OPENCODE_SUMMARY_REQUEST, Role};
 use condense_tokenizer::TokenCounter;
 
-use super::{Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, Walk, summary_of};
+use super::{
+    Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, WalkLimits, summary_of,
+};
 use crate::ReplayError;
 
 /// `PRUNE_PROTECT`.
@@ -60,7 +62,7 @@ impl OpenCode {
     }
 
     fn prune(&mut self, history: &[Message]) -> usize {
-        let walk = Walk {
+        let walk = WalkLimits {
             skip_user_turns: SKIP_USER_TURNS,
             protect: PRUNE_PROTECT,
             minimum: PRUNE_MINIMUM,
