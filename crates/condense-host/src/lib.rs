@@ -15,7 +15,7 @@
 
 #![warn(missing_docs)]
 mod compactor;
-pub mod config;
+pub use condense_config as config;
 mod error;
 pub mod gate;
 mod head;

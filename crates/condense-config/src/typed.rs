@@ -350,9 +350,9 @@ impl NativeMode {
     }
 }
 
-/// The summarizer `summarizer.kind` names.
+/// The summarizer `summarizer.kind` names. Exhaustive on purpose: a new kind is a compile error
+/// wherever a summarizer is built from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[non_exhaustive]
 pub enum SummarizerKind {
     /// Offline and deterministic: the summary is read off the head.
     #[serde(rename = "extractive")]

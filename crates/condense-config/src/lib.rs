@@ -37,7 +37,7 @@ pub use typed::{
 pub use value::{Origin, Setting, Source};
 
 /// The built-in layer: every key with its default.
-pub const BUILT_IN: &str = include_str!("../../../../config/condense.toml");
+pub const BUILT_IN: &str = include_str!("../../../config/condense.toml");
 
 /// The files and variables to read, in layer order. [`Sources::discover`] finds them the way
 /// the CLI does; tests and harnesses can name them directly.

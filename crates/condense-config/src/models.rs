@@ -10,7 +10,7 @@ use super::error::ConfigError;
 use super::value::{Origin, Setting, Source, convert, line_column};
 
 /// The built-in table: the current providers' models, dated.
-pub const BUILT_IN_MODELS: &str = include_str!("../../../../config/models.toml");
+pub const BUILT_IN_MODELS: &str = include_str!("../../../config/models.toml");
 
 /// One `[models."PATTERN"]` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use condense_compact::DEFAULT_CONTINUATION;
 use condense_compact::TailSettings;
-use condense_host::{Config, Sources, SummarizerKind, TemplateChoice};
+use condense_config::{Config, Sources, SummarizerKind, TemplateChoice};
 use condense_pruner::PruneSettings;
 use condense_summarize::{ExtractiveSettings, RemoteSettings};
 
@@ -507,7 +507,7 @@ fn the_proxys_address_upstreams_and_state_load_as_types() {
     assert_eq!(serve.listen, "0.0.0.0:9000".parse().unwrap());
     assert_eq!(
         serve.state,
-        condense_host::StateLocation::Redis("redis://127.0.0.1:6379/2".into())
+        condense_config::StateLocation::Redis("redis://127.0.0.1:6379/2".into())
     );
     assert_eq!(serve.openai_upstream.as_str(), "https://api.openai.com");
     assert_eq!(
@@ -516,6 +516,6 @@ fn the_proxys_address_upstreams_and_state_load_as_types() {
             .settings()
             .serve
             .state,
-        condense_host::StateLocation::UserDirectory
+        condense_config::StateLocation::UserDirectory
     );
 }
