@@ -131,13 +131,12 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
 /// each session's breaker opens: said once at start, where the operator looks, rather than only
 /// per request. Not an error: the proxy still prunes, and fails open.
 fn missing_key(config: &condense_host::Config) -> Option<String> {
-    let summarizer = &config.settings().summarizer;
     let remote = matches!(
         config.summarizer_kind(),
         SummarizerKind::OpenAi | SummarizerKind::Anthropic
     );
-    let variable = &summarizer.api_key_env;
-    (remote && !variable.is_empty() && std::env::var_os(variable).is_none()).then(|| {
+    let variable = config.settings().remote.api_key_env.as_deref()?;
+    (remote && std::env::var_os(variable).is_none()).then(|| {
         format!(
             "summarizer.api_key_env names {variable}, which is not set: every summary will fail (set it, or api_key_env = \"\" for a server without a key)"
         )

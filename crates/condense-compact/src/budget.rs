@@ -1,50 +1,59 @@
-/// The numbers that decide when and where to cut; each default is the one `config/condense.toml` gives.
+use condense_defaults::DefaultsError;
+use serde::Deserialize;
+
+/// The numbers that decide when and where to cut: the model's window and the `[compaction]`
+/// rules.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TailSettings {
     /// The model's context window, in tokens.
     pub context_window: usize,
     /// The most the model may write in one reply.
     pub max_output_tokens: usize,
-    /// `reserved` is at most this (20,000): a reply rarely needs more, so larger output limits
-    /// should not shrink the usable window.
-    pub reserve_cap: usize,
-    /// The tail's share of the usable window (0.25).
-    pub tail_ratio: f64,
-    /// The tail budget is never below this (2,000 tokens) ...
-    pub min_tail_tokens: usize,
-    /// ... nor above this (8,000 tokens).
-    pub max_tail_tokens: usize,
-    /// The tail holds at least this many user turns when the conversation has them (2).
-    pub min_tail_turns: usize,
-    /// What sending a token the provider has not cached costs more than reading it from the
-    /// cache, in cache reads (11.5: Anthropic writes at 3.75 and reads at 0.30 a million). A
-    /// compaction rewrites what it keeps at this price; see [`pays_to_compact`]. 0 compacts only
-    /// when the window makes it necessary.
-    pub cache_rewrite_cost: f64,
-    /// What an output token costs, in cache reads (50: 15.00 against 0.30 a million), for a
-    /// summary a model writes.
-    pub output_cost: f64,
+    /// The `[compaction]` keys this crate reads.
+    pub rules: CompactionRules,
 }
 
-impl Default for TailSettings {
-    fn default() -> Self {
-        TailSettings {
-            context_window: 200_000,
-            max_output_tokens: 32_000,
-            reserve_cap: 20_000,
-            tail_ratio: 0.25,
-            min_tail_tokens: 2_000,
-            max_tail_tokens: 8_000,
-            min_tail_turns: 2,
-            cache_rewrite_cost: 11.5,
-            output_cost: 50.0,
-        }
+impl TailSettings {
+    /// The built-in rules (`config/condense.toml`) for a model with this window and reply.
+    pub fn built_in(
+        context_window: usize,
+        max_output_tokens: usize,
+    ) -> Result<Self, DefaultsError> {
+        Ok(TailSettings {
+            context_window,
+            max_output_tokens,
+            rules: condense_defaults::section("compaction")?,
+        })
     }
+}
+
+/// The `[compaction]` keys that size the cut and price an early compaction. Their defaults and
+/// the reasons for them are in `config/condense.toml`; the section's other keys (the template,
+/// the continuation) are the host's.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct CompactionRules {
+    /// `reserved` is at most this: a reply rarely needs more, so larger output limits should not
+    /// shrink the usable window.
+    pub reserve_cap: usize,
+    /// The tail's share of the usable window.
+    pub tail_ratio: f64,
+    /// The tail budget is never below this ...
+    pub min_tail_tokens: usize,
+    /// ... nor above this.
+    pub max_tail_tokens: usize,
+    /// The tail holds at least this many user turns when the conversation has them.
+    pub min_tail_turns: usize,
+    /// What sending a token the provider has not cached costs more than reading it from the
+    /// cache, in cache reads. A compaction rewrites what it keeps at this price; see
+    /// [`pays_to_compact`]. 0 compacts only when the window makes it necessary.
+    pub cache_rewrite_cost: f64,
+    /// What an output token costs, in cache reads, for a summary a model writes.
+    pub output_cost: f64,
 }
 
 /// Tokens the conversation may use before compaction is due.
 pub fn usable(settings: &TailSettings) -> usize {
-    let reserved = settings.reserve_cap.min(settings.max_output_tokens);
+    let reserved = settings.rules.reserve_cap.min(settings.max_output_tokens);
     settings.context_window.saturating_sub(reserved)
 }
 
@@ -66,7 +75,7 @@ pub struct EarlyCompaction {
     pub growth_tokens: usize,
     /// Input tokens a model would read to write the summary (`None` for a summary written
     /// locally, which costs the provider nothing); its output is `summary_tokens` at
-    /// [`TailSettings::output_cost`].
+    /// [`CompactionRules::output_cost`].
     pub summarizer_input_tokens: Option<usize>,
 }
 
@@ -76,7 +85,7 @@ pub struct EarlyCompaction {
 /// Every request reads the whole prompt from the cache, so a head of `h` tokens replaced by a
 /// summary of `s` saves `h - s` cache reads on each request that follows. The compaction costs
 /// the rewrite of what comes after the unchanged prefix, `k = s + tail`, at
-/// [`TailSettings::cache_rewrite_cost`] `c` a token, plus the summarizer's own request when a
+/// [`CompactionRules::cache_rewrite_cost`] `c` a token, plus the summarizer's own request when a
 /// model writes it (`m`, in cache reads). A session that compacts each time its compactable part
 /// has grown by `x = h - s` past `k`, at `g` tokens a request, pays on average
 /// `(k + x/2)` reads and `(c*k + m) * g / x` for the compactions per request, which is least at
@@ -84,7 +93,7 @@ pub struct EarlyCompaction {
 /// follows from the prices and from how fast this session grows, not from a share of the window.
 /// It never fires again straight after a compaction (the head is then the summary itself).
 pub fn pays_to_compact(early: &EarlyCompaction, settings: &TailSettings) -> bool {
-    if settings.cache_rewrite_cost <= 0.0 {
+    if settings.rules.cache_rewrite_cost <= 0.0 {
         return false;
     }
     let saved = early.head_tokens.saturating_sub(early.summary_tokens) as f64;
@@ -93,18 +102,21 @@ pub fn pays_to_compact(early: &EarlyCompaction, settings: &TailSettings) -> bool
     }
     let kept = (early.summary_tokens + early.tail_tokens) as f64;
     let summarizer = early.summarizer_input_tokens.map_or(0.0, |input| {
-        input as f64 + early.summary_tokens as f64 * settings.output_cost
+        input as f64 + early.summary_tokens as f64 * settings.rules.output_cost
     });
-    let cost = settings.cache_rewrite_cost * kept + summarizer;
+    let cost = settings.rules.cache_rewrite_cost * kept + summarizer;
     saved * saved >= 2.0 * early.growth_tokens as f64 * cost
 }
 
 /// `clamp(usable * tail_ratio, min_tail_tokens, max_tail_tokens)`.
 pub fn tail_budget(settings: &TailSettings) -> usize {
-    let share = (usable(settings) as f64 * settings.tail_ratio).floor() as usize;
+    let share = (usable(settings) as f64 * settings.rules.tail_ratio).floor() as usize;
     share.clamp(
-        settings.min_tail_tokens,
-        settings.max_tail_tokens.max(settings.min_tail_tokens),
+        settings.rules.min_tail_tokens,
+        settings
+            .rules
+            .max_tail_tokens
+            .max(settings.rules.min_tail_tokens),
     )
 }
 
@@ -114,10 +126,8 @@ mod tests {
 
     #[test]
     fn the_design_numbers() {
-        let at = |context_window, max_output_tokens| TailSettings {
-            context_window,
-            max_output_tokens,
-            ..TailSettings::default()
+        let at = |context_window, max_output_tokens| {
+            TailSettings::built_in(context_window, max_output_tokens).unwrap()
         };
         assert_eq!(usable(&at(200_000, 32_000)), 180_000);
         assert_eq!(usable(&at(200_000, 8_000)), 192_000);
@@ -136,7 +146,7 @@ mod tests {
     /// input) needs more; a rewrite cost of 0 turns the rule off.
     #[test]
     fn compacting_early_pays_by_the_square_root_rule() {
-        let settings = TailSettings::default();
+        let settings = TailSettings::built_in(200_000, 32_000).unwrap();
         let early = |head_tokens, growth_tokens, summarizer_input_tokens| EarlyCompaction {
             head_tokens,
             summary_tokens: 3_000,
@@ -157,10 +167,8 @@ mod tests {
             &settings
         ));
         assert!(!pays_to_compact(&early(3_000, 0, None), &settings));
-        let off = TailSettings {
-            cache_rewrite_cost: 0.0,
-            ..settings
-        };
+        let mut off = settings;
+        off.rules.cache_rewrite_cost = 0.0;
         assert!(!pays_to_compact(&early(100_000, 600, None), &off));
     }
 }

@@ -17,10 +17,12 @@ mod carried;
 mod reassemble;
 mod split;
 
-pub use budget::{EarlyCompaction, TailSettings, is_due, pays_to_compact, tail_budget, usable};
+pub use budget::{
+    CompactionRules, EarlyCompaction, TailSettings, is_due, pays_to_compact, tail_budget, usable,
+};
 pub use carried::carried;
 pub use reassemble::{
-    DEFAULT_CONTINUATION, previous_summary, reassemble, reposition_side, summary_message,
+    OPENCODE_CONTINUATION, previous_summary, reassemble, reposition_side, summary_message,
     summary_message_continued,
 };
 pub use split::{Split, TailRule, pinned, split, split_counted};

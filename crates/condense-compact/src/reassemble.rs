@@ -1,8 +1,9 @@
 use condense_core::{Message, Role, SUMMARY_CLOSE, SUMMARY_OPEN, SideRecord};
 
-/// What the agent is told after an automatic compaction. A setting: harnesses that
-/// drive the next turn themselves pass `None`.
-pub const DEFAULT_CONTINUATION: &str = "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed.";
+/// What opencode tells the agent after an automatic compaction: what the replay's opencode
+/// policy sends. condense's own (`compaction.continuation`, a setting) says the same by default;
+/// harnesses that drive the next turn themselves pass `None`.
+pub const OPENCODE_CONTINUATION: &str = "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed.";
 
 /// The one System message that carries a summary.
 pub fn summary_message(summary: &str) -> Message {
@@ -116,7 +117,7 @@ mod tests {
             1,
             3,
             "## Goal\nship it",
-            Some(DEFAULT_CONTINUATION),
+            Some(OPENCODE_CONTINUATION),
         );
         // The continuation is inside the summary's message: the client's last message is
         // still the last one.
@@ -125,7 +126,7 @@ mod tests {
         assert_eq!(
             out[1].plain_text(),
             format!(
-                "<prior-conversation-summary>\n## Goal\nship it\n</prior-conversation-summary>\n\n{DEFAULT_CONTINUATION}"
+                "<prior-conversation-summary>\n## Goal\nship it\n</prior-conversation-summary>\n\n{OPENCODE_CONTINUATION}"
             )
         );
         assert!(out[1].is_compaction_summary());

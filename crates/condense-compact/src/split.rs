@@ -109,7 +109,7 @@ pub fn split_counted(messages: &[Message], counts: &[usize], settings: &TailSett
         .take_while(|&&turn| suffix[turn] <= budget)
         .count();
     let mut rule = TailRule::WholeTurns;
-    let wanted = settings.min_tail_turns.min(turns.len());
+    let wanted = settings.rules.min_tail_turns.min(turns.len());
     if kept > 0 || turns.last().is_some_and(|&last| suffix[last] <= budget) {
         while kept < wanted && suffix[turns[turns.len() - kept - 1]] <= cap {
             kept += 1;

@@ -8,11 +8,7 @@ use condense_tokenizer::{Tiktoken, TokenCounter};
 use proptest::prelude::*;
 
 fn settings(context_window: usize) -> TailSettings {
-    TailSettings {
-        context_window,
-        max_output_tokens: 4_096,
-        ..TailSettings::default()
-    }
+    TailSettings::built_in(context_window, 4_096).unwrap()
 }
 
 #[test]
@@ -125,7 +121,7 @@ proptest! {
         // The tail holds min_tail_turns user turns when there are that many, unless even the
         // last turn is over budget or those turns would fill half the usable window.
         let turns = condense_core::user_turns(&messages);
-        let wanted = settings.min_tail_turns.min(turns.len());
+        let wanted = settings.rules.min_tail_turns.min(turns.len());
         if wanted > 0 {
             let from = |index: usize| counter.count_each(&messages[index..]).iter().sum::<usize>();
             let last_fits = from(turns[turns.len() - 1]) <= split.budget;

@@ -17,27 +17,23 @@ mod value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::Duration;
 
 use condense_compact::TailSettings;
-use condense_pruner::{
-    DUPLICATE_VARIABLES, MicrocompactSettings, Note, PREVIEW_VARIABLES, PruneSettings,
-    SUPERSEDED_VARIABLES,
-};
+use condense_pruner::PruneSettings;
 use condense_tokenizer::Encoding;
 
+pub use condense_pruner::WalkWhen;
 pub use error::ConfigError;
 pub use layer::PluginSpec;
 pub use models::{BUILT_IN_MODELS, ModelWindow, ModelWindows, glob_match};
 pub use typed::{
-    CompactionConfig, MicrocompactConfig, ModelSettings, NativeMode, PruneConfig, ServeConfig,
-    Settings, StateLocation, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice,
-    TrimConfig, Upstream, WalkWhen,
+    CompactionConfig, ModelSettings, NativeMode, ServeConfig, Settings, StateLocation, StoreConfig,
+    SummarizerConfig, SummarizerKind, TemplateChoice, Upstream,
 };
 pub use value::{Origin, Setting, Source};
 
 /// The built-in layer: every key with its default.
-pub const BUILT_IN: &str = include_str!("../../../config/condense.toml");
+pub const BUILT_IN: &str = condense_defaults::CONFIG;
 
 /// The files and variables to read, in layer order. [`Sources::discover`] finds them the way
 /// the CLI does; tests and harnesses can name them directly.
@@ -242,10 +238,9 @@ impl Config {
     fn validate(&self) -> Result<(), ConfigError> {
         let Settings {
             model,
-            compaction,
-            summarizer,
+            compaction_rules: compaction,
+            remote,
             store,
-            prune,
             ..
         } = &self.settings;
         if model.context_window == 0 {
@@ -261,7 +256,7 @@ impl Config {
         for (key, value, why) in [
             (
                 "summarizer.max_summary_tokens",
-                self.settings.summarizer.max_summary_tokens,
+                remote.max_summary_tokens,
                 "must be more than 0: a summary of no tokens",
             ),
             (
@@ -294,7 +289,7 @@ impl Config {
             ));
         }
         let tail = self.tail_settings();
-        let reserved = tail.reserve_cap.min(tail.max_output_tokens);
+        let reserved = tail.rules.reserve_cap.min(tail.max_output_tokens);
         if tail.context_window <= reserved {
             return Err(self.bad(
                 "model.context_window",
@@ -305,7 +300,7 @@ impl Config {
                     self.origin("model.max_output_tokens")
                         .map(|origin| format!(" from {}", origin.source.label()))
                         .unwrap_or_default(),
-                    tail.reserve_cap
+                    tail.rules.reserve_cap
                 ),
             ));
         }
@@ -339,28 +334,7 @@ impl Config {
                 "must not be more than compaction.max_tail_tokens",
             ));
         }
-        for (key, text, extra) in [
-            ("prune.placeholder", &prune.placeholder, &[][..]),
-            ("prune.preview_note", &prune.preview_note, PREVIEW_VARIABLES),
-            (
-                "prune.duplicate_note",
-                &prune.duplicate_note,
-                DUPLICATE_VARIABLES,
-            ),
-            (
-                "prune.superseded_note",
-                &prune.superseded_note,
-                SUPERSEDED_VARIABLES,
-            ),
-            (
-                "microcompact.note",
-                &self.settings.microcompact.note,
-                &[][..],
-            ),
-        ] {
-            Note::new(text, extra).map_err(|error| self.bad(key, error.to_string()))?;
-        }
-        if summarizer.max_attempts == 0 {
+        if remote.max_attempts == 0 {
             return Err(self.bad("summarizer.max_attempts", "must be at least 1"));
         }
         Ok(())
@@ -384,57 +358,23 @@ impl Config {
             .collect()
     }
 
-    /// Phase 1's rules.
+    /// Phase 1's settings: `[prune]` (its protected tools every layer's), `[trim]` and
+    /// `[microcompact]`.
     pub fn prune_settings(&self) -> PruneSettings {
-        let prune = &self.settings.prune;
-        let micro = &self.settings.microcompact;
-        // `validate` parsed each note already; the fallback is never taken.
-        let note = |text: &str, extra| {
-            Note::new(text, extra).unwrap_or_else(|_| PruneSettings::default().placeholder)
-        };
         PruneSettings {
-            protected_tools: self
-                .protected_tools()
-                .into_iter()
-                .map(str::to_owned)
-                .collect(),
-            skip_user_turns: prune.skip_user_turns,
-            skip_tool_calls: prune.skip_tool_calls,
-            protect_tokens: prune.protect_tokens,
-            minimum_tokens: prune.minimum_tokens,
-            adaptive_thresholds: prune.adaptive_thresholds,
-            turn_budget_chars: prune.turn_budget_chars,
-            preview_bytes: prune.preview_bytes,
-            duplicate_min_chars: prune.duplicate_min_chars,
-            supersede_reads: prune.supersede_reads,
-            trim_allow_older: self.settings.trim.allow_older,
-            placeholder: note(&prune.placeholder, &[][..]),
-            preview_note: note(&prune.preview_note, PREVIEW_VARIABLES),
-            duplicate_note: note(&prune.duplicate_note, DUPLICATE_VARIABLES),
-            superseded_note: note(&prune.superseded_note, SUPERSEDED_VARIABLES),
-            microcompact: MicrocompactSettings {
-                enabled: micro.enabled,
-                idle_minutes: micro.idle_minutes,
-                keep_recent: micro.keep_recent,
-                tools: micro.tools.iter().cloned().collect(),
-                note: note(&micro.note, &[][..]),
-            },
+            rules: self.settings.prune.clone(),
+            trim: self.settings.trim.clone(),
+            microcompact: self.settings.microcompact.clone(),
         }
     }
 
-    /// When to compact and where to cut.
+    /// When to compact and where to cut: the configured model's window and `[compaction]`'s
+    /// rules.
     pub fn tail_settings(&self) -> TailSettings {
-        let compaction = &self.settings.compaction;
         TailSettings {
             context_window: self.settings.model.context_window,
             max_output_tokens: self.settings.model.max_output_tokens,
-            reserve_cap: compaction.reserve_cap,
-            tail_ratio: compaction.tail_ratio,
-            min_tail_tokens: compaction.min_tail_tokens,
-            max_tail_tokens: compaction.max_tail_tokens,
-            min_tail_turns: compaction.min_tail_turns,
-            cache_rewrite_cost: compaction.cache_rewrite_cost,
-            output_cost: compaction.output_cost,
+            rules: self.settings.compaction_rules,
         }
     }
 
@@ -489,41 +429,24 @@ impl Config {
         let summarizer = &self.settings.summarizer;
         summarizer.kind == SummarizerKind::Upstream
             && summarizer.fork
-            && summarizer.compaction_model.is_empty()
+            && self.settings.remote.compaction_model.is_none()
     }
 
     /// The offline summarizer's settings. `summarizer.budget_tokens` bounds the summary's
     /// message, which is what every later request pays for: the summary's own budget is that
     /// less what wraps it (the summary tags and the continuation, counted as they are written).
     pub fn extractive_settings(&self) -> condense_summarize::ExtractiveSettings {
-        let defaults = condense_summarize::ExtractiveSettings::default();
+        let mut settings = self.settings.extractive.clone();
         let wrapper =
             condense_compact::summary_message_continued("", self.continuation().as_deref());
-        let overhead = defaults.counter.count_message(&wrapper);
-        condense_summarize::ExtractiveSettings {
-            budget_tokens: self
-                .settings
-                .summarizer
-                .budget_tokens
-                .saturating_sub(overhead),
-            quote_chars: self.settings.summarizer.quote_chars,
-            ..condense_summarize::ExtractiveSettings::default()
-        }
+        let overhead = settings.counter.count_message(&wrapper);
+        settings.budget_tokens = settings.budget_tokens.saturating_sub(overhead);
+        settings
     }
 
     /// The remote summarizers' settings.
     pub fn remote_settings(&self) -> condense_summarize::RemoteSettings {
-        let summarizer = &self.settings.summarizer;
-        let mut settings =
-            condense_summarize::RemoteSettings::new(&summarizer.base_url, &summarizer.model);
-        settings.compaction_model = non_empty(&summarizer.compaction_model);
-        settings.api_key_env = non_empty(&summarizer.api_key_env);
-        settings.timeout = Duration::from_secs(summarizer.timeout_secs);
-        settings.max_attempts = summarizer.max_attempts;
-        settings.tool_output_chars = summarizer.tool_output_chars;
-        settings.context_window = summarizer.context_window;
-        settings.max_summary_tokens = summarizer.max_summary_tokens;
-        settings
+        self.settings.remote.clone()
     }
 
     /// Where originals of replaced outputs are kept.
@@ -841,11 +764,22 @@ fn typed(
             table.insert(name.to_owned(), value);
         }
     }
-    toml::Value::Table(root)
-        .try_into()
-        .map_err(|error: toml::de::Error| ConfigError::Typed {
-            message: error.message().trim().to_owned(),
-        })
+    let mut sections = typed::Sections::new(root, values);
+    let settings = Settings {
+        model: sections.read("model")?,
+        prune: sections.read("prune")?,
+        trim: sections.read("trim")?,
+        microcompact: sections.read("microcompact")?,
+        compaction: sections.read("compaction")?,
+        compaction_rules: sections.read("compaction")?,
+        summarizer: sections.read("summarizer")?,
+        extractive: sections.read("summarizer")?,
+        remote: sections.read("summarizer")?,
+        store: sections.read("store")?,
+        serve: sections.read("serve")?,
+    };
+    sections.all_read()?;
+    Ok(settings)
 }
 
 /// `store.dir = ""`: `$XDG_DATA_HOME/condense/originals`, else

@@ -1,37 +1,56 @@
 //! The effective configuration as types.
 //!
-//! The merged layers deserialize into [`Settings`], so a key the code reads is a field the
-//! compiler checks, not a string that silently reads as 0 when misspelt. Every struct denies
-//! unknown fields and has no serde defaults: the embedded `config/condense.toml` must name every
-//! field and nothing else, which every load checks (the built-in layer is always merged in). That
-//! file is the one place a default is written; the kind of each key (what a flag or variable
-//! must parse as) is read from it too. Adding a key is a field here and a line there.
+//! The merged layers are read into [`Settings`], section by section, each by the struct of the
+//! crate that uses it (`[prune]` by `condense_pruner::PruneRules`, `[compaction]` by the host's
+//! [`CompactionConfig`] and `condense_compact::CompactionRules`, ...), so a key the code reads is
+//! a field the compiler checks, not a string that silently reads as 0 when misspelt. No struct
+//! has serde defaults: the embedded `config/condense.toml` must name every field, and every key
+//! it names must be a field of a struct that reads its section ([`Sections::all_read`]); every
+//! load checks both, the built-in layer being always merged in. That file is the one place a
+//! default is written; the kind of each key (what a flag or variable must parse as) is read from
+//! it too. Adding a key is a field with its doc in the struct that uses it and a line in the
+//! file.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::de::{DeserializeOwned, Visitor};
 use serde::{Deserialize, Deserializer};
 
+use crate::{ConfigError, Origin, Setting};
+
+use condense_compact::CompactionRules;
+use condense_pruner::{MicrocompactSettings, PruneRules, TrimRules};
+use condense_summarize::{ExtractiveSettings, RemoteSettings};
 use condense_tokenizer::Encoding;
 
-/// Every section of the configuration.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Every section of the configuration, each read by the struct of the crate that uses it. A
+/// section two crates read (`[compaction]`, `[summarizer]`) is read by each of their structs;
+/// loading checks that every key of the file is a field of one of them.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Settings {
     /// `[model]`: the model the session is sent to.
     pub model: ModelSettings,
     /// `[prune]`: phase 1's rules.
-    pub prune: PruneConfig,
+    pub prune: PruneRules,
     /// `[trim]`: what the agent may trim with `trim_tool_result`.
-    pub trim: TrimConfig,
+    pub trim: TrimRules,
     /// `[microcompact]`: what is cleared once the provider's cache has expired.
-    pub microcompact: MicrocompactConfig,
-    /// `[compaction]`: when and how phase 2 cuts and summarizes.
+    pub microcompact: MicrocompactSettings,
+    /// `[compaction]`: the template, the continuation and the circuit breaker.
     pub compaction: CompactionConfig,
-    /// `[summarizer]`: who writes the summary.
+    /// `[compaction]`: the cut's sizes and the prices that judge compacting early.
+    pub compaction_rules: CompactionRules,
+    /// `[summarizer]`: which summarizer, and what a bad answer does.
     pub summarizer: SummarizerConfig,
+    /// `[summarizer]`: the offline summarizer's budget.
+    pub extractive: ExtractiveSettings,
+    /// `[summarizer]`: where and how a model is asked.
+    pub remote: RemoteSettings,
     /// `[store]`: where originals are kept.
     pub store: StoreConfig,
     /// `[serve]`: the compacting proxy.
@@ -52,97 +71,8 @@ pub struct ModelSettings {
     pub encoding: Encoding,
 }
 
-/// `[prune]`; [`condense_pruner::PruneSettings`] is built from it.
+/// `[compaction]`: the keys the host reads (the rest are [`CompactionRules`]).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct PruneConfig {
-    /// Every layer's tools, joined (no layer removes one).
-    pub protected_tools: Vec<String>,
-    /// Nothing at or after this many user turns from the end is touched.
-    pub skip_user_turns: usize,
-    /// The boundary in tool calls for autonomous runs.
-    pub skip_tool_calls: usize,
-    /// The newest outputs up to this many tokens stay.
-    pub protect_tokens: usize,
-    /// Prune only when more than this many tokens are freed.
-    pub minimum_tokens: usize,
-    /// Scale the two above with the context window.
-    pub adaptive_thresholds: bool,
-    /// The per-turn budget of fresh outputs, in characters.
-    pub turn_budget_chars: usize,
-    /// Bytes of an output kept in its preview.
-    pub preview_bytes: usize,
-    /// Outputs shorter than this are never replaced as duplicates.
-    pub duplicate_min_chars: usize,
-    /// Whether a read made stale by a later call on its path is replaced first.
-    pub supersede_reads: bool,
-    /// When a harness's requests are walked.
-    pub walk_when: WalkWhen,
-    /// What stands in for a pruned output.
-    pub placeholder: String,
-    /// Appended to a preview.
-    pub preview_note: String,
-    /// Stands in for an output identical to a newer one.
-    pub duplicate_note: String,
-    /// Stands in for a superseded read.
-    pub superseded_note: String,
-}
-
-/// When the walk may replace outputs in a harness's requests (`prune.walk_when`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum WalkWhen {
-    /// Only when the request is due for compaction.
-    #[default]
-    Due,
-    /// On every request.
-    Always,
-}
-
-impl WalkWhen {
-    /// Every value, in the order the documentation lists them.
-    pub const ALL: [WalkWhen; 2] = [WalkWhen::Due, WalkWhen::Always];
-
-    /// The name configuration uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            WalkWhen::Due => "due",
-            WalkWhen::Always => "always",
-        }
-    }
-}
-
-/// `[trim]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct TrimConfig {
-    /// Whether a result older than the most recent one may be trimmed.
-    pub allow_older: bool,
-}
-
-/// `[microcompact]`; [`condense_pruner::MicrocompactSettings`] is built from it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct MicrocompactConfig {
-    /// Whether the rule runs.
-    pub enabled: bool,
-    /// Minutes of idle before the cache counts as cold.
-    pub idle_minutes: u64,
-    /// The most recent results of the tools that stay (at least 1).
-    pub keep_recent: usize,
-    /// The tools whose results are cleared (the last layer's list wins).
-    pub tools: Vec<String>,
-    /// What stands in for a cleared result.
-    pub note: String,
-}
-
-/// `[compaction]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct CompactionConfig {
     /// A built-in template.
@@ -155,56 +85,19 @@ pub struct CompactionConfig {
     pub custom_instructions: String,
     /// Told to the agent after an automatic compaction; `""` sends nothing.
     pub continuation: String,
-    /// `reserved = min(reserve_cap, max_output_tokens)`.
-    pub reserve_cap: usize,
-    /// The tail's share of the usable window.
-    pub tail_ratio: f64,
-    /// The tail budget's floor.
-    pub min_tail_tokens: usize,
-    /// The tail budget's ceiling.
-    pub max_tail_tokens: usize,
-    /// The tail keeps at least this many user turns.
-    pub min_tail_turns: usize,
-    /// A token the provider has not cached costs this many cache reads more than one it has:
-    /// what a compaction pays to rewrite what it keeps (0 compacts only when the window is full).
-    pub cache_rewrite_cost: f64,
-    /// An output token costs this many cache reads: what a model's summary costs to write.
-    pub output_cost: f64,
     /// Summarizer failures in a row before automatic compaction stops.
     pub max_failures: u32,
 }
 
-/// `[summarizer]`.
+/// `[summarizer]`: the keys the host reads (the rest are [`ExtractiveSettings`] and
+/// [`RemoteSettings`]).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct SummarizerConfig {
     /// Which summarizer.
     pub kind: SummarizerKind,
     /// upstream: ask inside the agent's own request, sharing its cached prefix.
     pub fork: bool,
-    /// extractive: the summary's budget in tokens.
-    pub budget_tokens: usize,
-    /// extractive: each request is quoted up to this many characters.
-    pub quote_chars: usize,
-    /// openai / anthropic: the server.
-    pub base_url: String,
-    /// openai / anthropic: the model.
-    pub model: String,
-    /// A cheaper model for compaction; `""` uses `model`.
-    pub compaction_model: String,
-    /// The variable holding the API key; `""` sends none.
-    pub api_key_env: String,
-    /// How long one request may take.
-    pub timeout_secs: u64,
-    /// Attempts in all.
-    pub max_attempts: u32,
-    /// Each tool output sent to the summarizer is cut to this many characters.
-    pub tool_output_chars: usize,
-    /// The summarizing model's own window.
-    pub context_window: usize,
-    /// The longest summary asked for.
-    pub max_summary_tokens: usize,
     /// `extractive` or `fail`: what happens when a model's answer is rejected twice.
     pub on_bad_answer: String,
 }
@@ -431,6 +324,123 @@ impl TemplateChoice {
     }
 }
 
+/// The merged layers, section by section, as the structs that read them ask for them.
+pub(crate) struct Sections<'a> {
+    root: toml::Table,
+    values: &'a BTreeMap<String, (Setting, Origin)>,
+    /// The fields of the structs that read each section so far.
+    read: BTreeMap<String, BTreeSet<&'static str>>,
+}
+
+impl<'a> Sections<'a> {
+    pub(crate) fn new(root: toml::Table, values: &'a BTreeMap<String, (Setting, Origin)>) -> Self {
+        Sections {
+            root,
+            values,
+            read: BTreeMap::new(),
+        }
+    }
+
+    /// `[section]` as `T`. A value `T` refuses (a note with an unknown variable, an address
+    /// that is none) is an error naming its key and where it was written.
+    pub(crate) fn read<T: DeserializeOwned>(&mut self, section: &str) -> Result<T, ConfigError> {
+        self.read
+            .entry(section.to_owned())
+            .or_default()
+            .extend(fields_of::<T>());
+        let table = self
+            .root
+            .get(section)
+            .cloned()
+            .unwrap_or_else(|| toml::Value::Table(toml::Table::new()));
+        serde_path_to_error::deserialize(table).map_err(|error| {
+            let key = format!("{section}.{}", error.path());
+            let message = error.inner().message().trim().to_owned();
+            match self.values.get(&key) {
+                Some((_, origin)) => ConfigError::BadValue {
+                    at: origin.to_string(),
+                    key,
+                    message,
+                },
+                None => ConfigError::Typed {
+                    message: format!("{key}: {message}"),
+                },
+            }
+        })
+    }
+
+    /// Every key was a field of a struct that read its section: a key of the built-in file
+    /// that nothing reads would be a setting with no effect.
+    pub(crate) fn all_read(&self) -> Result<(), ConfigError> {
+        for (section, table) in &self.root {
+            let Some(table) = table.as_table() else {
+                continue;
+            };
+            let read = self.read.get(section);
+            if let Some(key) = table
+                .keys()
+                .find(|key| !read.is_some_and(|fields| fields.contains(key.as_str())))
+            {
+                return Err(ConfigError::Typed {
+                    message: format!("{section}.{key} is read by no setting"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The names of the fields a struct reads, as configuration writes them: what serde hands a
+/// deserializer for a struct, caught before anything is read.
+fn fields_of<T: DeserializeOwned>() -> &'static [&'static str] {
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(FieldProbe(&mut fields));
+    fields
+}
+
+struct FieldProbe<'a>(&'a mut &'static [&'static str]);
+
+#[derive(Debug)]
+struct Probed;
+
+impl std::fmt::Display for Probed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("fields probed")
+    }
+}
+
+impl std::error::Error for Probed {}
+
+impl serde::de::Error for Probed {
+    fn custom<T: std::fmt::Display>(_: T) -> Self {
+        Probed
+    }
+}
+
+impl<'de> Deserializer<'de> for FieldProbe<'_> {
+    type Error = Probed;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Probed> {
+        Err(Probed)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Probed> {
+        *self.0 = fields;
+        Err(Probed)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
+
 /// A value written as its `FromStr` text (`"o200k_base"`).
 fn parsed<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
@@ -445,6 +455,34 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_structs_fields_are_its_keys_as_configuration_writes_them() {
+        let remote = fields_of::<RemoteSettings>();
+        assert!(remote.contains(&"timeout_secs"), "{remote:?}");
+        assert!(!remote.contains(&"timeout") && !remote.contains(&"counter"));
+        assert!(fields_of::<PruneRules>().contains(&"placeholder"));
+    }
+
+    #[test]
+    fn a_key_no_setting_reads_is_refused() {
+        let mut root: toml::Table = toml::from_str(crate::BUILT_IN).unwrap();
+        root["compaction"]
+            .as_table_mut()
+            .unwrap()
+            .insert("tail_share".into(), toml::Value::Float(0.5));
+        let values = BTreeMap::new();
+        let mut sections = Sections::new(root, &values);
+        let _: CompactionConfig = sections.read("compaction").unwrap();
+        let _: CompactionRules = sections.read("compaction").unwrap();
+        let error = sections.all_read().unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("compaction.tail_share is read by no setting"),
+            "{error}"
+        );
+    }
 
     #[test]
     fn the_enums_name_what_the_template_crate_knows() {

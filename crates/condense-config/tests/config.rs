@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-use condense_compact::DEFAULT_CONTINUATION;
 use condense_compact::TailSettings;
 use condense_config::{Config, Sources, SummarizerKind, TemplateChoice};
 use condense_pruner::PruneSettings;
@@ -65,7 +64,7 @@ fn the_layers_merge_later_wins_and_every_value_says_where_it_came_from() {
         config.protected_tools(),
         vec!["skill", "memory_store", "todo_read"]
     );
-    assert_eq!(config.prune_settings().protect_tokens, 30_000);
+    assert_eq!(config.prune_settings().rules.protect_tokens, 30_000);
     assert_eq!(config.plugins[0].config, "tools = [\"a\"]\n");
     let shown = config
         .show()
@@ -212,152 +211,33 @@ fn the_project_file_is_found_upward() {
     assert_eq!(sources.project, Some(dir.path().join(".condense.toml")));
 }
 
-/// `config/condense.toml` is where a default is written. The phase crates, usable without the
-/// host, keep `Default` impls of their own; this proves them equal to the file, key by key, so the
-/// two can never drift.
+/// `config/condense.toml` is where a default is written, and the phase crates read their
+/// defaults from it too ([`PruneSettings::built_in`] and the like): with no layer over it, the
+/// configuration gives each phase exactly that.
 #[test]
-fn the_phase_crates_defaults_are_the_built_in_file_key_by_key() {
+fn the_phase_crates_built_in_settings_are_the_configurations_own() {
     let config = Config::built_in().unwrap();
     let settings = config.settings();
-
-    let (file, rust) = (config.prune_settings(), PruneSettings::default());
+    assert_eq!(config.prune_settings(), PruneSettings::built_in().unwrap());
     assert_eq!(
-        file.protected_tools, rust.protected_tools,
-        "prune.protected_tools"
+        config.tail_settings(),
+        TailSettings::built_in(
+            settings.model.context_window,
+            settings.model.max_output_tokens
+        )
+        .unwrap()
     );
+    let remote = RemoteSettings::new(&settings.remote.base_url, &settings.remote.model).unwrap();
     assert_eq!(
-        file.skip_user_turns, rust.skip_user_turns,
-        "prune.skip_user_turns"
+        format!("{:?}", config.remote_settings()),
+        format!("{remote:?}")
     );
-    assert_eq!(
-        file.skip_tool_calls, rust.skip_tool_calls,
-        "prune.skip_tool_calls"
-    );
-    assert_eq!(
-        file.protect_tokens, rust.protect_tokens,
-        "prune.protect_tokens"
-    );
-    assert_eq!(
-        file.minimum_tokens, rust.minimum_tokens,
-        "prune.minimum_tokens"
-    );
-    assert_eq!(
-        file.adaptive_thresholds, rust.adaptive_thresholds,
-        "prune.adaptive_thresholds"
-    );
-    assert_eq!(
-        file.turn_budget_chars, rust.turn_budget_chars,
-        "prune.turn_budget_chars"
-    );
-    assert_eq!(
-        file.preview_bytes, rust.preview_bytes,
-        "prune.preview_bytes"
-    );
-    assert_eq!(
-        file.duplicate_min_chars, rust.duplicate_min_chars,
-        "prune.duplicate_min_chars"
-    );
-    assert_eq!(
-        file.trim_allow_older, rust.trim_allow_older,
-        "trim.allow_older"
-    );
-    assert_eq!(
-        file.supersede_reads, rust.supersede_reads,
-        "prune.supersede_reads"
-    );
-    assert_eq!(
-        file.superseded_note, rust.superseded_note,
-        "prune.superseded_note"
-    );
-    assert_eq!(file.placeholder, rust.placeholder, "prune.placeholder");
-    assert_eq!(file.preview_note, rust.preview_note, "prune.preview_note");
-    assert_eq!(
-        file.duplicate_note, rust.duplicate_note,
-        "prune.duplicate_note"
-    );
-    let (micro, rust_micro) = (&file.microcompact, &rust.microcompact);
-    assert_eq!(micro.enabled, rust_micro.enabled, "microcompact.enabled");
-    assert_eq!(
-        micro.idle_minutes, rust_micro.idle_minutes,
-        "microcompact.idle_minutes"
-    );
-    assert_eq!(
-        micro.keep_recent, rust_micro.keep_recent,
-        "microcompact.keep_recent"
-    );
-    assert_eq!(micro.tools, rust_micro.tools, "microcompact.tools");
-    assert_eq!(micro.note, rust_micro.note, "microcompact.note");
-
-    let (file, rust) = (config.tail_settings(), TailSettings::default());
-    assert_eq!(
-        file.context_window, rust.context_window,
-        "model.context_window"
-    );
-    assert_eq!(
-        file.max_output_tokens, rust.max_output_tokens,
-        "model.max_output_tokens"
-    );
-    assert_eq!(file.reserve_cap, rust.reserve_cap, "compaction.reserve_cap");
-    assert_eq!(file.tail_ratio, rust.tail_ratio, "compaction.tail_ratio");
-    assert_eq!(
-        file.min_tail_tokens, rust.min_tail_tokens,
-        "compaction.min_tail_tokens"
-    );
-    assert_eq!(
-        file.max_tail_tokens, rust.max_tail_tokens,
-        "compaction.max_tail_tokens"
-    );
-    assert_eq!(
-        file.min_tail_turns, rust.min_tail_turns,
-        "compaction.min_tail_turns"
-    );
-    assert_eq!(
-        file.cache_rewrite_cost, rust.cache_rewrite_cost,
-        "compaction.cache_rewrite_cost"
-    );
-    assert_eq!(file.output_cost, rust.output_cost, "compaction.output_cost");
-
-    let summarizer = &settings.summarizer;
-    let (file, rust) = (
-        config.remote_settings(),
-        RemoteSettings::new(&summarizer.base_url, &summarizer.model),
-    );
-    assert_eq!(file.timeout, rust.timeout, "summarizer.timeout_secs");
-    assert_eq!(
-        file.max_attempts, rust.max_attempts,
-        "summarizer.max_attempts"
-    );
-    assert_eq!(
-        file.tool_output_chars, rust.tool_output_chars,
-        "summarizer.tool_output_chars"
-    );
-    assert_eq!(
-        file.context_window, rust.context_window,
-        "summarizer.context_window"
-    );
-    assert_eq!(
-        file.max_summary_tokens, rust.max_summary_tokens,
-        "summarizer.max_summary_tokens"
-    );
-
-    let (file, rust) = (config.extractive_settings(), ExtractiveSettings::default());
-    // The file bounds the summary's message, the library the summary's text: the same figure,
-    // and the host gives the summarizer that less what wraps the summary.
-    assert_eq!(
-        config.settings().summarizer.budget_tokens,
-        rust.budget_tokens,
-        "summarizer.budget_tokens"
-    );
-    assert!(
-        file.budget_tokens < rust.budget_tokens && file.budget_tokens > rust.budget_tokens - 100
-    );
-    assert_eq!(file.quote_chars, rust.quote_chars, "summarizer.quote_chars");
-
-    assert_eq!(
-        config.continuation().as_deref(),
-        Some(DEFAULT_CONTINUATION),
-        "compaction.continuation"
-    );
+    // The file bounds the summary's message, the library the summary's text: the host gives
+    // the summarizer the setting less what wraps the summary.
+    let extractive = ExtractiveSettings::built_in().unwrap();
+    assert_eq!(settings.extractive.budget_tokens, extractive.budget_tokens);
+    let own = config.extractive_settings().budget_tokens;
+    assert!(own < extractive.budget_tokens && own > extractive.budget_tokens - 100);
     assert_eq!(settings.summarizer.kind, SummarizerKind::Extractive);
     assert_eq!(settings.compaction.template, TemplateChoice::Structured);
 }

@@ -17,19 +17,13 @@ fn gate(c: &mut Criterion) {
     let transcript = transcript("claude-code/5f8cbb78").unwrap();
     let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
     let counter = Arc::new(Tiktoken::default());
-    let settings = TailSettings {
-        context_window: 32_000,
-        max_output_tokens: 4_096,
-        ..TailSettings::default()
-    };
+    let settings = TailSettings::built_in(32_000, 4_096).unwrap();
     let template = Template::builtin("structured").unwrap();
-    let summarizer = Extractive::new(
-        template.clone(),
-        ExtractiveSettings {
-            counter: counter.clone(),
-            ..ExtractiveSettings::default()
-        },
-    );
+    let summarizer = Extractive::new(template.clone(), {
+        let mut s = ExtractiveSettings::built_in().unwrap();
+        s.counter = counter.clone();
+        s
+    });
     counter.count_conversation(&conversation);
     let cut = split(&conversation.messages, counter.as_ref(), &settings);
     let head = &conversation.messages[cut.head()];

@@ -81,7 +81,7 @@ impl Compactor {
             Extractive::new(template.clone(), settings)
         };
         let mut prune = config.prune_settings();
-        prune.protected_tools.extend(
+        prune.rules.protected_tools.extend(
             plugins
                 .iter()
                 .flat_map(|plugin| plugin.protected_tools.iter().cloned()),
@@ -100,7 +100,7 @@ impl Compactor {
             max_failures: config.max_failures(),
             windows: None,
             extractive,
-            summary_tokens: config.settings().summarizer.budget_tokens,
+            summary_tokens: config.settings().extractive.budget_tokens,
             fail_on_bad_answer: config.fail_on_bad_answer(),
         })
     }
@@ -675,8 +675,8 @@ impl Compactor {
             messages,
             cut.pinned,
             cut.tail_start,
-            &self.prune.protected_tools,
-            due.tail.min_tail_turns,
+            &self.prune.rules.protected_tools,
+            due.tail.rules.min_tail_turns,
         );
         // A head that is an earlier summary and the very messages it carried: a compaction that
         // could not get under the threshold, met again. Summarizing it again would make a new
@@ -778,7 +778,7 @@ impl Compactor {
         tail: &TailSettings,
         summarizer: &dyn Summarizer,
     ) -> bool {
-        if tail.cache_rewrite_cost <= 0.0 {
+        if tail.rules.cache_rewrite_cost <= 0.0 {
             return false;
         }
         let messages = &conversation.messages;

@@ -27,10 +27,10 @@ mod usage;
 
 pub use compactor::{Compaction, Compactor};
 pub use config::{
-    BUILT_IN_MODELS, CompactionConfig, Config, ConfigError, MicrocompactConfig, ModelSettings,
-    ModelWindow, ModelWindows, NativeMode, Origin, PluginSpec, PruneConfig, ServeConfig, Setting,
-    Settings, Source, Sources, StateLocation, StoreConfig, SummarizerConfig, SummarizerKind,
-    TemplateChoice, TrimConfig, Upstream, WalkWhen, glob_match,
+    BUILT_IN_MODELS, CompactionConfig, Config, ConfigError, ModelSettings, ModelWindow,
+    ModelWindows, NativeMode, Origin, PluginSpec, ServeConfig, Setting, Settings, Source, Sources,
+    StateLocation, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice, Upstream,
+    WalkWhen, glob_match,
 };
 pub use error::HostError;
 pub use head::{FrozenHead, HeadOutcome, history_hash, message_hash};

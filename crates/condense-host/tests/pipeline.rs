@@ -545,7 +545,7 @@ async fn every_summary_is_within_its_budget_with_every_file_and_request() {
             ..Sources::default()
         })
         .unwrap();
-        let budget = config.settings().summarizer.budget_tokens;
+        let budget = config.settings().extractive.budget_tokens;
         assert_eq!(budget, 3_000);
         for transcript in transcripts().unwrap() {
             let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();

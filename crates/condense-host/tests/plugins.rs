@@ -238,6 +238,7 @@ async fn two_plugins_with_templates_need_configuration_to_choose() {
     assert!(
         compactor
             .prune_settings()
+            .rules
             .protected_tools
             .contains("ledger")
     );

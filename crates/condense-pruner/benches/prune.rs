@@ -52,31 +52,34 @@ fn prune_largest(c: &mut Criterion) {
     for (label, settings, window) in [
         (
             "defaults (18 superseded reads replaced)",
-            PruneSettings::default(),
+            PruneSettings::built_in().unwrap(),
             None,
         ),
         (
             "defaults, supersede_reads off (batch below minimum)",
-            PruneSettings {
-                supersede_reads: false,
-                ..PruneSettings::default()
+            {
+                let mut s = PruneSettings::built_in().unwrap();
+                s.rules.supersede_reads = false;
+                s
             },
             None,
         ),
         (
             "adaptive at 32K (59 outputs replaced)",
-            PruneSettings {
-                adaptive_thresholds: true,
-                ..PruneSettings::default()
+            {
+                let mut s = PruneSettings::built_in().unwrap();
+                s.rules.adaptive_thresholds = true;
+                s
             },
             Some(32_000),
         ),
         (
             "adaptive at 32K, supersede_reads off",
-            PruneSettings {
-                adaptive_thresholds: true,
-                supersede_reads: false,
-                ..PruneSettings::default()
+            {
+                let mut s = PruneSettings::built_in().unwrap();
+                s.rules.adaptive_thresholds = true;
+                s.rules.supersede_reads = false;
+                s
             },
             Some(32_000),
         ),
@@ -103,7 +106,7 @@ fn prune_largest(c: &mut Criterion) {
     // Time-based microcompact on a cold cache: the session's last reply is months before the
     // clock, so the rule clears and the budget and the walk do not run.
     let cold_clock = FixedClock(1_767_225_600_000);
-    let settings = PruneSettings::default();
+    let settings = PruneSettings::built_in().unwrap();
     let pruner = Pruner {
         settings: &settings,
         counter: &counter,
@@ -127,9 +130,10 @@ fn prune_largest(c: &mut Criterion) {
     );
 
     // The harness's loop: prune, then one more turn arrives, then prune again with the same log.
-    let settings = PruneSettings {
-        adaptive_thresholds: true,
-        ..PruneSettings::default()
+    let settings = {
+        let mut s = PruneSettings::built_in().unwrap();
+        s.rules.adaptive_thresholds = true;
+        s
     };
     let pruner = Pruner {
         settings: &settings,

@@ -35,17 +35,15 @@ mod store;
 mod trim;
 
 pub use clock::{Clock, FixedClock, SystemClock};
+pub use condense_defaults::DefaultsError;
 pub use decisions::{Decision, DecisionLog, DecisionLogError};
-pub use microcompact::{
-    DEFAULT_MICROCOMPACT_NOTE, DEFAULT_MICROCOMPACT_TOOLS, MicrocompactReport,
-    MicrocompactSettings, PreviousRequest,
-};
+pub use microcompact::{MicrocompactReport, MicrocompactSettings, PreviousRequest};
 pub use note::{Note, NoteError};
 pub use prune::{PruneError, PruneRequest, Pruner, boundary, boundary_by_calls, boundary_for};
 pub use report::{OutputReport, PruneReport, Reason};
 pub use settings::{
-    DEFAULT_DUPLICATE_NOTE, DEFAULT_PLACEHOLDER, DEFAULT_PREVIEW_NOTE, DEFAULT_SUPERSEDED_NOTE,
-    DUPLICATE_VARIABLES, PREVIEW_VARIABLES, PruneSettings, SUPERSEDED_VARIABLES, Thresholds,
+    DUPLICATE_VARIABLES, PREVIEW_VARIABLES, PruneRules, PruneSettings, SUPERSEDED_VARIABLES,
+    Thresholds, TrimRules, WalkWhen,
 };
 pub use store::{
     DirStore, MemoryStore, Store, StoreError, Swept, handle_of, handles_in, is_handle,

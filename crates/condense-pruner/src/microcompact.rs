@@ -12,60 +12,20 @@
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Note;
 
-/// Claude Code's text, with the tool, size and handle added so the content can be recalled.
-pub const DEFAULT_MICROCOMPACT_NOTE: &str = "[Old tool result content cleared: {tool}, {tokens} tokens. Original: condense recall {handle}]";
-
-/// The tools whose results microcompact clears by default: Claude Code's compactable set and the
-/// same kinds of tool in opencode, Codex, mini-swe-agent, SWE-agent and OpenHands. Results of a
-/// tool not named here (a team's own, a memory tool) are never cleared by this rule.
-pub const DEFAULT_MICROCOMPACT_TOOLS: &[&str] = &[
-    // Claude Code: Read, the shells, Grep, Glob, WebSearch, WebFetch, Edit, Write (and the edit
-    // tool's multi-edit form).
-    "Read",
-    "Bash",
-    "PowerShell",
-    "Grep",
-    "Glob",
-    "WebSearch",
-    "WebFetch",
-    "Edit",
-    "MultiEdit",
-    "Write",
-    // opencode.
-    "read",
-    "bash",
-    "grep",
-    "glob",
-    "websearch",
-    "webfetch",
-    "edit",
-    "write",
-    // Codex.
-    "shell",
-    "local_shell",
-    "exec_command",
-    "read_file",
-    "grep_files",
-    "apply_patch",
-    // SWE-agent and OpenHands (mini-swe-agent's one tool is `bash`, above).
-    "execute_bash",
-    "str_replace_editor",
-];
-
-/// When and what time-based microcompact clears.
-#[derive(Debug, Clone, PartialEq)]
+/// `[microcompact]`: when and what time-based microcompact clears. The defaults and their
+/// reasons are in `config/condense.toml`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MicrocompactSettings {
     /// Whether the rule runs at all.
     pub enabled: bool,
-    /// The rule fires when more than this many minutes passed since the previous request (60:
-    /// past both of Anthropic's cache lifetimes, 5 minutes and the 1-hour extended TTL that
-    /// Claude Code asks for, and OpenAI's, which keeps an idle prefix 5 to 60 minutes). A shorter
-    /// gap could clear a prefix the provider still holds and pay a cache write that a warm cache
-    /// would have saved; a longer one only forgoes savings.
+    /// The rule fires when more than this many minutes passed since the previous request: past
+    /// the provider's cache lifetime, so that clearing costs no cache write a warm cache would
+    /// have saved.
     pub idle_minutes: u64,
     /// The most recent results of these tools that stay (at least one is always kept, as in
     /// Claude Code: clearing all of them would leave the agent nothing of its latest work).
@@ -73,22 +33,8 @@ pub struct MicrocompactSettings {
     /// The tools whose results may be cleared.
     pub tools: BTreeSet<String>,
     /// What stands in for a cleared result.
+    #[serde(deserialize_with = "crate::settings::plain_note")]
     pub note: Note,
-}
-
-impl Default for MicrocompactSettings {
-    fn default() -> Self {
-        MicrocompactSettings {
-            enabled: true,
-            idle_minutes: 60,
-            keep_recent: 5,
-            tools: DEFAULT_MICROCOMPACT_TOOLS
-                .iter()
-                .map(|tool| (*tool).to_owned())
-                .collect(),
-            note: crate::settings::default_note(DEFAULT_MICROCOMPACT_NOTE, &[]),
-        }
-    }
 }
 
 /// Where the time of the previous request came from.
@@ -135,16 +81,20 @@ mod tests {
 
     #[test]
     fn the_default_note_is_valid_and_keeps_claude_codes_words() {
-        Note::new(DEFAULT_MICROCOMPACT_NOTE, &[]).unwrap();
-        assert!(DEFAULT_MICROCOMPACT_NOTE.starts_with("[Old tool result content cleared"));
+        let settings: MicrocompactSettings = condense_defaults::section("microcompact").unwrap();
+        assert!(
+            settings
+                .note
+                .text()
+                .starts_with("[Old tool result content cleared")
+        );
     }
 
     #[test]
     fn the_gap_must_exceed_the_threshold_and_one_result_is_always_kept() {
-        let settings = MicrocompactSettings {
-            keep_recent: 0,
-            ..MicrocompactSettings::default()
-        };
+        let mut settings: MicrocompactSettings =
+            condense_defaults::section("microcompact").unwrap();
+        settings.keep_recent = 0;
         assert!(!settings.is_cold(60 * 60_000));
         assert!(settings.is_cold(60 * 60_000 + 1));
         assert_eq!(settings.keep(), 1);

@@ -169,7 +169,8 @@ mod tests {
 
     #[test]
     fn a_rendered_note_is_recognised_and_an_output_is_not() {
-        let note = Note::new(crate::DEFAULT_PLACEHOLDER, &[]).unwrap();
+        let rules = crate::PruneSettings::built_in().unwrap().rules;
+        let note = rules.placeholder;
         let rendered = note.render(&[
             ("tool", "Read"),
             ("tokens", "1,204"),
@@ -178,7 +179,7 @@ mod tests {
         assert!(note.recognises(&rendered));
         assert!(!note.recognises("fn main() {}"));
         assert!(!note.recognises(&format!("{rendered} and more")));
-        let preview = Note::new(crate::DEFAULT_PREVIEW_NOTE, crate::PREVIEW_VARIABLES).unwrap();
+        let preview = rules.preview_note;
         let cut = format!(
             "line one\n{}",
             preview.render(&[("tool", "Bash"), ("shown", "9"), ("handle", "ab")])

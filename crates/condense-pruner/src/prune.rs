@@ -132,7 +132,7 @@ fn boundary_counted(
     counter: &dyn TokenCounter,
     context_window: Option<usize>,
 ) -> usize {
-    let by_turns = boundary(messages, settings.skip_user_turns);
+    let by_turns = boundary(messages, settings.rules.skip_user_turns);
     let Some(window) = context_window else {
         return by_turns;
     };
@@ -144,7 +144,7 @@ fn boundary_counted(
     if after <= window / 2 {
         return by_turns;
     }
-    by_turns.max(boundary_by_calls(messages, settings.skip_tool_calls))
+    by_turns.max(boundary_by_calls(messages, settings.rules.skip_tool_calls))
 }
 
 /// The message holding the `calls`-th tool call from the end (`0` when there are fewer;
@@ -355,7 +355,7 @@ impl Pruner<'_> {
                     part: part_index,
                     result,
                     tool,
-                    protected: self.settings.protected_tools.contains(tool),
+                    protected: self.settings.rules.protected_tools.contains(tool),
                     group,
                     tokens: self.counter.count_output(&result.content),
                     reason: None,
@@ -418,10 +418,10 @@ impl Pruner<'_> {
         let settings = self.settings;
         text.starts_with(trim::TRIMMED_PREFIX)
             || [
-                &settings.placeholder,
-                &settings.preview_note,
-                &settings.duplicate_note,
-                &settings.superseded_note,
+                &settings.rules.placeholder,
+                &settings.rules.preview_note,
+                &settings.rules.duplicate_note,
+                &settings.rules.superseded_note,
                 &settings.microcompact.note,
             ]
             .iter()
@@ -516,7 +516,7 @@ impl Pruner<'_> {
         {
             return refused(TrimRefusal::AlreadyReplaced);
         }
-        if Some(index) != most_recent && !self.settings.trim_allow_older {
+        if Some(index) != most_recent && !self.settings.trim.allow_older {
             return refused(TrimRefusal::NotMostRecent);
         }
         let handle = handle_of(&original_bytes(output)?);
@@ -633,7 +633,7 @@ impl Pruner<'_> {
         context_window: Option<usize>,
         now: u64,
     ) -> Result<(), PruneError> {
-        let budget = self.settings.turn_budget_chars;
+        let budget = self.settings.rules.turn_budget_chars;
         let mut start = 0;
         while start < plan.outputs.len() {
             let group = plan.outputs[start].group;
@@ -687,8 +687,8 @@ impl Pruner<'_> {
         let output = &plan.outputs[index];
         let handle = handle_of(&original_bytes(output)?);
         let text = output.result.content.text();
-        let shown = preview(&text, self.settings.preview_bytes);
-        let note = self.settings.preview_note.render(&[
+        let shown = preview(&text, self.settings.rules.preview_bytes);
+        let note = self.settings.rules.preview_note.render(&[
             ("tool", output.tool),
             ("tokens", &thousands(output.tokens)),
             ("chars", &thousands(chars)),
@@ -713,7 +713,7 @@ impl Pruner<'_> {
         thresholds: Thresholds,
         now: u64,
     ) -> Result<WalkOutcome, PruneError> {
-        let superseded = if self.settings.supersede_reads {
+        let superseded = if self.settings.rules.supersede_reads {
             superseded_reads(plan, messages)
         } else {
             HashMap::new()
@@ -812,14 +812,14 @@ impl Pruner<'_> {
         let (note, phase) = match ground {
             Ground::Duplicate(newer) => {
                 values.push(("newer", plan.outputs[*newer].result.call_id.clone()));
-                (&self.settings.duplicate_note, Phase::Duplicate)
+                (&self.settings.rules.duplicate_note, Phase::Duplicate)
             }
             Ground::Superseded(by) => {
                 values.push(("by", by.tool.clone()));
                 values.push(("at", by.message.to_string()));
-                (&self.settings.superseded_note, Phase::Superseded)
+                (&self.settings.rules.superseded_note, Phase::Superseded)
             }
-            Ground::Age => (&self.settings.placeholder, Phase::Prune),
+            Ground::Age => (&self.settings.rules.placeholder, Phase::Prune),
             Ground::CacheCold => (&self.settings.microcompact.note, Phase::Microcompact),
         };
         let values: Vec<(&str, &str)> = values
@@ -925,8 +925,8 @@ impl Walk<'_> {
         }
         let text = output.result.content.text();
         // Only outputs long enough to be replaced as duplicates are hashed and remembered.
-        let key = (text.len() >= self.settings.duplicate_min_chars
-            && text.chars().count() >= self.settings.duplicate_min_chars)
+        let key = (text.len() >= self.settings.rules.duplicate_min_chars
+            && text.chars().count() >= self.settings.rules.duplicate_min_chars)
             .then(|| duplicate_key(output.tool, &text));
         if message_index >= self.boundary {
             plan.outputs[index].reason = Some(Reason::InsideBoundary);

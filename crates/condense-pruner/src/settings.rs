@@ -1,47 +1,64 @@
-//! Phase 1's rules and their defaults. Each default says where it comes from; each is a
-//! configuration key once the host maps TOML onto these fields.
+//! Phase 1's settings, as the configuration writes them.
 
 use std::collections::BTreeSet;
 
+use condense_defaults::DefaultsError;
+use serde::{Deserialize, Deserializer};
+
 use crate::Note;
 
-/// The placeholder for a pruned output. It names the tool, the size and the handle, so the agent
-/// knows what it no longer sees and how to get it back.
-pub const DEFAULT_PLACEHOLDER: &str = "[condense: the output of {tool} was pruned ({tokens} tokens). Original: condense recall {handle}]";
-/// Appended to the preview of an output cut by the per-turn budget.
-pub const DEFAULT_PREVIEW_NOTE: &str = "\n[condense: output of {tool} cut to its first {shown} of {chars} characters ({tokens} tokens in all). Full output: condense recall {handle}]";
-/// Stands in for a read that a later call on the same path made stale.
-pub const DEFAULT_SUPERSEDED_NOTE: &str = "[condense: this {tool} output is stale: superseded by {by} at message {at} ({tokens} tokens). Original: condense recall {handle}]";
-/// Stands in for an output that a newer identical one makes redundant.
-pub const DEFAULT_DUPLICATE_NOTE: &str = "[condense: same output as the later {tool} call {newer} ({tokens} tokens). Original: condense recall {handle}]";
-
-#[derive(Debug, Clone)]
-/// Phase 1's rules; each default is the one `config/condense.toml` gives, and `config/condense.toml` (a host test proves
-/// the two equal).
+/// Phase 1's settings: the `[prune]`, `[trim]` and `[microcompact]` sections of the
+/// configuration, each read as it is written there. Their defaults are written once, with their
+/// reasons, in `config/condense.toml`: [`PruneSettings::built_in`] reads them, and the host reads
+/// the same structs out of the merged layers.
+#[derive(Debug, Clone, PartialEq)]
 pub struct PruneSettings {
+    /// `[prune]`.
+    pub rules: PruneRules,
+    /// `[trim]`.
+    pub trim: TrimRules,
+    /// `[microcompact]`: what is cleared once the provider's cache has expired.
+    pub microcompact: crate::MicrocompactSettings,
+}
+
+impl PruneSettings {
+    /// The built-in defaults (`config/condense.toml`).
+    pub fn built_in() -> Result<PruneSettings, DefaultsError> {
+        Ok(PruneSettings {
+            rules: condense_defaults::section("prune")?,
+            trim: condense_defaults::section("trim")?,
+            microcompact: condense_defaults::section("microcompact")?,
+        })
+    }
+}
+
+/// `[prune]`: which outputs phase 1 replaces, and with what.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PruneRules {
     /// Tools whose outputs are never touched (opencode's `PRUNE_PROTECTED_TOOLS`: `skill`).
-    /// Configuration and plugins add to it.
+    /// Every configuration layer and every plugin adds to it; none removes one.
     pub protected_tools: BTreeSet<String>,
     /// Nothing at or after this many user turns from the end is touched (opencode: 2), except
     /// an output larger than the whole context window, which becomes a preview.
     pub skip_user_turns: usize,
     /// When what follows the user-turn boundary is more than half the context window (an
     /// autonomous run: one task, hundreds of steps), the boundary is the call this many tool
-    /// calls from the end instead (condense: 10). See [`crate::boundary_for`].
+    /// calls from the end instead. See [`crate::boundary_for`].
     pub skip_tool_calls: usize,
-    /// The newest outputs up to this many tokens stay (opencode/Kilo `PRUNE_PROTECT`: 40,000).
+    /// The newest outputs up to this many tokens stay (opencode/Kilo `PRUNE_PROTECT`).
     /// `0` prunes every unprotected output before the boundary (the seed's T9).
     pub protect_tokens: usize,
     /// Prune only if more than this many tokens are freed: each prune rewrites the prompt cache
-    /// from the first changed output on (opencode `PRUNE_MINIMUM`: 20,000).
+    /// from the first changed output on (opencode `PRUNE_MINIMUM`).
     pub minimum_tokens: usize,
     /// Scale `protect_tokens` and `minimum_tokens` with the model's context window (hermes-agent
-    /// #513); off by default. See [`Thresholds::for_window`].
+    /// #513). See [`Thresholds::for_window`].
     pub adaptive_thresholds: bool,
     /// When the fresh results of one turn exceed this many characters, the largest are replaced
-    /// by previews (Claude Code's `MAX_TOOL_RESULTS_PER_MESSAGE_CHARS`: 200,000).
+    /// by previews (Claude Code's `MAX_TOOL_RESULTS_PER_MESSAGE_CHARS`).
     pub turn_budget_chars: usize,
-    /// Bytes of an output kept in its preview (Claude Code: 2 KB).
+    /// Bytes of an output kept in its preview.
     pub preview_bytes: usize,
     /// Outputs shorter than this are never replaced as duplicates: the pointer would not be much
     /// shorter than the output.
@@ -50,42 +67,79 @@ pub struct PruneSettings {
     /// supersede stage): it becomes a candidate of the walk before the protect window is
     /// counted, outside the skip boundary only.
     pub supersede_reads: bool,
-    /// Whether `trim_tool_result` may trim a result older than the most recent one (off: that
-    /// rewrites the cached prefix from the trimmed result on).
-    pub trim_allow_older: bool,
+    /// When a harness's requests are walked (the host asks; the pruner prunes when called).
+    pub walk_when: WalkWhen,
     /// What stands in for a pruned output.
+    #[serde(deserialize_with = "plain_note")]
     pub placeholder: Note,
     /// Appended to a preview.
+    #[serde(deserialize_with = "preview_note")]
     pub preview_note: Note,
     /// Stands in for an output identical to a newer one.
+    #[serde(deserialize_with = "duplicate_note")]
     pub duplicate_note: Note,
     /// Stands in for a superseded read.
+    #[serde(deserialize_with = "superseded_note")]
     pub superseded_note: Note,
-    /// Time-based microcompact: what it clears once the provider's cache has expired.
-    pub microcompact: crate::MicrocompactSettings,
 }
 
-impl Default for PruneSettings {
-    fn default() -> Self {
-        PruneSettings {
-            protected_tools: BTreeSet::from(["skill".to_owned()]),
-            skip_user_turns: 2,
-            skip_tool_calls: 10,
-            protect_tokens: 40_000,
-            minimum_tokens: 20_000,
-            adaptive_thresholds: false,
-            turn_budget_chars: 200_000,
-            preview_bytes: 2_048,
-            duplicate_min_chars: 200,
-            supersede_reads: true,
-            trim_allow_older: false,
-            placeholder: default_note(DEFAULT_PLACEHOLDER, &[]),
-            preview_note: default_note(DEFAULT_PREVIEW_NOTE, PREVIEW_VARIABLES),
-            duplicate_note: default_note(DEFAULT_DUPLICATE_NOTE, DUPLICATE_VARIABLES),
-            superseded_note: default_note(DEFAULT_SUPERSEDED_NOTE, SUPERSEDED_VARIABLES),
-            microcompact: crate::MicrocompactSettings::default(),
+/// `[trim]`: what the agent may trim with `trim_tool_result`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrimRules {
+    /// Whether a result older than the most recent one may be trimmed (off: that rewrites the
+    /// cached prefix from the trimmed result on).
+    pub allow_older: bool,
+}
+
+/// When the walk may replace outputs in a harness's requests (`prune.walk_when`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum WalkWhen {
+    /// Only when the request is due for compaction.
+    #[default]
+    Due,
+    /// On every request.
+    Always,
+}
+
+impl WalkWhen {
+    /// Every value, in the order the documentation lists them.
+    pub const ALL: [WalkWhen; 2] = [WalkWhen::Due, WalkWhen::Always];
+
+    /// The name configuration uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            WalkWhen::Due => "due",
+            WalkWhen::Always => "always",
         }
     }
+}
+
+/// A note read from configuration, checked against the variables it may use.
+pub(crate) fn note_with<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    extra: &[&str],
+) -> Result<Note, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    Note::new(text, extra).map_err(serde::de::Error::custom)
+}
+
+pub(crate) fn plain_note<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Note, D::Error> {
+    note_with(deserializer, &[])
+}
+
+fn preview_note<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Note, D::Error> {
+    note_with(deserializer, PREVIEW_VARIABLES)
+}
+
+fn duplicate_note<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Note, D::Error> {
+    note_with(deserializer, DUPLICATE_VARIABLES)
+}
+
+fn superseded_note<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Note, D::Error> {
+    note_with(deserializer, SUPERSEDED_VARIABLES)
 }
 
 /// Variables a preview note may use beyond [`Note::COMMON`].
@@ -95,12 +149,6 @@ pub const DUPLICATE_VARIABLES: &[&str] = &["newer"];
 /// Variables a superseded note may use beyond [`Note::COMMON`]: the later call's tool and its
 /// message.
 pub const SUPERSEDED_VARIABLES: &[&str] = &["by", "at"];
-
-pub(crate) fn default_note(text: &str, extra: &[&str]) -> Note {
-    // The built-in texts use only known variables (a unit test checks), so this cannot fail;
-    // falling back to the bare text keeps library code free of panics all the same.
-    Note::new(text, extra).unwrap_or_else(|_| Note::verbatim(text))
-}
 
 /// The protect window and minimum reclaim in force for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -128,16 +176,16 @@ impl Thresholds {
     /// are what a 128K model gets, and the defaults reproduce the curve exactly.
     pub fn for_window(settings: &PruneSettings, context_window: Option<usize>) -> Thresholds {
         let configured = Thresholds {
-            protect_tokens: settings.protect_tokens,
-            minimum_tokens: settings.minimum_tokens,
+            protect_tokens: settings.rules.protect_tokens,
+            minimum_tokens: settings.rules.minimum_tokens,
         };
-        let Some(window) = context_window.filter(|_| settings.adaptive_thresholds) else {
+        let Some(window) = context_window.filter(|_| settings.rules.adaptive_thresholds) else {
             return configured;
         };
         let factor = curve(window as f64) / ANCHOR_PROTECT;
         Thresholds {
-            protect_tokens: (settings.protect_tokens as f64 * factor).round() as usize,
-            minimum_tokens: (settings.minimum_tokens as f64 * factor).round() as usize,
+            protect_tokens: (settings.rules.protect_tokens as f64 * factor).round() as usize,
+            minimum_tokens: (settings.rules.minimum_tokens as f64 * factor).round() as usize,
         }
     }
 }
@@ -164,19 +212,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_built_in_notes_are_valid() {
-        Note::new(DEFAULT_PLACEHOLDER, &[]).unwrap();
-        Note::new(DEFAULT_PREVIEW_NOTE, PREVIEW_VARIABLES).unwrap();
-        Note::new(DEFAULT_DUPLICATE_NOTE, DUPLICATE_VARIABLES).unwrap();
-        Note::new(DEFAULT_SUPERSEDED_NOTE, SUPERSEDED_VARIABLES).unwrap();
+    fn the_built_in_settings_load_and_their_notes_are_valid() {
+        let settings = PruneSettings::built_in().unwrap();
+        assert!(settings.rules.placeholder.text().contains("{handle}"));
+        assert!(settings.microcompact.keep_recent >= 1);
     }
 
     #[test]
     fn adaptive_thresholds_follow_the_curve() {
-        let settings = PruneSettings {
-            adaptive_thresholds: true,
-            ..PruneSettings::default()
-        };
+        let mut settings = PruneSettings::built_in().unwrap();
+        settings.rules.adaptive_thresholds = true;
         let at = |window| Thresholds::for_window(&settings, Some(window));
         assert_eq!(
             at(32_000),
@@ -208,7 +253,7 @@ mod tests {
 
     #[test]
     fn without_adaptive_thresholds_the_window_does_not_matter() {
-        let settings = PruneSettings::default();
+        let settings = PruneSettings::built_in().unwrap();
         for window in [None, Some(8_000), Some(1_000_000)] {
             assert_eq!(
                 Thresholds::for_window(&settings, window),

@@ -6,8 +6,8 @@ mod common;
 use common::*;
 use condense_core::{Conversation, Message, Phase, Role, WireRecord};
 use condense_pruner::{
-    Decision, DecisionLog, FixedClock, MemoryStore, MicrocompactSettings, PreviousRequest,
-    PruneReport, PruneRequest, PruneSettings, Pruner, Reason, Store,
+    Decision, DecisionLog, FixedClock, MemoryStore, PreviousRequest, PruneReport, PruneRequest,
+    PruneSettings, Pruner, Reason, Store,
 };
 use condense_tokenizer::Tiktoken;
 
@@ -79,7 +79,7 @@ fn a_cold_cache_clears_old_results_of_compactable_tools_and_keeps_the_most_recen
     let mut conversation = original.clone();
     let store = MemoryStore::new();
     let mut log = DecisionLog::new();
-    let settings = PruneSettings::default();
+    let settings = PruneSettings::built_in().unwrap();
     let report = run(
         &mut conversation,
         &settings,
@@ -147,10 +147,11 @@ fn a_cold_cache_clears_old_results_of_compactable_tools_and_keeps_the_most_recen
 #[test]
 fn a_warm_cache_an_unknown_gap_and_a_disabled_rule_clear_nothing() {
     let store = MemoryStore::new();
-    let settings = PruneSettings {
-        protect_tokens: 0,
-        minimum_tokens: 0,
-        ..PruneSettings::default()
+    let settings = {
+        let mut s = PruneSettings::built_in().unwrap();
+        s.rules.protect_tokens = 0;
+        s.rules.minimum_tokens = 0;
+        s
     };
     let mut warm = session();
     let report = run(
@@ -177,13 +178,8 @@ fn a_warm_cache_an_unknown_gap_and_a_disabled_rule_clear_nothing() {
     );
     assert_eq!(report.microcompact, None);
 
-    let off = PruneSettings {
-        microcompact: MicrocompactSettings {
-            enabled: false,
-            ..MicrocompactSettings::default()
-        },
-        ..settings.clone()
-    };
+    let mut off = settings.clone();
+    off.microcompact.enabled = false;
     let mut disabled = session();
     let report = run(
         &mut disabled,
@@ -222,7 +218,7 @@ fn the_last_assistant_timestamp_is_the_previous_request_where_the_format_has_one
     // The state says the cache is warm; the conversation says two hours passed.
     let report = run(
         &mut conversation,
-        &PruneSettings::default(),
+        &PruneSettings::built_in().unwrap(),
         &mut DecisionLog::new(),
         &MemoryStore::new(),
         at + 120 * MINUTE,
@@ -240,7 +236,7 @@ fn the_last_assistant_timestamp_is_the_previous_request_where_the_format_has_one
 #[test]
 fn cleared_results_are_frozen_and_never_cleared_twice() {
     let store = MemoryStore::new();
-    let settings = PruneSettings::default();
+    let settings = PruneSettings::built_in().unwrap();
     let mut log = DecisionLog::new();
     let mut first = session();
     run(
@@ -294,13 +290,11 @@ fn cleared_results_are_frozen_and_never_cleared_twice() {
     assert_eq!(report.microcompact.as_ref().unwrap().cleared, 0);
     assert_eq!(reason(&report, "r0"), Reason::AlreadyReplaced);
 
-    let keep_none = PruneSettings {
-        skip_user_turns: 0,
-        microcompact: MicrocompactSettings {
-            keep_recent: 0,
-            ..MicrocompactSettings::default()
-        },
-        ..PruneSettings::default()
+    let keep_none = {
+        let mut s = PruneSettings::built_in().unwrap();
+        s.rules.skip_user_turns = 0;
+        s.microcompact.keep_recent = 0;
+        s
     };
     let mut all = session();
     let report = run(
@@ -333,11 +327,12 @@ fn a_cold_cache_with_nothing_to_clear_leaves_the_results_to_the_walk() {
         messages.push(result("late", &words(400, "late")));
         Conversation::new(messages)
     };
-    let settings = PruneSettings {
-        skip_user_turns: 1,
-        protect_tokens: 0,
-        minimum_tokens: 10,
-        ..PruneSettings::default()
+    let settings = {
+        let mut s = PruneSettings::built_in().unwrap();
+        s.rules.skip_user_turns = 1;
+        s.rules.protect_tokens = 0;
+        s.rules.minimum_tokens = 10;
+        s
     };
     let mut outcomes = Vec::new();
     for previous in [NOW - MINUTE, NOW - 61 * MINUTE] {

@@ -56,15 +56,16 @@ fn settings() -> impl Strategy<Value = PruneSettings> {
     )
         .prop_map(
             |(protect_tokens, minimum_tokens, turn_budget_chars, skip_user_turns, protect_grep)| {
-                let mut settings = PruneSettings {
-                    protect_tokens,
-                    minimum_tokens,
-                    turn_budget_chars,
-                    skip_user_turns,
-                    ..PruneSettings::default()
+                let mut settings = {
+                    let mut s = PruneSettings::built_in().unwrap();
+                    s.rules.protect_tokens = protect_tokens;
+                    s.rules.minimum_tokens = minimum_tokens;
+                    s.rules.turn_budget_chars = turn_budget_chars;
+                    s.rules.skip_user_turns = skip_user_turns;
+                    s
                 };
                 if protect_grep {
-                    settings.protected_tools.insert("grep".into());
+                    settings.rules.protected_tools.insert("grep".into());
                 }
                 settings
             },
@@ -154,7 +155,7 @@ proptest! {
         let compactable: Vec<&condense_pruner::OutputReport> = report
             .outputs
             .iter()
-            .filter(|o| micro.tools.contains(&o.tool) && !settings.protected_tools.contains(&o.tool))
+            .filter(|o| micro.tools.contains(&o.tool) && !settings.rules.protected_tools.contains(&o.tool))
             .collect();
         let cleared = report.outputs.iter().filter(|o| o.reason == Reason::Microcompacted).count();
         prop_assert!(cleared == 0 || previous == Some(0), "cleared {} with a warm cache", cleared);
@@ -178,7 +179,7 @@ proptest! {
                 if a.content == b.content {
                     continue;
                 }
-                prop_assert!(!settings.protected_tools.contains(tool), "protected {} changed", tool);
+                prop_assert!(!settings.rules.protected_tools.contains(tool), "protected {} changed", tool);
                 // The skip boundary's one exception: an output larger than the whole window.
                 let too_large = window.is_some_and(|window| decision.tokens_before > window);
                 prop_assert!(index < boundary || (decision.reason == Reason::OverTurnBudget && too_large),
@@ -285,12 +286,13 @@ proptest! {
         ));
         conversation.messages.push(result("trim", "ok"));
         // No other rule may act, so every change is the trim's.
-        let settings = PruneSettings {
-            protect_tokens: usize::MAX,
-            turn_budget_chars: usize::MAX,
-            trim_allow_older: allow_older,
-            protected_tools: ["skill".to_owned()].into(),
-            ..PruneSettings::default()
+        let settings = {
+            let mut s = PruneSettings::built_in().unwrap();
+            s.rules.protect_tokens = usize::MAX;
+            s.rules.turn_budget_chars = usize::MAX;
+            s.trim.allow_older = allow_older;
+            s.rules.protected_tools = ["skill".to_owned()].into();
+            s
         };
         let original = conversation.clone();
         let store = MemoryStore::new();

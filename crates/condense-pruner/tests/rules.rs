@@ -32,21 +32,19 @@ fn prune(
 }
 
 fn t9() -> PruneSettings {
-    PruneSettings {
-        protect_tokens: 0,
-        minimum_tokens: 0,
-        ..PruneSettings::default()
-    }
+    let mut s = PruneSettings::built_in().unwrap();
+    s.rules.protect_tokens = 0;
+    s.rules.minimum_tokens = 0;
+    s
 }
 
 /// The per-turn budget alone: no skip boundary (it never applies after one) and a protect window
 /// nothing reaches.
 fn budget_only() -> PruneSettings {
-    PruneSettings {
-        skip_user_turns: 0,
-        protect_tokens: 10_000_000,
-        ..PruneSettings::default()
-    }
+    let mut s = PruneSettings::built_in().unwrap();
+    s.rules.skip_user_turns = 0;
+    s.rules.protect_tokens = 10_000_000;
+    s
 }
 
 /// The skip boundary is a promise: the per-turn budget never cuts an output after it, however
@@ -69,7 +67,7 @@ fn after_the_boundary_only_an_output_larger_than_the_window_is_cut() {
     let counter = Tiktoken::default();
     let run = |conversation: &mut Conversation, window: Option<usize>| {
         let pruner = Pruner {
-            settings: &PruneSettings::default(),
+            settings: &PruneSettings::built_in().unwrap(),
             counter: &counter,
             store: &MemoryStore::new(),
             clock: &FixedClock(NOW),
@@ -198,7 +196,7 @@ fn the_newest_outputs_up_to_the_window_stay_and_the_older_ones_go() {
     let mut conversation = long_session(30, 3_000);
     let report = prune(
         &mut conversation,
-        &PruneSettings::default(),
+        &PruneSettings::built_in().unwrap(),
         &mut DecisionLog::new(),
         &MemoryStore::new(),
     );
@@ -242,7 +240,7 @@ fn a_batch_that_frees_too_little_is_not_applied() {
     let before = conversation.clone();
     let report = prune(
         &mut conversation,
-        &PruneSettings::default(),
+        &PruneSettings::built_in().unwrap(),
         &mut DecisionLog::new(),
         &MemoryStore::new(),
     );
@@ -395,10 +393,11 @@ fn an_output_identical_to_a_newer_one_points_to_it() {
         assistant("ok"),
         user("again"),
     ]);
-    let settings = PruneSettings {
-        protect_tokens: 100_000,
-        minimum_tokens: 0,
-        ..PruneSettings::default()
+    let settings = {
+        let mut s = PruneSettings::built_in().unwrap();
+        s.rules.protect_tokens = 100_000;
+        s.rules.minimum_tokens = 0;
+        s
     };
     let report = prune(
         &mut conversation,
@@ -446,7 +445,7 @@ fn a_store_that_cannot_be_written_leaves_everything_unchanged() {
     let before = conversation.clone();
     let mut log = DecisionLog::new();
     let counter = Tiktoken::default();
-    let settings = PruneSettings::default();
+    let settings = PruneSettings::built_in().unwrap();
     let pruner = Pruner {
         settings: &settings,
         counter: &counter,
@@ -502,8 +501,8 @@ fn an_empty_conversation_and_an_orphan_result_are_handled() {
 #[test]
 fn protected_tools_are_extended_by_configuration() {
     let mut conversation = long_session(30, 3_000);
-    let mut settings = PruneSettings::default();
-    settings.protected_tools.insert("read_file".into());
+    let mut settings = PruneSettings::built_in().unwrap();
+    settings.rules.protected_tools.insert("read_file".into());
     let report = prune(
         &mut conversation,
         &settings,
@@ -558,7 +557,7 @@ fn the_agent_trims_the_most_recent_result_with_its_own_summary() {
     let mut log = DecisionLog::new();
     let report = prune(
         &mut conversation,
-        &PruneSettings::default(),
+        &PruneSettings::built_in().unwrap(),
         &mut log,
         &store,
     );
@@ -591,7 +590,12 @@ fn the_agent_trims_the_most_recent_result_with_its_own_summary() {
 
     // The next request replays it byte for byte.
     let mut again = original.clone();
-    let report = prune(&mut again, &PruneSettings::default(), &mut log, &store);
+    let report = prune(
+        &mut again,
+        &PruneSettings::built_in().unwrap(),
+        &mut log,
+        &store,
+    );
     assert_eq!(report.trims[0].outcome, TrimOutcome::Frozen);
     assert_eq!(again.messages[6], conversation.messages[6]);
 }
@@ -627,7 +631,7 @@ fn a_trim_that_cannot_be_done_changes_nothing_and_says_why() {
         }
         let original = trimmed_session(input.clone());
         let mut conversation = original.clone();
-        let (report, log) = trims(&PruneSettings::default(), &mut conversation);
+        let (report, log) = trims(&PruneSettings::built_in().unwrap(), &mut conversation);
         assert_eq!(report.trims[0].target.as_deref(), target, "{input}");
         assert_eq!(
             report.trims[0].outcome,
@@ -639,9 +643,10 @@ fn a_trim_that_cannot_be_done_changes_nothing_and_says_why() {
     }
 
     // allow_older lifts the one refusal that is a policy.
-    let settings = PruneSettings {
-        trim_allow_older: true,
-        ..PruneSettings::default()
+    let settings = {
+        let mut s = PruneSettings::built_in().unwrap();
+        s.trim.allow_older = true;
+        s
     };
     let mut conversation =
         trimmed_session(serde_json::json!({"summary": "a was long", "tool_call_id": "a"}));
@@ -677,11 +682,10 @@ fn a_trim_that_cannot_be_done_changes_nothing_and_says_why() {
 /// Settings under which only stale reads are replaced: a protect window nothing outgrows, and
 /// no minimum to wait for.
 fn only_stale_reads() -> PruneSettings {
-    PruneSettings {
-        protect_tokens: 1_000_000,
-        minimum_tokens: 0,
-        ..PruneSettings::default()
-    }
+    let mut s = PruneSettings::built_in().unwrap();
+    s.rules.protect_tokens = 1_000_000;
+    s.rules.minimum_tokens = 0;
+    s
 }
 
 /// Why the report judged the output of call `id` as it did.
@@ -781,10 +785,8 @@ fn a_read_superseded_by_a_later_edit_is_replaced_first() {
     assert_eq!(conversation.messages[4], original.messages[4]);
     assert_eq!(conversation.messages[11], original.messages[11]);
 
-    let off = PruneSettings {
-        supersede_reads: false,
-        ..settings.clone()
-    };
+    let mut off = settings.clone();
+    off.rules.supersede_reads = false;
     let mut untouched = original.clone();
     let report = prune(&mut untouched, &off, &mut DecisionLog::new(), &store);
     assert!(
@@ -795,10 +797,8 @@ fn a_read_superseded_by_a_later_edit_is_replaced_first() {
     );
     assert_eq!(untouched, original);
 
-    let protected = PruneSettings {
-        protected_tools: ["Read".to_owned()].into(),
-        ..settings
-    };
+    let mut protected = settings;
+    protected.rules.protected_tools = ["Read".to_owned()].into();
     let mut kept = original.clone();
     prune(&mut kept, &protected, &mut DecisionLog::new(), &store);
     assert_eq!(kept, original, "a protected tool's read is never replaced");

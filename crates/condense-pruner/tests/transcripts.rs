@@ -12,9 +12,10 @@ use condense_tokenizer::{Tiktoken, TokenCounter};
 #[test]
 fn every_transcript_is_pruned_as_the_rules_say() {
     let counter = Tiktoken::default();
-    let settings = PruneSettings {
-        adaptive_thresholds: true,
-        ..PruneSettings::default()
+    let settings = {
+        let mut s = PruneSettings::built_in().unwrap();
+        s.rules.adaptive_thresholds = true;
+        s
     };
     for transcript in transcripts().unwrap() {
         let (_, original) = condense_formats::read(&transcript.bytes, None).unwrap();

@@ -400,7 +400,7 @@ mod tests {
             condense_formats::read(body.to_string().as_bytes(), Some(provider.format())).unwrap();
         let metrics = Metrics::default();
         let template = UpstreamSummaries {
-            remote: RemoteSettings::new("unused", "unused"),
+            remote: RemoteSettings::new("unused", "unused").unwrap(),
             fork: true,
         };
         let summarizer = UpstreamSummarizer::for_request(
@@ -556,7 +556,7 @@ mod tests {
                     .unwrap();
             let summarizer = UpstreamSummarizer::for_request(
                 &UpstreamSummaries {
-                    remote: RemoteSettings::new("unused", "unused"),
+                    remote: RemoteSettings::new("unused", "unused").unwrap(),
                     fork,
                 },
                 Api::OpenAi,

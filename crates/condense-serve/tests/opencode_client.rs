@@ -192,7 +192,7 @@ async fn opencodes_own_summary_is_read_as_opencode_sent_it() {
     let newest = after.last().unwrap();
     let ours = condense_summarize::Extractive::new(
         condense_template::Template::builtin("structured").unwrap(),
-        condense_summarize::ExtractiveSettings::default(),
+        condense_summarize::ExtractiveSettings::built_in().unwrap(),
     )
     .summary_of(newest)
     .unwrap();

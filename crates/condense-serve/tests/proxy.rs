@@ -827,7 +827,7 @@ async fn a_forked_summary_repeats_the_previous_request_and_falls_back_without_te
     for forced in [false, true] {
         let (upstream, received) = upstream().await;
         let running = proxy_with(upstream, 16_000, &extra, |settings| {
-            let remote = condense_summarize::RemoteSettings::new("unused", "unused");
+            let remote = condense_summarize::RemoteSettings::new("unused", "unused").unwrap();
             settings.upstream_summarizer = Some(UpstreamSummaries { remote, fork: true });
         })
         .await;

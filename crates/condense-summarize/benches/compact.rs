@@ -17,18 +17,12 @@ fn split_and_summarize(c: &mut Criterion) {
     let transcript = transcript("claude-code/5f8cbb78").unwrap();
     let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
     let counter = Arc::new(Tiktoken::default());
-    let settings = TailSettings {
-        context_window: 32_000,
-        max_output_tokens: 4_096,
-        ..TailSettings::default()
-    };
-    let summarizer = Extractive::new(
-        Template::builtin("structured").unwrap(),
-        ExtractiveSettings {
-            counter: counter.clone(),
-            ..ExtractiveSettings::default()
-        },
-    );
+    let settings = TailSettings::built_in(32_000, 4_096).unwrap();
+    let summarizer = Extractive::new(Template::builtin("structured").unwrap(), {
+        let mut s = ExtractiveSettings::built_in().unwrap();
+        s.counter = counter.clone();
+        s
+    });
     // Warm: the conversation is counted, and one summary made, before timing.
     counter.count_conversation(&conversation);
     let head = split(&conversation.messages, counter.as_ref(), &settings).head();

@@ -18,10 +18,16 @@ mod remote;
 use async_trait::async_trait;
 use condense_core::Message;
 
+pub use condense_defaults::DefaultsError;
 pub use error::{SummarizeError, SummarizeErrorKind};
 pub use extractive::{Extractive, ExtractiveSettings, LEDGER_HEADING, ledger};
 pub use fork::Fork;
 pub use remote::{Anthropic, OpenAi, RemoteSettings, Responses};
+
+/// The counter a summarizer's settings start with: the default encoding's.
+pub(crate) fn default_counter() -> std::sync::Arc<dyn condense_tokenizer::TokenCounter> {
+    std::sync::Arc::new(condense_tokenizer::Tiktoken::default())
+}
 
 /// Turns a head into a summary. `prompt` is the rendered template (preamble, sections,
 /// trailer); a model answers it, the extractive summarizer fills the sections it names.

@@ -7,43 +7,54 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use condense_core::Message;
-use condense_tokenizer::{Tiktoken, TokenCounter};
+use condense_defaults::DefaultsError;
+use condense_tokenizer::TokenCounter;
+use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
 use crate::chunked::{self, Complete, Room};
 use crate::flatten::{Speaker, Turn, flatten};
 use crate::{SummarizeError, Summarizer};
 
-#[derive(Clone)]
-/// Where and how to ask a remote model; each default says where it comes from.
+/// Where and how to ask a remote model: the `[summarizer]` keys a remote summarizer reads (their
+/// defaults and reasons are in `config/condense.toml`), and what a caller adds at run time.
+#[derive(Clone, Deserialize)]
 pub struct RemoteSettings {
     /// `https://api.openai.com/v1`, `http://127.0.0.1:8080/v1` (llama.cpp), `http://localhost:11434/v1`
     /// (Ollama) for OpenAI; `https://api.anthropic.com` for Anthropic.
     pub base_url: String,
     /// The model to ask.
     pub model: String,
-    /// A separate, usually cheaper, model for compaction; `model` when unset.
+    /// A separate, usually cheaper, model for compaction; `model` when unset (`""`).
+    #[serde(deserialize_with = "unless_empty")]
     pub compaction_model: Option<String>,
-    /// The environment variable holding the API key; `None` for local servers that need none.
+    /// The environment variable holding the API key; `None` (`""`) for local servers that need
+    /// none.
+    #[serde(deserialize_with = "unless_empty")]
     pub api_key_env: Option<String>,
-    /// How long one request may take (120 s).
+    /// How long one request may take (`timeout_secs`).
+    #[serde(rename = "timeout_secs", deserialize_with = "seconds")]
     pub timeout: Duration,
-    /// Attempts in all, the first included (3).
+    /// Attempts in all, the first included.
     pub max_attempts: u32,
-    /// The first wait before a retry (1 s), doubled at each retry, capped at 30 s; a server's
-    /// `Retry-After` is honoured within that cap.
+    /// The first wait before a retry, doubled at each retry, capped at 30 s; a server's
+    /// `Retry-After` is honoured within that cap. Not a configuration key: 1 s unless a caller
+    /// (a test) sets it.
+    #[serde(skip, default = "first_backoff")]
     pub backoff: Duration,
-    /// Each tool output in the head is cut to this many characters (2,000).
+    /// Each tool output in the head is cut to this many characters.
     pub tool_output_chars: usize,
-    /// The summarizing model's own context window, in tokens (128,000).
+    /// The summarizing model's own context window, in tokens.
     pub context_window: usize,
-    /// The longest summary asked for, in tokens (4,096).
+    /// The longest summary asked for, in tokens.
     pub max_summary_tokens: usize,
     /// Counts the head to size chunks; the server may count differently, hence a margin.
+    #[serde(skip, default = "crate::default_counter")]
     pub counter: Arc<dyn TokenCounter>,
     /// Headers sent with every request (lowercase names). `condense serve` puts the client's
     /// own credentials here for `summarizer.kind = "upstream"`; a header named here is not
     /// added again from `api_key_env`. Never printed: `Debug` leaves them out.
+    #[serde(skip)]
     pub headers: Vec<(String, String)>,
 }
 
@@ -62,22 +73,17 @@ impl std::fmt::Debug for RemoteSettings {
 }
 
 impl RemoteSettings {
-    /// Settings for `model` at `base_url`, every other value at its default.
-    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        RemoteSettings {
-            base_url: base_url.into(),
-            model: model.into(),
-            compaction_model: None,
-            api_key_env: None,
-            timeout: Duration::from_secs(120),
-            max_attempts: 3,
-            backoff: Duration::from_secs(1),
-            tool_output_chars: 2_000,
-            context_window: 128_000,
-            max_summary_tokens: 4_096,
-            counter: Arc::new(Tiktoken::default()),
-            headers: Vec::new(),
-        }
+    /// Settings for `model` at `base_url`, every other value at its built-in default, the key's
+    /// variable included (`OPENAI_API_KEY`): set `api_key_env` to `None` for a server that
+    /// needs no key.
+    pub fn new(
+        base_url: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Result<Self, DefaultsError> {
+        let mut settings: RemoteSettings = condense_defaults::section("summarizer")?;
+        settings.base_url = base_url.into();
+        settings.model = model.into();
+        Ok(settings)
     }
 
     fn has_header(&self, name: &str) -> bool {
@@ -134,6 +140,20 @@ impl RemoteSettings {
 /// half again as many tokens as o200k does.
 const SAFETY: f64 = 0.6;
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+fn first_backoff() -> Duration {
+    Duration::from_secs(1)
+}
+
+/// `""` in configuration is "none".
+fn unless_empty<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    Ok(Some(text).filter(|text| !text.is_empty()))
+}
+
+fn seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    u64::deserialize(deserializer).map(Duration::from_secs)
+}
 
 /// What the protocols share: the client and the retry loop.
 #[derive(Debug)]
@@ -592,8 +612,11 @@ mod tests {
 
     #[test]
     fn a_base_with_a_query_keeps_it_after_the_endpoint() {
-        let url =
-            |base: &str, path: &str| Http::new(RemoteSettings::new(base, "m")).unwrap().url(path);
+        let url = |base: &str, path: &str| {
+            Http::new(RemoteSettings::new(base, "m").unwrap())
+                .unwrap()
+                .url(path)
+        };
         assert_eq!(
             url("https://api.openai.com/v1/", "/chat/completions"),
             "https://api.openai.com/v1/chat/completions"

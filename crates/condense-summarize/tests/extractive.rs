@@ -10,11 +10,7 @@ use condense_tokenizer::Tiktoken;
 use serde_json::Value;
 
 fn head_at_32k(messages: &[Message]) -> Vec<Message> {
-    let settings = TailSettings {
-        context_window: 32_000,
-        max_output_tokens: 4_096,
-        ..TailSettings::default()
-    };
+    let settings = TailSettings::built_in(32_000, 4_096).unwrap();
     let split = split(messages, &Tiktoken::default(), &settings);
     messages[split.head()].to_vec()
 }
@@ -56,7 +52,7 @@ fn cap(text: &str, chars: usize) -> &str {
 #[test]
 fn every_head_is_summarized_with_its_requests_and_files() {
     let template = Template::builtin("structured").unwrap();
-    let settings = ExtractiveSettings::default();
+    let settings = ExtractiveSettings::built_in().unwrap();
     let summarizer = Extractive::new(template.clone(), settings.clone());
     for transcript in transcripts().unwrap() {
         let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
@@ -106,7 +102,7 @@ fn every_built_in_template_is_filled() {
     let head = head_at_32k(&conversation.messages);
     for (name, _) in BUILTIN {
         let template = Template::builtin(name).unwrap();
-        let summary = Extractive::new(template.clone(), ExtractiveSettings::default())
+        let summary = Extractive::new(template.clone(), ExtractiveSettings::built_in().unwrap())
             .summary_of(&head)
             .unwrap();
         let parsed = parse_summary(&summary, &template).unwrap();
@@ -123,9 +119,10 @@ fn the_budget_cuts_the_tool_log_and_says_so() {
     let transcript = condense_core::testing::transcript("claude-code/5f8cbb78").unwrap();
     let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
     let head = head_at_32k(&conversation.messages);
-    let settings = ExtractiveSettings {
-        budget_tokens: 1_000,
-        ..ExtractiveSettings::default()
+    let settings = {
+        let mut s = ExtractiveSettings::built_in().unwrap();
+        s.budget_tokens = 1_000;
+        s
     };
     let summary = Extractive::new(Template::builtin("structured").unwrap(), settings)
         .summary_of(&head)
@@ -151,9 +148,10 @@ fn codexs_own_summary_is_quoted_under_its_name() {
             Message::text(condense_core::Role::User, "now add the tests"),
             Message::text(condense_core::Role::Assistant, "Adding them."),
         ];
-        let settings = ExtractiveSettings {
-            budget_tokens,
-            ..ExtractiveSettings::default()
+        let settings = {
+            let mut s = ExtractiveSettings::built_in().unwrap();
+            s.budget_tokens = budget_tokens;
+            s
         };
         Extractive::new(Template::builtin("structured").unwrap(), settings)
             .summary_of(&head)
@@ -207,7 +205,7 @@ fn opencodes_own_summary_is_its_answer_and_is_quoted_under_its_name() {
     ];
     let summary = Extractive::new(
         Template::builtin("structured").unwrap(),
-        ExtractiveSettings::default(),
+        ExtractiveSettings::built_in().unwrap(),
     )
     .summary_of(&head)
     .unwrap();

@@ -170,7 +170,8 @@ fn settings(protocol: Protocol, base: &str) -> RemoteSettings {
         Protocol::OpenAi | Protocol::Responses => format!("{base}/v1"),
         Protocol::Anthropic => base.to_owned(),
     };
-    let mut settings = RemoteSettings::new(base_url, "big-model");
+    let mut settings = RemoteSettings::new(base_url, "big-model").unwrap();
+    settings.api_key_env = None;
     settings.compaction_model = Some("small-model".into());
     settings.backoff = Duration::from_millis(10);
     settings.timeout = Duration::from_millis(500);
@@ -469,7 +470,8 @@ async fn an_https_endpoint_gets_a_client_with_a_crypto_provider() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
-    let mut settings = RemoteSettings::new(format!("https://127.0.0.1:{port}/v1"), "m");
+    let mut settings = RemoteSettings::new(format!("https://127.0.0.1:{port}/v1"), "m").unwrap();
+    settings.api_key_env = None;
     settings.max_attempts = 1;
     let summarizer = condense_summarize::OpenAi::new(settings).unwrap();
     let error = summarizer

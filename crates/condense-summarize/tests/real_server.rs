@@ -25,11 +25,7 @@ async fn a_real_head_is_summarized_by_a_real_small_model() {
         condense_core::testing::transcript("openai/openhands-ponylang__ponyc-4595").unwrap();
     let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
     let counter = Tiktoken::default();
-    let tail = TailSettings {
-        context_window: 16_000,
-        max_output_tokens: 4_096,
-        ..TailSettings::default()
-    };
+    let tail = TailSettings::built_in(16_000, 4_096).unwrap();
     let split = split(&conversation.messages, &counter, &tail);
     let head = &conversation.messages[split.head()];
     let head_tokens: usize = counter.count_each(head).iter().sum();
@@ -38,7 +34,8 @@ async fn a_real_head_is_summarized_by_a_real_small_model() {
         "the head ({head_tokens} tokens) must be far larger than the model's window"
     );
 
-    let mut settings = RemoteSettings::new(base_url, "smollm2");
+    let mut settings = RemoteSettings::new(base_url, "smollm2").unwrap();
+    settings.api_key_env = None;
     settings.context_window = 8_192;
     settings.max_summary_tokens = 384;
     settings.timeout = Duration::from_secs(300);

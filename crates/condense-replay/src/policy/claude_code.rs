@@ -13,7 +13,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use condense_core::{Message, Role};
-use condense_pruner::DEFAULT_MICROCOMPACT_TOOLS;
 use condense_tokenizer::TokenCounter;
 
 use super::{Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, outputs, summary_of};
@@ -47,6 +46,39 @@ impl std::fmt::Debug for ClaudeCode {
     }
 }
 
+/// The tools whose results Claude Code's time-based microcompact clears (Read, the shells,
+/// Grep, Glob, WebSearch, WebFetch, Edit, Write), and the same kinds of tool in opencode, Codex,
+/// SWE-agent and OpenHands (mini-swe-agent's one tool is `bash`), so that the rule means the
+/// same on their sessions.
+const COMPACTABLE: &[&str] = &[
+    "Read",
+    "Bash",
+    "PowerShell",
+    "Grep",
+    "Glob",
+    "WebSearch",
+    "WebFetch",
+    "Edit",
+    "MultiEdit",
+    "Write",
+    "read",
+    "bash",
+    "grep",
+    "glob",
+    "websearch",
+    "webfetch",
+    "edit",
+    "write",
+    "shell",
+    "local_shell",
+    "exec_command",
+    "read_file",
+    "grep_files",
+    "apply_patch",
+    "execute_bash",
+    "str_replace_editor",
+];
+
 impl ClaudeCode {
     /// The policy, counting summaries with `counter`. The compactable tools are Claude Code's
     /// (Read, the shells, Grep, Glob, WebSearch, WebFetch, Edit, Write) and the same kinds of tool
@@ -54,7 +86,7 @@ impl ClaudeCode {
     pub fn new(counter: Arc<dyn TokenCounter>) -> Self {
         ClaudeCode {
             live: Live::new(),
-            compactable: DEFAULT_MICROCOMPACT_TOOLS.iter().copied().collect(),
+            compactable: COMPACTABLE.iter().copied().collect(),
             counter,
         }
     }

@@ -126,8 +126,8 @@ impl SummaryRequests {
         SummaryRequests {
             local: summarizer.kind == SummarizerKind::Extractive,
             fork: config.forks_summaries(),
-            max_summary_tokens: summarizer.max_summary_tokens,
-            tool_output_chars: summarizer.tool_output_chars,
+            max_summary_tokens: config.settings().remote.max_summary_tokens,
+            tool_output_chars: config.settings().remote.tool_output_chars,
         }
     }
 }

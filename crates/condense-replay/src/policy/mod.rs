@@ -254,10 +254,11 @@ pub(crate) fn summary_of(
         policy: template.to_owned(),
         message: error.to_string(),
     })?;
-    let settings = ExtractiveSettings {
-        counter,
-        ..ExtractiveSettings::default()
-    };
+    let mut settings = ExtractiveSettings::built_in().map_err(|error| ReplayError::Policy {
+        policy: "extractive summary".to_owned(),
+        message: error.to_string(),
+    })?;
+    settings.counter = counter;
     match Extractive::new(template, settings).summary_of(head) {
         Ok(summary) => Ok(Some(summary)),
         Err(condense_summarize::SummarizeError::NothingToSummarize) => Ok(None),

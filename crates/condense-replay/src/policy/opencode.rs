@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use condense_compact::DEFAULT_CONTINUATION;
+use condense_compact::OPENCODE_CONTINUATION;
 use condense_core::{Message, OPENCODE_SUMMARY_REQUEST, Role};
 use condense_tokenizer::TokenCounter;
 
@@ -115,7 +115,7 @@ impl Policy for OpenCode {
                     vec![
                         Message::text(Role::User, OPENCODE_SUMMARY_REQUEST),
                         summary,
-                        Message::text(Role::User, DEFAULT_CONTINUATION),
+                        Message::text(Role::User, OPENCODE_CONTINUATION),
                     ],
                 );
             }

@@ -18,8 +18,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use condense_core::Message;
+use condense_defaults::DefaultsError;
 use condense_template::Template;
-use condense_tokenizer::{Tiktoken, TokenCounter};
+use condense_tokenizer::TokenCounter;
+use serde::Deserialize;
 
 use crate::{SummarizeError, Summarizer};
 use facts::{Facts, Outcome, cut};
@@ -27,17 +29,19 @@ use facts::{Facts, Outcome, cut};
 /// How the line that says where the budget cut a section starts.
 const CUT_NOTE: &str = "[…";
 
-#[derive(Clone)]
-/// How the offline summarizer sizes the summary.
+/// How the offline summarizer sizes the summary: the `[summarizer]` keys it reads (their defaults
+/// and reasons are in `config/condense.toml`).
+#[derive(Clone, Deserialize)]
 pub struct ExtractiveSettings {
-    /// The summary, as written, stays within this many tokens (3,000), but for the quoted
-    /// requests and the file lists, which are never cut. (The host gives it its
-    /// `summarizer.budget_tokens` less what wraps the summary in its message, so that the
-    /// message stays within the setting.)
+    /// The summary, as written, stays within this many tokens, but for the quoted requests and
+    /// the file lists, which are never cut. (The host gives it its `summarizer.budget_tokens`
+    /// less what wraps the summary in its message, so that the message stays within the
+    /// setting.)
     pub budget_tokens: usize,
-    /// Each of the person's messages is quoted up to this many characters (2,000).
+    /// Each of the person's messages is quoted up to this many characters.
     pub quote_chars: usize,
     /// Counts the summary against the budget.
+    #[serde(skip, default = "crate::default_counter")]
     pub counter: Arc<dyn TokenCounter>,
 }
 
@@ -50,13 +54,10 @@ impl std::fmt::Debug for ExtractiveSettings {
     }
 }
 
-impl Default for ExtractiveSettings {
-    fn default() -> Self {
-        ExtractiveSettings {
-            budget_tokens: 3_000,
-            quote_chars: 2_000,
-            counter: Arc::new(Tiktoken::default()),
-        }
+impl ExtractiveSettings {
+    /// The built-in settings (`config/condense.toml`).
+    pub fn built_in() -> Result<Self, DefaultsError> {
+        condense_defaults::section("summarizer")
     }
 }
 
