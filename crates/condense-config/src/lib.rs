@@ -16,7 +16,6 @@ mod value;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use condense_compact::TailSettings;
 use condense_pruner::PruneSettings;
@@ -159,7 +158,6 @@ impl Config {
             }
             plugins.extend(layer.plugins);
         }
-        check_names(&values)?;
         let settings = typed(&values, &protected)?;
         models.extend(models::built_in()?);
         let config = Config {
@@ -647,75 +645,6 @@ fn env_layer(env: &[(String, String)]) -> Result<layer::Layer, ConfigError> {
 /// `""` is how the file says "none".
 fn non_empty(text: &str) -> Option<String> {
     Some(text.to_owned()).filter(|text| !text.is_empty())
-}
-
-/// The values that name one of a set are checked against it with their origin, before
-/// deserialization, whose own error could not say where the value was written.
-fn check_names(values: &BTreeMap<String, (Setting, Origin)>) -> Result<(), ConfigError> {
-    let text = |key: &str| match values.get(key) {
-        Some((Setting::Str(value), _)) => value.as_str(),
-        _ => "",
-    };
-    let bad = |key: &str, message: String| ConfigError::BadValue {
-        at: values
-            .get(key)
-            .map(|(_, origin)| origin.to_string())
-            .unwrap_or_default(),
-        key: key.to_owned(),
-        message,
-    };
-    Encoding::from_str(text("model.encoding"))
-        .map_err(|error| bad("model.encoding", error.to_string()))?;
-    // The proxy's address, upstreams and state, parsed by the types they load into: the
-    // message then names the key and where its value came from.
-    std::net::SocketAddr::from_str(text("serve.listen")).map_err(|_| {
-        bad(
-            "serve.listen",
-            format!(
-                "`{}` is not an IP address and port (e.g. 127.0.0.1:8787)",
-                text("serve.listen")
-            ),
-        )
-    })?;
-    for key in ["serve.openai_upstream", "serve.anthropic_upstream"] {
-        Upstream::from_str(text(key)).map_err(|error| bad(key, error))?;
-    }
-    StateLocation::from_str(text("serve.state")).map_err(|error| bad("serve.state", error))?;
-    // A key whose value is one of a few names, checked against the typed enum's own list.
-    let one_of = |key: &str, names: &[&str], article: &str| -> Result<(), ConfigError> {
-        let value = text(key);
-        if names.contains(&value) {
-            return Ok(());
-        }
-        Err(bad(
-            key,
-            format!("`{value}` is {article} {}", names.join(", ")),
-        ))
-    };
-    one_of(
-        "summarizer.kind",
-        &SummarizerKind::ALL.map(SummarizerKind::name),
-        "not one of",
-    )?;
-    one_of(
-        "prune.walk_when",
-        &WalkWhen::ALL.map(WalkWhen::name),
-        "none of",
-    )?;
-    one_of(
-        "serve.native_compaction",
-        &NativeMode::ALL.map(NativeMode::name),
-        "none of",
-    )?;
-    let template = text("compaction.template");
-    if !TemplateChoice::ALL
-        .iter()
-        .any(|known| known.name() == template)
-    {
-        condense_template::Template::builtin(template)
-            .map_err(|error| bad("compaction.template", error.to_string()))?;
-    }
-    Ok(())
 }
 
 /// The merged values as the typed tree.

@@ -117,7 +117,7 @@ pub struct StoreConfig {
 #[non_exhaustive]
 pub struct ServeConfig {
     /// The address the proxy listens on.
-    #[serde(deserialize_with = "parsed")]
+    #[serde(deserialize_with = "socket_address")]
     pub listen: SocketAddr,
     /// The OpenAI-compatible upstream's origin.
     #[serde(deserialize_with = "parsed")]
@@ -216,7 +216,7 @@ impl FromStr for StateLocation {
 /// Whether the proxy answers the providers' own compaction itself or passes it on
 /// (`serve.native_compaction`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(try_from = "String")]
 #[non_exhaustive]
 pub enum NativeMode {
     /// Pass to the providers' own hosts (`api.openai.com`, `api.anthropic.com`), emulate for
@@ -246,19 +246,16 @@ impl NativeMode {
 /// The summarizer `summarizer.kind` names. Exhaustive on purpose: a new kind is a compile error
 /// wherever a summarizer is built from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
 pub enum SummarizerKind {
     /// Offline and deterministic: the summary is read off the head.
-    #[serde(rename = "extractive")]
     Extractive,
     /// Any Chat Completions server.
-    #[serde(rename = "openai")]
     OpenAi,
     /// The Anthropic Messages API.
-    #[serde(rename = "anthropic")]
     Anthropic,
     /// `condense serve` only: the request's own upstream, with the client's own credentials,
     /// asking the request's model (or `compaction_model`).
-    #[serde(rename = "upstream")]
     Upstream,
 }
 
@@ -295,7 +292,7 @@ impl std::fmt::Display for SummarizerKind {
 
 /// One of the built-in templates `compaction.template` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(try_from = "String")]
 #[non_exhaustive]
 pub enum TemplateChoice {
     /// Goal, Instructions, Discoveries, Accomplished, Relevant files / directories.
@@ -439,6 +436,60 @@ impl<'de> Deserializer<'de> for FieldProbe<'_> {
         option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
         ignored_any
     }
+}
+
+/// `text` as one of `all`, by the names configuration uses; else what it might have been.
+fn named<T: Copy, const N: usize>(
+    text: &str,
+    all: [T; N],
+    name: fn(T) -> &'static str,
+    what: &str,
+) -> Result<T, String> {
+    all.into_iter()
+        .find(|item| name(*item) == text)
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.into_iter().map(name).collect();
+            format!("unknown {what} `{text}` (one of {})", names.join(", "))
+        })
+}
+
+impl TryFrom<String> for NativeMode {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        named(&text, NativeMode::ALL, NativeMode::name, "mode")
+    }
+}
+
+impl TryFrom<String> for SummarizerKind {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        named(
+            &text,
+            SummarizerKind::ALL,
+            SummarizerKind::name,
+            "summarizer",
+        )
+    }
+}
+
+impl TryFrom<String> for TemplateChoice {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        named(&text, TemplateChoice::ALL, TemplateChoice::name, "template")
+    }
+}
+
+/// An IP address and port (`serve.listen`), with an example when it is not one.
+fn socket_address<'de, D: Deserializer<'de>>(deserializer: D) -> Result<SocketAddr, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    text.parse().map_err(|_| {
+        serde::de::Error::custom(format!(
+            "`{text}` is not an IP address and port (e.g. 127.0.0.1:8787)"
+        ))
+    })
 }
 
 /// A value written as its `FromStr` text (`"o200k_base"`).

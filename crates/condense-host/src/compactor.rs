@@ -1,10 +1,12 @@
 //! The pipeline: prune, then (if still due) split, summarize and reassemble.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
 use condense_compact::{
-    TailRule, TailSettings, carried, is_due, previous_summary, reassemble, reposition_side, split,
+    Split, TailRule, TailSettings, carried, is_due, previous_summary, reassemble, reposition_side,
+    split,
 };
 use condense_core::{Conversation, LiveView, Memos, Message, Role};
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
@@ -647,28 +649,9 @@ impl Compactor {
         if cut.nothing_to_compact() {
             return Ok((CompactionOutcome::NothingToCompact, None));
         }
-        // The last exchange is kept even when it alone is over the tail budget; its outputs that
-        // are, by themselves, become previews (originals stored) so the result can still fit.
-        let mut previewed;
-        let mut previewed_outputs = 0;
-        let conversation = if cut.rule == TailRule::LastExchange && cut.tail_tokens > cut.budget {
-            previewed = conversation.clone();
-            let pruner = Pruner {
-                settings: &self.prune,
-                counter,
-                store: self.store.as_ref(),
-                clock: self.clock.as_ref(),
-            };
-            previewed_outputs = pruner.preview_oversized(
-                &mut previewed,
-                cut.tail_start,
-                cut.budget,
-                &mut state.log,
-            )?;
-            &previewed
-        } else {
-            conversation
-        };
+        let (conversation, previewed_outputs) =
+            self.last_exchange_fitted(conversation, &cut, state)?;
+        let conversation = conversation.as_ref();
         let messages = &conversation.messages;
         let head = &messages[cut.head()];
         let carried = carried(
@@ -684,14 +667,6 @@ impl Compactor {
         if head.first().is_some_and(Message::is_compaction_summary) && head[1..] == carried[..] {
             return Ok((CompactionOutcome::NothingNew, None));
         }
-        let vars = PromptVars {
-            custom_instructions: self.custom_instructions.clone(),
-            previous_summary: previous_summary(head),
-            context_window: due.tail.context_window,
-            date: condense_core::time::date_of(self.clock.now_ms()),
-        };
-        let prompt = self.template.render_prompt(&vars)?;
-        let name = summarizer.name().to_owned();
         let fork = Fork {
             conversation: whole,
             head: cut.head(),
@@ -700,37 +675,13 @@ impl Compactor {
             counted: due.counted,
             cached: due.cached,
         };
-        let head_tokens = cut.head_tokens;
-        let (parsed, rejected) = self
-            .gated_summary(summarizer, fork, &prompt, head, head_tokens)
-            .await;
-        let name = if rejected.is_some() {
-            self.extractive.name().to_owned()
-        } else {
-            name
+        let written = self
+            .written_summary(summarizer, fork, head, cut.head_tokens, &due, state)
+            .await?;
+        let (name, parsed, rejected) = match written {
+            Ok(written) => written,
+            Err(failed) => return Ok((failed, None)),
         };
-        let mut parsed = match parsed {
-            Ok(parsed) => parsed,
-            Err((kind, error)) => {
-                state.consecutive_failures += 1;
-                let outcome = CompactionOutcome::Failed {
-                    summarizer: name,
-                    kind,
-                    error,
-                    consecutive_failures: state.consecutive_failures,
-                };
-                return Ok((outcome, None));
-            }
-        };
-        state.consecutive_failures = 0;
-        // Under a model's summary, the ledger condense reads off the head itself: the model
-        // cannot lose a request or a file. (condense's own summary holds the same lists.)
-        if name != self.extractive.name()
-            && let Some(ledger) = condense_summarize::ledger(head)
-        {
-            parsed.text = format!("{}\n\n{ledger}", parsed.text.trim_end());
-        }
-
         let continuation = self.continuation_for(Phases::Both { automatic }, messages);
         let mut out = reassemble(
             messages,
@@ -764,6 +715,85 @@ impl Compactor {
             early: due.early,
         };
         Ok((outcome, Some(compacted)))
+    }
+
+    /// The conversation with the last exchange fitted to the tail: it is kept even when it
+    /// alone is over the tail budget, and its outputs that are, by themselves, become previews
+    /// (originals stored) so the result can still fit. With how many were.
+    fn last_exchange_fitted<'c>(
+        &self,
+        conversation: &'c Conversation,
+        cut: &Split,
+        state: &mut SessionState,
+    ) -> Result<(Cow<'c, Conversation>, usize), HostError> {
+        if cut.rule != TailRule::LastExchange || cut.tail_tokens <= cut.budget {
+            return Ok((Cow::Borrowed(conversation), 0));
+        }
+        let mut previewed = conversation.clone();
+        let pruner = Pruner {
+            settings: &self.prune,
+            counter: self.counter.as_ref(),
+            store: self.store.as_ref(),
+            clock: self.clock.as_ref(),
+        };
+        let outputs =
+            pruner.preview_oversized(&mut previewed, cut.tail_start, cut.budget, &mut state.log)?;
+        Ok((Cow::Owned(previewed), outputs))
+    }
+
+    /// The summary of `head`, gated: who wrote it (the extractive summarizer when it stood in
+    /// for a model's rejected answer), the summary with the ledger under a model's, and why the
+    /// model's answer was rejected; or, when no summary could be had, the failure, counted
+    /// towards the circuit breaker.
+    async fn written_summary(
+        &self,
+        summarizer: &dyn Summarizer,
+        fork: Fork<'_>,
+        head: &[Message],
+        head_tokens: usize,
+        due: &Due,
+        state: &mut SessionState,
+    ) -> Result<
+        Result<(String, condense_template::ParsedSummary, Option<String>), CompactionOutcome>,
+        HostError,
+    > {
+        let vars = PromptVars {
+            custom_instructions: self.custom_instructions.clone(),
+            previous_summary: previous_summary(head),
+            context_window: due.tail.context_window,
+            date: condense_core::time::date_of(self.clock.now_ms()),
+        };
+        let prompt = self.template.render_prompt(&vars)?;
+        let (parsed, rejected) = self
+            .gated_summary(summarizer, fork, &prompt, head, head_tokens)
+            .await;
+        let name = if rejected.is_some() {
+            self.extractive.name()
+        } else {
+            summarizer.name()
+        }
+        .to_owned();
+        let mut parsed = match parsed {
+            Ok(parsed) => parsed,
+            Err((kind, error)) => {
+                state.consecutive_failures += 1;
+                return Ok(Err(CompactionOutcome::Failed {
+                    summarizer: name,
+                    kind,
+                    error,
+                    consecutive_failures: state.consecutive_failures,
+                }));
+            }
+        };
+        state.consecutive_failures = 0;
+        // Under a model's summary, the ledger condense reads off the head itself: the model
+        // cannot lose a request or a file. (condense's own summary holds the same lists.)
+        if name != self.extractive.name()
+            && let Some(ledger) = condense_summarize::ledger(head)
+        {
+            parsed.text = format!("{}\n\n{ledger}", parsed.text.trim_end());
+        }
+        Ok(Ok((name, parsed, rejected)))
     }
 
     /// Whether summarizing now, before the window needs it, costs less than carrying the head

@@ -24,7 +24,40 @@ pub fn render_report(
     verbose: bool,
     originals: Option<&str>,
 ) -> String {
-    let mut out = String::new();
+    let mut out = heading(input, format, config, report);
+    if let Some(native) = report.native {
+        out.push_str(&format!(
+            "  native:  the provider's own compaction at message {}: the {} messages before it are passed on as they came, not counted\n",
+            native.at_message, native.ignored_messages
+        ));
+    }
+    out.push_str(&pruned(report));
+    if let Some(compact) = compacted(&report.compaction) {
+        out.push_str(&format!("  compact: {compact}\n"));
+    }
+    let verdict = if report.under_threshold {
+        "under the threshold".to_owned()
+    } else {
+        report.note.clone().unwrap_or_default()
+    };
+    out.push_str(&format!(
+        "  result:  {} tokens, {verdict}\n",
+        thousands(report.tokens_after)
+    ));
+    // Where the originals of what was replaced are: a placeholder names a handle, not a place.
+    let replaced = report.prune.replaced() > 0
+        || matches!(report.compaction, CompactionOutcome::Summarized { previewed_outputs, .. } if previewed_outputs > 0);
+    if let Some(store) = originals.filter(|_| replaced) {
+        out.push_str(&format!("  originals: {store} (condense recall HANDLE)\n"));
+    }
+    if verbose {
+        out.push_str(&format!("{}", report.prune));
+    }
+    out
+}
+
+/// The first line: what was counted, against which window.
+fn heading(input: &str, format: &str, config: &Config, report: &CompactReport) -> String {
     let measured = match report.measured {
         Measure::Tokenizer { tokens } => format!("{} tokens", thousands(tokens)),
         Measure::ProviderUsage {
@@ -38,17 +71,17 @@ pub fn render_report(
             )
         }
     };
-    out.push_str(&format!(
+    format!(
         "{input} ({format}): {measured}; window {}, compaction due at {}\n",
         thousands(config.context_window()),
         thousands(report.usable)
-    ));
-    if let Some(native) = report.native {
-        out.push_str(&format!(
-            "  native:  the provider's own compaction at message {}: the {} messages before it are passed on as they came, not counted\n",
-            native.at_message, native.ignored_messages
-        ));
-    }
+    )
+}
+
+/// What pruning did, with the notes that explain it: a protect window wider than the window,
+/// microcompact after an idle gap.
+fn pruned(report: &CompactReport) -> String {
+    let mut out = String::new();
     let prune = &report.prune;
     out.push_str(&format!(
         "  prune:   {} of {} tool outputs replaced, {} tokens freed -> {} tokens\n",
@@ -80,7 +113,12 @@ pub fn render_report(
             micro.cleared
         ));
     }
-    let compact = match &report.compaction {
+    out
+}
+
+/// What the summary did, in one line; `None` when only pruning was asked.
+fn compacted(outcome: &CompactionOutcome) -> Option<String> {
+    match outcome {
         CompactionOutcome::PruneOnly => None,
         CompactionOutcome::NotDue => {
             Some("not needed: under the threshold after pruning".to_owned())
@@ -140,29 +178,7 @@ pub fn render_report(
             }
             Some(line)
         }
-    };
-    if let Some(compact) = compact {
-        out.push_str(&format!("  compact: {compact}\n"));
     }
-    let verdict = if report.under_threshold {
-        "under the threshold".to_owned()
-    } else {
-        report.note.clone().unwrap_or_default()
-    };
-    out.push_str(&format!(
-        "  result:  {} tokens, {verdict}\n",
-        thousands(report.tokens_after)
-    ));
-    // Where the originals of what was replaced are: a placeholder names a handle, not a place.
-    let replaced = report.prune.replaced() > 0
-        || matches!(report.compaction, CompactionOutcome::Summarized { previewed_outputs, .. } if previewed_outputs > 0);
-    if let Some(store) = originals.filter(|_| replaced) {
-        out.push_str(&format!("  originals: {store} (condense recall HANDLE)\n"));
-    }
-    if verbose {
-        out.push_str(&format!("{}", report.prune));
-    }
-    out
 }
 
 fn report_kept(tail_start: usize, carried: usize) -> String {

@@ -65,7 +65,25 @@ fn draw(replay: &Replay, title: &str, out: &mut String) -> Result<(), Box<dyn st
     root.fill(&WHITE)?;
     let (top, bottom) = root.split_vertically(420);
 
-    let mut context = ChartBuilder::on(&top)
+    context_chart(&top, replay, title, thread, requests, peak)?;
+    spend_chart(&bottom, replay, thread, requests, most)?;
+    root.present()?;
+    Ok(())
+}
+
+/// The SVG area a chart is drawn on.
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// The top chart: each policy's context at each request, the window, and where each fired.
+fn context_chart(
+    area: &Area<'_>,
+    replay: &Replay,
+    title: &str,
+    thread: &str,
+    requests: usize,
+    peak: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut context = ChartBuilder::on(area)
         .caption(
             format!("{title}: context per request{thread}"),
             ("sans-serif", 20),
@@ -122,8 +140,18 @@ fn draw(replay: &Replay, title: &str, out: &mut String) -> Result<(), Box<dyn st
         .border_style(BLACK)
         .background_style(WHITE.mix(0.85))
         .draw()?;
+    Ok(())
+}
 
-    let mut spend = ChartBuilder::on(&bottom)
+/// The bottom chart: each policy's cumulative cost, with what it keeps in the legend.
+fn spend_chart(
+    area: &Area<'_>,
+    replay: &Replay,
+    thread: &str,
+    requests: usize,
+    most: f64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut spend = ChartBuilder::on(area)
         .caption(
             format!(
                 "cumulative cost{thread}, US dollars ({}, {})",
@@ -168,6 +196,5 @@ fn draw(replay: &Replay, title: &str, out: &mut String) -> Result<(), Box<dyn st
         .border_style(BLACK)
         .background_style(WHITE.mix(0.85))
         .draw()?;
-    root.present()?;
     Ok(())
 }

@@ -73,6 +73,116 @@ pub struct Metrics {
     latency_sum_us: AtomicU64,
 }
 
+/// Reads one counter of the metrics.
+type Read = fn(&Metrics) -> &AtomicU64;
+
+/// A counter `/metrics` shows: its name, its help, and its samples (labels, the value).
+type Counter = (&'static str, &'static str, &'static [(&'static str, Read)]);
+
+/// Every counter `/metrics` shows, in order.
+const COUNTERS: &[Counter] = &[
+    (
+        "condense_requests_total",
+        "Compactable requests received.",
+        &[
+            ("{provider=\"openai\"}", |m| &m.requests[0]),
+            ("{provider=\"anthropic\"}", |m| &m.requests[1]),
+            ("{provider=\"openai-responses\"}", |m| &m.requests[2]),
+        ],
+    ),
+    (
+        "condense_passthrough_requests_total",
+        "Requests passed through untouched.",
+        &[("", |m| &m.passthrough)],
+    ),
+    (
+        "condense_compactions_total",
+        "Requests changed by condense, by phase.",
+        &[
+            ("{phase=\"prune\"}", |m| &m.pruned),
+            ("{phase=\"microcompact\"}", |m| &m.microcompacted),
+            ("{phase=\"summary\"}", |m| &m.summarized),
+            ("{phase=\"frozen_summary\"}", |m| &m.head_reused),
+        ],
+    ),
+    (
+        "condense_diverged_histories_total",
+        "Requests whose history no longer started with the session's summarized head; judged afresh.",
+        &[("", |m| &m.diverged)],
+    ),
+    (
+        "condense_summarizer_failures_total",
+        "Summaries that failed; the request went on pruned.",
+        &[("", |m| &m.summarizer_failures)],
+    ),
+    (
+        "condense_rejected_summaries_total",
+        "Model summaries rejected twice (too short, sections missing, the prompt repeated, nothing of the head named); the extractive summary stood in.",
+        &[("", |m| &m.rejected_summaries)],
+    ),
+    (
+        "condense_over_threshold_total",
+        "Requests forwarded still at or over the compaction threshold.",
+        &[("", |m| &m.over_threshold)],
+    ),
+    (
+        "condense_forked_summaries_total",
+        "Summaries asked inside the agent's own request, sharing its cached prefix: answered, or fallen back to a separate prompt.",
+        &[
+            ("{outcome=\"answered\"}", |m| &m.forked_summaries),
+            ("{outcome=\"fell_back\"}", |m| &m.fork_fallbacks),
+        ],
+    ),
+    (
+        "condense_failed_open_total",
+        "Compactions that failed; the request was forwarded unchanged.",
+        &[("", |m| &m.failed_open)],
+    ),
+    (
+        "condense_refused_total",
+        "Requests condense refused (malformed or too large).",
+        &[("", |m| &m.refused)],
+    ),
+    (
+        "condense_emulated_compactions_total",
+        "Compaction requests (POST /responses/compact) condense answered itself for an upstream without them.",
+        &[("", |m| &m.emulated_compactions)],
+    ),
+    (
+        "condense_state_store_errors_total",
+        "Session-state reads and saves that failed or ran past serve.state_timeout_ms, states set aside (damaged or expired), and requests that lost every compare-and-set.",
+        &[
+            ("{kind=\"load\"}", |m| &m.state_unavailable),
+            ("{kind=\"save\"}", |m| &m.state_unsaved),
+            ("{kind=\"discarded\"}", |m| &m.state_discarded),
+            ("{kind=\"conflict\"}", |m| &m.state_conflicts),
+        ],
+    ),
+    (
+        "condense_upstream_errors_total",
+        "Upstream unreachable or timed out.",
+        &[("", |m| &m.upstream_errors)],
+    ),
+    (
+        "condense_originals_removed_total",
+        "Originals removed by sweeps: unused for serve.originals_ttl_hours, named by no session state.",
+        &[("", |m| &m.originals_removed)],
+    ),
+    (
+        "condense_originals_removed_bytes_total",
+        "Bytes of the originals removed by sweeps.",
+        &[("", |m| &m.originals_removed_bytes)],
+    ),
+    (
+        "condense_tokens_total",
+        "Tokens of the conversations, as received and as forwarded.",
+        &[
+            ("{stage=\"before\"}", |m| &m.tokens_before),
+            ("{stage=\"after\"}", |m| &m.tokens_after),
+        ],
+    ),
+];
+
 impl Metrics {
     /// Counts one.
     pub fn add(counter: &AtomicU64, by: u64) {
@@ -95,112 +205,12 @@ impl Metrics {
     pub fn render(&self) -> String {
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         let mut out = String::new();
-        let mut counter = |name: &str, help: &str, samples: &[(&str, u64)]| {
+        for (name, help, samples) in COUNTERS {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-            for (labels, value) in samples {
-                let _ = writeln!(out, "{name}{labels} {value}");
+            for (labels, read) in *samples {
+                let _ = writeln!(out, "{name}{labels} {}", get(read(self)));
             }
-        };
-        counter(
-            "condense_requests_total",
-            "Compactable requests received.",
-            &[
-                ("{provider=\"openai\"}", get(&self.requests[0])),
-                ("{provider=\"anthropic\"}", get(&self.requests[1])),
-                ("{provider=\"openai-responses\"}", get(&self.requests[2])),
-            ],
-        );
-        counter(
-            "condense_passthrough_requests_total",
-            "Requests passed through untouched.",
-            &[("", get(&self.passthrough))],
-        );
-        counter(
-            "condense_compactions_total",
-            "Requests changed by condense, by phase.",
-            &[
-                ("{phase=\"prune\"}", get(&self.pruned)),
-                ("{phase=\"microcompact\"}", get(&self.microcompacted)),
-                ("{phase=\"summary\"}", get(&self.summarized)),
-                ("{phase=\"frozen_summary\"}", get(&self.head_reused)),
-            ],
-        );
-        counter(
-            "condense_diverged_histories_total",
-            "Requests whose history no longer started with the session's summarized head; judged afresh.",
-            &[("", get(&self.diverged))],
-        );
-        counter(
-            "condense_summarizer_failures_total",
-            "Summaries that failed; the request went on pruned.",
-            &[("", get(&self.summarizer_failures))],
-        );
-        counter(
-            "condense_rejected_summaries_total",
-            "Model summaries rejected twice (too short, sections missing, the prompt repeated, nothing of the head named); the extractive summary stood in.",
-            &[("", get(&self.rejected_summaries))],
-        );
-        counter(
-            "condense_over_threshold_total",
-            "Requests forwarded still at or over the compaction threshold.",
-            &[("", get(&self.over_threshold))],
-        );
-        counter(
-            "condense_forked_summaries_total",
-            "Summaries asked inside the agent's own request, sharing its cached prefix: answered, or fallen back to a separate prompt.",
-            &[
-                ("{outcome=\"answered\"}", get(&self.forked_summaries)),
-                ("{outcome=\"fell_back\"}", get(&self.fork_fallbacks)),
-            ],
-        );
-        counter(
-            "condense_failed_open_total",
-            "Compactions that failed; the request was forwarded unchanged.",
-            &[("", get(&self.failed_open))],
-        );
-        counter(
-            "condense_refused_total",
-            "Requests condense refused (malformed or too large).",
-            &[("", get(&self.refused))],
-        );
-        counter(
-            "condense_emulated_compactions_total",
-            "Compaction requests (POST /responses/compact) condense answered itself for an upstream without them.",
-            &[("", get(&self.emulated_compactions))],
-        );
-        counter(
-            "condense_state_store_errors_total",
-            "Session-state reads and saves that failed or ran past serve.state_timeout_ms, states set aside (damaged or expired), and requests that lost every compare-and-set.",
-            &[
-                ("{kind=\"load\"}", get(&self.state_unavailable)),
-                ("{kind=\"save\"}", get(&self.state_unsaved)),
-                ("{kind=\"discarded\"}", get(&self.state_discarded)),
-                ("{kind=\"conflict\"}", get(&self.state_conflicts)),
-            ],
-        );
-        counter(
-            "condense_upstream_errors_total",
-            "Upstream unreachable or timed out.",
-            &[("", get(&self.upstream_errors))],
-        );
-        counter(
-            "condense_originals_removed_total",
-            "Originals removed by sweeps: unused for serve.originals_ttl_hours, named by no session state.",
-            &[("", get(&self.originals_removed))],
-        );
-        counter(
-            "condense_originals_removed_bytes_total",
-            "Bytes of the originals removed by sweeps.",
-            &[("", get(&self.originals_removed_bytes))],
-        );
-        counter(
-            "condense_tokens_total",
-            "Tokens of the conversations, as received and as forwarded.",
-            &[
-                ("{stage=\"before\"}", get(&self.tokens_before)),
-                ("{stage=\"after\"}", get(&self.tokens_after)),
-            ],
-        );
+        }
         let name = "condense_added_latency_seconds";
         let _ = writeln!(
             out,

@@ -119,6 +119,23 @@ fn check_upstream(key: &'static str, url: &str) -> Result<(), ProxyError> {
         })
 }
 
+/// One line per compacted request: the counts, the measure that drove the decisions, what
+/// fired and the time condense added.
+fn log_request(provider: Api, prepared: &Prepared, added: Duration) {
+    tracing::info!(
+        session = %prepared.session,
+        provider = provider.name(),
+        tokens_before = prepared.tokens.0,
+        tokens_after = prepared.tokens.1,
+        measure = prepared.due.2,
+        due_before = prepared.due.0,
+        due_after = prepared.due.1,
+        fired = %prepared.fired,
+        added_ms = %format_args!("{:.3}", added.as_secs_f64() * 1_000.0),
+        "request"
+    );
+}
+
 /// The proxy: one compactor for every session, each session's state in the store.
 pub struct Proxy {
     settings: ProxySettings,
@@ -499,27 +516,9 @@ impl Proxy {
             let body = reqwest::Body::wrap_stream(body.into_data_stream());
             return self.forward(provider, parts, body, None).await;
         }
-        let bytes = match axum::body::to_bytes(body, self.settings.body_limit_bytes).await {
+        let bytes = match self.read_body(provider, body).await {
             Ok(bytes) => bytes,
-            Err(error) => {
-                Metrics::add(&self.metrics.refused, 1);
-                let too_large = std::error::Error::source(&error)
-                    .is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
-                return if too_large {
-                    provider.error(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        &format!(
-                            "the request body is larger than condense's limit of {} bytes (serve.body_limit_bytes)",
-                            self.settings.body_limit_bytes
-                        ),
-                    )
-                } else {
-                    provider.error(
-                        StatusCode::BAD_REQUEST,
-                        &format!("the request body could not be read: {error}"),
-                    )
-                };
-            }
+            Err(refused) => return refused,
         };
         if provider == Api::Responses
             && self.emulates_responses_compaction()
@@ -562,38 +561,46 @@ impl Proxy {
         let added = started.elapsed();
         self.metrics
             .observe_added(u64::try_from(added.as_micros()).unwrap_or(u64::MAX));
-        if let Some((save, guard)) = prepared.deferred.take() {
-            let proxy = self.clone();
-            let session = prepared.session.clone();
-            self.in_background(async move {
-                match proxy.save(&session, save.state, save.version).await {
-                    Ok(Saved::Stored(_)) => {}
-                    Ok(Saved::Conflict) => tracing::warn!(
-                        %session,
-                        "the session state changed under an exclusive store; this request's decisions were not saved"
-                    ),
-                    Err(error) => tracing::warn!(%session, %error, "the session state was not saved"),
-                }
-                drop(guard);
-            });
-        }
+        self.save_in_background(&mut prepared);
+        log_request(provider, &prepared, added);
+        self.answer(provider, parts, prepared).await
+    }
+
+    /// The state a request's preparation deferred, saved once the request is on its way; the
+    /// session's lock is held until then.
+    fn save_in_background(self: &Arc<Self>, prepared: &mut Prepared) {
+        let Some((save, guard)) = prepared.deferred.take() else {
+            return;
+        };
+        let proxy = self.clone();
+        let session = prepared.session.clone();
+        self.in_background(async move {
+            match proxy.save(&session, save.state, save.version).await {
+                Ok(Saved::Stored(_)) => {}
+                Ok(Saved::Conflict) => tracing::warn!(
+                    %session,
+                    "the session state changed under an exclusive store; this request's decisions were not saved"
+                ),
+                Err(error) => tracing::warn!(%session, %error, "the session state was not saved"),
+            }
+            drop(guard);
+        });
+    }
+
+    /// The prepared request sent upstream, its answer annotated with what condense did in the
+    /// upstream's place; or, after a `compact_20260112` with `pause_after_compaction`, the
+    /// compaction block as the whole answer.
+    async fn answer(
+        self: Arc<Self>,
+        provider: Api,
+        parts: axum::http::request::Parts,
+        mut prepared: Prepared,
+    ) -> Response {
         let usage = prepared.sent_messages.map(|sent| UsageSink {
             proxy: self.clone(),
             session: prepared.session.clone(),
             message: sent,
         });
-        tracing::info!(
-            session = %prepared.session,
-            provider = provider.name(),
-            tokens_before = prepared.tokens.0,
-            tokens_after = prepared.tokens.1,
-            measure = prepared.due.2,
-            due_before = prepared.due.0,
-            due_after = prepared.due.1,
-            fired = %prepared.fired,
-            added_ms = %format_args!("{:.3}", added.as_secs_f64() * 1_000.0),
-            "request"
-        );
         let edits = crate::answer::AnswerEdits {
             context_management: prepared
                 .applied_edits
@@ -628,6 +635,32 @@ impl Proxy {
             edits,
         )
         .await
+    }
+
+    /// The whole body, within `serve.body_limit_bytes`; a body past it, or one that cannot be
+    /// read, is refused in the provider's shape.
+    async fn read_body(&self, provider: Api, body: axum::body::Body) -> Result<Bytes, Response> {
+        axum::body::to_bytes(body, self.settings.body_limit_bytes)
+            .await
+            .map_err(|error| {
+                Metrics::add(&self.metrics.refused, 1);
+                let too_large = std::error::Error::source(&error)
+                    .is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
+                if too_large {
+                    provider.error(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        &format!(
+                            "the request body is larger than condense's limit of {} bytes (serve.body_limit_bytes)",
+                            self.settings.body_limit_bytes
+                        ),
+                    )
+                } else {
+                    provider.error(
+                        StatusCode::BAD_REQUEST,
+                        &format!("the request body could not be read: {error}"),
+                    )
+                }
+            })
     }
 
     async fn passthrough(self: Arc<Self>, request: Request) -> Response {
@@ -685,13 +718,7 @@ impl Proxy {
                 .await
             {
                 Ok(stand_in) => stand_in,
-                Err(Refusal::BadRequest(why)) => {
-                    Metrics::add(&self.metrics.refused, 1);
-                    return Prepared::refused(session, why);
-                }
-                Err(Refusal::FailOpen(why)) => {
-                    return self.failed_open(session, bytes, "context edits", &why);
-                }
+                Err(refusal) => return self.refused_stand_in(session, bytes, refusal),
             };
             if stand_in.changed {
                 memos = condense_core::Memos::default();
@@ -709,7 +736,6 @@ impl Proxy {
                 Ok(compaction) => compaction,
                 Err(error) => return self.failed_open(session, bytes, "prepare", &error),
             };
-            let report = &compaction.report;
             let body = match body_of(format, bytes, &compaction, stand_in.changed) {
                 Ok(body) => body,
                 Err(error) => return self.failed_open(session, bytes, "write", &error),
@@ -733,34 +759,67 @@ impl Proxy {
                     Settled::Done => None,
                 }
             };
-            if let CompactionOutcome::Failed {
-                summarizer, error, ..
-            } = &report.compaction
-            {
-                // The request line says that it failed; this one says why, for the operator.
-                tracing::warn!(%session, %summarizer, %error, "the summarizer failed");
-            }
-            let asked = upstream.as_ref().and_then(UpstreamSummarizer::asked);
-            let fired = self.record(report, asked);
-            return Prepared {
+            return self.sent(
                 session,
                 body,
-                sent_messages: Some(compaction.conversation.messages.len()),
-                tokens: (report.tokens_before, report.tokens_after),
-                due: (
-                    report.measured.tokens(),
-                    report.due_after,
-                    match report.measured {
-                        condense_host::Measure::ProviderUsage { .. } => "provider usage",
-                        _ => "tokenizer",
-                    },
-                ),
-                fired,
-                deferred: deferred.map(|save| (save, guard)),
-                refusal: None,
-                applied_edits,
-                block: stand_in.block,
-            };
+                &compaction,
+                upstream.as_ref(),
+                deferred.map(|save| (save, guard)),
+                (applied_edits, stand_in.block),
+            );
+        }
+    }
+
+    /// A request the upstream's stand-in refused: 400 for a request the provider would refuse
+    /// as well, forwarded as it came when condense could not apply the edits itself.
+    fn refused_stand_in(&self, session: String, bytes: &Bytes, refusal: Refusal) -> Prepared {
+        match refusal {
+            Refusal::BadRequest(why) => {
+                Metrics::add(&self.metrics.refused, 1);
+                Prepared::refused(session, why)
+            }
+            Refusal::FailOpen(why) => self.failed_open(session, bytes, "context edits", &why),
+        }
+    }
+
+    /// What a prepared request sends, with what its decisions were for the log and metrics.
+    fn sent(
+        &self,
+        session: String,
+        body: Bytes,
+        compaction: &condense_host::Compaction,
+        upstream: Option<&UpstreamSummarizer>,
+        deferred: Option<(DeferredSave, tokio::sync::OwnedMutexGuard<()>)>,
+        (applied_edits, block): (Option<Vec<Value>>, Option<NativeBlock>),
+    ) -> Prepared {
+        let report = &compaction.report;
+        if let CompactionOutcome::Failed {
+            summarizer, error, ..
+        } = &report.compaction
+        {
+            // The request line says that it failed; this one says why, for the operator.
+            tracing::warn!(%session, %summarizer, %error, "the summarizer failed");
+        }
+        let asked = upstream.and_then(UpstreamSummarizer::asked);
+        let fired = self.record(report, asked);
+        Prepared {
+            session,
+            body,
+            sent_messages: Some(compaction.conversation.messages.len()),
+            tokens: (report.tokens_before, report.tokens_after),
+            due: (
+                report.measured.tokens(),
+                report.due_after,
+                match report.measured {
+                    condense_host::Measure::ProviderUsage { .. } => "provider usage",
+                    _ => "tokenizer",
+                },
+            ),
+            fired,
+            deferred,
+            refusal: None,
+            applied_edits,
+            block,
         }
     }
 

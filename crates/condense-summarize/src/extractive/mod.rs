@@ -109,13 +109,27 @@ fn kind_of(heading: &str, has_subsections: bool) -> Kind {
     }
 }
 
+/// Where a template's sections put what every summary must hold: the requests in the
+/// requests section (else the goal's, else the first), the files in the files section (else the
+/// last).
+struct Layout<'t> {
+    sections: &'t [String],
+    source: &'t str,
+    kinds: Vec<Kind>,
+    requests_home: Kind,
+    requests_in_first: bool,
+    files_in_last: bool,
+}
+
 impl Extractive {
     /// The summarizer for `template`.
     pub fn new(template: Template, settings: ExtractiveSettings) -> Self {
         Extractive { template, settings }
     }
 
-    /// The summary of `head`, synchronously (the trait method only wraps this).
+    /// The summary of `head`, synchronously (the trait method only wraps this): what must be
+    /// in it first, whole, then the rest item by item while the budget lasts, then fitted to
+    /// the budget as written.
     pub fn summary_of(&self, head: &[Message]) -> Result<String, SummarizeError> {
         let facts = Facts::of(head);
         if facts.requests.is_empty()
@@ -125,6 +139,17 @@ impl Extractive {
         {
             return Err(SummarizeError::NothingToSummarize);
         }
+        let layout = self.layout();
+        let mut bodies: Vec<Vec<String>> = (0..layout.kinds.len())
+            .map(|index| self.required(&layout, index, &facts))
+            .collect();
+        let required: Vec<usize> = bodies.iter().map(Vec::len).collect();
+        self.add_optional(&layout, &facts, &mut bodies);
+        Ok(self.fitted(&layout, bodies, &required))
+    }
+
+    /// Where this template's sections put what every summary must hold.
+    fn layout(&self) -> Layout<'_> {
         let sections = self.template.sections();
         let source = self.template.source();
         let kinds: Vec<Kind> = sections
@@ -133,39 +158,52 @@ impl Extractive {
             .collect();
         let has = |kind| kinds.contains(&kind);
         // Requests and files must be somewhere, whatever the template calls its sections.
-        let requests_home = if has(Kind::Requests) {
-            Kind::Requests
-        } else {
-            Kind::Goal
-        };
-        let requests_in_first = !has(Kind::Requests) && !has(Kind::Goal);
-        let files_in_last = !has(Kind::Files);
+        Layout {
+            sections,
+            source,
+            requests_home: if has(Kind::Requests) {
+                Kind::Requests
+            } else {
+                Kind::Goal
+            },
+            requests_in_first: !has(Kind::Requests) && !has(Kind::Goal),
+            files_in_last: !has(Kind::Files),
+            kinds,
+        }
+    }
 
+    /// The lines section `index` must hold whole, which the budget never cuts: the person's
+    /// requests (after an agent's earlier summary), the goal line, the files.
+    fn required(&self, layout: &Layout<'_>, index: usize, facts: &Facts) -> Vec<String> {
+        let kind = layout.kinds[index];
+        let first = index == 0;
+        let last = index + 1 == layout.kinds.len();
+        let mut lines = Vec::new();
+        if kind == layout.requests_home || (first && layout.requests_in_first) {
+            lines.extend(self.earlier_summary(facts));
+            lines.extend(self.quoted_requests(facts));
+        } else if kind == Kind::Goal {
+            lines.extend(
+                facts
+                    .requests
+                    .first()
+                    .map(|first| format!("{} (quoted in full below)", cut(gist(first), 200))),
+            );
+        }
+        if kind == Kind::Files || (last && layout.files_in_last) {
+            lines.extend(file_lines(facts));
+        }
+        lines
+    }
+
+    /// The rest, section by section and item by item, while the budget lasts; where it ran
+    /// out, a line says so.
+    fn add_optional(&self, layout: &Layout<'_>, facts: &Facts, bodies: &mut [Vec<String>]) {
         let budget = self.settings.budget_tokens;
         let counter = self.settings.counter.as_ref();
-        let mut bodies: Vec<Vec<String>> = vec![Vec::new(); sections.len()];
-        // Required content first, whole.
-        for (index, kind) in kinds.iter().enumerate() {
-            let first = index == 0;
-            let last = index + 1 == sections.len();
-            if *kind == requests_home || (first && requests_in_first) {
-                bodies[index].extend(self.earlier_summary(&facts));
-                bodies[index].extend(self.quoted_requests(&facts));
-            } else if *kind == Kind::Goal {
-                bodies[index].extend(
-                    facts
-                        .requests
-                        .first()
-                        .map(|first| format!("{} (quoted in full below)", cut(gist(first), 200))),
-                );
-            }
-            if *kind == Kind::Files || (last && files_in_last) {
-                bodies[index].extend(file_lines(&facts));
-            }
-        }
         let mut used: usize = bodies
             .iter()
-            .zip(sections)
+            .zip(layout.sections)
             .map(|(body, heading)| {
                 counter.count_text(heading)
                     + body
@@ -174,11 +212,9 @@ impl Extractive {
                         .sum::<usize>()
             })
             .sum();
-
-        // Then the rest, item by item, while the budget lasts.
         let mut cut_note = None;
-        for (index, kind) in kinds.iter().enumerate() {
-            let items = self.optional_items(*kind, &facts);
+        for (index, kind) in layout.kinds.iter().enumerate() {
+            let items = self.optional_items(*kind, facts);
             let mut taken = 0;
             for item in &items {
                 let cost = counter.count_text(item) + 1;
@@ -197,24 +233,25 @@ impl Extractive {
                 cut_note.get_or_insert(index);
             }
         }
+    }
 
-        // The budget bounds the summary as written, headings and line breaks included: the
-        // items' own counts add up to a little less, so the last items taken go back out
-        // until it fits (never the requests or the files).
-        let mut taken: Vec<(usize, usize)> = Vec::new();
-        for (index, body) in bodies.iter().enumerate() {
-            let required = self.required_lines(
-                kinds[index],
-                index,
-                sections.len(),
-                &facts,
-                requests_home,
-                requests_in_first,
-                files_in_last,
-            );
-            taken.extend((required..body.len()).map(|line| (index, line)));
-        }
-        let mut out = render(sections, &bodies, source);
+    /// The summary as written within the budget, headings and line breaks included: the items'
+    /// own counts add up to a little less, so the last optional items taken go back out until
+    /// it fits (never the `required` lines at the top of each section).
+    fn fitted(
+        &self,
+        layout: &Layout<'_>,
+        mut bodies: Vec<Vec<String>>,
+        required: &[usize],
+    ) -> String {
+        let budget = self.settings.budget_tokens;
+        let counter = self.settings.counter.as_ref();
+        let mut taken: Vec<(usize, usize)> = bodies
+            .iter()
+            .enumerate()
+            .flat_map(|(index, body)| (required[index]..body.len()).map(move |line| (index, line)))
+            .collect();
+        let mut out = render(layout.sections, &bodies, layout.source);
         while counter.count_text(&out) > budget {
             let Some((index, line)) = taken.pop() else {
                 break;
@@ -228,36 +265,9 @@ impl Extractive {
                     "{CUT_NOTE} more item(s) cut here: the summary is kept within {budget} tokens]"
                 ));
             }
-            out = render(sections, &bodies, source);
+            out = render(layout.sections, &bodies, layout.source);
         }
-        Ok(out)
-    }
-
-    /// How many of a section's first lines are the required content placed in it (the
-    /// requests, the goal line, the files), which the budget never cuts.
-    #[allow(clippy::too_many_arguments)]
-    fn required_lines(
-        &self,
-        kind: Kind,
-        index: usize,
-        sections: usize,
-        facts: &Facts,
-        requests_home: Kind,
-        requests_in_first: bool,
-        files_in_last: bool,
-    ) -> usize {
-        let first = index == 0;
-        let last = index + 1 == sections;
-        let mut lines = 0;
-        if kind == requests_home || (first && requests_in_first) {
-            lines += self.earlier_summary(facts).len() + facts.requests.len();
-        } else if kind == Kind::Goal {
-            lines += usize::from(!facts.requests.is_empty());
-        }
-        if kind == Kind::Files || (last && files_in_last) {
-            lines += file_lines(facts).len();
-        }
-        lines
+        out
     }
 
     /// The summary an agent's own compaction left, quoted whole (up to four characters a token
