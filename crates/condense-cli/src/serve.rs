@@ -40,55 +40,21 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
     // The address, the upstreams, the state's location and every limit are checked with the
     // rest of the configuration, as it loads.
     let listen: SocketAddr = serve.listen;
-    let auth_token = match serve.auth_token_env.as_str() {
-        "" => None,
-        variable => match std::env::var(variable) {
-            Ok(token) if !token.is_empty() => Some(token),
-            _ => {
-                return Err(usage_error(format!(
-                    "serve.auth_token_env names {variable}, which is not set (or empty): set it to the key clients send in x-condense-key, or auth_token_env = \"\" for none"
-                )));
-            }
-        },
-    };
-    if auth_token.is_none() && !listen.ip().is_loopback() {
-        eprintln!(
-            "condense serve: warning: listening on {listen} with no key asked: anyone who can reach it can send requests with their own credentials (set serve.auth_token_env)"
-        );
-    }
+    let auth_token = auth_token(&serve)?;
     let store = session_store(&serve)?;
     let plugins = plugins(&config, verbosity)?;
     // Each request sized for the model it names ([models] and the built-in table).
     let compactor = Compactor::with_plugins(&config, &plugins)?
         .with_model_windows(config.model_windows().clone())
         .with_store(crate::settings::Originals::of(&config).open(&config)?);
-    let level = match verbosity {
-        Verbosity::Quiet => tracing::Level::WARN,
-        Verbosity::Normal => tracing::Level::INFO,
-        Verbosity::Verbose => tracing::Level::DEBUG,
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+    log_to_stderr(verbosity);
     let state_label = store.location();
     // Placeholders name a handle, not a place: the person who recalls an original from another
     // directory needs the store's absolute path (`condense recall --store DIR HANDLE`).
     let originals = crate::settings::Originals::of(&config);
     let mut settings = ProxySettings::from_config(&serve);
     settings.auth_token = auth_token;
-    settings.originals = match hours(serve.originals_ttl_hours, "serve.originals_ttl_hours")? {
-        None => None,
-        Some(unused_for) => Some(match &originals {
-            crate::settings::Originals::Dir(dir) => {
-                OriginalsExpiry::new(DirStore::new(dir), unused_for)
-            }
-            crate::settings::Originals::Redis(url) => {
-                OriginalsExpiry::in_redis(Arc::new(originals.redis(url, &config)?), unused_for)
-            }
-        }),
-    };
+    settings.originals = originals_expiry(&originals, &config)?;
     if config.summarizer_kind() == SummarizerKind::Upstream {
         settings.upstream_summarizer = Some(UpstreamSummaries::from_config(&config));
     }
@@ -125,6 +91,66 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
         eprintln!("condense serve: stopped");
         anyhow::Ok(())
     })
+}
+
+/// The key every request must carry (`serve.auth_token_env`), read from its variable; without
+/// one, a warning when the proxy listens beyond the loopback.
+fn auth_token(serve: &ServeConfig) -> Result<Option<String>> {
+    let listen = serve.listen;
+    let auth_token = match serve.auth_token_env.as_str() {
+        "" => None,
+        variable => match std::env::var(variable) {
+            Ok(token) if !token.is_empty() => Some(token),
+            _ => {
+                return Err(usage_error(format!(
+                    "serve.auth_token_env names {variable}, which is not set (or empty): set it to the key clients send in x-condense-key, or auth_token_env = \"\" for none"
+                )));
+            }
+        },
+    };
+    if auth_token.is_none() && !listen.ip().is_loopback() {
+        eprintln!(
+            "condense serve: warning: listening on {listen} with no key asked: anyone who can reach it can send requests with their own credentials (set serve.auth_token_env)"
+        );
+    }
+    Ok(auth_token)
+}
+
+/// The proxy's log on stderr, as verbose as asked.
+fn log_to_stderr(verbosity: Verbosity) {
+    let level = match verbosity {
+        Verbosity::Quiet => tracing::Level::WARN,
+        Verbosity::Normal => tracing::Level::INFO,
+        Verbosity::Verbose => tracing::Level::DEBUG,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// What the proxy sweeps from the store of originals, and after how long unused
+/// (`serve.originals_ttl_hours`; `0`: nothing).
+fn originals_expiry(
+    originals: &crate::settings::Originals,
+    config: &condense_host::Config,
+) -> Result<Option<OriginalsExpiry>> {
+    let hours = hours(
+        config.settings().serve.originals_ttl_hours,
+        "serve.originals_ttl_hours",
+    )?;
+    let Some(unused_for) = hours else {
+        return Ok(None);
+    };
+    Ok(Some(match originals {
+        crate::settings::Originals::Dir(dir) => {
+            OriginalsExpiry::new(DirStore::new(dir), unused_for)
+        }
+        crate::settings::Originals::Redis(url) => {
+            OriginalsExpiry::in_redis(Arc::new(originals.redis(url, config)?), unused_for)
+        }
+    }))
 }
 
 /// A summarizer whose key variable is unset fails every summary, session after session, until

@@ -68,20 +68,7 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
     let base_sources = sources(&args.settings)?;
     let base = load(&base_sources)?;
     let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::new(base.encoding()));
-    let sessions: Vec<Session> = files
-        .iter()
-        .map(|path| {
-            let session = read_session(&Some(path.clone()), None)?;
-            let recording = crate::replay::recording_of(&session, &path.display().to_string())?;
-            Ok(Session {
-                name: path.display().to_string(),
-                recording,
-                provider: args
-                    .provider
-                    .unwrap_or_else(|| crate::replay::provider_speaking(session.format)),
-            })
-        })
-        .collect::<Result<_>>()?;
+    let sessions = sessions_of(&files, args.provider)?;
     let prices = PriceTable::built_in()?;
     let tail = base.tail_settings();
     let settings_for = |provider| ReplaySettings {
@@ -159,21 +146,49 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
     print(&outcomes, &frontier, chosen, &reference, &base, &sessions)?;
     if let Some(path) = &args.output {
         let text = layer(&outcomes[chosen], &base, &sessions, &reference);
-        // What is written must load: the same check as `condense config check --config`.
-        let mut check = base_sources.clone();
-        let probe = std::env::temp_dir().join(format!("condense-tune-{}.toml", std::process::id()));
-        std::fs::write(&probe, &text).context("cannot write the configuration to check it")?;
-        check.explicit = Some(probe.clone());
-        let loaded = load(&check);
-        let _ = std::fs::remove_file(&probe);
-        loaded.context("the chosen configuration does not load")?;
-        write_file(path, text.as_bytes())?;
-        if verbosity != Verbosity::Quiet {
-            eprintln!(
-                "condense: wrote the chosen configuration to {} (use it with --config, or as the project's condense.toml)",
-                path.display()
-            );
-        }
+        write_layer(path, &text, &base_sources, verbosity)?;
+    }
+    Ok(())
+}
+
+/// Each session file read as a recording, priced by `provider` or by the API it speaks.
+fn sessions_of(files: &[PathBuf], provider: Option<Provider>) -> Result<Vec<Session>> {
+    files
+        .iter()
+        .map(|path| {
+            let session = read_session(&Some(path.clone()), None)?;
+            let recording = crate::replay::recording_of(&session, &path.display().to_string())?;
+            Ok(Session {
+                name: path.display().to_string(),
+                recording,
+                provider: provider
+                    .unwrap_or_else(|| crate::replay::provider_speaking(session.format)),
+            })
+        })
+        .collect()
+}
+
+/// The chosen layer written to `path`, once it is known to load over the user's own layers:
+/// the same check as `condense config check --config`.
+fn write_layer(
+    path: &Path,
+    text: &str,
+    base_sources: &condense_host::Sources,
+    verbosity: Verbosity,
+) -> Result<()> {
+    let mut check = base_sources.clone();
+    let probe = std::env::temp_dir().join(format!("condense-tune-{}.toml", std::process::id()));
+    std::fs::write(&probe, text).context("cannot write the configuration to check it")?;
+    check.explicit = Some(probe.clone());
+    let loaded = load(&check);
+    let _ = std::fs::remove_file(&probe);
+    loaded.context("the chosen configuration does not load")?;
+    write_file(path, text.as_bytes())?;
+    if verbosity != Verbosity::Quiet {
+        eprintln!(
+            "condense: wrote the chosen configuration to {} (use it with --config, or as the project's condense.toml)",
+            path.display()
+        );
     }
     Ok(())
 }

@@ -26,8 +26,8 @@ pub use error::ConfigError;
 pub use layer::PluginSpec;
 pub use models::{BUILT_IN_MODELS, ModelWindow, ModelWindows, glob_match};
 pub use typed::{
-    CompactionConfig, ModelSettings, NativeMode, ServeConfig, Settings, StateLocation, StoreConfig,
-    SummarizerConfig, SummarizerKind, TemplateChoice, Upstream,
+    CompactionConfig, ModelSettings, NativeMode, OnBadAnswer, ServeConfig, Settings, StateLocation,
+    StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice, Upstream,
 };
 pub use value::{Origin, Setting, Source};
 
@@ -189,7 +189,7 @@ impl Config {
     /// Whether a model's twice-rejected answer fails the compaction (`summarizer.on_bad_answer
     /// = "fail"`) rather than letting the extractive summary stand in.
     pub fn fail_on_bad_answer(&self) -> bool {
-        self.settings.summarizer.on_bad_answer == "fail"
+        self.settings.summarizer.on_bad_answer == OnBadAnswer::Fail
     }
 
     /// The `[models]` rules, in the order they are tried.
@@ -234,42 +234,64 @@ impl Config {
 
     /// The checks that relate values to each other, on the typed settings.
     fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_no_zeros()?;
+        self.validate_room()?;
+        let store = &self.settings.store;
+        if !store.dir.as_os_str().is_empty() && store.dir.to_string_lossy().trim().is_empty() {
+            return Err(self.bad(
+                "store.dir",
+                "must name a directory (or be \"\" for the user's data directory): blanks would scatter originals over the working directory",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Zeros that would silently turn a feature into nothing, each a typo rather than a
+    /// setting: a window or a reply of no tokens, a summary of no tokens, no recent output kept
+    /// from microcompact (documented "at least 1"), no attempt at a summary, a proxy that
+    /// refuses every body, a state store given no time at all.
+    fn validate_no_zeros(&self) -> Result<(), ConfigError> {
         let Settings {
             model,
-            compaction_rules: compaction,
             remote,
-            store,
+            microcompact,
+            serve,
             ..
         } = &self.settings;
-        if model.context_window == 0 {
-            return Err(self.bad("model.context_window", "must be more than 0"));
-        }
-        // A reply of no tokens is no model: 0 here is a typo, not a setting.
-        if model.max_output_tokens == 0 {
-            return Err(self.bad("model.max_output_tokens", "must be more than 0"));
-        }
-        // Zeros that would silently turn a feature into nothing, each a typo rather than a
-        // setting: a summary of no tokens, no recent output kept from microcompact (documented
-        // "at least 1"), a proxy that refuses every body, a state store given no time at all.
         for (key, value, why) in [
+            (
+                "model.context_window",
+                model.context_window,
+                "must be more than 0",
+            ),
+            (
+                "model.max_output_tokens",
+                model.max_output_tokens,
+                "must be more than 0",
+            ),
             (
                 "summarizer.max_summary_tokens",
                 remote.max_summary_tokens,
                 "must be more than 0: a summary of no tokens",
             ),
             (
+                "summarizer.max_attempts",
+                usize::try_from(remote.max_attempts).unwrap_or(usize::MAX),
+                "must be at least 1",
+            ),
+            (
                 "microcompact.keep_recent",
-                self.settings.microcompact.keep_recent,
+                microcompact.keep_recent,
                 "must be at least 1: the most recent output is always kept",
             ),
             (
                 "serve.body_limit_bytes",
-                self.settings.serve.body_limit_bytes,
+                serve.body_limit_bytes,
                 "must be more than 0: every request would be refused",
             ),
             (
                 "serve.state_timeout_ms",
-                usize::try_from(self.settings.serve.state_timeout_ms).unwrap_or(usize::MAX),
+                usize::try_from(serve.state_timeout_ms).unwrap_or(usize::MAX),
                 "must be more than 0: every state store call would fail",
             ),
         ] {
@@ -277,17 +299,15 @@ impl Config {
                 return Err(self.bad(key, why));
             }
         }
-        if !["extractive", "fail"].contains(&self.settings.summarizer.on_bad_answer.as_str()) {
-            return Err(self.bad(
-                "summarizer.on_bad_answer",
-                format!(
-                    "`{}` is neither extractive nor fail",
-                    self.settings.summarizer.on_bad_answer
-                ),
-            ));
-        }
+        Ok(())
+    }
+
+    /// The window leaves room past the reply's reserve, and the tail's share, sizes and the
+    /// cache's prices are ones the cut can use.
+    fn validate_room(&self) -> Result<(), ConfigError> {
         let tail = self.tail_settings();
-        let reserved = tail.rules.reserve_cap.min(tail.max_output_tokens);
+        let compaction = &tail.rules;
+        let reserved = compaction.reserve_cap.min(tail.max_output_tokens);
         if tail.context_window <= reserved {
             return Err(self.bad(
                 "model.context_window",
@@ -298,14 +318,8 @@ impl Config {
                     self.origin("model.max_output_tokens")
                         .map(|origin| format!(" from {}", origin.source.label()))
                         .unwrap_or_default(),
-                    tail.rules.reserve_cap
+                    compaction.reserve_cap
                 ),
-            ));
-        }
-        if !store.dir.as_os_str().is_empty() && store.dir.to_string_lossy().trim().is_empty() {
-            return Err(self.bad(
-                "store.dir",
-                "must name a directory (or be \"\" for the user's data directory): blanks would scatter originals over the working directory",
             ));
         }
         let ratio = compaction.tail_ratio;
@@ -331,9 +345,6 @@ impl Config {
                 "compaction.min_tail_tokens",
                 "must not be more than compaction.max_tail_tokens",
             ));
-        }
-        if remote.max_attempts == 0 {
-            return Err(self.bad("summarizer.max_attempts", "must be at least 1"));
         }
         Ok(())
     }

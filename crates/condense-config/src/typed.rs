@@ -98,8 +98,8 @@ pub struct SummarizerConfig {
     pub kind: SummarizerKind,
     /// upstream: ask inside the agent's own request, sharing its cached prefix.
     pub fork: bool,
-    /// `extractive` or `fail`: what happens when a model's answer is rejected twice.
-    pub on_bad_answer: String,
+    /// What happens when a model's answer is rejected twice.
+    pub on_bad_answer: OnBadAnswer,
 }
 
 /// `[store]`.
@@ -240,6 +240,37 @@ impl NativeMode {
             NativeMode::Pass => "pass",
             NativeMode::Emulate => "emulate",
         }
+    }
+}
+
+/// What happens when a model's summary is rejected twice (`summarizer.on_bad_answer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub enum OnBadAnswer {
+    /// The extractive summary stands in, and the report says so and why.
+    Extractive,
+    /// Nothing is written: the compaction fails (the proxy fails open).
+    Fail,
+}
+
+impl OnBadAnswer {
+    /// Every value, in the order the documentation lists them.
+    pub const ALL: [OnBadAnswer; 2] = [OnBadAnswer::Extractive, OnBadAnswer::Fail];
+
+    /// The name configuration uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnBadAnswer::Extractive => "extractive",
+            OnBadAnswer::Fail => "fail",
+        }
+    }
+}
+
+impl TryFrom<String> for OnBadAnswer {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        named(&text, OnBadAnswer::ALL, OnBadAnswer::name, "choice")
     }
 }
 

@@ -92,45 +92,7 @@ fn part_from_block(block: Value) -> Result<Part, String> {
                 extra: without_type(fields),
             })
         }
-        "tool_result" => {
-            let Some(call_id) = take_string(&mut fields, "tool_use_id") else {
-                return Err("a tool_result block has no `tool_use_id`".into());
-            };
-            let content = match fields.shift_remove("content") {
-                Some(Value::String(text)) => ToolOutput::Text(text),
-                Some(Value::Array(blocks)) => ToolOutput::Parts(
-                    blocks
-                        .into_iter()
-                        .map(part_from_block)
-                        .collect::<Result<_, _>>()?,
-                ),
-                None | Some(Value::Null) => ToolOutput::Parts(Vec::new()),
-                Some(other) => {
-                    return Err(format!(
-                        "a tool_result's `content` must be a string or blocks, not {}",
-                        kind_of(&other)
-                    ));
-                }
-            };
-            let is_error = match fields.shift_remove("is_error") {
-                None => None,
-                Some(Value::Bool(flag)) => Some(flag),
-                Some(other) => {
-                    return Err(format!(
-                        "`is_error` must be a boolean, not {}",
-                        kind_of(&other)
-                    ));
-                }
-            };
-            Part::ToolResult(ToolResult {
-                call_id,
-                content,
-                is_error,
-                embedded: false,
-                compacted: None,
-                extra: without_type(fields),
-            })
-        }
+        "tool_result" => tool_result_of(fields)?,
         "image" => match fields.shift_remove("source") {
             Some(source) => Part::Image(Image {
                 source,
@@ -154,6 +116,48 @@ fn part_from_block(block: Value) -> Result<Part, String> {
         },
     };
     Ok(part)
+}
+
+/// A `tool_result` block, its `type` already read: the call it answers, its content (a string
+/// or blocks), whether it is an error, and its other fields as they came.
+fn tool_result_of(mut fields: JsonMap) -> Result<Part, String> {
+    let Some(call_id) = take_string(&mut fields, "tool_use_id") else {
+        return Err("a tool_result block has no `tool_use_id`".into());
+    };
+    let content = match fields.shift_remove("content") {
+        Some(Value::String(text)) => ToolOutput::Text(text),
+        Some(Value::Array(blocks)) => ToolOutput::Parts(
+            blocks
+                .into_iter()
+                .map(part_from_block)
+                .collect::<Result<_, _>>()?,
+        ),
+        None | Some(Value::Null) => ToolOutput::Parts(Vec::new()),
+        Some(other) => {
+            return Err(format!(
+                "a tool_result's `content` must be a string or blocks, not {}",
+                kind_of(&other)
+            ));
+        }
+    };
+    let is_error = match fields.shift_remove("is_error") {
+        None => None,
+        Some(Value::Bool(flag)) => Some(flag),
+        Some(other) => {
+            return Err(format!(
+                "`is_error` must be a boolean, not {}",
+                kind_of(&other)
+            ));
+        }
+    };
+    Ok(Part::ToolResult(ToolResult {
+        call_id,
+        content,
+        is_error,
+        embedded: false,
+        compacted: None,
+        extra: without_type(fields),
+    }))
 }
 
 pub(crate) fn block_from_part(part: &Part) -> Value {

@@ -191,7 +191,7 @@ pub(crate) fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, Fo
     // Whether the last main-thread line was a compact boundary: the next is its summary.
     let mut after_boundary = false;
 
-    for (index, (at, mut record)) in records.into_iter().enumerate() {
+    for (index, (at, record)) in records.into_iter().enumerate() {
         let kind = record
             .get("type")
             .and_then(Value::as_str)
@@ -219,51 +219,16 @@ pub(crate) fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, Fo
             continue;
         }
 
-        let role = if kind == "assistant" {
-            Role::Assistant
-        } else {
-            Role::User
-        };
-        let Some(Value::Object(message)) = record.get_mut("message") else {
-            return Err(FormatError::malformed(
-                at,
-                format!("a `{kind}` line has no `message` object"),
-            ));
-        };
-        if let Some(Value::String(wire_role)) = message.get("role")
-            && *wire_role != kind
-        {
-            return Err(FormatError::UnknownRole {
-                at,
-                role: wire_role.clone(),
-            });
-        }
-        let reply_id = message.get("id").and_then(Value::as_str).map(str::to_owned);
-        // `content` is taken, but its place is kept (a null until written back), so that a line
-        // comes back with its keys in their order.
-        let content = message.get_mut("content").map(Value::take);
-        let order = content.as_ref().map(skeleton);
-        let (parts, shape) =
-            parts_from_content(content).map_err(|problem| FormatError::malformed(at, problem))?;
-        if let Some(order) = order {
-            record.insert(ORDER.into(), order);
-        }
         // A summary after a boundary (2.x), or one that is a root of its own (1.0).
         let restarts = std::mem::take(&mut after_boundary)
             || (record.get("parentUuid") == Some(&Value::Null) && !conversation.is_empty());
-        if restarts
-            && reading == Reading::Whole
-            && record.get(COMPACT_SUMMARY) == Some(&Value::Bool(true))
-        {
-            record.insert(RESTATES.into(), Value::Bool(true));
-        }
-        let generated = role == Role::User && is_generated(&record, &parts);
-        let wire = WireRecord {
-            fields: record,
-            parts: parts.len(),
-            shape,
-        };
-
+        let MessageLine {
+            role,
+            parts,
+            wire,
+            reply_id,
+            generated,
+        } = message_line(at, &kind, record, reading, restarts)?;
         let continues_reply =
             role == Role::Assistant && reply_id.is_some() && reply_id == open_reply;
         match conversation.messages.last_mut() {
@@ -285,6 +250,76 @@ pub(crate) fn read_as(bytes: &[u8], reading: Reading) -> Result<Conversation, Fo
         };
     }
     Ok(conversation)
+}
+
+/// A `user` or `assistant` line of the log read as a message (to be merged with the line
+/// before it when both are one reply).
+struct MessageLine {
+    role: Role,
+    parts: Vec<Part>,
+    wire: WireRecord,
+    /// The reply's `message.id`: the lines of one reply share it.
+    reply_id: Option<String>,
+    generated: bool,
+}
+
+/// Reads one message line. `restarts`: it follows a compact boundary, or is a root of its own:
+/// read whole, a compaction summary there is flagged as restating history ([`RESTATES`]).
+fn message_line(
+    at: Location,
+    kind: &str,
+    mut record: JsonMap,
+    reading: Reading,
+    restarts: bool,
+) -> Result<MessageLine, FormatError> {
+    let role = if kind == "assistant" {
+        Role::Assistant
+    } else {
+        Role::User
+    };
+    let Some(Value::Object(message)) = record.get_mut("message") else {
+        return Err(FormatError::malformed(
+            at,
+            format!("a `{kind}` line has no `message` object"),
+        ));
+    };
+    if let Some(Value::String(wire_role)) = message.get("role")
+        && *wire_role != kind
+    {
+        return Err(FormatError::UnknownRole {
+            at,
+            role: wire_role.clone(),
+        });
+    }
+    let reply_id = message.get("id").and_then(Value::as_str).map(str::to_owned);
+    // `content` is taken, but its place is kept (a null until written back), so that a line
+    // comes back with its keys in their order.
+    let content = message.get_mut("content").map(Value::take);
+    let order = content.as_ref().map(skeleton);
+    let (parts, shape) =
+        parts_from_content(content).map_err(|problem| FormatError::malformed(at, problem))?;
+    if let Some(order) = order {
+        record.insert(ORDER.into(), order);
+    }
+    if restarts
+        && reading == Reading::Whole
+        && record.get(COMPACT_SUMMARY) == Some(&Value::Bool(true))
+    {
+        record.insert(RESTATES.into(), Value::Bool(true));
+    }
+    let generated = role == Role::User && is_generated(&record, &parts);
+    let wire = WireRecord {
+        fields: record,
+        parts: parts.len(),
+        shape,
+    };
+    Ok(MessageLine {
+        role,
+        parts,
+        wire,
+        reply_id,
+        generated,
+    })
 }
 
 /// The subagent threads a main-thread log keeps inline (Claude Code before 2.0 wrote a

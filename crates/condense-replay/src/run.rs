@@ -7,7 +7,7 @@ use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::cache::{AnthropicCache, OpenAiCache, Ttl, Usage};
-use crate::policy::{Model, Policy, Recorded, SummarizerInput};
+use crate::policy::{Model, Policy, Recorded, SummarizerCall, SummarizerInput};
 use crate::prices::PriceTable;
 use crate::prompt::{Calibration, Point, Prompt};
 use crate::recording::{Recording, Step};
@@ -593,27 +593,13 @@ fn run_policy(
 ) -> Result<PolicyResult, ReplayError> {
     let counter = model.counter;
     let calibration = model.calibration;
-    let mut cache = match settings.provider {
-        Provider::Anthropic => Cache::Anthropic(AnthropicCache::new(
-            &settings.prices.anthropic,
-            settings.ttl,
-        )),
-        Provider::OpenAi => Cache::OpenAi(OpenAiCache::new(&settings.prices.openai, settings.ttl)),
-    };
+    let mut cache = warmed_cache(recording, settings, model);
     let messages = &recording.conversation.messages;
     let mut rows = Vec::with_capacity(recording.steps.len());
     let mut pruned_outputs = 0;
     let mut local_summaries = 0;
     // Times the log does not give are taken as "right after the previous request".
     let mut clock = 0;
-    if let Some(first) = recording.steps.first()
-        && calibration.warm_prefix > 0
-    {
-        let prefix = Prompt::of(&[], counter, &calibration, model_key(first));
-        if let Some(shared) = prefix.points.first() {
-            cache.warm(*shared, first.time_ms.unwrap_or(0));
-        }
-    }
     for (index, step) in recording.steps.iter().enumerate() {
         clock = step.time_ms.unwrap_or(clock);
         if step.harness_summarizer && !policy.follows_the_harness() {
@@ -625,30 +611,8 @@ fn run_policy(
         let prepared = policy.prepare(history, step.time_ms, model)?;
         pruned_outputs += prepared.pruned_outputs;
         if let Some(call) = prepared.summarizer {
-            let usage = match &call.input {
-                SummarizerInput::Forked(input) => {
-                    Some(cache.request(&Prompt::of(input, counter, &calibration, key), clock))
-                }
-                SummarizerInput::Separate(tokens) => {
-                    Some(Usage::uncached(calibration.scaled(*tokens)))
-                }
-                // Nothing was sent: nothing is billed and no request is counted.
-                SummarizerInput::Local => None,
-            };
-            match usage {
-                Some(usage) => {
-                    let output_tokens = calibration.scaled(call.output_tokens);
-                    rows.push(Row {
-                        step: index,
-                        kind: RowKind::Summarizer,
-                        context_tokens: usage.input(),
-                        usage,
-                        output_tokens,
-                        cost_usd: cost(settings, &usage, output_tokens),
-                        failed: false,
-                        retention: None,
-                    });
-                }
+            match summarizer_row(&call, index, &mut cache, clock, settings, model, key) {
+                Some(row) => rows.push(row),
                 None => local_summaries += 1,
             }
         }
@@ -695,6 +659,60 @@ fn run_policy(
         progress(index + 1);
     }
     Ok(totals(policy.name(), rows, pruned_outputs, local_summaries))
+}
+
+/// The provider's cache for `settings`, holding what the harness had cached before its first
+/// request (the calibration's warm prefix: a system prompt and tools shared across sessions).
+fn warmed_cache(recording: &Recording, settings: &ReplaySettings, model: &Model<'_>) -> Cache {
+    let mut cache = match settings.provider {
+        Provider::Anthropic => Cache::Anthropic(AnthropicCache::new(
+            &settings.prices.anthropic,
+            settings.ttl,
+        )),
+        Provider::OpenAi => Cache::OpenAi(OpenAiCache::new(&settings.prices.openai, settings.ttl)),
+    };
+    if let Some(first) = recording.steps.first()
+        && model.calibration.warm_prefix > 0
+    {
+        let prefix = Prompt::of(&[], model.counter, &model.calibration, model_key(first));
+        if let Some(shared) = prefix.points.first() {
+            cache.warm(*shared, first.time_ms.unwrap_or(0));
+        }
+    }
+    cache
+}
+
+/// The row of a summarizer request a policy made before request `step`, priced as it was sent
+/// (forked: reading the agent's cached prefix; separate: uncached); `None` for a summary made
+/// without a request, which nothing bills.
+fn summarizer_row(
+    call: &SummarizerCall,
+    step: usize,
+    cache: &mut Cache,
+    clock: u64,
+    settings: &ReplaySettings,
+    model: &Model<'_>,
+    key: u64,
+) -> Option<Row> {
+    let calibration = model.calibration;
+    let usage = match &call.input {
+        SummarizerInput::Forked(input) => {
+            cache.request(&Prompt::of(input, model.counter, &calibration, key), clock)
+        }
+        SummarizerInput::Separate(tokens) => Usage::uncached(calibration.scaled(*tokens)),
+        SummarizerInput::Local => return None,
+    };
+    let output_tokens = calibration.scaled(call.output_tokens);
+    Some(Row {
+        step,
+        kind: RowKind::Summarizer,
+        context_tokens: usage.input(),
+        usage,
+        output_tokens,
+        cost_usd: cost(settings, &usage, output_tokens),
+        failed: false,
+        retention: None,
+    })
 }
 
 /// `local_summaries`: summaries made without a request (counted among the compactions only).
