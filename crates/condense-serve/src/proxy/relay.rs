@@ -1,0 +1,200 @@
+//! The relay: a request sent upstream, and the answer streamed back to the client as it comes,
+//! its usage read on the way and recorded for the session.
+
+use super::*;
+
+impl Proxy {
+    /// Sends the request to `provider`'s upstream, at the path it came to, with its headers,
+    /// and relays the answer; `usage` is where a successful answer's usage goes.
+    pub(super) async fn forward(
+        &self,
+        provider: Api,
+        parts: axum::http::request::Parts,
+        body: reqwest::Body,
+        usage: Option<UsageSink>,
+    ) -> Response {
+        self.forward_annotated(
+            provider,
+            parts,
+            body,
+            usage,
+            crate::answer::AnswerEdits::default(),
+        )
+        .await
+    }
+
+    /// [`Proxy::forward`], and a successful answer, JSON or a stream of events, gets `edits`:
+    /// what condense did in the upstream's place (its `context_management`, its compaction
+    /// block).
+    pub(super) async fn forward_annotated(
+        &self,
+        provider: Api,
+        parts: axum::http::request::Parts,
+        body: reqwest::Body,
+        usage: Option<UsageSink>,
+        edits: crate::answer::AnswerEdits,
+    ) -> Response {
+        let upstream = self.settings.upstream(provider);
+        let path = parts.uri.path_and_query().map_or("/", |path| path.as_str());
+        let url = upstream_url(upstream, path);
+        let mut request = self.client.request(parts.method, &url).body(body);
+        for (name, value) in &parts.headers {
+            if forwarded(name) {
+                request = request.header(name, value);
+            }
+        }
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(error) => {
+                Metrics::add(&self.metrics.upstream_errors, 1);
+                tracing::warn!(upstream, %error, "upstream request failed");
+                let status = if error.is_timeout() {
+                    StatusCode::GATEWAY_TIMEOUT
+                } else {
+                    StatusCode::BAD_GATEWAY
+                };
+                let what = if error.is_timeout() {
+                    "did not answer in time"
+                } else {
+                    "could not be reached"
+                };
+                return provider.error(
+                    status,
+                    &format!("condense: the upstream {upstream} {what}: {error}"),
+                );
+            }
+        };
+        let status = response.status();
+        let mut builder = Response::builder().status(status.as_u16());
+        let sse = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("text/event-stream"));
+        for (name, value) in response.headers() {
+            if forwarded(name) {
+                builder = builder.header(name, value);
+            }
+        }
+        let (scanner, sink) = match usage {
+            Some(sink) if status.is_success() => {
+                (Some(UsageScanner::new(provider, sse)), Some(sink))
+            }
+            _ => (None, None),
+        };
+        let inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>> =
+            if edits.is_empty() || !status.is_success() {
+                Box::pin(response.bytes_stream())
+            } else if sse {
+                use futures_util::StreamExt as _;
+                // The upstream's chunks, then the end: whole events edited as they complete.
+                let chunks = response
+                    .bytes_stream()
+                    .map(Some)
+                    .chain(futures_util::stream::once(async { None }));
+                Box::pin(chunks.scan(edits.stream(), |editor, chunk| {
+                    let edited = match chunk {
+                        Some(Ok(chunk)) => Ok(editor.feed(&chunk)),
+                        Some(Err(error)) => Err(error),
+                        None => Ok(editor.finish()),
+                    };
+                    std::future::ready(Some(edited))
+                }))
+            } else {
+                let whole = response.bytes().await;
+                let edited = whole.map(|bytes| edits.apply_json(&bytes));
+                Box::pin(futures_util::stream::once(async move { edited }))
+            };
+        let relay = Relay {
+            inner,
+            scanner,
+            sink,
+        };
+        builder
+            .body(Body::from_stream(relay))
+            .unwrap_or_else(|error| {
+                provider.error(
+                    StatusCode::BAD_GATEWAY,
+                    &format!("condense: the upstream's response could not be relayed: {error}"),
+                )
+            })
+    }
+}
+
+/// Where a finished response's usage goes.
+pub(super) struct UsageSink {
+    pub(super) proxy: Arc<Proxy>,
+    pub(super) session: String,
+    pub(super) message: usize,
+}
+
+impl UsageSink {
+    fn record(self, tokens: u64) {
+        let proxy = self.proxy.clone();
+        proxy.in_background(async move {
+            self.proxy
+                .record_usage(self.session, self.message, tokens)
+                .await;
+        });
+    }
+}
+
+/// The upstream's body, chunk by chunk as it arrives, read for usage on the way.
+pub(super) struct Relay {
+    pub(super) inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    pub(super) scanner: Option<UsageScanner>,
+    pub(super) sink: Option<UsageSink>,
+}
+
+impl Stream for Relay {
+    type Item = reqwest::Result<Bytes>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.inner.as_mut().poll_next(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(chunk))) => {
+                if let Some(scanner) = self.scanner.as_mut() {
+                    scanner.feed(chunk);
+                }
+            }
+            Poll::Ready(None) => {
+                if let (Some(scanner), Some(sink)) = (self.scanner.take(), self.sink.take())
+                    && let Some(tokens) = scanner.finish()
+                {
+                    sink.record(tokens);
+                }
+            }
+            // An upstream that fails mid-stream: the client's stream ends with the error (its
+            // connection is cut), and no usage is recorded.
+            Poll::Ready(Some(Err(error))) => {
+                tracing::warn!(%error, "the upstream's stream failed");
+                self.scanner = None;
+                self.sink = None;
+            }
+            Poll::Pending => {}
+        }
+        polled
+    }
+}
+
+/// Headers that belong to one hop, not to the request: never forwarded either way. The
+/// client's `accept-encoding` is dropped too, so the upstream answers uncompressed and the
+/// proxy can read its usage; the bytes relayed are the upstream's own.
+pub(super) fn forwarded(name: &HeaderName) -> bool {
+    !matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "host"
+            | "content-length"
+            | "accept-encoding"
+            | SESSION_HEADER
+            | KEY_HEADER
+    )
+}

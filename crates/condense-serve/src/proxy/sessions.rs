@@ -1,0 +1,159 @@
+//! Each session's state between requests: read and saved within `serve.state_timeout_ms`,
+//! saved by compare-and-set (or, on a store no other replica writes, after the request is on
+//! its way), and one lock per session on this replica.
+
+use super::*;
+
+impl Proxy {
+    /// The session's state, and whether it may be saved. A store that cannot be read in time
+    /// does not cost the request its compaction: it is prepared on a fresh state (a request
+    /// past the window still gets under it), and that state is not saved over one that may be
+    /// fine.
+    pub(super) async fn load_or_fresh(&self, session: &str) -> (crate::state::Versioned, bool) {
+        match self.load(session).await {
+            Ok(versioned) => {
+                if let Some(why) = &versioned.discarded {
+                    Metrics::add(&self.metrics.state_discarded, 1);
+                    tracing::warn!(%session, %why, "the session state was set aside; judged afresh, and replaced on save");
+                }
+                (versioned, true)
+            }
+            Err(error) => {
+                Metrics::add(&self.metrics.state_unavailable, 1);
+                tracing::warn!(%session, %error, "the session state could not be read; prepared on a fresh state, not saved");
+                (crate::state::Versioned::default(), false)
+            }
+        }
+    }
+
+    /// The save of a store replicas share, made before anything is sent: a lost
+    /// compare-and-set is prepared again on the latest state, up to `SAVE_ATTEMPTS` times.
+    pub(super) async fn save_before_sending(
+        &self,
+        session: &str,
+        state: SessionState,
+        version: u64,
+        attempt: usize,
+    ) -> Settled {
+        match self.save(session, state, version).await {
+            Ok(Saved::Conflict) if attempt < SAVE_ATTEMPTS => return Settled::Retry,
+            // Lost every time: what was prepared on the latest state is still the right body
+            // to send (never the whole history, which may be past the window); only its
+            // decisions are not kept.
+            Ok(Saved::Conflict) => {
+                Metrics::add(&self.metrics.state_conflicts, 1);
+                tracing::warn!(%session, attempts = SAVE_ATTEMPTS, "lost the session state's compare-and-set every time; sent as prepared on the latest state, not saved");
+            }
+            Ok(Saved::Stored(_)) => {}
+            // The compacted body is right; only the next request loses its frozen form.
+            Err(error) => {
+                Metrics::add(&self.metrics.state_unsaved, 1);
+                tracing::warn!(%session, %error, "the session state was not saved");
+            }
+        }
+        Settled::Done
+    }
+
+    /// The session's state. The embedded store reads one small local file (about 10 µs), less
+    /// than handing the read to tokio's blocking pool costs on a busy machine, so it is read
+    /// here; a store behind a network round trip is read on the blocking pool.
+    pub(super) async fn load(&self, session: &str) -> Result<crate::state::Versioned, String> {
+        if self.store.local() {
+            return self.store.load(session).map_err(|error| error.to_string());
+        }
+        let store = self.store.clone();
+        let key = session.to_owned();
+        self.bounded(tokio::task::spawn_blocking(move || store.load(&key)))
+            .await
+    }
+
+    /// A blocking store call, given up after `serve.state_timeout_ms` (the call itself ends
+    /// on its own, bounded by the store's own timeouts).
+    pub(super) async fn bounded<T>(
+        &self,
+        call: tokio::task::JoinHandle<Result<T, crate::state::StateStoreError>>,
+    ) -> Result<T, String> {
+        match tokio::time::timeout(self.settings.state_timeout, call).await {
+            Ok(Ok(done)) => done.map_err(|error| error.to_string()),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err(format!(
+                "{} did not answer within {} ms (serve.state_timeout_ms)",
+                self.store.location(),
+                self.settings.state_timeout.as_millis()
+            )),
+        }
+    }
+
+    pub(super) fn session_lock(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self
+            .locks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Forget the locks nobody holds, so the map does not grow with every session ever seen.
+        if locks.len() > 1_024 {
+            locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+        }
+        locks.entry(session.to_owned()).or_default().clone()
+    }
+
+    pub(super) async fn save(
+        &self,
+        session: &str,
+        state: SessionState,
+        version: u64,
+    ) -> Result<Saved, String> {
+        let store = self.store.clone();
+        let key = session.to_owned();
+        self.bounded(tokio::task::spawn_blocking(move || {
+            store.save(&key, &state, version)
+        }))
+        .await
+    }
+
+    /// Records the provider's usage of a request in its session, for the next trigger.
+    pub(super) async fn record_usage(&self, session: String, message: usize, tokens: u64) {
+        let lock = self.session_lock(&session);
+        let _guard = lock.lock().await;
+        for _ in 0..SAVE_ATTEMPTS {
+            let mut versioned = match self.load(&session).await {
+                Ok(versioned) => versioned,
+                Err(error) => {
+                    tracing::warn!(%session, %error, "the provider's usage was not saved");
+                    return;
+                }
+            };
+            versioned.state.reported_usage = Some(ReportedUsage {
+                message,
+                tokens: usize::try_from(tokens).unwrap_or(usize::MAX),
+            });
+            match self
+                .save(&session, versioned.state, versioned.version)
+                .await
+            {
+                Ok(Saved::Conflict) => continue,
+                Ok(Saved::Stored(_)) => return,
+                Err(error) => {
+                    tracing::warn!(%session, %error, "the provider's usage was not saved");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// How many times a save that lost a compare-and-set is prepared again on the winner's state.
+pub(super) const SAVE_ATTEMPTS: usize = 3;
+
+/// A state an exclusive store saves after the request is forwarded.
+/// Whether a preparation stands once its save was tried.
+pub(super) enum Settled {
+    /// Lost the compare-and-set: prepare again on the latest state.
+    Retry,
+    /// Send it (saved, or not and said so).
+    Done,
+}
+
+pub(super) struct DeferredSave {
+    pub(super) state: SessionState,
+    pub(super) version: u64,
+}
