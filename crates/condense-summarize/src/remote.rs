@@ -208,51 +208,10 @@ impl Http {
                 request = request.header(*name, value);
             }
             let failure = match request.send().await {
-                Ok(response) => {
-                    let status = response.status();
-                    let retry_after = response
-                        .headers()
-                        .get("retry-after")
-                        .and_then(|value| value.to_str().ok())
-                        .and_then(|value| value.trim().parse::<u64>().ok())
-                        .map(Duration::from_secs);
-                    let text = match response.text().await {
-                        Ok(text) => text,
-                        Err(error) => {
-                            return Err(SummarizeError::Malformed {
-                                url: url.to_owned(),
-                                protocol,
-                                message: error.to_string(),
-                            });
-                        }
-                    };
-                    if status.is_success() {
-                        return serde_json::from_str(&text).map_err(|error| {
-                            SummarizeError::Malformed {
-                                url: url.to_owned(),
-                                protocol,
-                                message: format!("{error}: {}", excerpt(&text)),
-                            }
-                        });
-                    }
-                    let code = status.as_u16();
-                    if (code == 400 || code == 413) && is_context_error(&text) {
-                        return Err(SummarizeError::ContextExceeded {
-                            url: url.to_owned(),
-                            body: excerpt(&text),
-                        });
-                    }
-                    let error = SummarizeError::Http {
-                        url: url.to_owned(),
-                        status: code,
-                        attempts: attempt,
-                        body: excerpt(&text),
-                    };
-                    if code != 429 && !status.is_server_error() {
-                        return Err(error);
-                    }
-                    (error, retry_after)
-                }
+                Ok(response) => match answered(response, url, protocol, attempt).await {
+                    Answer::Done(result) => return result,
+                    Answer::Retry(error, after) => (error, after),
+                },
                 Err(error) if error.is_timeout() => (
                     SummarizeError::Timeout {
                         url: url.to_owned(),
@@ -289,6 +248,67 @@ impl Http {
             .await;
         }
     }
+}
+
+/// What one answer of the server means for the request.
+enum Answer {
+    /// The JSON it answered, or an error no retry mends (a malformed answer, a context the
+    /// model cannot take, a 4xx).
+    Done(Result<Value, SummarizeError>),
+    /// A 429 or a 5xx: tried again, after the server's `Retry-After` when it gave one.
+    Retry(SummarizeError, Option<Duration>),
+}
+
+/// Reads one answer of the server to attempt number `attempt`.
+async fn answered(
+    response: reqwest::Response,
+    url: &str,
+    protocol: &'static str,
+    attempt: u32,
+) -> Answer {
+    let status = response.status();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let text = match response.text().await {
+        Ok(text) => text,
+        Err(error) => {
+            return Answer::Done(Err(SummarizeError::Malformed {
+                url: url.to_owned(),
+                protocol,
+                message: error.to_string(),
+            }));
+        }
+    };
+    if status.is_success() {
+        return Answer::Done(serde_json::from_str(&text).map_err(|error| {
+            SummarizeError::Malformed {
+                url: url.to_owned(),
+                protocol,
+                message: format!("{error}: {}", excerpt(&text)),
+            }
+        }));
+    }
+    let code = status.as_u16();
+    if (code == 400 || code == 413) && is_context_error(&text) {
+        return Answer::Done(Err(SummarizeError::ContextExceeded {
+            url: url.to_owned(),
+            body: excerpt(&text),
+        }));
+    }
+    let error = SummarizeError::Http {
+        url: url.to_owned(),
+        status: code,
+        attempts: attempt,
+        body: excerpt(&text),
+    };
+    if code != 429 && !status.is_server_error() {
+        return Answer::Done(Err(error));
+    }
+    Answer::Retry(error, retry_after)
 }
 
 impl Http {

@@ -488,7 +488,12 @@ impl Proxy {
                 return self.failed_open(named.unwrap_or_default(), bytes, "read", &error);
             }
         };
-        let upstream = self.upstream_summarizer(provider, &conversation, parts);
+        let model = conversation
+            .envelope
+            .as_ref()
+            .and_then(|envelope| envelope.get("model"))
+            .and_then(Value::as_str);
+        let upstream = self.upstream_summarizer(provider, model, parts);
         let summarizer = upstream
             .as_ref()
             .map(|summarizer| summarizer as &dyn condense_host::Summarizer);
@@ -613,18 +618,13 @@ impl Proxy {
 
     /// The summarizer that asks the request's own upstream with the client's credentials, when
     /// the configuration names it (`summarizer.kind = "upstream"`).
-    fn upstream_summarizer(
+    pub(super) fn upstream_summarizer(
         &self,
         provider: Api,
-        conversation: &condense_core::Conversation,
+        model: Option<&str>,
         parts: &axum::http::request::Parts,
     ) -> Option<UpstreamSummarizer<'_>> {
         let template = self.settings.upstream_summarizer.as_ref()?;
-        let model = conversation
-            .envelope
-            .as_ref()
-            .and_then(|envelope| envelope.get("model"))
-            .and_then(Value::as_str);
         Some(UpstreamSummarizer::for_request(
             template,
             provider,

@@ -86,16 +86,7 @@ impl Proxy {
             Ok(read) => read,
             Err(refused) => return refused,
         };
-        let upstream = self.settings.upstream_summarizer.as_ref().map(|template| {
-            UpstreamSummarizer::for_request(
-                template,
-                provider,
-                self.settings.upstream(provider),
-                parts,
-                model.as_deref(),
-                &self.metrics,
-            )
-        });
+        let upstream = self.upstream_summarizer(provider, model.as_deref(), parts);
         let summarizer = upstream
             .as_ref()
             .map(|summarizer| summarizer as &dyn condense_host::Summarizer);
@@ -109,28 +100,9 @@ impl Proxy {
             }
         };
         let report = &compaction.report;
-        let mut compacted = compaction.conversation.clone();
-        let summary_tokens = match &report.compaction {
-            CompactionOutcome::Summarized { summary_tokens, .. } => *summary_tokens,
-            CompactionOutcome::Failed { error, .. } => {
-                Metrics::add(&self.metrics.summarizer_failures, 1);
-                return provider.error(
-                    StatusCode::BAD_GATEWAY,
-                    &format!("condense's summarizer failed: {error}"),
-                );
-            }
-            // Nothing older than the kept turns: the item stands for nothing, and everything
-            // is kept after it.
-            _ => {
-                let pinned = condense_compact::pinned(&compacted.messages);
-                compacted.messages.insert(
-                    pinned,
-                    condense_compact::summary_message(
-                        "Nothing earlier than the messages that follow needed summarizing.",
-                    ),
-                );
-                0
-            }
+        let (compacted, summary_tokens) = match self.summarized(&compaction) {
+            Ok(summarized) => summarized,
+            Err(why) => return provider.error(StatusCode::BAD_GATEWAY, &why),
         };
         let created_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -166,6 +138,34 @@ impl Proxy {
             answer,
         )
             .into_response()
+    }
+
+    /// The compacted conversation a `compaction` item stands for, and its summary's tokens; or
+    /// why the summarizer failed. With nothing older than the kept turns, the item stands for
+    /// nothing, and everything is kept after it.
+    fn summarized(
+        &self,
+        compaction: &condense_host::Compaction,
+    ) -> Result<(condense_core::Conversation, usize), String> {
+        let mut compacted = compaction.conversation.clone();
+        let summary_tokens = match &compaction.report.compaction {
+            CompactionOutcome::Summarized { summary_tokens, .. } => *summary_tokens,
+            CompactionOutcome::Failed { error, .. } => {
+                Metrics::add(&self.metrics.summarizer_failures, 1);
+                return Err(format!("condense's summarizer failed: {error}"));
+            }
+            _ => {
+                let pinned = condense_compact::pinned(&compacted.messages);
+                compacted.messages.insert(
+                    pinned,
+                    condense_compact::summary_message(
+                        "Nothing earlier than the messages that follow needed summarizing.",
+                    ),
+                );
+                0
+            }
+        };
+        Ok((compacted, summary_tokens))
     }
 
     /// A compaction request's body read: its conversation (condense's own earlier compaction
