@@ -53,6 +53,12 @@ impl Conversation {
         }
     }
 
+    /// The model the request names (its envelope's `model`), if it names one: what sizes it
+    /// (`[models]`) and whom an upstream summarizer asks.
+    pub fn model(&self) -> Option<&str> {
+        self.envelope.as_ref()?.get("model")?.as_str()
+    }
+
     /// How many messages it has.
     pub fn len(&self) -> usize {
         self.messages.len()

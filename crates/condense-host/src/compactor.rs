@@ -125,11 +125,7 @@ impl Compactor {
     /// The window `conversation` is sized for: its model's when [`Compactor::with_model_windows`]
     /// gave the rules and one matches, else the configured one.
     pub fn tail_for(&self, conversation: &Conversation) -> TailSettings {
-        let model = conversation
-            .envelope
-            .as_ref()
-            .and_then(|envelope| envelope.get("model"))
-            .and_then(serde_json::Value::as_str);
+        let model = conversation.model();
         let rule = self
             .windows
             .as_ref()

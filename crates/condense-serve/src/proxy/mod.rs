@@ -30,7 +30,7 @@ mod sessions;
 mod stand_in;
 
 use relay::UsageSink;
-use sessions::{DeferredSave, Settled};
+use sessions::DeferredSave;
 use stand_in::NativeBlock;
 
 /// The header a client may send to name its session.
@@ -488,11 +488,7 @@ impl Proxy {
                 return self.failed_open(named.unwrap_or_default(), bytes, "read", &error);
             }
         };
-        let model = conversation
-            .envelope
-            .as_ref()
-            .and_then(|envelope| envelope.get("model"))
-            .and_then(Value::as_str);
+        let model = conversation.model();
         let upstream = self.upstream_summarizer(provider, model, parts);
         let summarizer = upstream
             .as_ref()
@@ -545,24 +541,11 @@ impl Proxy {
                 Ok(body) => body,
                 Err(error) => return self.failed_open(session, bytes, "write", &error),
             };
-            // A store no other replica writes cannot lose the compare-and-set: its save waits
-            // until the request is on its way (the session stays locked until then). Any other
-            // store decides here, before anything is sent, whether this preparation stands.
-            let deferred = if !saving {
-                None
-            } else if self.store.exclusive() {
-                Some(DeferredSave {
-                    state,
-                    version: versioned.version,
-                })
-            } else {
-                match self
-                    .save_before_sending(&session, state, versioned.version, attempt)
-                    .await
-                {
-                    Settled::Retry => continue,
-                    Settled::Done => None,
-                }
+            let settled = self
+                .settle(&session, state, versioned.version, saving, attempt)
+                .await;
+            let Ok(deferred) = settled else {
+                continue;
             };
             return self.sent(
                 session,

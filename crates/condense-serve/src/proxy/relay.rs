@@ -23,6 +23,22 @@ impl Proxy {
         .await
     }
 
+    /// The answer when the upstream could not be reached or did not answer in time (502 or
+    /// 504 in the provider's shape), counted and logged.
+    fn unreachable(&self, provider: Api, upstream: &str, error: &reqwest::Error) -> Response {
+        Metrics::add(&self.metrics.upstream_errors, 1);
+        tracing::warn!(upstream, %error, "upstream request failed");
+        let (status, what) = if error.is_timeout() {
+            (StatusCode::GATEWAY_TIMEOUT, "did not answer in time")
+        } else {
+            (StatusCode::BAD_GATEWAY, "could not be reached")
+        };
+        provider.error(
+            status,
+            &format!("condense: the upstream {upstream} {what}: {error}"),
+        )
+    }
+
     /// [`Proxy::forward`], and a successful answer, JSON or a stream of events, gets `edits`:
     /// what condense did in the upstream's place (its `context_management`, its compaction
     /// block).
@@ -45,24 +61,7 @@ impl Proxy {
         }
         let response = match request.send().await {
             Ok(response) => response,
-            Err(error) => {
-                Metrics::add(&self.metrics.upstream_errors, 1);
-                tracing::warn!(upstream, %error, "upstream request failed");
-                let status = if error.is_timeout() {
-                    StatusCode::GATEWAY_TIMEOUT
-                } else {
-                    StatusCode::BAD_GATEWAY
-                };
-                let what = if error.is_timeout() {
-                    "did not answer in time"
-                } else {
-                    "could not be reached"
-                };
-                return provider.error(
-                    status,
-                    &format!("condense: the upstream {upstream} {what}: {error}"),
-                );
-            }
+            Err(error) => return self.unreachable(provider, upstream, &error),
         };
         let status = response.status();
         let mut builder = Response::builder().status(status.as_u16());
@@ -82,29 +81,11 @@ impl Proxy {
             }
             _ => (None, None),
         };
-        let inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>> =
-            if edits.is_empty() || !status.is_success() {
-                Box::pin(response.bytes_stream())
-            } else if sse {
-                use futures_util::StreamExt as _;
-                // The upstream's chunks, then the end: whole events edited as they complete.
-                let chunks = response
-                    .bytes_stream()
-                    .map(Some)
-                    .chain(futures_util::stream::once(async { None }));
-                Box::pin(chunks.scan(edits.stream(), |editor, chunk| {
-                    let edited = match chunk {
-                        Some(Ok(chunk)) => Ok(editor.feed(&chunk)),
-                        Some(Err(error)) => Err(error),
-                        None => Ok(editor.finish()),
-                    };
-                    std::future::ready(Some(edited))
-                }))
-            } else {
-                let whole = response.bytes().await;
-                let edited = whole.map(|bytes| edits.apply_json(&bytes));
-                Box::pin(futures_util::stream::once(async move { edited }))
-            };
+        let inner = if status.is_success() {
+            edited(response, edits, sse).await
+        } else {
+            Box::pin(response.bytes_stream())
+        };
         let relay = Relay {
             inner,
             scanner,
@@ -119,6 +100,37 @@ impl Proxy {
                 )
             })
     }
+}
+
+/// The body of a successful answer as it streams, with `edits` made to it: each whole event of
+/// a stream as it completes, or a JSON answer once it has all come.
+async fn edited(
+    response: reqwest::Response,
+    edits: crate::answer::AnswerEdits,
+    sse: bool,
+) -> Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>> {
+    use futures_util::StreamExt as _;
+    if edits.is_empty() {
+        return Box::pin(response.bytes_stream());
+    }
+    if !sse {
+        let whole = response.bytes().await;
+        let edited = whole.map(|bytes| edits.apply_json(&bytes));
+        return Box::pin(futures_util::stream::once(async move { edited }));
+    }
+    // The upstream's chunks, then the end: whole events edited as they complete.
+    let chunks = response
+        .bytes_stream()
+        .map(Some)
+        .chain(futures_util::stream::once(async { None }));
+    Box::pin(chunks.scan(edits.stream(), |editor, chunk| {
+        let edited = match chunk {
+            Some(Ok(chunk)) => Ok(editor.feed(&chunk)),
+            Some(Err(error)) => Err(error),
+            None => Ok(editor.finish()),
+        };
+        std::future::ready(Some(edited))
+    }))
 }
 
 /// Where a finished response's usage goes.

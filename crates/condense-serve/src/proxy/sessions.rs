@@ -28,6 +28,33 @@ impl Proxy {
 
     /// The save of a store replicas share, made before anything is sent: a lost
     /// compare-and-set is prepared again on the latest state, up to `SAVE_ATTEMPTS` times.
+    /// What becomes of a prepared state before the request is sent: nothing when it may not be
+    /// saved; on a store no other replica writes, a save once the request is on its way (it
+    /// cannot lose the compare-and-set; the session stays locked until then); on any other
+    /// store, a save now, which decides whether this preparation stands.
+    pub(super) async fn settle(
+        &self,
+        session: &str,
+        state: SessionState,
+        version: u64,
+        saving: bool,
+        attempt: usize,
+    ) -> Result<Option<DeferredSave>, Retry> {
+        if !saving {
+            return Ok(None);
+        }
+        if self.store.exclusive() {
+            return Ok(Some(DeferredSave { state, version }));
+        }
+        match self
+            .save_before_sending(session, state, version, attempt)
+            .await
+        {
+            Settled::Retry => Err(Retry),
+            Settled::Done => Ok(None),
+        }
+    }
+
     pub(super) async fn save_before_sending(
         &self,
         session: &str,
@@ -144,7 +171,9 @@ impl Proxy {
 /// How many times a save that lost a compare-and-set is prepared again on the winner's state.
 pub(super) const SAVE_ATTEMPTS: usize = 3;
 
-/// A state an exclusive store saves after the request is forwarded.
+/// A preparation lost the compare-and-set: it is made again on the latest state.
+pub(super) struct Retry;
+
 /// Whether a preparation stands once its save was tried.
 pub(super) enum Settled {
     /// Lost the compare-and-set: prepare again on the latest state.
@@ -153,6 +182,7 @@ pub(super) enum Settled {
     Done,
 }
 
+/// A state an exclusive store saves after the request is forwarded.
 pub(super) struct DeferredSave {
     pub(super) state: SessionState,
     pub(super) version: u64,

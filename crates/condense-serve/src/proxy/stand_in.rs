@@ -289,11 +289,13 @@ impl Proxy {
         if self.compactor.counter().count_conversation(conversation) < compact.trigger {
             return Ok(());
         }
-        let envelope = conversation.envelope.clone().unwrap_or_default();
-        let model = envelope
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let model = conversation.model().map(str::to_owned);
+        let stream = conversation
+            .envelope
+            .as_ref()
+            .and_then(|envelope| envelope.get("stream"))
+            .and_then(Value::as_bool)
+            == Some(true);
         let compaction = self
             .compactor
             .compact_now(conversation.clone(), None)
@@ -316,7 +318,7 @@ impl Proxy {
         stand_in.block = Some(NativeBlock {
             content,
             pause: compact.pause,
-            stream: envelope.get("stream").and_then(Value::as_bool) == Some(true),
+            stream,
             model,
         });
         Ok(())
