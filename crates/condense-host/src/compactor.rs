@@ -380,25 +380,7 @@ impl Compactor {
         let compaction = match self.trigger(&conversation, state, &pruned, &asked) {
             Trigger::Skip(outcome) => outcome,
             Trigger::Summarize { early } => {
-                // What the provider most likely has cached: what the previous request sent, up
-                // to the first output this one replaced for the first time.
-                let previous_end = match pruned.measured {
-                    Measure::ProviderUsage { at_message, .. } => at_message,
-                    Measure::Tokenizer { .. } => counts.len(),
-                };
-                let first_change = pruned.prune.first_fresh_message().unwrap_or(counts.len());
-                let cached_end = previous_end.min(first_change).min(counts.len());
-                // What the request carries beyond the messages condense counts (tool
-                // definitions, a system prompt sent apart, the provider's own tokenizer): the
-                // tail and the summary must fit in what is left of the window.
-                let due = Due {
-                    tail,
-                    tokens: pruned.due_tokens,
-                    overhead: overhead(usable, pruned.due_tokens, pruned.tokens),
-                    counted: pruned.tokens,
-                    cached: counts[..cached_end].iter().sum(),
-                    early,
-                };
+                let due = Due::of(&pruned, &counts, tail, early);
                 let automatic = phases == Phases::Both { automatic: true };
                 self.summarize_and_freeze(
                     &mut conversation,
@@ -509,21 +491,7 @@ impl Compactor {
             counter.count_each(&conversation.messages)
         };
         let tokens = conversation_total(&counts_after);
-        // Provider usage counts what pruning just removed; take that off with our own count.
-        // Not what it never counted: an output replaced by an earlier request (a frozen
-        // decision, applied again to the client's resent original) up to the reported message
-        // was a placeholder in the request the provider counted.
-        let due_tokens = match measured {
-            Measure::Tokenizer { .. } => tokens,
-            Measure::ProviderUsage {
-                tokens: provider,
-                at_message,
-                ..
-            } => {
-                let freed = tokens_in.saturating_sub(tokens);
-                provider.saturating_sub(freed.saturating_sub(prune.frozen_tokens_up_to(at_message)))
-            }
-        };
+        let due_tokens = due_tokens(measured, &prune, tokens_in, tokens);
         // From now on the harness's figure stands for its request as this call sends it: what
         // was replaced for the first time up to its message comes off it, so that a later call,
         // finding those replacements frozen, does not count them twice (a retry before the
@@ -679,27 +647,8 @@ impl Compactor {
             Err(failed) => return Ok((failed, None)),
         };
         let continuation = self.continuation_for(Phases::Both { automatic }, messages);
-        let mut out = reassemble(
-            messages,
-            cut.pinned,
-            cut.tail_start,
-            &parsed.text,
-            continuation,
-        );
-        let summary_at = cut.pinned + 1;
-        out.splice(summary_at..summary_at, carried.iter().cloned());
-        let summary_tokens = counter.count_message(&out[cut.pinned]);
-        let side = reposition_side(
-            &conversation.side,
-            cut.pinned,
-            cut.tail_start,
-            summary_at + carried.len(),
-        );
-        let compacted = Conversation {
-            messages: out,
-            envelope: conversation.envelope.clone(),
-            side,
-        };
+        let compacted = reassembled(conversation, &cut, &carried, &parsed.text, continuation);
+        let summary_tokens = counter.count_message(&compacted.messages[cut.pinned]);
         let outcome = CompactionOutcome::Summarized {
             summarizer: name,
             split: cut,
@@ -1123,6 +1072,82 @@ struct Due {
     cached: usize,
     /// Due because compacting now is cheaper, not because the window is full.
     early: bool,
+}
+
+/// The compacted conversation: what is pinned, the summary message (with the continuation),
+/// the messages carried past it, the tail; side records moved with the messages they stood
+/// before.
+fn reassembled(
+    conversation: &Conversation,
+    cut: &Split,
+    carried: &[Message],
+    summary: &str,
+    continuation: Option<&str>,
+) -> Conversation {
+    let messages = &conversation.messages;
+    let mut out = reassemble(messages, cut.pinned, cut.tail_start, summary, continuation);
+    let summary_at = cut.pinned + 1;
+    out.splice(summary_at..summary_at, carried.iter().cloned());
+    let side = reposition_side(
+        &conversation.side,
+        cut.pinned,
+        cut.tail_start,
+        summary_at + carried.len(),
+    );
+    Conversation {
+        messages: out,
+        envelope: conversation.envelope.clone(),
+        side,
+    }
+}
+
+impl Due {
+    /// The request as phase 1 left it, due for phase 2.
+    fn of(pruned: &Pruned, counts: &[usize], tail: TailSettings, early: bool) -> Due {
+        // What the provider most likely has cached: what the previous request sent, up to the
+        // first output this one replaced for the first time.
+        let previous_end = match pruned.measured {
+            Measure::ProviderUsage { at_message, .. } => at_message,
+            Measure::Tokenizer { .. } => counts.len(),
+        };
+        let first_change = pruned.prune.first_fresh_message().unwrap_or(counts.len());
+        let cached_end = previous_end.min(first_change).min(counts.len());
+        // What the request carries beyond the messages condense counts (tool definitions, a
+        // system prompt sent apart, the provider's own tokenizer): the tail and the summary
+        // must fit in what is left of the window.
+        let usable = condense_compact::usable(&tail);
+        Due {
+            tail,
+            tokens: pruned.due_tokens,
+            overhead: overhead(usable, pruned.due_tokens, pruned.tokens),
+            counted: pruned.tokens,
+            cached: counts[..cached_end].iter().sum(),
+            early,
+        }
+    }
+}
+
+/// The trigger's measure of a pruned request: condense's count, or the provider's less what
+/// pruning just removed (by condense's count). Not less what it never counted: an output
+/// replaced by an earlier request (a frozen decision, applied again to the client's resent
+/// original) up to the reported message was a placeholder in the request the provider counted.
+fn due_tokens(
+    measured: Measure,
+    prune: &condense_pruner::PruneReport,
+    tokens_in: usize,
+    tokens: usize,
+) -> usize {
+    match measured {
+        Measure::Tokenizer { .. } => tokens,
+        Measure::ProviderUsage {
+            tokens: provider,
+            at_message,
+            ..
+        } => {
+            let freed = tokens_in.saturating_sub(tokens);
+            provider.saturating_sub(freed.saturating_sub(prune.frozen_tokens_up_to(at_message)))
+        }
+    }
 }
 
 /// How much of the usable window the request's part beyond condense's count takes, in
