@@ -187,56 +187,7 @@ impl Part {
                 state.write_u8(u8::from(*embedded));
                 hash_map(extra, state);
             }
-            Part::ToolResult(crate::ToolResult {
-                call_id,
-                content,
-                is_error,
-                embedded,
-                compacted,
-                extra,
-            }) => {
-                state.write_u8(2);
-                hash_str(call_id, state);
-                match content {
-                    ToolOutput::Text(text) => {
-                        state.write_u8(0);
-                        hash_str(text, state);
-                    }
-                    ToolOutput::Parts(parts) => {
-                        state.write_u8(1);
-                        write_len(parts.len(), state);
-                        for part in parts {
-                            part.hash_content(state);
-                        }
-                    }
-                }
-                state.write_u8(match is_error {
-                    None => 0,
-                    Some(false) => 1,
-                    Some(true) => 2,
-                });
-                state.write_u8(u8::from(*embedded));
-                match compacted {
-                    None => state.write_u8(0),
-                    Some(Compacted {
-                        at_ms,
-                        phase,
-                        original_tokens,
-                        original_chars,
-                        handle,
-                    }) => {
-                        state.write_u8(1);
-                        state.write_u64(*at_ms);
-                        // Declaration order: reordering the variants changes stored hashes, and a
-                        // proxy's saved head is then judged afresh once.
-                        state.write_u8(*phase as u8);
-                        write_len(*original_tokens, state);
-                        write_len(*original_chars, state);
-                        hash_str(handle, state);
-                    }
-                }
-                hash_map(extra, state);
-            }
+            Part::ToolResult(result) => hash_tool_result(result, state),
             Part::Image(crate::Image { source, extra }) => {
                 state.write_u8(3);
                 hash_value(source, state);
@@ -258,6 +209,60 @@ impl Part {
             }
         }
     }
+}
+
+/// A tool result's fields, every one of them (the pattern is exhaustive: a new field must be
+/// hashed or said not to be).
+fn hash_tool_result<H: Hasher>(result: &crate::ToolResult, state: &mut H) {
+    let crate::ToolResult {
+        call_id,
+        content,
+        is_error,
+        embedded,
+        compacted,
+        extra,
+    } = result;
+    state.write_u8(2);
+    hash_str(call_id, state);
+    match content {
+        ToolOutput::Text(text) => {
+            state.write_u8(0);
+            hash_str(text, state);
+        }
+        ToolOutput::Parts(parts) => {
+            state.write_u8(1);
+            write_len(parts.len(), state);
+            for part in parts {
+                part.hash_content(state);
+            }
+        }
+    }
+    state.write_u8(match is_error {
+        None => 0,
+        Some(false) => 1,
+        Some(true) => 2,
+    });
+    state.write_u8(u8::from(*embedded));
+    match compacted {
+        None => state.write_u8(0),
+        Some(Compacted {
+            at_ms,
+            phase,
+            original_tokens,
+            original_chars,
+            handle,
+        }) => {
+            state.write_u8(1);
+            state.write_u64(*at_ms);
+            // Declaration order: reordering the variants changes stored hashes, and a
+            // proxy's saved head is then judged afresh once.
+            state.write_u8(*phase as u8);
+            write_len(*original_tokens, state);
+            write_len(*original_chars, state);
+            hash_str(handle, state);
+        }
+    }
+    hash_map(extra, state);
 }
 
 #[cfg(test)]

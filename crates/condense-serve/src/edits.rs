@@ -210,17 +210,9 @@ fn cleared(handle: &str) -> String {
     format!("[tool result cleared by context management; original: condense recall {handle}]")
 }
 
-fn clear_tool_uses(
-    conversation: &mut Conversation,
-    counter: &dyn TokenCounter,
-    store: &dyn Store,
-    keep: usize,
-    clear_at_least: usize,
-    exclude: &[String],
-    clear_inputs: &ClearInputs,
-) -> Result<Option<Value>, String> {
-    // Every call, oldest first, with where it is.
-    let calls: Vec<(usize, usize, String, String)> = conversation
+/// Every tool call, oldest first: its message, its part, its id and its tool.
+fn calls_of(conversation: &Conversation) -> Vec<(usize, usize, String, String)> {
+    conversation
         .messages
         .iter()
         .enumerate()
@@ -234,7 +226,60 @@ fn clear_tool_uses(
                         .map(|call| (index, part, call.id.clone(), call.name.clone()))
                 })
         })
-        .collect();
+        .collect()
+}
+
+/// Clears the results of call `id` not cleared yet, each original kept in `store` under the
+/// handle its placeholder names; whether any was.
+fn clear_results_of(
+    conversation: &mut Conversation,
+    id: &str,
+    store: &dyn Store,
+) -> Result<bool, String> {
+    let mut any = false;
+    for result in conversation
+        .messages
+        .iter_mut()
+        .flat_map(|message| message.parts.iter_mut())
+        .filter_map(|part| match part {
+            Part::ToolResult(result) if result.call_id == id => Some(result),
+            _ => None,
+        })
+    {
+        if result.compacted.is_some()
+            || matches!(&result.content, ToolOutput::Text(text) if text.starts_with("[tool result cleared"))
+        {
+            continue;
+        }
+        let bytes = match &result.content {
+            ToolOutput::Text(text) => text.as_bytes().to_vec(),
+            ToolOutput::Parts(parts) => {
+                serde_json::to_vec(parts).map_err(|error| error.to_string())?
+            }
+        };
+        let handle = handle_of(&bytes);
+        store
+            .put(&handle, &bytes)
+            .map_err(|error| format!("condense could not keep a cleared result: {error}"))?;
+        result.content = ToolOutput::Text(cleared(&handle));
+        any = true;
+    }
+    Ok(any)
+}
+
+/// Anthropic's `clear_tool_uses`: the results of all but the `keep` most recent calls cleared
+/// (not those of `exclude`'s tools), and their inputs too as `clear_inputs` says; nothing when
+/// it would free less than `clear_at_least` tokens.
+fn clear_tool_uses(
+    conversation: &mut Conversation,
+    counter: &dyn TokenCounter,
+    store: &dyn Store,
+    keep: usize,
+    clear_at_least: usize,
+    exclude: &[String],
+    clear_inputs: &ClearInputs,
+) -> Result<Option<Value>, String> {
+    let calls = calls_of(conversation);
     let clearable = calls.len().saturating_sub(keep);
     let chosen: Vec<&(usize, usize, String, String)> = calls[..clearable]
         .iter()
@@ -244,34 +289,7 @@ fn clear_tool_uses(
     let mut edited = conversation.clone();
     let mut count = 0;
     for (message, part, id, name) in chosen {
-        let mut any = false;
-        for result in edited
-            .messages
-            .iter_mut()
-            .flat_map(|message| message.parts.iter_mut())
-            .filter_map(|part| match part {
-                Part::ToolResult(result) if result.call_id == *id => Some(result),
-                _ => None,
-            })
-        {
-            if result.compacted.is_some()
-                || matches!(&result.content, ToolOutput::Text(text) if text.starts_with("[tool result cleared"))
-            {
-                continue;
-            }
-            let bytes = match &result.content {
-                ToolOutput::Text(text) => text.as_bytes().to_vec(),
-                ToolOutput::Parts(parts) => {
-                    serde_json::to_vec(parts).map_err(|error| error.to_string())?
-                }
-            };
-            let handle = handle_of(&bytes);
-            store
-                .put(&handle, &bytes)
-                .map_err(|error| format!("condense could not keep a cleared result: {error}"))?;
-            result.content = ToolOutput::Text(cleared(&handle));
-            any = true;
-        }
+        let mut any = clear_results_of(&mut edited, id, store)?;
         let inputs = match clear_inputs {
             ClearInputs::None => false,
             ClearInputs::All => true,

@@ -94,49 +94,54 @@ impl Facts {
                 }
             }
             for part in parts {
-                let Part::ToolCall(call) = part else { continue };
-                let (touched, writes) = paths::touched(&call.name, &call.input);
-                for path in touched {
-                    let (target, other) = if writes {
-                        (&mut facts.files_modified, &mut facts.files_read)
-                    } else {
-                        (&mut facts.files_read, &mut facts.files_modified)
-                    };
-                    if writes {
-                        other.retain(|seen| *seen != path);
-                    }
-                    if !target.iter().any(|seen| seen == path)
-                        && !other.iter().any(|seen| seen == path)
-                    {
-                        target.push(path.to_owned());
-                    }
+                if let Part::ToolCall(call) = part {
+                    facts.add_call(call, head, &pairs);
                 }
-                let what = describe(&call.input);
-                let result = pairs.result_site(&call.id).and_then(|site| {
-                    head.get(site.message)?
-                        .parts
-                        .get(site.part)?
-                        .as_tool_result()
-                });
-                let outcome = match result {
-                    None => Outcome::NoResult,
-                    Some(result) => outcome_of(&result.content, result.is_error),
-                };
-                if let (Some(result), Outcome::Error | Outcome::ExitCode(_)) = (result, &outcome) {
-                    facts.errors.push(ErrorFact {
-                        tool: call.name.clone(),
-                        what: what.clone(),
-                        excerpt: excerpt(&result.content),
-                    });
-                }
-                facts.calls.push(CallFact {
-                    tool: call.name.clone(),
-                    what,
-                    outcome,
-                });
             }
         }
         facts
+    }
+
+    /// A tool call of the head: the files it touched (a file written moves from the read list
+    /// to the modified one), what it did and how it ended, and its error when it failed.
+    fn add_call(&mut self, call: &condense_core::ToolCall, head: &[Message], pairs: &ToolPairs) {
+        let (touched, writes) = paths::touched(&call.name, &call.input);
+        for path in touched {
+            let (target, other) = if writes {
+                (&mut self.files_modified, &mut self.files_read)
+            } else {
+                (&mut self.files_read, &mut self.files_modified)
+            };
+            if writes {
+                other.retain(|seen| *seen != path);
+            }
+            if !target.iter().any(|seen| seen == path) && !other.iter().any(|seen| seen == path) {
+                target.push(path.to_owned());
+            }
+        }
+        let what = describe(&call.input);
+        let result = pairs.result_site(&call.id).and_then(|site| {
+            head.get(site.message)?
+                .parts
+                .get(site.part)?
+                .as_tool_result()
+        });
+        let outcome = match result {
+            None => Outcome::NoResult,
+            Some(result) => outcome_of(&result.content, result.is_error),
+        };
+        if let (Some(result), Outcome::Error | Outcome::ExitCode(_)) = (result, &outcome) {
+            self.errors.push(ErrorFact {
+                tool: call.name.clone(),
+                what: what.clone(),
+                excerpt: excerpt(&result.content),
+            });
+        }
+        self.calls.push(CallFact {
+            tool: call.name.clone(),
+            what,
+            outcome,
+        });
     }
 }
 
