@@ -94,29 +94,42 @@ pub(crate) fn parse(text: &str, source: &Source) -> Result<Layer, ConfigError> {
         let DeValue::Table(table) = value.get_ref() else {
             return Err(wrong_type(&at, name, "a table", value.get_ref()));
         };
-        for (field, value) in table {
-            let field_name = field.get_ref().as_ref();
-            let full = format!("{name}.{field_name}");
-            let at = origin_at(field.span().start);
-            let Some(kind) = keys
-                .iter()
-                .find(|(k, _)| k == field_name)
-                .map(|(_, kind)| *kind)
-            else {
-                let known: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
-                return Err(ConfigError::UnknownKey {
-                    at: at.to_string(),
-                    key: full,
-                    hint: hint(field_name, &known),
-                });
-            };
-            let value_at = origin_at(value.span().start);
-            let setting = convert(value.get_ref(), kind)
-                .ok_or_else(|| wrong_type(&value_at, &full, kind.name(), value.get_ref()))?;
-            layer.values.insert(full, (setting, value_at));
-        }
+        read_section(&mut layer, name, table, keys, &origin_at)?;
     }
     Ok(layer)
+}
+
+/// The keys of section `name` into `layer`, each checked against the schema's `keys` and
+/// converted to its kind.
+fn read_section(
+    layer: &mut Layer,
+    name: &str,
+    table: &DeTable<'_>,
+    keys: &[(String, schema::Kind)],
+    origin_at: &dyn Fn(usize) -> Origin,
+) -> Result<(), ConfigError> {
+    for (field, value) in table {
+        let field_name = field.get_ref().as_ref();
+        let full = format!("{name}.{field_name}");
+        let at = origin_at(field.span().start);
+        let Some(kind) = keys
+            .iter()
+            .find(|(k, _)| k == field_name)
+            .map(|(_, kind)| *kind)
+        else {
+            let known: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
+            return Err(ConfigError::UnknownKey {
+                at: at.to_string(),
+                key: full,
+                hint: hint(field_name, &known),
+            });
+        };
+        let value_at = origin_at(value.span().start);
+        let setting = convert(value.get_ref(), kind)
+            .ok_or_else(|| wrong_type(&value_at, &full, kind.name(), value.get_ref()))?;
+        layer.values.insert(full, (setting, value_at));
+    }
+    Ok(())
 }
 
 fn plugin(

@@ -116,34 +116,7 @@ pub(crate) fn parse_table(
                 message: "a pattern that matches a model's name (`*` for any)".into(),
             });
         }
-        let mut window = None;
-        let mut output = None;
-        for (field, value) in fields {
-            let name = field.get_ref().as_ref();
-            let at = origin_at(field.span().start);
-            let number = match convert(value.get_ref(), super::schema::Kind::Int) {
-                Some(Setting::Int(number)) => {
-                    usize::try_from(number).ok().filter(|&number| number > 0)
-                }
-                _ => None,
-            };
-            let slot = match name {
-                "context_window" => &mut window,
-                "max_output_tokens" => &mut output,
-                other => {
-                    return Err(ConfigError::UnknownKey {
-                        at: at.to_string(),
-                        key: format!("{key}.{other}"),
-                        hint: super::error::hint(other, &["context_window", "max_output_tokens"]),
-                    });
-                }
-            };
-            *slot = Some(number.ok_or_else(|| ConfigError::BadValue {
-                at: at.to_string(),
-                key: format!("{key}.{name}"),
-                message: "must be a whole number of tokens, more than 0".into(),
-            })?);
-        }
+        let (window, output) = window_fields(fields, &key, &origin_at)?;
         let Some(context_window) = window else {
             return Err(ConfigError::BadValue {
                 at: at.to_string(),
@@ -168,6 +141,42 @@ pub(crate) fn parse_table(
         });
     }
     Ok(rules)
+}
+
+/// A `[models."PATTERN"]` entry's `context_window` and `max_output_tokens`, each a whole
+/// number of tokens more than 0; any other field is refused with what it might have meant.
+fn window_fields(
+    fields: &DeTable<'_>,
+    key: &str,
+    origin_at: &dyn Fn(usize) -> Origin,
+) -> Result<(Option<usize>, Option<usize>), ConfigError> {
+    let mut window = None;
+    let mut output = None;
+    for (field, value) in fields {
+        let name = field.get_ref().as_ref();
+        let at = origin_at(field.span().start);
+        let number = match convert(value.get_ref(), super::schema::Kind::Int) {
+            Some(Setting::Int(number)) => usize::try_from(number).ok().filter(|&number| number > 0),
+            _ => None,
+        };
+        let slot = match name {
+            "context_window" => &mut window,
+            "max_output_tokens" => &mut output,
+            other => {
+                return Err(ConfigError::UnknownKey {
+                    at: at.to_string(),
+                    key: format!("{key}.{other}"),
+                    hint: super::error::hint(other, &["context_window", "max_output_tokens"]),
+                });
+            }
+        };
+        *slot = Some(number.ok_or_else(|| ConfigError::BadValue {
+            at: at.to_string(),
+            key: format!("{key}.{name}"),
+            message: "must be a whole number of tokens, more than 0".into(),
+        })?);
+    }
+    Ok((window, output))
 }
 
 /// The built-in table's rules.

@@ -548,15 +548,8 @@ impl Pruner<'_> {
         if !settings.enabled {
             return Ok(None);
         }
-        let last_assistant = messages
-            .iter()
-            .rev()
-            .find(|message| message.role == condense_core::Role::Assistant)
-            .and_then(Message::timestamp_ms);
-        let (previous, source) = match (last_assistant, request.previous_request_ms) {
-            (Some(at), _) => (at, PreviousRequest::LastAssistantMessage),
-            (None, Some(at)) => (at, PreviousRequest::State),
-            (None, None) => return Ok(None),
+        let Some((previous, source)) = previous_request(messages, request) else {
+            return Ok(None);
         };
         let gap = now.saturating_sub(previous);
         let mut report = MicrocompactReport {
@@ -599,25 +592,8 @@ impl Pruner<'_> {
             cleared.push(replacement);
         }
         report.cleared = cleared.len();
-        if cleared.is_empty() {
-            return Ok(Some(report));
-        }
-        for (index, reason) in kept {
-            plan.outputs[index].reason = Some(reason);
-        }
-        for replacement in cleared {
-            plan.outputs[replacement.output].reason = Some(Reason::Microcompacted);
-            plan.replacements.push(replacement);
-        }
-        // The other rules do not run: say why each output they would have judged stays.
-        for output in &mut plan.outputs {
-            if output.reason.is_none() {
-                output.reason = Some(if output.message >= boundary {
-                    Reason::InsideBoundary
-                } else {
-                    Reason::NotCompactable
-                });
-            }
+        if !cleared.is_empty() {
+            microcompacted(plan, cleared, kept, boundary);
         }
         Ok(Some(report))
     }
@@ -879,6 +855,47 @@ impl Pruner<'_> {
             })
             .collect();
         (rows, tokens_freed)
+    }
+}
+
+/// When the previous request was: the last assistant message's time where the format records
+/// one, else what the harness remembered; `None` when neither is known.
+fn previous_request(messages: &[Message], request: PruneRequest) -> Option<(u64, PreviousRequest)> {
+    let last_assistant = messages
+        .iter()
+        .rev()
+        .find(|message| message.role == condense_core::Role::Assistant)
+        .and_then(Message::timestamp_ms);
+    match (last_assistant, request.previous_request_ms) {
+        (Some(at), _) => Some((at, PreviousRequest::LastAssistantMessage)),
+        (None, Some(at)) => Some((at, PreviousRequest::State)),
+        (None, None) => None,
+    }
+}
+
+/// Microcompact's decisions into the plan: what it cleared, why what it kept stays, and, since
+/// the other rules do not run on this request, why each output they would have judged stays.
+fn microcompacted(
+    plan: &mut Plan<'_>,
+    cleared: Vec<Replacement>,
+    kept: Vec<(usize, Reason)>,
+    boundary: usize,
+) {
+    for (index, reason) in kept {
+        plan.outputs[index].reason = Some(reason);
+    }
+    for replacement in cleared {
+        plan.outputs[replacement.output].reason = Some(Reason::Microcompacted);
+        plan.replacements.push(replacement);
+    }
+    for output in &mut plan.outputs {
+        if output.reason.is_none() {
+            output.reason = Some(if output.message >= boundary {
+                Reason::InsideBoundary
+            } else {
+                Reason::NotCompactable
+            });
+        }
     }
 }
 
