@@ -80,15 +80,7 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
     };
 
     let candidates = candidates();
-    let total = (candidates.len() + 1) * sessions.len();
-    let done = AtomicUsize::new(0);
-    let show = verbosity != Verbosity::Quiet && std::io::stderr().is_terminal();
-    let tick = || {
-        let now = done.fetch_add(1, Ordering::Relaxed) + 1;
-        if show {
-            eprint!("\rcondense: tune: {now}/{total} replays");
-        }
-    };
+    let progress = Progress::new((candidates.len() + 1) * sessions.len(), verbosity);
     // One policy replayed on one session: its figures, the progress told.
     let figures_of =
         |session: &Session, policy: Box<dyn condense_replay::Policy>| -> Result<Figures> {
@@ -100,7 +92,7 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
                 &mut |_| {},
             )
             .with_context(|| session.name.clone())?;
-            tick();
+            progress.tick();
             let result = &replay.policies[0];
             Ok((
                 result.cost_usd,
@@ -137,9 +129,7 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
             Ok(outcome(changes.clone(), &figures))
         })
         .collect::<Result<_>>()?;
-    if show {
-        eprint!("\r{:60}\r", "");
-    }
+    progress.clear();
     let reference = outcome(Vec::new(), &reference);
     let frontier = frontier(&outcomes);
     let chosen = choose(&outcomes, &reference);
@@ -149,6 +139,38 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
         write_layer(path, &text, &base_sources, verbosity)?;
     }
     Ok(())
+}
+
+/// How many replays are done, told on one line of a terminal's stderr.
+struct Progress {
+    done: AtomicUsize,
+    total: usize,
+    show: bool,
+}
+
+impl Progress {
+    fn new(total: usize, verbosity: Verbosity) -> Self {
+        Progress {
+            done: AtomicUsize::new(0),
+            total,
+            show: verbosity != Verbosity::Quiet && std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// One more replay done.
+    fn tick(&self) {
+        let now = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.show {
+            eprint!("\rcondense: tune: {now}/{} replays", self.total);
+        }
+    }
+
+    /// The line taken away once every replay is done.
+    fn clear(&self) {
+        if self.show {
+            eprint!("\r{:60}\r", "");
+        }
+    }
 }
 
 /// Each session file read as a recording, priced by `provider` or by the API it speaks.
