@@ -11,21 +11,19 @@
 //! it too. Adding a key is a field with its doc in the struct that uses it and a line in the
 //! file.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
-
-use std::collections::{BTreeMap, BTreeSet};
-
-use serde::de::{DeserializeOwned, Visitor};
-use serde::{Deserialize, Deserializer};
-
-use crate::{ConfigError, Origin, Setting};
 
 use condense_compact::CompactionRules;
 use condense_pruner::{MicrocompactSettings, PruneRules, TrimRules};
 use condense_summarize::{ExtractiveSettings, RemoteSettings};
 use condense_tokenizer::Encoding;
+use serde::de::{DeserializeOwned, Visitor};
+use serde::{Deserialize, Deserializer};
+
+use crate::{ConfigError, Origin, Setting};
 
 /// Every section of the configuration, each read by the struct of the crate that uses it. A
 /// section two crates read (`[compaction]`, `[summarizer]`) is read by each of their structs;
