@@ -7,6 +7,8 @@
 //! layers. Every key is checked against the schema, every value against its kind and range; the
 //! first problem is an error with its file, line and column, and nothing is half-loaded.
 
+#![warn(missing_docs)]
+
 mod error;
 mod layer;
 mod models;
