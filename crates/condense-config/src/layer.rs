@@ -9,7 +9,7 @@ use toml::de::{DeTable, DeValue};
 
 use super::error::{ConfigError, hint};
 use super::schema;
-use super::value::{Origin, Setting, Source, convert, line_column};
+use super::value::{Origin, Setting, Source, convert};
 
 /// A `[[plugins]]` entry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,14 +33,7 @@ pub(crate) struct Layer {
 
 /// Reads one TOML layer, checking every key and type against the schema.
 pub(crate) fn parse(text: &str, source: &Source) -> Result<Layer, ConfigError> {
-    let origin_at = |offset: usize| {
-        let (line, column) = line_column(text, offset);
-        Origin {
-            source: source.clone(),
-            line: Some(line),
-            column: Some(column),
-        }
-    };
+    let origin_at = |offset: usize| Origin::at(source, text, offset);
     let root = DeTable::parse(text).map_err(|error| {
         let offset = error.span().map_or(0, |span| span.start);
         ConfigError::Syntax {

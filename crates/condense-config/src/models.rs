@@ -7,7 +7,7 @@
 use toml::de::{DeTable, DeValue};
 
 use super::error::ConfigError;
-use super::value::{Origin, Setting, Source, convert, line_column};
+use super::value::{Origin, Setting, Source, convert};
 
 /// The built-in table: the current providers' models, dated.
 pub const BUILT_IN_MODELS: &str = include_str!("../../../config/models.toml");
@@ -86,14 +86,7 @@ pub(crate) fn parse_table(
     text: &str,
     source: &Source,
 ) -> Result<Vec<ModelWindow>, ConfigError> {
-    let origin_at = |offset: usize| {
-        let (line, column) = line_column(text, offset);
-        Origin {
-            source: source.clone(),
-            line: Some(line),
-            column: Some(column),
-        }
-    };
+    let origin_at = |offset: usize| Origin::at(source, text, offset);
     // The table's own order is the file's (the first match wins), not the parser's sorted one.
     let mut entries: Vec<_> = table.iter().collect();
     entries.sort_by_key(|(pattern, _)| pattern.span().start);

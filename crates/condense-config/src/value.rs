@@ -63,6 +63,18 @@ pub struct Origin {
     pub column: Option<usize>,
 }
 
+impl Origin {
+    /// Where byte `offset` of `text`, a layer read from `source`, is.
+    pub(crate) fn at(source: &Source, text: &str, offset: usize) -> Origin {
+        let (line, column) = line_column(text, offset);
+        Origin {
+            source: source.clone(),
+            line: Some(line),
+            column: Some(column),
+        }
+    }
+}
+
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.line, self.column) {
