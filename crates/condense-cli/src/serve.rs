@@ -97,9 +97,9 @@ pub fn serve(args: ServeArgs, verbosity: Verbosity) -> Result<()> {
 /// one, a warning when the proxy listens beyond the loopback.
 fn auth_token(serve: &ServeConfig) -> Result<Option<String>> {
     let listen = serve.listen;
-    let auth_token = match serve.auth_token_env.as_str() {
-        "" => None,
-        variable => match std::env::var(variable) {
+    let auth_token = match serve.auth_token_env.as_deref() {
+        None => None,
+        Some(variable) => match std::env::var(variable) {
             Ok(token) if !token.is_empty() => Some(token),
             _ => {
                 return Err(usage_error(format!(

@@ -396,7 +396,7 @@ impl Config {
 
     /// The team's own template file, when one is configured.
     pub fn template_file(&self) -> Option<PathBuf> {
-        non_empty(&self.settings.compaction.template_file).map(PathBuf::from)
+        self.settings.compaction.template_file.clone()
     }
 
     /// Whether configuration, rather than the built-in default, chose the template: then it wins
@@ -410,17 +410,17 @@ impl Config {
 
     /// The plugin whose template to use when several supply one.
     pub fn template_plugin(&self) -> Option<String> {
-        non_empty(&self.settings.compaction.template_plugin)
+        self.settings.compaction.template_plugin.clone()
     }
 
     /// The team's instructions for every summary.
     pub fn custom_instructions(&self) -> Option<String> {
-        non_empty(&self.settings.compaction.custom_instructions)
+        self.settings.compaction.custom_instructions.clone()
     }
 
     /// What the agent is told after an automatic compaction.
     pub fn continuation(&self) -> Option<String> {
-        non_empty(&self.settings.compaction.continuation)
+        self.settings.compaction.continuation.clone()
     }
 
     /// Summarizer failures in a row before automatic compaction stops.
@@ -656,10 +656,6 @@ fn env_layer(env: &[(String, String)]) -> Result<layer::Layer, ConfigError> {
 }
 
 /// `""` is how the file says "none".
-fn non_empty(text: &str) -> Option<String> {
-    Some(text.to_owned()).filter(|text| !text.is_empty())
-}
-
 /// The merged values as the typed tree.
 fn typed(
     values: &BTreeMap<String, (Setting, Origin)>,

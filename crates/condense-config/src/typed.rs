@@ -75,14 +75,18 @@ pub struct ModelSettings {
 pub struct CompactionConfig {
     /// A built-in template.
     pub template: TemplateChoice,
-    /// A template file of the team's own; `""` for none. Wins over `template`.
-    pub template_file: String,
-    /// Which plugin's template, when several offer one; `""` for none.
-    pub template_plugin: String,
-    /// Appended to every summary prompt; `""` for none.
-    pub custom_instructions: String,
-    /// Told to the agent after an automatic compaction; `""` sends nothing.
-    pub continuation: String,
+    /// A template file of the team's own (`""` in the file: none). Wins over `template`.
+    #[serde(deserialize_with = "unless_empty")]
+    pub template_file: Option<PathBuf>,
+    /// Which plugin's template, when several offer one (`""`: none).
+    #[serde(deserialize_with = "unless_empty")]
+    pub template_plugin: Option<String>,
+    /// Appended to every summary prompt (`""`: none).
+    #[serde(deserialize_with = "unless_empty")]
+    pub custom_instructions: Option<String>,
+    /// Told to the agent after an automatic compaction (`""`: nothing is sent).
+    #[serde(deserialize_with = "unless_empty")]
+    pub continuation: Option<String>,
     /// Summarizer failures in a row before automatic compaction stops.
     pub max_failures: u32,
 }
@@ -138,8 +142,9 @@ pub struct ServeConfig {
     /// The longest the upstream may stay silent.
     pub upstream_timeout_secs: u64,
     /// The environment variable holding the key every request must carry in
-    /// `x-condense-key`; `""`: no key asked.
-    pub auth_token_env: String,
+    /// `x-condense-key` (`""`: no key asked).
+    #[serde(deserialize_with = "unless_empty")]
+    pub auth_token_env: Option<String>,
     /// `auto`, `pass` or `emulate`: whether condense answers the providers' compaction
     /// endpoints itself.
     pub native_compaction: NativeMode,
@@ -509,6 +514,16 @@ impl TryFrom<String> for TemplateChoice {
     fn try_from(text: String) -> Result<Self, String> {
         named(&text, TemplateChoice::ALL, TemplateChoice::name, "template")
     }
+}
+
+/// A text setting where `""` means none: `None` then, so that no caller tests for `""`.
+fn unless_empty<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: From<String>,
+{
+    let text = String::deserialize(deserializer)?;
+    Ok((!text.is_empty()).then(|| T::from(text)))
 }
 
 /// An IP address and port (`serve.listen`), with an example when it is not one.
