@@ -43,6 +43,9 @@ pub struct CompactionRules {
     pub max_tail_tokens: usize,
     /// The tail holds at least this many user turns when the conversation has them.
     pub min_tail_turns: usize,
+    /// The tail holds at least this many of the agent's latest tool calls when they fit the
+    /// budget as previews.
+    pub min_tail_calls: usize,
     /// What sending a token the provider has not cached costs more than reading it from the
     /// cache, in cache reads. A compaction rewrites what it keeps at this price; see
     /// [`pays_to_compact`]. 0 compacts only when the window makes it necessary.

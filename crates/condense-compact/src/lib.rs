@@ -25,4 +25,4 @@ pub use reassemble::{
     OPENCODE_CONTINUATION, previous_summary, reassemble, reposition_side, summary_message,
     summary_message_continued,
 };
-pub use split::{Split, TailRule, pinned, split, split_counted};
+pub use split::{Split, TailPreviews, TailRule, pinned, split, split_counted};

@@ -1,6 +1,6 @@
 use std::ops::Range;
 
-use condense_core::{Message, Part, Role, ToolPairs};
+use condense_core::{Message, Part, Role, ToolPairs, ToolResult};
 use condense_tokenizer::TokenCounter;
 use serde::Serialize;
 
@@ -21,6 +21,21 @@ pub enum TailRule {
     /// follows it): the tail is that exchange anyway, and the caller cuts its outputs that alone
     /// exceed the budget to previews. A compacted session always ends as the original did.
     LastExchange,
+    /// Whole turns held fewer than `min_tail_calls` tool calls (an autonomous run's turn is
+    /// hundreds of steps): the tail goes back to hold that many, as far as it fits the budget
+    /// with each output before the last exchange cut to a preview when it is over an equal share
+    /// of the budget ([`Split::previews`]).
+    RecentCalls,
+}
+
+/// The tail's outputs the caller cuts to previews (originals stored) for the tail to fit: every
+/// unprotected output in `messages` larger than `over` tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TailPreviews {
+    /// The messages whose outputs may be cut.
+    pub messages: Range<usize>,
+    /// An output over this many tokens is cut.
+    pub over: usize,
 }
 
 /// Where a conversation is cut: `pinned` leading System messages, then the head to summarize,
@@ -41,6 +56,13 @@ pub struct Split {
     pub tail_tokens: usize,
     /// User turns in the tail.
     pub tail_user_turns: usize,
+    /// Tool calls in the tail.
+    pub tail_calls: usize,
+    /// The tail's outputs to cut to previews, when it fits only so.
+    pub previews: Option<TailPreviews>,
+    /// The tail's tokens once those previews are made (as [`split_counted`]'s caller sized
+    /// them); `tail_tokens` without previews.
+    pub kept_tokens: usize,
 }
 
 impl Split {
@@ -85,12 +107,32 @@ pub fn pinned(messages: &[Message]) -> usize {
 /// call is in the head: a turn-based cut moves back to take the call along, a suffix moves forward
 /// past the result so that it still fits. Whatever the budget, the tail holds the last exchange
 /// ([`TailRule::LastExchange`]): a resumed agent must see where it was, not its original task.
+/// And it holds the agent's last `min_tail_calls` tool calls when whole turns did not, with their
+/// larger outputs cut to previews ([`TailRule::RecentCalls`]): what the agent was acting on.
+///
+/// Here outputs are counted as they are, none smaller as a preview; a caller that makes the
+/// previews gives their sizes to [`split_counted`].
 pub fn split(messages: &[Message], counter: &dyn TokenCounter, settings: &TailSettings) -> Split {
-    split_counted(messages, &counter.count_each(messages), settings)
+    let whole = |result: &ToolResult, _: &str| {
+        let tokens = counter.count_output(&result.content);
+        (tokens, tokens)
+    };
+    split_counted(messages, &counter.count_each(messages), &whole, settings)
 }
 
-/// [`split`] with each message's tokens already counted (`counts[i]` for `messages[i]`).
-pub fn split_counted(messages: &[Message], counts: &[usize], settings: &TailSettings) -> Split {
+/// What an output of the tool named in the second argument takes, in tokens: whole, and cut to
+/// the preview the caller would make of it (never more than whole).
+pub type OutputSizes<'a> = &'a dyn Fn(&ToolResult, &str) -> (usize, usize);
+
+/// [`split`] with each message's tokens already counted (`counts[i]` for `messages[i]`), and
+/// each output's tokens whole and as a preview given by `sizes` (asked only for the outputs a
+/// tail may cut).
+pub fn split_counted(
+    messages: &[Message],
+    counts: &[usize],
+    sizes: OutputSizes<'_>,
+    settings: &TailSettings,
+) -> Split {
     let pinned = pinned(messages);
     let mut suffix = vec![0usize; messages.len() + 1];
     for index in (0..messages.len()).rev() {
@@ -133,6 +175,16 @@ pub fn split_counted(messages: &[Message], counts: &[usize], settings: &TailSett
         tail_start = last_exchange;
         rule = TailRule::LastExchange;
     }
+    let recent = RecentCalls {
+        messages,
+        suffix: &suffix,
+        earliest_call: &earliest_call,
+        pinned,
+        last_exchange,
+        budget,
+        wanted: settings.rules.min_tail_calls,
+    };
+    let (tail_start, rule, previews, kept_tokens) = recent.fitted(tail_start, rule, &pairs, sizes);
 
     Split {
         pinned,
@@ -142,7 +194,161 @@ pub fn split_counted(messages: &[Message], counts: &[usize], settings: &TailSett
         head_tokens: suffix[pinned] - suffix[tail_start],
         tail_tokens: suffix[tail_start],
         tail_user_turns: turns.iter().filter(|&&turn| turn >= tail_start).count(),
+        tail_calls: calls_from(messages, tail_start),
+        previews,
+        kept_tokens,
     }
+}
+
+/// What moving the tail back to hold the recent calls needs to know of the conversation.
+struct RecentCalls<'a> {
+    messages: &'a [Message],
+    suffix: &'a [usize],
+    earliest_call: &'a [usize],
+    pinned: usize,
+    last_exchange: usize,
+    budget: usize,
+    /// `min_tail_calls`.
+    wanted: usize,
+}
+
+/// A tail moved back to hold the recent calls.
+struct Held {
+    start: usize,
+    /// Its tokens once its outputs over `over` are previews.
+    tokens: usize,
+    over: usize,
+}
+
+impl RecentCalls<'_> {
+    /// The tail from `tail_start` (cut by `rule`) with the previews it needs, and its tokens
+    /// once they are made: the last exchange's outputs over the budget when it alone is over
+    /// it; or, when the tail holds fewer than `wanted` calls, the tail moved back to hold them
+    /// ([`TailRule::RecentCalls`]); else none.
+    fn fitted(
+        &self,
+        tail_start: usize,
+        rule: TailRule,
+        pairs: &ToolPairs,
+        sizes: OutputSizes<'_>,
+    ) -> (usize, TailRule, Option<TailPreviews>, usize) {
+        let whole = self.suffix[tail_start];
+        if rule == TailRule::LastExchange && whole > self.budget {
+            let cut = tail_start..self.messages.len();
+            let kept = whole - excess(self.messages, cut.clone(), self.budget, pairs, sizes);
+            let previews = TailPreviews {
+                messages: cut,
+                over: self.budget,
+            };
+            return (tail_start, rule, Some(previews), kept);
+        }
+        match self.held_from(tail_start, pairs, sizes) {
+            Some(held) => {
+                let previews = TailPreviews {
+                    messages: held.start..self.last_exchange,
+                    over: held.over,
+                };
+                (
+                    held.start,
+                    TailRule::RecentCalls,
+                    Some(previews),
+                    held.tokens,
+                )
+            }
+            None => (tail_start, rule, None, whole),
+        }
+    }
+
+    /// The earliest start before `tail_start`, one step of calls at a time, that holds no more
+    /// than `wanted` calls back and fits the budget with the outputs before the last exchange
+    /// over `budget / wanted` tokens cut to previews; `None` when the tail holds enough calls
+    /// already or not even one more step fits. The head keeps at least one message.
+    fn held_from(
+        &self,
+        tail_start: usize,
+        pairs: &ToolPairs,
+        sizes: OutputSizes<'_>,
+    ) -> Option<Held> {
+        let calls_from = |start: usize| calls_from(self.messages, start);
+        if self.wanted == 0 || calls_from(tail_start) >= self.wanted {
+            return None;
+        }
+        let over = (self.budget / self.wanted).max(1);
+        // What previews would save from `counted_from` to the last exchange, grown as the
+        // start moves back.
+        let mut counted_from = tail_start.min(self.last_exchange);
+        let mut saved = excess(
+            self.messages,
+            counted_from..self.last_exchange,
+            over,
+            pairs,
+            sizes,
+        );
+        let mut held = None;
+        let mut step = tail_start;
+        while let Some(call) = self.messages[self.pinned..step]
+            .iter()
+            .rposition(|message| {
+                message
+                    .parts
+                    .iter()
+                    .any(|part| matches!(part, Part::ToolCall(_)))
+            })
+        {
+            let start = take_calls_along(self.pinned + call, self.pinned, self.earliest_call);
+            if start <= self.pinned {
+                break;
+            }
+            saved += excess(self.messages, start..counted_from, over, pairs, sizes);
+            counted_from = start;
+            let tokens = self.suffix[start] - saved;
+            if tokens > self.budget {
+                break;
+            }
+            held = Some(Held {
+                start,
+                tokens,
+                over,
+            });
+            if calls_from(start) >= self.wanted {
+                break;
+            }
+            step = start;
+        }
+        held
+    }
+}
+
+/// The tool calls in `messages[start..]`.
+fn calls_from(messages: &[Message], start: usize) -> usize {
+    messages[start..]
+        .iter()
+        .flat_map(|message| &message.parts)
+        .filter(|part| matches!(part, Part::ToolCall(_)))
+        .count()
+}
+
+/// The tokens that cutting every output of `messages[within]` over `over` tokens to its preview
+/// saves.
+fn excess(
+    messages: &[Message],
+    within: Range<usize>,
+    over: usize,
+    pairs: &ToolPairs,
+    sizes: OutputSizes<'_>,
+) -> usize {
+    messages[within]
+        .iter()
+        .flat_map(|message| &message.parts)
+        .filter_map(|part| match part {
+            Part::ToolResult(result) => {
+                let tool = pairs.tool_name(messages, result).unwrap_or_default();
+                let (whole, preview) = sizes(result, tool);
+                (whole > over).then(|| whole.saturating_sub(preview))
+            }
+            _ => None,
+        })
+        .sum()
 }
 
 /// Where the last exchange begins: the last assistant message (its calls' results follow it),

@@ -20,7 +20,7 @@ fn the_split_of_every_transcript_at_three_windows() {
         for window in [16_000, 32_000, 128_000] {
             let split = split(&conversation.messages, &counter, &settings(window));
             lines.push(format!(
-                "{:>3}K: pinned {}, head {}..{} ({} tokens), tail from {} ({} tokens, {} user turns, budget {}, {:?}){}",
+                "{:>3}K: pinned {}, head {}..{} ({} tokens), tail from {} ({} tokens, {} user turns, {} calls, budget {}, {:?}{}){}",
                 window / 1000,
                 split.pinned,
                 split.pinned,
@@ -29,8 +29,13 @@ fn the_split_of_every_transcript_at_three_windows() {
                 split.tail_start,
                 split.tail_tokens,
                 split.tail_user_turns,
+                split.tail_calls,
                 split.budget,
                 split.rule,
+                split.previews.as_ref().map_or(String::new(), |p| format!(
+                    ", outputs of {}..{} over {} as previews: {} tokens",
+                    p.messages.start, p.messages.end, p.over, split.kept_tokens
+                )),
                 if split.nothing_to_compact() { ", nothing to compact" } else { "" }
             ));
             assert_pairs_whole(&conversation.messages, split.tail_start);
@@ -116,6 +121,19 @@ proptest! {
             prop_assert!(split.tail_start <= last_assistant, "tail from {} but the last step is at {}", split.tail_start, last_assistant);
         } else if messages.len() > split.pinned {
             prop_assert!(split.tail_start < messages.len(), "the last message is in the tail");
+        }
+
+        // A tail moved back for the recent calls fits its budget once its previews are made,
+        // previews only what is before the last exchange, and holds more calls than before.
+        if split.rule == condense_compact::TailRule::RecentCalls {
+            let previews = split.previews.as_ref().unwrap();
+            prop_assert!(split.kept_tokens <= split.budget);
+            prop_assert_eq!(previews.messages.start, split.tail_start);
+            let last_assistant = messages.iter().rposition(|m| m.role == Role::Assistant).unwrap();
+            prop_assert!(previews.messages.end <= last_assistant);
+            prop_assert!(split.tail_calls > 0 && split.tail_start > split.pinned);
+        } else if split.previews.is_none() {
+            prop_assert_eq!(split.kept_tokens, split.tail_tokens);
         }
 
         // The tail holds min_tail_turns user turns when there are that many, unless even the

@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use condense_compact::{
-    Split, TailRule, TailSettings, carried, is_due, previous_summary, reassemble, reposition_side,
-    split,
+    Split, TailSettings, carried, is_due, previous_summary, reassemble, reposition_side,
 };
 use condense_core::{Conversation, LiveView, Memos, Message, Role};
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
@@ -378,7 +377,7 @@ impl Compactor {
         };
         let pruned = self.prune_and_measure(&mut conversation, state, &counts, reported, &asked)?;
         let compaction = match self.trigger(&conversation, state, &pruned, &asked) {
-            Trigger::Skip(outcome) => outcome,
+            Trigger::Skip(outcome) => *outcome,
             Trigger::Summarize { early } => {
                 let due = Due::of(&pruned, &counts, tail, early);
                 let automatic = phases == Phases::Both { automatic: true };
@@ -453,12 +452,7 @@ impl Compactor {
         let counter = self.counter.as_ref();
         let tail = &asked.tail;
         let tokens_in = conversation_total(counts);
-        let pruner = Pruner {
-            settings: &self.prune,
-            counter,
-            store: self.store.as_ref(),
-            clock: self.clock.as_ref(),
-        };
+        let pruner = self.pruner();
         // A harness's request is walked only when it is due for compaction (`prune.walk_when`):
         // judged on the request as it came, the provider's count where there is one.
         let mut early_as_it_came = None;
@@ -534,15 +528,15 @@ impl Compactor {
                 self.pays_to_compact(conversation, &pruned.counts, &asked.tail, asked.summarizer)
             });
         if phases == Phases::PruneOnly {
-            Trigger::Skip(CompactionOutcome::PruneOnly)
+            Trigger::Skip(Box::new(CompactionOutcome::PruneOnly))
         } else if phases != Phases::Forced && !full && !early {
-            Trigger::Skip(CompactionOutcome::NotDue)
+            Trigger::Skip(Box::new(CompactionOutcome::NotDue))
         } else if phases == (Phases::Both { automatic: true })
             && state.consecutive_failures >= self.max_failures
         {
-            Trigger::Skip(CompactionOutcome::CircuitOpen {
+            Trigger::Skip(Box::new(CompactionOutcome::CircuitOpen {
                 consecutive_failures: state.consecutive_failures,
-            })
+            }))
         } else {
             Trigger::Summarize { early }
         }
@@ -609,12 +603,15 @@ impl Compactor {
         // agent's request would carry it, before any preview below, which would change its
         // cached prefix.
         let whole = conversation;
-        let cut = split(&conversation.messages, counter, &room);
+        let cut = self.cut(
+            &conversation.messages,
+            &counter.count_each(&conversation.messages),
+            &room,
+        );
         if cut.nothing_to_compact() {
             return Ok((CompactionOutcome::NothingToCompact, None));
         }
-        let (conversation, previewed_outputs) =
-            self.last_exchange_fitted(conversation, &cut, state)?;
+        let (conversation, previewed_outputs) = self.tail_previewed(conversation, &cut, state)?;
         let conversation = conversation.as_ref();
         let messages = &conversation.messages;
         let head = &messages[cut.head()];
@@ -662,27 +659,52 @@ impl Compactor {
         Ok((outcome, Some(compacted)))
     }
 
-    /// The conversation with the last exchange fitted to the tail: it is kept even when it
-    /// alone is over the tail budget, and its outputs that are, by themselves, become previews
-    /// (originals stored) so the result can still fit. With how many were.
-    fn last_exchange_fitted<'c>(
+    /// Where `messages` (their tokens `counts`) are cut ([`condense_compact::split_counted`]),
+    /// the tail's outputs sized as the previews [`Compactor::tail_previewed`] would make.
+    fn cut(&self, messages: &[Message], counts: &[usize], tail: &TailSettings) -> Split {
+        let pruner = self.pruner();
+        let sizes = |result: &condense_core::ToolResult, tool: &str| {
+            let whole = self.counter.count_output(&result.content);
+            // A protected output is never cut.
+            if self.prune.rules.protected_tools.contains(tool) {
+                (whole, whole)
+            } else {
+                (whole, pruner.preview_tokens(result, tool))
+            }
+        };
+        condense_compact::split_counted(messages, counts, &sizes, tail)
+    }
+
+    /// The pruner with this compactor's settings, store and clock.
+    fn pruner(&self) -> Pruner<'_> {
+        Pruner {
+            settings: &self.prune,
+            counter: self.counter.as_ref(),
+            store: self.store.as_ref(),
+            clock: self.clock.as_ref(),
+        }
+    }
+
+    /// The conversation with the tail's previews made ([`Split::previews`]): the last exchange
+    /// when it alone is over the tail budget, or the recent calls' larger outputs when the tail
+    /// went back to hold them (originals stored, decisions logged so later requests repeat
+    /// them). With how many outputs were cut.
+    fn tail_previewed<'c>(
         &self,
         conversation: &'c Conversation,
         cut: &Split,
         state: &mut SessionState,
     ) -> Result<(Cow<'c, Conversation>, usize), HostError> {
-        if cut.rule != TailRule::LastExchange || cut.tail_tokens <= cut.budget {
+        let Some(previews) = &cut.previews else {
             return Ok((Cow::Borrowed(conversation), 0));
-        }
-        let mut previewed = conversation.clone();
-        let pruner = Pruner {
-            settings: &self.prune,
-            counter: self.counter.as_ref(),
-            store: self.store.as_ref(),
-            clock: self.clock.as_ref(),
         };
-        let outputs =
-            pruner.preview_oversized(&mut previewed, cut.tail_start, cut.budget, &mut state.log)?;
+        let mut previewed = conversation.clone();
+        let outputs = self.pruner().preview_oversized(
+            &mut previewed,
+            previews.messages.clone(),
+            previews.over,
+            &mut state.log,
+        )?;
         Ok((Cow::Owned(previewed), outputs))
     }
 
@@ -783,14 +805,14 @@ impl Compactor {
         if !condense_compact::pays_to_compact(&best, tail) {
             return false;
         }
-        let cut = condense_compact::split_counted(messages, counts, tail);
+        let cut = self.cut(messages, counts, tail);
         if cut.nothing_to_compact() {
             return false;
         }
         let early = condense_compact::EarlyCompaction {
             head_tokens: cut.head_tokens,
             summary_tokens: self.summary_tokens,
-            tail_tokens: cut.tail_tokens,
+            tail_tokens: cut.kept_tokens,
             growth_tokens: growth,
             summarizer_input_tokens: (!summarizer.runs_locally()).then_some(cut.head_tokens),
         };
@@ -1018,8 +1040,9 @@ struct Pruned {
 
 /// What the trigger decided.
 enum Trigger {
-    /// Phase 2 does not run, for this reason.
-    Skip(CompactionOutcome),
+    /// Phase 2 does not run, for this reason (boxed: the outcome of a summary is large, and
+    /// this one never is).
+    Skip(Box<CompactionOutcome>),
     /// Phase 2 runs; `early`: before the window needs it, because it is cheaper.
     Summarize { early: bool },
 }

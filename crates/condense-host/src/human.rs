@@ -1,5 +1,6 @@
 //! The short report of a compaction, in words.
 
+use condense_compact::TailRule;
 use condense_text::thousands;
 
 use crate::{CompactReport, CompactionOutcome, Config, Measure};
@@ -161,9 +162,15 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
                 );
             }
             if *previewed_outputs > 0 {
-                line.push_str(&format!(
-                    "; the last exchange is over the tail budget, {previewed_outputs} of its outputs cut to previews"
-                ));
+                line.push_str(&match split.rule {
+                    TailRule::RecentCalls => format!(
+                        "; the tail holds the last {} tool calls, {previewed_outputs} of their outputs cut to previews",
+                        split.tail_calls
+                    ),
+                    _ => format!(
+                        "; the last exchange is over the tail budget, {previewed_outputs} of its outputs cut to previews"
+                    ),
+                });
             }
             if let Some(reason) = rejected {
                 line.push_str(&format!(

@@ -43,8 +43,9 @@ pub enum CompactionOutcome {
         split: Split,
         /// Protected outputs and recent user turns from the head, kept verbatim after the summary.
         carried_messages: usize,
-        /// Outputs of the last exchange cut to previews because each alone was over the tail
-        /// budget (the tail always holds the last exchange).
+        /// Outputs of the tail cut to previews for it to fit its budget ([`Split::previews`]):
+        /// the last exchange's, each alone over the budget (the tail always holds the last
+        /// exchange), or the recent calls' over their share ([`condense_compact::TailRule`]).
         #[serde(skip_serializing_if = "is_zero")]
         previewed_outputs: usize,
         /// The summary's tokens.

@@ -12,12 +12,19 @@ use condense_pruner::{FixedClock, MemoryStore};
 use condense_summarize::{SummarizeError, Summarizer};
 
 fn config() -> Config {
+    config_with(&[])
+}
+
+/// [`config`] with more settings from the environment's layer.
+fn config_with(more: &[(&str, &str)]) -> Config {
+    let mut env: Vec<(String, String)> = vec![
+        ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "32000".into()),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+        ("CONDENSE_PRUNE_PROTECTED_TOOLS".into(), "TodoWrite".into()),
+    ];
+    env.extend(more.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
     Config::load(&Sources {
-        env: vec![
-            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), "32000".into()),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
-            ("CONDENSE_PRUNE_PROTECTED_TOOLS".into(), "TodoWrite".into()),
-        ],
+        env,
         ..Sources::default()
     })
     .unwrap()
@@ -736,4 +743,107 @@ async fn a_request_not_due_is_walked_only_when_asked() {
         on_purpose.report.prune.replaced(),
         always.report.prune.replaced()
     );
+}
+
+/// An autonomous run (one user turn of many steps) is compacted with more of the agent's latest
+/// tool calls in its tail than whole turns hold, up to ten as far as the tail budget goes: each
+/// output before the last exchange whole or cut to a preview of its start (original stored), the
+/// last exchange whole; and the next request of the session repeats the same previews (decisions
+/// frozen, the cached prefix unchanged).
+#[tokio::test]
+async fn an_autonomous_runs_tail_holds_its_recent_calls_and_keeps_them_on_the_next_request() {
+    let config = config();
+    let ours = compactor(&config);
+    let whole_turns = config_with(&[("CONDENSE_COMPACTION_MIN_TAIL_CALLS", "0")]);
+    let (mut held, mut held_ten) = (0, 0);
+    for transcript in transcripts().unwrap() {
+        if !transcript.name.starts_with("openai/mini-swe-agent") {
+            continue;
+        }
+        let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        let outputs_of = |messages: &[Message]| -> Vec<(String, String)> {
+            messages
+                .iter()
+                .flat_map(|m| &m.parts)
+                .filter_map(Part::as_tool_result)
+                .map(|r| (r.call_id.clone(), r.content.text().into_owned()))
+                .collect()
+        };
+        let originals: std::collections::HashMap<String, String> =
+            outputs_of(&conversation.messages).into_iter().collect();
+        // The request two steps before the end, then the last one, in one session.
+        let earlier = Conversation {
+            messages: conversation.messages[..conversation.messages.len() - 2].to_vec(),
+            ..conversation.clone()
+        };
+        let earlier_again = earlier.clone();
+        let mut state = SessionState::default();
+        let first = ours.prepare(earlier, &mut state).await.unwrap();
+        let CompactionOutcome::Summarized { split, .. } = &first.report.compaction else {
+            continue;
+        };
+        if split.rule != condense_compact::TailRule::RecentCalls {
+            continue;
+        }
+        let name = &transcript.name;
+        let before = compactor(&whole_turns)
+            .prepare(earlier_again, &mut SessionState::default())
+            .await
+            .unwrap();
+        let CompactionOutcome::Summarized {
+            split: by_turns, ..
+        } = &before.report.compaction
+        else {
+            panic!("{name}: {:?}", before.report.compaction);
+        };
+        assert!(
+            split.tail_calls > by_turns.tail_calls && split.tail_calls <= 10,
+            "{name}: {} calls, {} by whole turns",
+            split.tail_calls,
+            by_turns.tail_calls
+        );
+        held_ten += usize::from(split.tail_calls >= 10);
+        assert!(split.kept_tokens <= split.budget, "{name}");
+        let sent = outputs_of(&first.conversation.messages);
+        assert!(sent.len() >= split.tail_calls, "{name}");
+        let mut previews = 0;
+        for (id, shown) in &sent {
+            let original = &originals[id];
+            if shown != original {
+                let start: String = original.chars().take(200).collect();
+                assert!(shown.starts_with(&start), "{name}: {id} is not a preview");
+                assert!(shown.contains("condense recall"), "{name}: {id}");
+                previews += 1;
+            }
+        }
+        assert!(previews > 0, "{name}: the tail fit whole, nothing to test");
+        let last = sent.last().unwrap();
+        assert_eq!(
+            &last.1, &originals[&last.0],
+            "{name}: the last output is whole"
+        );
+
+        let next = ours
+            .prepare(conversation.clone(), &mut state)
+            .await
+            .unwrap();
+        let again: std::collections::HashMap<String, String> =
+            outputs_of(&next.conversation.messages)
+                .into_iter()
+                .collect();
+        let mut repeated = 0;
+        for (id, shown) in &sent {
+            if let Some(now) = again.get(id) {
+                assert_eq!(now, shown, "{name}: {id} changed on the next request");
+                repeated += usize::from(now != &originals[id]);
+            }
+        }
+        assert!(repeated > 0, "{name}: no preview met again");
+        held += 1;
+    }
+    assert!(
+        held >= 3,
+        "only {held} mini-swe-agent runs held their recent calls"
+    );
+    assert!(held_ten >= 2, "only {held_ten} held ten");
 }

@@ -299,14 +299,15 @@ impl Pruner<'_> {
         })
     }
 
-    /// Cuts every unprotected output at or after message `from` whose tokens exceed `limit` to a
+    /// Cuts every unprotected output in the messages `within` whose tokens exceed `limit` to a
     /// preview, its original stored first, and records each in `log` so later requests repeat
-    /// it. Phase 2 uses it when the last exchange alone is larger than the tail budget: the
-    /// compacted session must still end with it. Returns how many outputs were cut.
+    /// it. Phase 2 uses it for the tail to fit its budget: when the last exchange alone is larger
+    /// (the compacted session must still end with it), and when the tail holds the agent's
+    /// recent calls with their larger outputs as previews. Returns how many outputs were cut.
     pub fn preview_oversized(
         &self,
         conversation: &mut Conversation,
-        from: usize,
+        within: std::ops::Range<usize>,
         limit: usize,
         log: &mut DecisionLog,
     ) -> Result<usize, PruneError> {
@@ -314,21 +315,43 @@ impl Pruner<'_> {
         let mut plan = self.plan(&conversation.messages);
         for index in 0..plan.outputs.len() {
             let output = &plan.outputs[index];
-            if output.message < from
+            if !within.contains(&output.message)
                 || output.protected
                 || output.result.compacted.is_some()
                 || output.tokens <= limit
             {
                 continue;
             }
-            let chars = output.result.content.text().chars().count();
-            let replacement = self.preview(&plan, index, chars, now)?;
-            plan.replacements.push(replacement);
+            let text = output.result.content.text();
+            let replacement = self.preview(&plan, index, text.chars().count(), now)?;
+            // An output whose preview would be no shorter stays whole.
+            if replacement.content.len() < text.len() {
+                plan.replacements.push(replacement);
+            }
         }
         self.store_originals(&plan)?;
         let cut = plan.replacements.len();
         Decided::from(plan).apply(conversation, log);
         Ok(cut)
+    }
+
+    /// The tokens `result` would take as the preview [`Pruner::preview_oversized`] makes of it
+    /// (its tool named `tool` in the note): for a cut to count what a tail of previews keeps
+    /// before making them. Never more than the output whole.
+    pub fn preview_tokens(&self, result: &ToolResult, tool: &str) -> usize {
+        let whole = self.counter.count_output(&result.content);
+        let text = result.content.text();
+        let shown = preview(&text, self.settings.rules.preview_bytes);
+        // The handle's digits are counted at their length, not their value.
+        let handle = "0".repeat(crate::store::HANDLE_HEX_DIGITS);
+        let note = self.settings.rules.preview_note.render(&[
+            ("tool", tool),
+            ("tokens", &thousands(whole)),
+            ("chars", &thousands(text.chars().count())),
+            ("handle", &handle),
+            ("shown", &thousands(shown.chars().count())),
+        ]);
+        (self.counter.count_text(&shown) + self.counter.count_text(&note)).min(whole)
     }
 
     /// Every tool output, with its tokens and whether its tool is protected.
@@ -392,6 +415,15 @@ impl Pruner<'_> {
             if let Some(Decision::Replaced { content, marker }) = decision {
                 let unchanged =
                     matches!(&output.result.content, ToolOutput::Text(text) if text == content);
+                // Some harnesses reuse a call id (SWE-agent does): the decision is for the
+                // output whose original the marker names, not for another under the same id,
+                // which is judged afresh.
+                let same_output = unchanged
+                    || marker.handle.is_empty()
+                    || original_bytes(output).is_ok_and(|bytes| handle_of(&bytes) == marker.handle);
+                if !same_output {
+                    continue;
+                }
                 output.reason = Some(if unchanged {
                     Reason::AlreadyReplaced
                 } else {

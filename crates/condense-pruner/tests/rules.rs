@@ -908,3 +908,44 @@ fn a_codex_read_is_matched_in_the_directory_codex_recorded() {
     );
     assert_eq!(reason("top"), Reason::InsideWindow);
 }
+
+/// SWE-agent reuses a call id for later calls. A decision is for the output it was made on (the
+/// original its marker names): another output under the same id is judged afresh, not given
+/// that output's replacement, which would change the prefix the provider cached.
+#[test]
+fn a_decision_is_repeated_only_on_the_output_it_was_made_for_when_a_call_id_is_reused() {
+    let big = "z".repeat(99) + "\n";
+    let originals = Conversation::new(vec![
+        user("go"),
+        call("a", "bash"),
+        result("a", "first output, short"),
+        call("a", "bash"),
+        result("a", &big.repeat(200)),
+    ]);
+    let counter = Tiktoken::default();
+    let store = MemoryStore::new();
+    let pruner = Pruner {
+        settings: &budget_only(),
+        counter: &counter,
+        store: &store,
+        clock: &FixedClock(NOW),
+    };
+    let mut first = originals.clone();
+    let mut log = DecisionLog::new();
+    let cut = pruner
+        .preview_oversized(&mut first, 4..5, 100, &mut log)
+        .unwrap();
+    assert_eq!(cut, 1);
+    assert_eq!(output_text(&first.messages[2]), "first output, short");
+
+    let mut again = originals.clone();
+    pruner
+        .prune(&mut again, &mut log, PruneRequest::default())
+        .unwrap();
+    assert_eq!(
+        output_text(&again.messages[2]),
+        "first output, short",
+        "the earlier output under the same id stays as it was"
+    );
+    assert_eq!(again.messages[4], first.messages[4], "the decision repeats");
+}
