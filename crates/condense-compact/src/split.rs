@@ -23,13 +23,13 @@ pub enum TailRule {
     LastExchange,
     /// Whole turns held fewer than `min_tail_calls` tool calls (an autonomous run's turn is
     /// hundreds of steps): the tail goes back to hold that many, as far as it fits the budget
-    /// with each output before the last exchange cut to a preview when it is over an equal share
-    /// of the budget ([`Split::previews`]).
+    /// with each output before the last exchange over an equal share of the budget cut to a
+    /// preview of that share ([`Split::previews`]).
     RecentCalls,
 }
 
 /// The tail's outputs the caller cuts to previews (originals stored) for the tail to fit: every
-/// unprotected output in `messages` larger than `over` tokens.
+/// unprotected output in `messages` larger than `over` tokens, to a preview within that.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TailPreviews {
     /// The messages whose outputs may be cut.
@@ -113,7 +113,7 @@ pub fn pinned(messages: &[Message]) -> usize {
 /// Here outputs are counted as they are, none smaller as a preview; a caller that makes the
 /// previews gives their sizes to [`split_counted`].
 pub fn split(messages: &[Message], counter: &dyn TokenCounter, settings: &TailSettings) -> Split {
-    let whole = |result: &ToolResult, _: &str| {
+    let whole = |result: &ToolResult, _: &str, _: usize| {
         let tokens = counter.count_output(&result.content);
         (tokens, tokens)
     };
@@ -121,8 +121,8 @@ pub fn split(messages: &[Message], counter: &dyn TokenCounter, settings: &TailSe
 }
 
 /// What an output of the tool named in the second argument takes, in tokens: whole, and cut to
-/// the preview the caller would make of it (never more than whole).
-pub type OutputSizes<'a> = &'a dyn Fn(&ToolResult, &str) -> (usize, usize);
+/// the preview the caller would make of it within the third (never more than whole).
+pub type OutputSizes<'a> = &'a dyn Fn(&ToolResult, &str, usize) -> (usize, usize);
 
 /// [`split`] with each message's tokens already counted (`counts[i]` for `messages[i]`), and
 /// each output's tokens whole and as a preview given by `sizes` (asked only for the outputs a
@@ -343,7 +343,7 @@ fn excess(
         .filter_map(|part| match part {
             Part::ToolResult(result) => {
                 let tool = pairs.tool_name(messages, result).unwrap_or_default();
-                let (whole, preview) = sizes(result, tool);
+                let (whole, preview) = sizes(result, tool, over);
                 (whole > over).then(|| whole.saturating_sub(preview))
             }
             _ => None,

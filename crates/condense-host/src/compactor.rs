@@ -663,13 +663,13 @@ impl Compactor {
     /// the tail's outputs sized as the previews [`Compactor::tail_previewed`] would make.
     fn cut(&self, messages: &[Message], counts: &[usize], tail: &TailSettings) -> Split {
         let pruner = self.pruner();
-        let sizes = |result: &condense_core::ToolResult, tool: &str| {
+        let sizes = |result: &condense_core::ToolResult, tool: &str, limit: usize| {
             let whole = self.counter.count_output(&result.content);
             // A protected output is never cut.
             if self.prune.rules.protected_tools.contains(tool) {
                 (whole, whole)
             } else {
-                (whole, pruner.preview_tokens(result, tool))
+                (whole, pruner.preview_tokens(result, tool, limit))
             }
         };
         condense_compact::split_counted(messages, counts, &sizes, tail)

@@ -300,10 +300,11 @@ impl Pruner<'_> {
     }
 
     /// Cuts every unprotected output in the messages `within` whose tokens exceed `limit` to a
-    /// preview, its original stored first, and records each in `log` so later requests repeat
-    /// it. Phase 2 uses it for the tail to fit its budget: when the last exchange alone is larger
-    /// (the compacted session must still end with it), and when the tail holds the agent's
-    /// recent calls with their larger outputs as previews. Returns how many outputs were cut.
+    /// preview within about `limit` tokens (and `prune.preview_bytes`), its original stored
+    /// first, and records each in `log` so later requests repeat it. Phase 2 uses it for the
+    /// tail to fit its budget: when the last exchange alone is larger (the compacted session
+    /// must still end with it), and when the tail holds the agent's recent calls with their
+    /// larger outputs as previews. Returns how many outputs were cut.
     pub fn preview_oversized(
         &self,
         conversation: &mut Conversation,
@@ -323,7 +324,8 @@ impl Pruner<'_> {
                 continue;
             }
             let text = output.result.content.text();
-            let replacement = self.preview(&plan, index, text.chars().count(), now)?;
+            let bytes = self.preview_bytes_within(&text, output.tokens, output.tool, limit);
+            let replacement = self.preview(&plan, index, text.chars().count(), bytes, now)?;
             // An output whose preview would be no shorter stays whole.
             if replacement.content.len() < text.len() {
                 plan.replacements.push(replacement);
@@ -336,22 +338,54 @@ impl Pruner<'_> {
     }
 
     /// The tokens `result` would take as the preview [`Pruner::preview_oversized`] makes of it
-    /// (its tool named `tool` in the note): for a cut to count what a tail of previews keeps
-    /// before making them. Never more than the output whole.
-    pub fn preview_tokens(&self, result: &ToolResult, tool: &str) -> usize {
+    /// within `limit` tokens (its tool named `tool` in the note): for a cut to count what a tail
+    /// of previews keeps before making them. Never more than the output whole.
+    pub fn preview_tokens(&self, result: &ToolResult, tool: &str, limit: usize) -> usize {
         let whole = self.counter.count_output(&result.content);
         let text = result.content.text();
-        let shown = preview(&text, self.settings.rules.preview_bytes);
-        // The handle's digits are counted at their length, not their value.
-        let handle = "0".repeat(crate::store::HANDLE_HEX_DIGITS);
-        let note = self.settings.rules.preview_note.render(&[
+        let bytes = self.preview_bytes_within(&text, whole, tool, limit);
+        let shown = preview(&text, bytes);
+        let handle = match &result.content {
+            ToolOutput::Text(text) => handle_of(text.as_bytes()),
+            ToolOutput::Parts(parts) => handle_of(&serde_json::to_vec(parts).unwrap_or_default()),
+        };
+        let chars = text.chars().count();
+        let note = self.preview_note_of(tool, whole, chars, shown.chars().count(), &handle);
+        self.counter
+            .count_text(&format!("{shown}{note}"))
+            .min(whole)
+    }
+
+    /// How many bytes of `text` (`tokens` whole) a preview keeps for it, its note included, to
+    /// stay within about `limit` tokens: the output's own bytes a token times what the note
+    /// leaves of `limit`, and never more than `prune.preview_bytes`. An equal share of a tail
+    /// budget then holds as many previews as it has shares.
+    fn preview_bytes_within(&self, text: &str, tokens: usize, tool: &str, limit: usize) -> usize {
+        let chars = text.chars().count();
+        // The note at its longest (as many characters shown as there are), with a handle of the
+        // same form as the output's own: hex digits count as hex digits do.
+        let note = self.preview_note_of(tool, tokens, chars, chars, &handle_of(b""));
+        let room = limit.saturating_sub(self.counter.count_text(&note));
+        (text.len().saturating_mul(room) / tokens.max(1)).min(self.settings.rules.preview_bytes)
+    }
+
+    /// The note after a preview of `shown` of the `chars` characters (`tokens` tokens) of an
+    /// output of `tool`, kept as `handle`.
+    fn preview_note_of(
+        &self,
+        tool: &str,
+        tokens: usize,
+        chars: usize,
+        shown: usize,
+        handle: &str,
+    ) -> String {
+        self.settings.rules.preview_note.render(&[
             ("tool", tool),
-            ("tokens", &thousands(whole)),
-            ("chars", &thousands(text.chars().count())),
-            ("handle", &handle),
-            ("shown", &thousands(shown.chars().count())),
-        ]);
-        (self.counter.count_text(&shown) + self.counter.count_text(&note)).min(whole)
+            ("tokens", &thousands(tokens)),
+            ("chars", &thousands(chars)),
+            ("handle", handle),
+            ("shown", &thousands(shown)),
+        ])
     }
 
     /// Every tool output, with its tokens and whether its tool is protected.
@@ -675,7 +709,8 @@ impl Pruner<'_> {
                     plan.kept_fresh.push(index);
                     continue;
                 }
-                let replacement = self.preview(plan, index, chars, now)?;
+                let bytes = self.settings.rules.preview_bytes;
+                let replacement = self.preview(plan, index, chars, bytes, now)?;
                 total = total - chars + replacement.content.chars().count();
                 plan.outputs[index].reason = Some(Reason::OverTurnBudget);
                 plan.replacements.push(replacement);
@@ -685,24 +720,26 @@ impl Pruner<'_> {
         Ok(())
     }
 
+    /// The output `index` cut to a preview of its first `bytes` (at a line's end), with the note.
     fn preview(
         &self,
         plan: &Plan<'_>,
         index: usize,
         chars: usize,
+        bytes: usize,
         now: u64,
     ) -> Result<Replacement, PruneError> {
         let output = &plan.outputs[index];
         let handle = handle_of(&original_bytes(output)?);
         let text = output.result.content.text();
-        let shown = preview(&text, self.settings.rules.preview_bytes);
-        let note = self.settings.rules.preview_note.render(&[
-            ("tool", output.tool),
-            ("tokens", &thousands(output.tokens)),
-            ("chars", &thousands(chars)),
-            ("handle", &handle),
-            ("shown", &thousands(shown.chars().count())),
-        ]);
+        let shown = preview(&text, bytes);
+        let note = self.preview_note_of(
+            output.tool,
+            output.tokens,
+            chars,
+            shown.chars().count(),
+            &handle,
+        );
         Ok(Replacement {
             output: index,
             content: format!("{shown}{note}"),

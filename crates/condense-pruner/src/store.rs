@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 /// Hex digits of SHA-256 kept in a handle: 128 bits, collision-free for any store a person will
 /// have, and short enough to cost few tokens in every placeholder.
-pub(crate) const HANDLE_HEX_DIGITS: usize = 32;
+const HANDLE_HEX_DIGITS: usize = 32;
 
 /// Whether `text` has a handle's form: the first 128 bits of a SHA-256, as 32 lowercase hex
 /// digits.

@@ -9,7 +9,7 @@ use condense_pruner::{
     Decision, DecisionLog, FixedClock, MemoryStore, PruneRequest, PruneSettings, Pruner, Reason,
     Store, StoreError,
 };
-use condense_tokenizer::Tiktoken;
+use condense_tokenizer::{Tiktoken, TokenCounter};
 
 const NOW: u64 = 1_763_700_000_000;
 
@@ -948,4 +948,38 @@ fn a_decision_is_repeated_only_on_the_output_it_was_made_for_when_a_call_id_is_r
         "the earlier output under the same id stays as it was"
     );
     assert_eq!(again.messages[4], first.messages[4], "the decision repeats");
+}
+
+/// A preview made for a share of a tail's budget stays within about that share, its note
+/// included (the cut is sized by the output's own bytes a token, so a start denser than the
+/// whole goes a little over), and the pruner's own count of it (what a cut plans with) is the
+/// preview's count.
+#[test]
+fn a_preview_within_a_limit_stays_within_it_and_is_counted_as_made() {
+    let counter = Tiktoken::default();
+    let store = MemoryStore::new();
+    let pruner = Pruner {
+        settings: &budget_only(),
+        counter: &counter,
+        store: &store,
+        clock: &FixedClock(NOW),
+    };
+    let original = words(3_000, "uniform");
+    let mut conversation =
+        Conversation::new(vec![user("go"), call("a", "bash"), result("a", &original)]);
+    let planned = pruner.preview_tokens(
+        conversation.messages[2].parts[0].as_tool_result().unwrap(),
+        "bash",
+        300,
+    );
+    let mut log = DecisionLog::new();
+    let cut = pruner
+        .preview_oversized(&mut conversation, 2..3, 300, &mut log)
+        .unwrap();
+    assert_eq!(cut, 1);
+    let shown = output_text(&conversation.messages[2]);
+    let tokens = counter.count_text(&shown);
+    assert!(shown.starts_with("uniform\nline 0 of uniform"), "{shown}");
+    assert!((150..=315).contains(&tokens), "{tokens} tokens");
+    assert_eq!(planned, tokens);
 }
