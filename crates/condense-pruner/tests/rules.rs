@@ -19,16 +19,23 @@ fn prune(
     log: &mut DecisionLog,
     store: &dyn Store,
 ) -> condense_pruner::PruneReport {
-    let counter = Tiktoken::default();
-    let pruner = Pruner {
-        settings,
-        counter: &counter,
-        store,
-        clock: &FixedClock(NOW),
-    };
-    pruner
+    pruner(settings, &Tiktoken::default(), store)
         .prune(conversation, log, PruneRequest::default())
         .unwrap()
+}
+
+/// A pruner at [`NOW`].
+fn pruner<'a>(
+    settings: &'a PruneSettings,
+    counter: &'a Tiktoken,
+    store: &'a dyn Store,
+) -> Pruner<'a> {
+    Pruner {
+        settings,
+        counter,
+        store,
+        clock: &FixedClock(NOW),
+    }
 }
 
 fn t9() -> PruneSettings {
@@ -922,14 +929,8 @@ fn a_decision_is_repeated_only_on_the_output_it_was_made_for_when_a_call_id_is_r
         call("a", "bash"),
         result("a", &big.repeat(200)),
     ]);
-    let counter = Tiktoken::default();
-    let store = MemoryStore::new();
-    let pruner = Pruner {
-        settings: &budget_only(),
-        counter: &counter,
-        store: &store,
-        clock: &FixedClock(NOW),
-    };
+    let (settings, counter, store) = (budget_only(), Tiktoken::default(), MemoryStore::new());
+    let pruner = pruner(&settings, &counter, &store);
     let mut first = originals.clone();
     let mut log = DecisionLog::new();
     let cut = pruner
@@ -956,14 +957,8 @@ fn a_decision_is_repeated_only_on_the_output_it_was_made_for_when_a_call_id_is_r
 /// preview's count.
 #[test]
 fn a_preview_within_a_limit_stays_within_it_and_is_counted_as_made() {
-    let counter = Tiktoken::default();
-    let store = MemoryStore::new();
-    let pruner = Pruner {
-        settings: &budget_only(),
-        counter: &counter,
-        store: &store,
-        clock: &FixedClock(NOW),
-    };
+    let (settings, counter, store) = (budget_only(), Tiktoken::default(), MemoryStore::new());
+    let pruner = pruner(&settings, &counter, &store);
     let original = words(3_000, "uniform");
     let mut conversation =
         Conversation::new(vec![user("go"), call("a", "bash"), result("a", &original)]);
