@@ -113,13 +113,14 @@ async fn claude_code_resumes_a_log_condense_compacted_from_its_summary() {
         return;
     };
     let recorded = std::sync::Arc::new(Recorded::new(claude).await);
-    // Compacted in place (pruning off: the summary is what is checked here). The session's
+    // Compacted in place (pruning off, and the tail by whole turns, `min_tail_calls = 0`: the
+    // summary, standing for the calls, is what is checked here). The session's
     // one prompt is carried whole after the summary, and both are on the chain Claude Code
     // follows back from the last line, so the resumed request opens with them.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("compact.toml"),
-        "[prune]\nminimum_tokens = 1000000000\n",
+        "[prune]\nminimum_tokens = 1000000000\n[compaction]\nmin_tail_calls = 0\n",
     )
     .unwrap();
     let said = condense_in(
@@ -192,12 +193,21 @@ async fn claude_code_resumes_a_log_it_compacted_itself_once_condense_compacted_i
     let counted: Value = serde_json::from_slice(&counted.stdout).unwrap();
     let total = counted["total"].as_u64().unwrap();
     assert!((12_000..16_000).contains(&total), "{counted}");
+    // The tail by whole turns (`min_tail_calls = 0`): condense's summary then stands for some
+    // of the second turn's calls, and the test sees they are not sent again.
+    std::fs::write(
+        dir.path().join("compact.toml"),
+        "[compaction]\nmin_tail_calls = 0\n",
+    )
+    .unwrap();
     let said = condense_in(
         dir.path(),
         &[
             "compact",
             recorded.log.to_str().unwrap(),
             "--in-place",
+            "--config",
+            "compact.toml",
             "--context-window",
             "8000",
             "--max-output-tokens",
