@@ -260,12 +260,21 @@ async fn codex_resumes_a_log_that_condense_pruned_and_compacted() {
     }
 
     // Compacted in place: the head became a summary, which Codex sends as a developer message.
+    // The tail by whole turns (`min_tail_calls = 0`): the summary then stands for calls, and
+    // the test sees they are not sent again.
+    std::fs::write(
+        dir.path().join("compact.toml"),
+        "[compaction]\nmin_tail_calls = 0\n",
+    )
+    .unwrap();
     let compacted = condense_in(
         dir.path(),
         &[
             "compact",
             log.to_str().unwrap(),
             "--in-place",
+            "--config",
+            "compact.toml",
             "--context-window",
             "6000",
             "--max-output-tokens",
