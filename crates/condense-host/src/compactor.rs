@@ -669,7 +669,7 @@ impl Compactor {
             if self.prune.rules.protected_tools.contains(tool) {
                 (whole, whole)
             } else {
-                (whole, pruner.preview_tokens(result, tool, limit))
+                (whole, pruner.preview_tokens(result, whole, tool, limit))
             }
         };
         condense_compact::split_counted(messages, counts, &sizes, tail)

@@ -338,17 +338,20 @@ impl Pruner<'_> {
     }
 
     /// The tokens `result` would take as the preview [`Pruner::preview_oversized`] makes of it
-    /// within `limit` tokens (its tool named `tool` in the note): for a cut to count what a tail
-    /// of previews keeps before making them. Never more than the output whole.
-    pub fn preview_tokens(&self, result: &ToolResult, tool: &str, limit: usize) -> usize {
-        let whole = self.counter.count_output(&result.content);
+    /// within `limit` tokens (its tool named `tool` in the note; `whole`, its tokens as it is):
+    /// for a cut to count what a tail of previews keeps before making them. Never more than
+    /// the output whole.
+    pub fn preview_tokens(
+        &self,
+        result: &ToolResult,
+        whole: usize,
+        tool: &str,
+        limit: usize,
+    ) -> usize {
         let text = result.content.text();
         let bytes = self.preview_bytes_within(&text, whole, tool, limit);
         let shown = preview(&text, bytes);
-        let handle = match &result.content {
-            ToolOutput::Text(text) => handle_of(text.as_bytes()),
-            ToolOutput::Parts(parts) => handle_of(&serde_json::to_vec(parts).unwrap_or_default()),
-        };
+        let handle = handle_of(&content_bytes(&result.content).unwrap_or_default());
         let chars = text.chars().count();
         let note = self.preview_note_of(tool, whole, chars, shown.chars().count(), &handle);
         self.counter
@@ -1231,17 +1234,18 @@ fn marker(
 /// What goes to the store: a text output as its UTF-8 bytes (so `condense recall` prints it as
 /// it was), an output of blocks as their JSON.
 fn original_bytes<'o>(output: &'o Output<'_>) -> Result<Cow<'o, [u8]>, PruneError> {
-    match &output.result.content {
+    content_bytes(&output.result.content).map_err(|error| PruneError::Serialize {
+        call_id: output.result.call_id.clone(),
+        message: output.message,
+        reason: error.to_string(),
+    })
+}
+
+/// An output's bytes as the store keeps them: its text, or its blocks as JSON.
+fn content_bytes(content: &ToolOutput) -> Result<Cow<'_, [u8]>, serde_json::Error> {
+    match content {
         ToolOutput::Text(text) => Ok(Cow::Borrowed(text.as_bytes())),
-        ToolOutput::Parts(parts) => {
-            serde_json::to_vec(parts)
-                .map(Cow::Owned)
-                .map_err(|error| PruneError::Serialize {
-                    call_id: output.result.call_id.clone(),
-                    message: output.message,
-                    reason: error.to_string(),
-                })
-        }
+        ToolOutput::Parts(parts) => serde_json::to_vec(parts).map(Cow::Owned),
     }
 }
 

@@ -962,11 +962,9 @@ fn a_preview_within_a_limit_stays_within_it_and_is_counted_as_made() {
     let original = words(3_000, "uniform");
     let mut conversation =
         Conversation::new(vec![user("go"), call("a", "bash"), result("a", &original)]);
-    let planned = pruner.preview_tokens(
-        conversation.messages[2].parts[0].as_tool_result().unwrap(),
-        "bash",
-        300,
-    );
+    let result = conversation.messages[2].parts[0].as_tool_result().unwrap();
+    let whole = counter.count_output(&result.content);
+    let planned = pruner.preview_tokens(result, whole, "bash", 300);
     let mut log = DecisionLog::new();
     let cut = pruner
         .preview_oversized(&mut conversation, 2..3, 300, &mut log)
