@@ -26,6 +26,11 @@ pub enum TailRule {
     /// with each output before the last exchange over an equal share of the budget cut to a
     /// preview of that share ([`Split::previews`]).
     RecentCalls,
+    /// The last turn alone is larger than the budget, and the suffix that fits it holds more
+    /// than `min_tail_calls` tool calls: the tail is the last `min_tail_calls` of them. Kept
+    /// past the recent work, an older call is read again on every request and rewritten at
+    /// every compaction, while the summary already stands for it.
+    LatestCalls,
 }
 
 /// The tail's outputs the caller cuts to previews (originals stored) for the tail to fit: every
@@ -108,7 +113,8 @@ pub fn pinned(messages: &[Message]) -> usize {
 /// past the result so that it still fits. Whatever the budget, the tail holds the last exchange
 /// ([`TailRule::LastExchange`]): a resumed agent must see where it was, not its original task.
 /// And it holds the agent's last `min_tail_calls` tool calls when whole turns did not, with their
-/// larger outputs cut to previews ([`TailRule::RecentCalls`]): what the agent was acting on.
+/// larger outputs cut to previews ([`TailRule::RecentCalls`]): what the agent was acting on; a
+/// suffix that holds more of them is cut back to that many ([`TailRule::LatestCalls`]).
 ///
 /// Here outputs are counted as they are, none smaller as a preview; a caller that makes the
 /// previews gives their sizes to [`split_counted`].
@@ -168,7 +174,17 @@ pub fn split_counted(
         let fits = (pinned..=messages.len())
             .find(|&index| suffix[index] <= budget)
             .unwrap_or(messages.len());
-        skip_orphaned_results(fits, &earliest_call)
+        let fits = skip_orphaned_results(fits, &earliest_call);
+        let latest = latest_calls(
+            messages,
+            fits,
+            settings.rules.min_tail_calls,
+            &earliest_call,
+        );
+        if latest > fits {
+            rule = TailRule::LatestCalls;
+        }
+        latest
     };
     let last_exchange = last_exchange_start(messages, pinned, &earliest_call);
     if tail_start > last_exchange {
@@ -317,6 +333,32 @@ impl RecentCalls<'_> {
         }
         held
     }
+}
+
+/// Where the tail from `start` begins once it holds no more than the last `wanted` tool calls
+/// (the message of the `wanted`-th call from the end, with any call whose result follows); `start`
+/// when it holds no more than that, or `wanted` is 0.
+fn latest_calls(
+    messages: &[Message],
+    start: usize,
+    wanted: usize,
+    earliest_call: &[usize],
+) -> usize {
+    if wanted == 0 || calls_from(messages, start) <= wanted {
+        return start;
+    }
+    let mut seen = 0;
+    for index in (start..messages.len()).rev() {
+        seen += messages[index]
+            .parts
+            .iter()
+            .filter(|part| matches!(part, Part::ToolCall(_)))
+            .count();
+        if seen >= wanted {
+            return take_calls_along(index, start, earliest_call).max(start);
+        }
+    }
+    start
 }
 
 /// The tool calls in `messages[start..]`.

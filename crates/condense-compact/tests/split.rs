@@ -136,6 +136,15 @@ proptest! {
             prop_assert_eq!(split.kept_tokens, split.tail_tokens);
         }
 
+        // A suffix cut back to the latest calls holds `min_tail_calls` of them, within its
+        // budget, and starts at the step that makes the earliest of them.
+        if split.rule == condense_compact::TailRule::LatestCalls {
+            let calls = |from: usize| messages[from..].iter().flat_map(|m| &m.parts).filter(|part| matches!(part, condense_core::Part::ToolCall(_))).count();
+            let wanted = settings.rules.min_tail_calls;
+            prop_assert!(split.tail_calls >= wanted && calls(split.tail_start + 1) < wanted);
+            prop_assert!(split.tail_tokens <= split.budget);
+        }
+
         // The tail holds min_tail_turns user turns when there are that many, unless even the
         // last turn is over budget or those turns would fill half the usable window.
         let turns = condense_core::user_turns(&messages);
@@ -148,5 +157,57 @@ proptest! {
                 prop_assert!(split.tail_user_turns >= wanted, "{} turns kept, {} wanted", split.tail_user_turns, wanted);
             }
         }
+    }
+}
+
+/// One person's request, then an autonomous run of single-call steps with outputs of random
+/// sizes, some small enough for the tail budget to hold more than `min_tail_calls` of them.
+fn autonomous_run() -> impl Strategy<Value = Vec<Message>> {
+    prop::collection::vec(0..600usize, 1..80).prop_map(|sizes| {
+        let mut messages = vec![
+            Message::text(Role::System, "be useful"),
+            Message::text(Role::User, "fix the bug"),
+        ];
+        for (id, size) in sizes.into_iter().enumerate() {
+            messages.push(Message::new(
+                Role::Assistant,
+                vec![tool_call(
+                    format!("c{id}"),
+                    "bash",
+                    serde_json::json!({"command": "ls"}),
+                )],
+            ));
+            messages.push(Message::new(
+                Role::Tool,
+                vec![tool_result(format!("c{id}"), "out ".repeat(size))],
+            ));
+        }
+        messages
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The tail of a run too long for its budget is the run's last `min_tail_calls` calls when
+    /// more than that fit: no older call rides along, none of those is left out.
+    #[test]
+    fn an_autonomous_runs_tail_is_its_latest_calls(messages in autonomous_run(), window in 6_000usize..40_000) {
+        let counter = Tiktoken::default();
+        let settings = settings(window);
+        let split = split(&messages, &counter, &settings);
+        let wanted = settings.rules.min_tail_calls;
+        let counts = counter.count_each(&messages);
+        // The calls (one a step) of the longest suffix within the budget, as a suffix cut
+        // takes it: from a step, never from a result.
+        let fitting = (2..messages.len())
+            .step_by(2)
+            .find(|&from| counts[from..].iter().sum::<usize>() <= split.budget)
+            .map_or(0, |from| (messages.len() - from) / 2);
+        if split.rule == condense_compact::TailRule::Suffix || split.rule == condense_compact::TailRule::LatestCalls {
+            prop_assert_eq!(split.tail_calls, fitting.min(wanted));
+            prop_assert_eq!(split.rule == condense_compact::TailRule::LatestCalls, fitting > wanted);
+        }
+        prop_assert!(split.tail_tokens <= split.budget || split.rule == condense_compact::TailRule::LastExchange || split.rule == condense_compact::TailRule::RecentCalls);
     }
 }

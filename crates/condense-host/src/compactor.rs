@@ -456,14 +456,13 @@ impl Compactor {
         // A harness's request is walked only when it is due for compaction (`prune.walk_when`):
         // judged on the request as it came, the provider's count where there is one.
         let mut early_as_it_came = None;
+        let as_it_came = measure(conversation, reported, counts, |_| 0).0.tokens();
         let skip_walk = asked.phases == (Phases::Both { automatic: true })
             && self.walk_when == crate::WalkWhen::Due
-            && !is_due(
-                measure(conversation, reported, counts, |_| 0).0.tokens(),
-                tail,
-            )
+            && !is_due(as_it_came, tail)
             && {
-                let early = self.pays_to_compact(conversation, counts, tail, asked.summarizer);
+                let room = room(tail, as_it_came, tokens_in);
+                let early = self.pays_to_compact(conversation, counts, &room, asked.summarizer);
                 early_as_it_came = Some(early);
                 !early
             };
@@ -525,7 +524,8 @@ impl Compactor {
         let early = phases != Phases::Forced
             && !full
             && pruned.early_unpruned.unwrap_or_else(|| {
-                self.pays_to_compact(conversation, &pruned.counts, &asked.tail, asked.summarizer)
+                let room = room(&asked.tail, pruned.due_tokens, pruned.tokens);
+                self.pays_to_compact(conversation, &pruned.counts, &room, asked.summarizer)
             });
         if phases == Phases::PruneOnly {
             Trigger::Skip(Box::new(CompactionOutcome::PruneOnly))
@@ -595,10 +595,7 @@ impl Compactor {
         due: Due,
     ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
         let counter = self.counter.as_ref();
-        let room = TailSettings {
-            context_window: due.tail.context_window.saturating_sub(due.overhead),
-            ..due.tail
-        };
+        let room = room(&due.tail, due.tokens, due.counted);
         // What a summarizer that asks inside the conversation sends: the conversation as the
         // agent's request would carry it, before any preview below, which would change its
         // cached prefix.
@@ -806,7 +803,7 @@ impl Compactor {
             return false;
         }
         let cut = self.cut(messages, counts, tail);
-        if cut.nothing_to_compact() {
+        if cut.nothing_to_compact() || !keeps_recent_work(messages, &cut, tail) {
             return false;
         }
         let early = condense_compact::EarlyCompaction {
@@ -1085,10 +1082,9 @@ struct Due {
     tail: TailSettings,
     /// As the provider counts it: its reported usage when known, else condense's count.
     tokens: usize,
-    /// What the provider counts on top of condense's count of the messages (see [`overhead`]):
-    /// the tail is sized for the window without it.
-    overhead: usize,
-    /// condense's count of the conversation.
+    /// condense's count of the conversation. What the provider counts beyond it (tool
+    /// definitions, a system prompt sent apart, its own tokenizer) is left out of the room the
+    /// tail and the summary are sized for ([`room`]).
     counted: usize,
     /// condense's count of its leading messages the provider most likely has cached (see
     /// [`Fork::cached`]).
@@ -1135,14 +1131,9 @@ impl Due {
         };
         let first_change = pruned.prune.first_fresh_message().unwrap_or(counts.len());
         let cached_end = previous_end.min(first_change).min(counts.len());
-        // What the request carries beyond the messages condense counts (tool definitions, a
-        // system prompt sent apart, the provider's own tokenizer): the tail and the summary
-        // must fit in what is left of the window.
-        let usable = condense_compact::usable(&tail);
         Due {
             tail,
             tokens: pruned.due_tokens,
-            overhead: overhead(usable, pruned.due_tokens, pruned.tokens),
             counted: pruned.tokens,
             cached: counts[..cached_end].iter().sum(),
             early,
@@ -1171,6 +1162,30 @@ fn due_tokens(
             provider.saturating_sub(freed.saturating_sub(prune.frozen_tokens_up_to(at_message)))
         }
     }
+}
+
+/// The window `tail` is sized for, less what the request carries beyond condense's count of
+/// its messages ([`overhead`]; `due` the provider's measure, `ours` condense's): what the
+/// summary and the tail must fit in.
+fn room(tail: &TailSettings, due: usize, ours: usize) -> TailSettings {
+    let overhead = overhead(condense_compact::usable(tail), due, ours);
+    TailSettings {
+        context_window: tail.context_window.saturating_sub(overhead),
+        ..*tail
+    }
+}
+
+/// Whether `cut` keeps the agent's recent work as it is: its last `min_tail_calls` tool calls
+/// (all of them, when it has made fewer) in the tail, no output cut to a preview. An early
+/// compaction is a saving, not a necessity: it never takes from the agent what it is acting on,
+/// and waits for a request where the recent calls fit the tail whole (or for the window to fill).
+fn keeps_recent_work(messages: &[Message], cut: &Split, tail: &TailSettings) -> bool {
+    let calls = messages[cut.pinned..]
+        .iter()
+        .flat_map(|message| &message.parts)
+        .filter(|part| matches!(part, condense_core::Part::ToolCall(_)))
+        .count();
+    cut.previews.is_none() && cut.tail_calls >= calls.min(tail.rules.min_tail_calls)
 }
 
 /// How much of the usable window the request's part beyond condense's count takes, in

@@ -847,3 +847,45 @@ async fn an_autonomous_runs_tail_holds_its_recent_calls_and_keeps_them_on_the_ne
     );
     assert!(held_ten >= 2, "only {held_ten} held ten");
 }
+
+/// An early compaction (a saving, not a necessity) never takes the agent's recent work: on every
+/// request of the autonomous runs at a 128K window, where only the cost model makes condense
+/// compact, each summary keeps the last ten calls in the tail, none cut to a preview.
+#[tokio::test]
+async fn an_early_compaction_keeps_the_recent_calls_whole() {
+    let ours = compactor(&config_at("128000", "4096"));
+    let mut early = 0;
+    for transcript in transcripts().unwrap() {
+        if !transcript.name.starts_with("openai/mini-swe-agent") {
+            continue;
+        }
+        let name = &transcript.name;
+        let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        let messages = &conversation.messages;
+        let mut state = SessionState::default();
+        for end in (1..messages.len()).filter(|&end| messages[end].role == Role::Assistant) {
+            let request = Conversation {
+                messages: messages[..end].to_vec(),
+                ..conversation.clone()
+            };
+            let prepared = ours.prepare(request, &mut state).await.unwrap();
+            let CompactionOutcome::Summarized {
+                split, early: true, ..
+            } = &prepared.report.compaction
+            else {
+                continue;
+            };
+            early += 1;
+            let calls = messages[..end]
+                .iter()
+                .flat_map(|m| &m.parts)
+                .filter(|part| matches!(part, Part::ToolCall(_)))
+                .count();
+            assert!(
+                split.previews.is_none() && split.tail_calls >= calls.min(10),
+                "{name}, request before message {end}: {split:?}"
+            );
+        }
+    }
+    assert!(early >= 6, "{early} early compactions");
+}

@@ -1424,7 +1424,8 @@ async fn a_proxy_with_a_key_refuses_requests_without_it() {
 
 /// One proxy in front of two models: each request is sized for the model it names
 /// (`[models]`), so the same long session is compacted for the small model's window and
-/// forwarded whole to the large one.
+/// forwarded whole to the large one (compaction only when the window needs it: the cost model
+/// would compact this session early even in the large window).
 #[tokio::test]
 async fn each_request_is_sized_for_its_model() {
     let (upstream, received) = upstream().await;
@@ -1432,7 +1433,7 @@ async fn each_request_is_sized_for_its_model() {
     let file = dir.path().join("models.toml");
     std::fs::write(
         &file,
-        "[model]\ncontext_window = 200000\n\n[models.\"small-*\"]\ncontext_window = 16000\nmax_output_tokens = 4096\n",
+        "[model]\ncontext_window = 200000\n\n[compaction]\ncache_rewrite_cost = 0\n\n[models.\"small-*\"]\ncontext_window = 16000\nmax_output_tokens = 4096\n",
     )
     .unwrap();
     let config = Config::load(&Sources {
