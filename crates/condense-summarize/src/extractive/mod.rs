@@ -306,19 +306,15 @@ impl Extractive {
 
     fn optional_items(&self, kind: Kind, facts: &Facts) -> Vec<String> {
         match kind {
-            Kind::Calls => facts
-                .calls
-                .iter()
-                .map(|call| {
-                    let outcome = match call.outcome {
-                        Outcome::Ok => "ok".to_owned(),
-                        Outcome::ExitCode(code) => format!("exit code {code}"),
-                        Outcome::Error => "error".to_owned(),
-                        Outcome::NoResult => "no result".to_owned(),
-                    };
-                    format!("- {}: {} → {outcome}", call.tool, call.what)
-                })
-                .collect(),
+            Kind::Calls => merged_repeats(facts.calls.iter().map(|call| {
+                let outcome = match call.outcome {
+                    Outcome::Ok => "ok".to_owned(),
+                    Outcome::ExitCode(code) => format!("exit code {code}"),
+                    Outcome::Error => "error".to_owned(),
+                    Outcome::NoResult => "no result".to_owned(),
+                };
+                format!("- {}: {} → {outcome}", call.tool, call.what)
+            })),
             Kind::Errors => facts
                 .errors
                 .iter()
@@ -425,6 +421,30 @@ fn render(sections: &[String], bodies: &[Vec<String>], source: &str) -> String {
     out.trim_end().to_owned()
 }
 
+/// `lines` with each run of the same line written once, with how many times it came: an agent
+/// editing one file step after step leaves a run of identical lines (`str_replace_editor: …/match.c
+/// → ok` fifteen times in a row on an OpenHands run), which say no more than one line and its
+/// count, and every summary token is read again on every later request.
+fn merged_repeats(lines: impl Iterator<Item = String>) -> Vec<String> {
+    let mut merged: Vec<(String, usize)> = Vec::new();
+    for line in lines {
+        match merged.last_mut() {
+            Some((last, count)) if *last == line => *count += 1,
+            _ => merged.push((line, 1)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(line, count)| {
+            if count == 1 {
+                line
+            } else {
+                format!("{line} (×{count})")
+            }
+        })
+        .collect()
+}
+
 /// Whether `heading` is a `## ` heading followed by `### ` headings before the next `## `.
 fn has_subsections(source: &str, heading: &str) -> bool {
     let mut lines = source
@@ -450,5 +470,20 @@ impl Summarizer for Extractive {
 
     async fn summarize(&self, head: &[Message], _prompt: &str) -> Result<String, SummarizeError> {
         self.summary_of(head)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merged_repeats;
+
+    #[test]
+    fn a_run_of_the_same_line_is_written_once_with_its_count() {
+        let lines = ["a", "b", "b", "b", "a", "c", "c"].map(str::to_owned);
+        assert_eq!(
+            merged_repeats(lines.into_iter()),
+            ["a", "b (×3)", "a", "c (×2)"]
+        );
+        assert!(merged_repeats(std::iter::empty()).is_empty());
     }
 }
