@@ -735,9 +735,10 @@ fn a_subagent_under_other_policies_is_refused() {
 }
 
 /// What condense's defaults must hold on every shared session at 32K, 64K and 128K, priced
-/// against Anthropic's cache model and OpenAI's: no failed request wherever any policy has none, and no
+/// against Anthropic's cache model and OpenAI's: no failed request wherever any policy has none, no
 /// other compaction policy (Claude Code's, opencode's, hermes-agent's rules) that finishes both
-/// cheaper and keeping at least as much (condense on their cost/retention frontier); and the
+/// cheaper and keeping at least as much (condense on their cost/retention frontier), and at
+/// least what Claude Code's rules keep wherever they finish; and the
 /// measure itself: the whole history, sent as it is, keeps everything. (Sending everything can
 /// be cheaper where a session ends just under the window, or ends before an early compaction
 /// has paid for itself: condense compacts early when that costs less over the requests that
@@ -746,7 +747,7 @@ fn a_subagent_under_other_policies_is_refused() {
 /// nothing, are not compared: on openhands ponyc-4588 at 32K, condense compacts at the 45th of
 /// 49 requests, to be paid back by the 56th, and costs 3 % more than sending everything.)
 #[test]
-fn condense_is_on_the_cost_and_retention_frontier_and_finishes_wherever_any_policy_does() {
+fn condense_is_on_the_frontier_keeps_what_claude_codes_rules_keep_and_finishes_wherever_any_does() {
     // Every breach, so that one run shows them all.
     let mut breaches = Vec::new();
     for path in transcripts() {
@@ -768,6 +769,16 @@ fn condense_is_on_the_cost_and_retention_frontier_and_finishes_wherever_any_poli
                 breaches.push(format!(
                     "{name}: the whole history keeps {}",
                     none.retention
+                ));
+            }
+            // Against the rules agents ship today: wherever they finish, condense shows the
+            // model at least what they do (its cost against theirs is in BENCHMARKS.md: at most
+            // theirs at 83 of 108 points, not yet everywhere).
+            let theirs = named("claude-code");
+            if theirs.failures == 0 && ours.retention < theirs.retention - 1e-9 {
+                breaches.push(format!(
+                    "{name}: condense keeps {:.4}, Claude Code's rules {:.4}",
+                    ours.retention, theirs.retention
                 ));
             }
             if replay.policies.iter().any(|policy| policy.failures == 0) && ours.failures != 0 {
