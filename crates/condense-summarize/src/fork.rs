@@ -109,8 +109,11 @@ impl<'c> Fork<'c> {
         if room < reply_tokens.div_ceil(2) {
             return None;
         }
-        let forked = self.counted + counter.count_message(&instruction);
-        let cached = self.cached.min(forked);
+        // The fork reads what the request carries beyond the messages as well (tool
+        // definitions, a system prompt sent apart): at the front, cached with the prefix.
+        let beyond = self.tokens.saturating_sub(self.counted);
+        let forked = self.counted + beyond + counter.count_message(&instruction);
+        let cached = (self.cached + beyond).min(forked);
         let fork_price = READ * cached as f64 + WRITE * (forked - cached) as f64;
         let separate = self.separate_tokens(prompt, counter, tool_output_chars);
         if fork_price >= separate as f64 {
@@ -221,6 +224,21 @@ mod tests {
         assert!(
             request(&fork).is_none(),
             "a tenth of 100,000 is more than the head"
+        );
+    }
+
+    /// What the request carries beyond its messages (the provider's count over condense's:
+    /// tool definitions, a system prompt sent apart) is read by the fork as well: a fork that
+    /// pays on the messages alone does not once a large system prompt is read with them.
+    #[test]
+    fn a_fork_pays_for_the_system_prompt_and_tools_it_reads() {
+        let conversation = conversation();
+        let mut fork = fork(&conversation, 1_000_000);
+        assert!(request(&fork).is_some());
+        fork.tokens = fork.counted + 100_000;
+        assert!(
+            request(&fork).is_none(),
+            "a tenth of 100,000 tokens of tools is more than the head"
         );
     }
 }
