@@ -1166,13 +1166,21 @@ fn due_tokens(
 
 /// The window `tail` is sized for, less what the request carries beyond condense's count of
 /// its messages ([`overhead`]; `due` the provider's measure, `ours` condense's): what the
-/// summary and the tail must fit in.
+/// summary and the tail must fit in, with a tail budget no smaller than the window's own unless
+/// it would take more than half of it.
 fn room(tail: &TailSettings, due: usize, ours: usize) -> TailSettings {
     let overhead = overhead(condense_compact::usable(tail), due, ours);
-    TailSettings {
+    let mut room = TailSettings {
         context_window: tail.context_window.saturating_sub(overhead),
         ..*tail
-    }
+    };
+    // The tail's budget stays the window's own as far as half the room allows: the recent work
+    // an agent acts on is no smaller because its request carries a large system prompt and
+    // tools (Claude Code's take 12K-28K tokens), and the other half is left to the summary and
+    // to what comes next.
+    let floor = condense_compact::tail_budget(tail).min(condense_compact::usable(&room) / 2);
+    room.rules.min_tail_tokens = room.rules.min_tail_tokens.max(floor);
+    room
 }
 
 /// Whether `cut` keeps the agent's recent work as it is: its last `min_tail_calls` tool calls
