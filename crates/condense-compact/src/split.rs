@@ -27,7 +27,8 @@ pub enum TailRule {
     /// preview of that share ([`Split::previews`]).
     RecentCalls,
     /// The last turn alone is larger than the budget, and the suffix that fits it holds more
-    /// than `min_tail_calls` tool calls: the tail is the last `min_tail_calls` of them. Kept
+    /// than `min_tail_calls` tool calls: the tail starts at the step that makes the
+    /// `min_tail_calls`-th call from the end (with the other calls of that step). Kept
     /// past the recent work, an older call is read again on every request and rewritten at
     /// every compaction, while the summary already stands for it.
     LatestCalls,

@@ -761,10 +761,11 @@ impl Compactor {
     }
 
     /// Whether summarizing now, before the window needs it, costs less than carrying the head
-    /// ([`condense_compact::pays_to_compact`]): the head and tail as the cut would make them
-    /// (with the window's own tail budget), the summary at its budget, and the session's growth
-    /// per request as it has gone since its last summary (or its start): the tokens after it
-    /// over the answers among them.
+    /// ([`condense_compact::pays_to_compact`]): the head and tail as the cut would make them in
+    /// `tail` (the [`room`] the request leaves, as the compaction itself cuts), the summary at
+    /// its budget, and the session's growth per request as it has gone since its last summary
+    /// (or its start): the tokens after it over the answers among them. Never when that cut
+    /// would take the agent's recent work ([`keeps_recent_work`]).
     fn pays_to_compact(
         &self,
         conversation: &Conversation,
