@@ -171,21 +171,9 @@ pub fn split_counted(
     let mut tail_start = if kept > 0 {
         take_calls_along(turns[turns.len() - kept], pinned, &earliest_call)
     } else {
-        rule = TailRule::Suffix;
-        let fits = (pinned..=messages.len())
-            .find(|&index| suffix[index] <= budget)
-            .unwrap_or(messages.len());
-        let fits = skip_orphaned_results(fits, &earliest_call);
-        let latest = latest_calls(
-            messages,
-            fits,
-            settings.rules.min_tail_calls,
-            &earliest_call,
-        );
-        if latest > fits {
-            rule = TailRule::LatestCalls;
-        }
-        latest
+        let (start, by) = suffix_tail(messages, &suffix, pinned, budget, settings, &earliest_call);
+        rule = by;
+        start
     };
     let last_exchange = last_exchange_start(messages, pinned, &earliest_call);
     if tail_start > last_exchange {
@@ -333,6 +321,30 @@ impl RecentCalls<'_> {
             step = start;
         }
         held
+    }
+}
+
+/// The tail of a last turn larger than the budget: its longest suffix within `budget` that
+/// starts at a message boundary past any result whose call is before it
+/// ([`TailRule::Suffix`]), cut back to its last `min_tail_calls` calls when it holds more
+/// ([`TailRule::LatestCalls`]).
+fn suffix_tail(
+    messages: &[Message],
+    suffix: &[usize],
+    pinned: usize,
+    budget: usize,
+    settings: &TailSettings,
+    earliest_call: &[usize],
+) -> (usize, TailRule) {
+    let fits = (pinned..=messages.len())
+        .find(|&index| suffix[index] <= budget)
+        .unwrap_or(messages.len());
+    let fits = skip_orphaned_results(fits, earliest_call);
+    let latest = latest_calls(messages, fits, settings.rules.min_tail_calls, earliest_call);
+    if latest > fits {
+        (latest, TailRule::LatestCalls)
+    } else {
+        (fits, TailRule::Suffix)
     }
 }
 
