@@ -456,15 +456,16 @@ impl Compactor {
         // A harness's request is walked only when it is due for compaction (`prune.walk_when`):
         // judged on the request as it came, the provider's count where there is one.
         let mut early_as_it_came = None;
-        let as_it_came = measure(conversation, reported, counts, |_| 0).0.tokens();
         let skip_walk = asked.phases == (Phases::Both { automatic: true })
             && self.walk_when == crate::WalkWhen::Due
-            && !is_due(as_it_came, tail)
             && {
-                let room = room(tail, as_it_came, tokens_in);
-                let early = self.pays_to_compact(conversation, counts, &room, asked.summarizer);
-                early_as_it_came = Some(early);
-                !early
+                let as_it_came = measure(conversation, reported, counts, |_| 0).0.tokens();
+                !is_due(as_it_came, tail) && {
+                    let room = room(tail, as_it_came, tokens_in);
+                    let early = self.pays_to_compact(conversation, counts, &room, asked.summarizer);
+                    early_as_it_came = Some(early);
+                    !early
+                }
             };
         let request = PruneRequest {
             context_window: Some(tail.context_window),
