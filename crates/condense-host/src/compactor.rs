@@ -629,6 +629,7 @@ impl Compactor {
         let fork = Fork {
             conversation: whole,
             head: cut.head(),
+            carried: &carried,
             tokens: due.tokens,
             window: due.tail.context_window,
             counted: due.counted,
@@ -855,6 +856,7 @@ impl Compactor {
                 None => Ok(parsed),
             }
         };
+        let carried = fork.carried;
         let first = match summarizer.summarize_forked(fork, prompt).await {
             Ok(answer) => judge(&answer),
             Err(error) => {
@@ -889,7 +891,7 @@ impl Compactor {
                 None,
             );
         }
-        let stand_in = match self.extractive.summarize(head, prompt).await {
+        let stand_in = match self.extractive.summary_carrying(head, carried) {
             Ok(answer) => parse_summary(&answer, &self.template)
                 .map_err(|error| (FailureKind::BadSummary, error.to_string())),
             Err(error) => Err((FailureKind::Summarizer(error.kind()), error.to_string())),

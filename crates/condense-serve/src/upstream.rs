@@ -416,6 +416,7 @@ mod tests {
         let fork = Fork {
             conversation: &conversation,
             head: 0..conversation.messages.len(),
+            carried: &[],
             tokens: counted,
             window: 200_000,
             counted,
@@ -569,6 +570,7 @@ mod tests {
             let fork = Fork {
                 conversation: &conversation,
                 head: 0..3,
+                carried: &[],
                 tokens: 100,
                 window: 200_000,
                 counted: 100,

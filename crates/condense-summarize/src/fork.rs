@@ -31,6 +31,10 @@ pub struct Fork<'c> {
     pub conversation: &'c Conversation,
     /// Which of its messages the summary replaces; those after it stay.
     pub head: Range<usize>,
+    /// The head's messages (or parts of them) that the compaction keeps whole after the
+    /// summary: the person's latest requests when the tail could not hold them, protected
+    /// tools' calls. A summary need not repeat them.
+    pub carried: &'c [Message],
     /// The conversation's size as the provider counts it (its reported usage when known, else
     /// condense's count): what a forked request costs in window before the prompt is added.
     pub tokens: usize,
@@ -155,6 +159,7 @@ mod tests {
         Fork {
             conversation,
             head: 1..4,
+            carried: &[],
             tokens: counted,
             window,
             counted,

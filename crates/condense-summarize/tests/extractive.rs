@@ -241,3 +241,71 @@ fn the_ledger_of_two_shared_sessions() {
         insta::assert_snapshot!(format!("ledger__{}", name.replace('/', "__")), ledger);
     }
 }
+
+/// A session's one long request and a few of the agent's steps.
+fn long_request_and_steps(steps: &[&str]) -> (Message, Vec<Message>) {
+    use condense_core::Role;
+    let request = format!(
+        "Fix the parser.\n{}\nthe word FAR_IN_THE_REQUEST\n{}",
+        "It fails on byte-order marks. ".repeat(40),
+        "More detail on what fails. ".repeat(100)
+    );
+    let request = Message::text(Role::User, request);
+    let mut head = vec![request.clone()];
+    for (index, command) in steps.iter().enumerate() {
+        let input = serde_json::json!({ "command": command });
+        head.extend(condense_core::testing::tool_step(
+            &format!("c{index}"),
+            "bash",
+            input,
+            "ok",
+        ));
+    }
+    (request, head)
+}
+
+/// The summary's message as a later head begins with it.
+fn summary_message(summary: &str) -> Message {
+    Message::text(
+        condense_core::Role::System,
+        format!(
+            "{}\n{summary}\n{}",
+            condense_core::SUMMARY_OPEN,
+            condense_core::SUMMARY_CLOSE
+        ),
+    )
+}
+
+/// A request the compaction keeps whole after the summary is named by its start, not quoted a
+/// second time (every later request would read it twice); and a later summary, which meets it
+/// again after this one, still lists it once, quoted again once it is no longer kept.
+#[test]
+fn a_request_kept_after_the_summary_is_named_not_quoted_and_listed_once_after() {
+    let summarizer = Extractive::new(
+        Template::builtin("structured").unwrap(),
+        ExtractiveSettings::built_in().unwrap(),
+    );
+    let (request, head) = long_request_and_steps(&["ls", "cat src/parse.rs"]);
+    let carried = std::slice::from_ref(&request);
+    let first = summarizer.summary_carrying(&head, carried).unwrap();
+    assert!(first.contains("Fix the parser."), "{first}");
+    assert!(first.contains("(kept whole after this summary)"), "{first}");
+    assert!(!first.contains("FAR_IN_THE_REQUEST"), "{first}");
+    // Quoted, the request is there up to `quote_chars`.
+    let quoted = summarizer.summary_of(&head).unwrap();
+    assert!(quoted.contains("FAR_IN_THE_REQUEST"), "{quoted}");
+
+    for earlier in [first, quoted] {
+        let (_, steps) = long_request_and_steps(&["cargo test"]);
+        let mut next = vec![summary_message(&earlier), request.clone()];
+        next.extend(steps.into_iter().skip(1));
+        for (summary, kept) in [
+            (summarizer.summary_carrying(&next, carried).unwrap(), true),
+            (summarizer.summary_of(&next).unwrap(), false),
+        ] {
+            assert_eq!(summary.matches("Fix the parser.").count(), 2, "{summary}");
+            assert!(!summary.contains("\n2. "), "one request: {summary}");
+            assert_eq!(summary.contains("FAR_IN_THE_REQUEST"), !kept, "{summary}");
+        }
+    }
+}

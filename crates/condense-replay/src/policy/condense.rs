@@ -99,7 +99,7 @@ impl Summarizer for Noting<'_> {
         if let Ok(mut slot) = self.noted.lock() {
             *slot = Some(noted);
         }
-        self.inner.summarize(fork.head(), prompt).await
+        self.inner.summarize_forked(fork, prompt).await
     }
 }
 

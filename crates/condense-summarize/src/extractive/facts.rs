@@ -4,6 +4,7 @@ use condense_core::{Message, Part, Role, ToolOutput, ToolPairs, harness_summary_
 
 use condense_core::tool_paths as paths;
 
+use super::layout::{CUT_MARK, KEPT_WHOLE};
 use super::previous::EarlierSummary;
 
 /// One tool call and how it ended.
@@ -46,6 +47,8 @@ pub(crate) struct Facts {
     /// The summary an agent's own compaction left (Claude Code's, Codex's, opencode's): the
     /// newest, which was made from a context that held any before it.
     pub earlier: Option<EarlierSummary>,
+    /// Those of `requests` that the compaction keeps whole after the summary.
+    pub carried: Vec<String>,
 }
 
 impl Facts {
@@ -77,15 +80,7 @@ impl Facts {
                 continue;
             }
             if message.is_user_turn() {
-                let mut text = message.plain_text();
-                if parts.iter().any(|part| matches!(part, Part::Image(_))) {
-                    text.push_str(if text.is_empty() {
-                        "[image]"
-                    } else {
-                        " [image]"
-                    });
-                }
-                facts.requests.push(text);
+                facts.add_request(request_text(parts));
             }
             if message.role == Role::Assistant {
                 let said = plain_text(parts);
@@ -146,6 +141,31 @@ impl Facts {
 }
 
 impl Facts {
+    /// A request of the person's: in place of an earlier summary's quote of it (cut, or named
+    /// as kept whole after that summary), which it completes; else after the others, once.
+    fn add_request(&mut self, text: String) {
+        if let Some(quote) = self
+            .requests
+            .iter_mut()
+            .find(|quote| abbreviates(quote, &text))
+        {
+            *quote = text;
+        } else if !self.requests.contains(&text) {
+            self.requests.push(text);
+        }
+    }
+
+    /// Marks the requests among `carried` (messages the compaction keeps whole after the
+    /// summary).
+    pub(crate) fn mark_carried(&mut self, carried: &[Message]) {
+        self.carried = carried
+            .iter()
+            .filter(|message| message.is_user_turn())
+            .map(|message| request_text(&message.parts))
+            .filter(|text| self.requests.contains(text))
+            .collect();
+    }
+
     /// What an earlier summary kept comes first, as it happened first: its requests before the
     /// head's, its files before the head's (a file modified since moves to the modified list).
     fn fold(&mut self, previous: super::previous::Previous) {
@@ -153,8 +173,12 @@ impl Facts {
             self.earlier = previous.earlier;
         }
         for request in previous.requests {
-            if !self.requests.contains(&request) {
-                self.requests.push(request);
+            let known = self
+                .requests
+                .iter()
+                .any(|seen| *seen == request || abbreviates(&request, seen));
+            if !known {
+                self.add_request(request);
             }
         }
         for path in previous.files_modified {
@@ -169,6 +193,32 @@ impl Facts {
             }
         }
     }
+}
+
+/// A user turn's request as the summary quotes it: its text, and a mark for each image.
+fn request_text(parts: &[Part]) -> String {
+    let mut text = plain_text(parts);
+    if parts.iter().any(|part| matches!(part, Part::Image(_))) {
+        text.push_str(if text.is_empty() {
+            "[image]"
+        } else {
+            " [image]"
+        });
+    }
+    text
+}
+
+/// Whether `quote` is a summary's shortened quote of `request`: its start, cut (a quote, a
+/// ledger's one-line form) or naming a request kept whole after the summary, the same words
+/// whatever the line breaks.
+fn abbreviates(quote: &str, request: &str) -> bool {
+    let shortened = quote.strip_suffix(KEPT_WHOLE).unwrap_or(quote);
+    let Some(start) = shortened.strip_suffix(CUT_MARK) else {
+        return false;
+    };
+    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (start, request) = (words(start), words(request));
+    !start.is_empty() && start.len() < request.len() && request.starts_with(&start)
 }
 
 /// A call's input in one line: the command, else the path, else the compact JSON, cut at 120.
@@ -247,7 +297,7 @@ pub(crate) fn cut(text: &str, limit: usize) -> String {
     condense_text::cut(
         text,
         condense_text::Limit::Chars(limit),
-        condense_text::Marker::After(" […]"),
+        condense_text::Marker::After(CUT_MARK),
     )
     .into_owned()
 }

@@ -11,3 +11,8 @@ pub(crate) const LAST_TOOL: &str = " (last: ";
 pub(crate) const EARLIER_BY: &str = "Earlier summary by ";
 /// How a whole quoted summary is said to be quoted.
 pub(crate) const IN_FULL: &str = "quoted in full";
+/// Where a quote was cut.
+pub(crate) const CUT_MARK: &str = " […]";
+/// What follows the start of a request that the compaction keeps whole after the summary: the
+/// summary quotes only enough of it to say which request it is.
+pub(crate) const KEPT_WHOLE: &str = " (kept whole after this summary)";

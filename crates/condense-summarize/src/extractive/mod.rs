@@ -28,6 +28,9 @@ use facts::{Facts, Outcome, cut};
 
 /// How the line that says where the budget cut a section starts.
 const CUT_NOTE: &str = "[…";
+/// The characters of a request that name it: the goal line's, and a request's that the
+/// compaction keeps whole after the summary.
+const GIST_CHARS: usize = 200;
 
 /// How the offline summarizer sizes the summary: the `[summarizer]` keys it reads (their defaults
 /// and reasons are in `config/condense.toml`).
@@ -131,7 +134,19 @@ impl Extractive {
     /// in it first, whole, then the rest item by item while the budget lasts, then fitted to
     /// the budget as written.
     pub fn summary_of(&self, head: &[Message]) -> Result<String, SummarizeError> {
-        let facts = Facts::of(head);
+        self.summary_carrying(head, &[])
+    }
+
+    /// [`Extractive::summary_of`] for a compaction that keeps `carried` (messages of the head)
+    /// whole after the summary: a request among them is named by its start, not quoted, since
+    /// the request itself follows (every later request would otherwise read it twice).
+    pub fn summary_carrying(
+        &self,
+        head: &[Message],
+        carried: &[Message],
+    ) -> Result<String, SummarizeError> {
+        let mut facts = Facts::of(head);
+        facts.mark_carried(carried);
         if facts.requests.is_empty()
             && facts.calls.is_empty()
             && facts.last_intent.is_none()
@@ -184,10 +199,9 @@ impl Extractive {
             lines.extend(self.quoted_requests(facts));
         } else if kind == Kind::Goal {
             lines.extend(
-                facts
-                    .requests
-                    .first()
-                    .map(|first| format!("{} (quoted in full below)", cut(gist(first), 200))),
+                facts.requests.first().map(|first| {
+                    format!("{} (quoted in full below)", cut(gist(first), GIST_CHARS))
+                }),
             );
         }
         if kind == Kind::Files || (last && layout.files_in_last) {
@@ -300,7 +314,14 @@ impl Extractive {
             .requests
             .iter()
             .enumerate()
-            .map(|(index, text)| format!("{}. {}", index + 1, cut(text, self.settings.quote_chars)))
+            .map(|(index, text)| {
+                let quoted = if facts.carried.contains(text) && text.chars().count() > GIST_CHARS {
+                    format!("{}{}", cut(text, GIST_CHARS), layout::KEPT_WHOLE)
+                } else {
+                    cut(text, self.settings.quote_chars)
+                };
+                format!("{}. {quoted}", index + 1)
+            })
             .collect()
     }
 
@@ -470,6 +491,14 @@ impl Summarizer for Extractive {
 
     async fn summarize(&self, head: &[Message], _prompt: &str) -> Result<String, SummarizeError> {
         self.summary_of(head)
+    }
+
+    async fn summarize_forked(
+        &self,
+        fork: crate::Fork<'_>,
+        _prompt: &str,
+    ) -> Result<String, SummarizeError> {
+        self.summary_carrying(fork.head(), fork.carried)
     }
 }
 
