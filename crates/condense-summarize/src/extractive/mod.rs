@@ -315,12 +315,15 @@ impl Extractive {
             .iter()
             .enumerate()
             .map(|(index, text)| {
-                let quoted = if facts.carried.contains(text) && text.chars().count() > GIST_CHARS {
-                    format!("{}{}", cut(text, GIST_CHARS), layout::KEPT_WHOLE)
+                let quoted = cut(text, self.settings.quote_chars);
+                let named = format!("{}{}", cut(text, GIST_CHARS), layout::KEPT_WHOLE);
+                // Named only where that is shorter: a short request is quoted whole anyway.
+                let line = if facts.carried.contains(text) && named.len() < quoted.len() {
+                    named
                 } else {
-                    cut(text, self.settings.quote_chars)
+                    quoted
                 };
-                format!("{}. {quoted}", index + 1)
+                format!("{}. {line}", index + 1)
             })
             .collect()
     }
