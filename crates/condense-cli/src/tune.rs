@@ -4,7 +4,8 @@
 //!
 //! Each candidate is the user's effective configuration with some of six settings changed:
 //! whether compaction comes before the window is full when that is cheaper
-//! (`compaction.cache_rewrite_cost`, 0 for only when it is full), how big the summary may be (`summarizer.budget_tokens`), how much recent context is kept
+//! (`compaction.cache_rewrite_cost`, 0 for only when it is full; the built-in 11.5 leaves each
+//! model its own prices, as a value the configuration already has is not set again), how big the summary may be (`summarizer.budget_tokens`), how much recent context is kept
 //! verbatim after it (`compaction.max_tail_tokens`), whether pruning's thresholds follow the
 //! window (`prune.adaptive_thresholds`), whether a read a later read of the same file made
 //! stale is pruned (`prune.supersede_reads`: every prune rewrites the cached prefix after it,
@@ -114,7 +115,7 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
     let outcomes: Vec<Outcome> = candidates
         .par_iter()
         .map(|changes| {
-            let config = load(&candidate_sources(&base_sources, changes))?;
+            let config = load(&candidate_sources(&base_sources, &base, changes))?;
             let requests = policy::SummaryRequests::from_config(&config);
             let figures = sessions
                 .iter()
@@ -218,14 +219,20 @@ fn write_layer(
 /// One replay's `(cost, mean retention, least retention, failures, requests)`.
 type Figures = (f64, f64, f64, usize, usize);
 
-/// The sources of a candidate: the user's, then its changes, the summarizer the extractive one
-/// (a replay is offline and deterministic).
+/// The sources of a candidate: the user's, then the changes it makes to the user's effective
+/// configuration (`base`), the summarizer the extractive one (a replay is offline and
+/// deterministic). A value the user's configuration already has is not set again: set by a
+/// layer of the user's, a price would hold for every model in place of each model's own.
 fn candidate_sources(
-    base: &condense_host::Sources,
+    sources: &condense_host::Sources,
+    base: &Config,
     changes: &[(&'static str, &'static str)],
 ) -> condense_host::Sources {
-    let mut layered = base.clone();
-    for (key, value) in changes.iter().chain([&("summarizer.kind", "extractive")]) {
+    let mut layered = sources.clone();
+    let changed = changes
+        .iter()
+        .filter(|(key, value)| base.value_text(key).as_deref() != Some(*value));
+    for (key, value) in changed.chain([&("summarizer.kind", "extractive")]) {
         layered
             .flags
             .push(("tune".to_owned(), (*key).to_owned(), (*value).to_owned()));

@@ -26,7 +26,7 @@ use condense_tokenizer::Encoding;
 pub use condense_pruner::WalkWhen;
 pub use error::ConfigError;
 pub use layer::PluginSpec;
-pub use models::{BUILT_IN_MODELS, ModelWindow, ModelWindows, glob_match};
+pub use models::{BUILT_IN_MODELS, CachePrices, ModelWindow, ModelWindows, glob_match};
 pub use typed::{
     CompactionConfig, ModelSettings, NativeMode, OnBadAnswer, ServeConfig, Settings, StateLocation,
     StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice, Upstream,
@@ -162,13 +162,17 @@ impl Config {
         }
         let settings = typed(&values, &protected)?;
         models.extend(models::built_in()?);
-        let config = Config {
+        let mut config = Config {
             values,
             protected,
             settings,
             plugins,
-            models: ModelWindows::new(models),
+            models: ModelWindows::default(),
         };
+        // A price a team set in its own configuration holds for every model; the built-in one
+        // (Anthropic's) only for models the table does not price.
+        config.models =
+            ModelWindows::new(models).without_prices_set_elsewhere(config.team_prices());
         config.validate()?;
         Ok(config)
     }
@@ -214,6 +218,22 @@ impl Config {
                 model_settings.context_window,
                 model_settings.max_output_tokens,
             ),
+        }
+    }
+
+    /// The `[compaction]` prices (`cache_rewrite_cost`, `output_cost`) a layer of the team's
+    /// own set, each `None` where the built-in value stands: a price a team sets holds for every
+    /// model, while the built-in one (Anthropic's) gives way to a model's own in `[models]`.
+    pub fn team_prices(&self) -> CachePrices {
+        let set = |key: &str| {
+            self.setting(key).and_then(|(value, origin)| match value {
+                Setting::Float(price) if origin.source != Source::BuiltIn => Some(*price),
+                _ => None,
+            })
+        };
+        CachePrices {
+            cache_rewrite_cost: set("compaction.cache_rewrite_cost"),
+            output_cost: set("compaction.output_cost"),
         }
     }
 
@@ -505,10 +525,19 @@ impl Config {
                     .unwrap_or(self.settings.model.max_output_tokens),
             );
             out.push_str(&format!(
-                "[models.{}]  # {}\ncontext_window = {window}\nmax_output_tokens = {output}\n\n",
+                "[models.{}]  # {}\ncontext_window = {window}\nmax_output_tokens = {output}\n",
                 value::quote(&rule.pattern),
                 rule.origin.source.label(),
             ));
+            for (key, price) in [
+                ("cache_rewrite_cost", rule.prices.cache_rewrite_cost),
+                ("output_cost", rule.prices.output_cost),
+            ] {
+                if let Some(price) = price {
+                    out.push_str(&format!("{key} = {price:?}\n"));
+                }
+            }
+            out.push('\n');
         }
         for plugin in &self.plugins {
             out.push_str(&format!(

@@ -13,7 +13,7 @@ use super::value::{Origin, Setting, Source, convert};
 pub const BUILT_IN_MODELS: &str = include_str!("../../../config/models.toml");
 
 /// One `[models."PATTERN"]` entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ModelWindow {
     /// A glob on the request's `model`: `*` matches any run of characters, `?` one.
     pub pattern: String,
@@ -21,12 +21,28 @@ pub struct ModelWindow {
     pub context_window: usize,
     /// The longest reply it may write; `None`: `model.max_output_tokens`.
     pub max_output_tokens: Option<usize>,
+    /// The model's prices as the early compaction weighs them
+    /// (`compaction.cache_rewrite_cost` and `compaction.output_cost`, in cache reads a token):
+    /// the providers price the cache differently, so the cheapest time to compact differs.
+    /// `None`: those keys' values. A team's own value of a key, set in any layer of its
+    /// configuration, holds for every model.
+    pub prices: CachePrices,
     /// Where the entry was written.
     pub origin: Origin,
 }
 
+/// A model's prices relative to a token read from the provider's cache, each `None` where the
+/// `[compaction]` key stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CachePrices {
+    /// `cache_rewrite_cost`: what a token the provider has not cached costs more than a cached one.
+    pub cache_rewrite_cost: Option<f64>,
+    /// `output_cost`: an output token.
+    pub output_cost: Option<f64>,
+}
+
 /// Every rule in the order they are tried.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelWindows {
     rules: Vec<ModelWindow>,
 }
@@ -46,6 +62,20 @@ impl ModelWindows {
 
     pub(crate) fn new(rules: Vec<ModelWindow>) -> Self {
         ModelWindows { rules }
+    }
+
+    /// The rules with their prices taken out for the keys a team set in its own configuration
+    /// (`configured`, see `Config::team_prices`): that value holds for every model.
+    pub(crate) fn without_prices_set_elsewhere(mut self, configured: CachePrices) -> Self {
+        for rule in &mut self.rules {
+            if configured.cache_rewrite_cost.is_some() {
+                rule.prices.cache_rewrite_cost = None;
+            }
+            if configured.output_cost.is_some() {
+                rule.prices.output_cost = None;
+            }
+        }
+        self
     }
 }
 
@@ -109,7 +139,11 @@ pub(crate) fn parse_table(
                 message: "a pattern that matches a model's name (`*` for any)".into(),
             });
         }
-        let (window, output) = window_fields(fields, &key, &origin_at)?;
+        let Fields {
+            window,
+            output,
+            prices,
+        } = entry_fields(fields, &key, &origin_at)?;
         let Some(context_window) = window else {
             return Err(ConfigError::BadValue {
                 at: at.to_string(),
@@ -130,46 +164,86 @@ pub(crate) fn parse_table(
             pattern: pattern_name.to_owned(),
             context_window,
             max_output_tokens: output,
+            prices,
             origin: at,
         });
     }
     Ok(rules)
 }
 
+/// A `[models."PATTERN"]` entry's fields.
+struct Fields {
+    window: Option<usize>,
+    output: Option<usize>,
+    prices: CachePrices,
+}
+
+/// The fields an entry may have.
+const FIELDS: &[&str] = &[
+    "context_window",
+    "max_output_tokens",
+    "cache_rewrite_cost",
+    "output_cost",
+];
+
 /// A `[models."PATTERN"]` entry's `context_window` and `max_output_tokens`, each a whole
-/// number of tokens more than 0; any other field is refused with what it might have meant.
-fn window_fields(
+/// number of tokens more than 0, and its `cache_rewrite_cost` and `output_cost`, each a number
+/// of cache reads, 0 or more; any other field is refused with what it might have meant.
+fn entry_fields(
     fields: &DeTable<'_>,
     key: &str,
     origin_at: &dyn Fn(usize) -> Origin,
-) -> Result<(Option<usize>, Option<usize>), ConfigError> {
-    let mut window = None;
-    let mut output = None;
+) -> Result<Fields, ConfigError> {
+    let mut entry = Fields {
+        window: None,
+        output: None,
+        prices: CachePrices::default(),
+    };
     for (field, value) in fields {
         let name = field.get_ref().as_ref();
         let at = origin_at(field.span().start);
-        let number = match convert(value.get_ref(), super::schema::Kind::Int) {
-            Some(Setting::Int(number)) => usize::try_from(number).ok().filter(|&number| number > 0),
-            _ => None,
+        let bad = |message: &str| ConfigError::BadValue {
+            at: at.to_string(),
+            key: format!("{key}.{name}"),
+            message: message.into(),
         };
-        let slot = match name {
-            "context_window" => &mut window,
-            "max_output_tokens" => &mut output,
+        match name {
+            "context_window" | "max_output_tokens" => {
+                let number = match convert(value.get_ref(), super::schema::Kind::Int) {
+                    Some(Setting::Int(number)) => {
+                        usize::try_from(number).ok().filter(|&number| number > 0)
+                    }
+                    _ => None,
+                };
+                let number =
+                    number.ok_or_else(|| bad("must be a whole number of tokens, more than 0"))?;
+                if name == "context_window" {
+                    entry.window = Some(number);
+                } else {
+                    entry.output = Some(number);
+                }
+            }
+            "cache_rewrite_cost" | "output_cost" => {
+                let number = match convert(value.get_ref(), super::schema::Kind::Float) {
+                    Some(Setting::Float(number)) if number.is_finite() && number >= 0.0 => number,
+                    _ => return Err(bad("must be a number of cache reads, 0 or more")),
+                };
+                if name == "cache_rewrite_cost" {
+                    entry.prices.cache_rewrite_cost = Some(number);
+                } else {
+                    entry.prices.output_cost = Some(number);
+                }
+            }
             other => {
                 return Err(ConfigError::UnknownKey {
                     at: at.to_string(),
                     key: format!("{key}.{other}"),
-                    hint: super::error::hint(other, &["context_window", "max_output_tokens"]),
+                    hint: super::error::hint(other, FIELDS),
                 });
             }
-        };
-        *slot = Some(number.ok_or_else(|| ConfigError::BadValue {
-            at: at.to_string(),
-            key: format!("{key}.{name}"),
-            message: "must be a whole number of tokens, more than 0".into(),
-        })?);
+        }
     }
-    Ok((window, output))
+    Ok(entry)
 }
 
 /// The built-in table's rules.

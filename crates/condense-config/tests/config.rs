@@ -322,6 +322,62 @@ fn a_bad_models_entry_says_where() {
         "condense.toml:1:9: `models.\"x*\"`: max_output_tokens must be less than its context_window (1000)"
     );
     assert!(error_of("[models.\"x*\"]\ncontext_windw = 1000\n").contains("context_window"));
+    assert_eq!(
+        error_of("[models.\"x*\"]\ncontext_window = 1000\ncache_rewrite_cost = -1.0\n"),
+        "condense.toml:3:1: `models.\"x*\".cache_rewrite_cost`: must be a number of cache reads, 0 or more"
+    );
+    assert!(
+        error_of("[models.\"x*\"]\ncontext_window = 1000\noutput_cots = 1\n")
+            .contains("output_cost")
+    );
+}
+
+/// A model's prices (`[models]`: OpenAI's models carry their own, Anthropic's are the
+/// `[compaction]` defaults) weigh its early compactions, unless the team's own configuration
+/// sets the price: then that value holds for every model, in every layer's rules.
+#[test]
+fn a_models_prices_stand_unless_the_team_sets_its_own() {
+    let prices = |config: &Config, model: &str| config.model_windows().find(model).unwrap().prices;
+    let built_in = Config::built_in().unwrap();
+    let gpt = prices(&built_in, "gpt-4.1-2025-04-14");
+    assert_eq!(
+        (gpt.cache_rewrite_cost, gpt.output_cost),
+        (Some(3.0), Some(16.0))
+    );
+    let claude = prices(&built_in, "claude-sonnet-4-5");
+    assert_eq!(
+        (claude.cache_rewrite_cost, claude.output_cost),
+        (None, None)
+    );
+    assert_eq!(
+        built_in.team_prices(),
+        condense_config::CachePrices::default()
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "condense.toml",
+        "[compaction]\ncache_rewrite_cost = 0\n\n[models.\"gateway/*\"]\ncontext_window = 100000\ncache_rewrite_cost = 2.0\noutput_cost = 9.0\n",
+    );
+    let config = Config::load(&Sources {
+        project: Some(path),
+        ..Sources::default()
+    })
+    .unwrap();
+    assert_eq!(config.team_prices().cache_rewrite_cost, Some(0.0));
+    assert_eq!(config.team_prices().output_cost, None);
+    let gpt = prices(&config, "gpt-4.1");
+    assert_eq!(
+        (gpt.cache_rewrite_cost, gpt.output_cost),
+        (None, Some(16.0))
+    );
+    let gateway = prices(&config, "gateway/llama");
+    assert_eq!(
+        (gateway.cache_rewrite_cost, gateway.output_cost),
+        (None, Some(9.0))
+    );
+    assert!(config.show().contains("[models.\"gpt-4.1*\"]  # built-in\ncontext_window = 1047576\nmax_output_tokens = 32768\noutput_cost = 16.0\n"));
 }
 
 /// Zeros that would turn a feature into nothing are refused where they are written, and so is

@@ -44,6 +44,8 @@ pub struct Compactor {
     max_failures: u32,
     /// Each model's window, for a request that names its model; `None`: `tail` for all.
     windows: Option<crate::ModelWindows>,
+    /// The prices the team's configuration sets itself, which [`Compactor::price_as`] leaves.
+    team_prices: crate::CachePrices,
     /// What stands in for a model's rejected answer (the gate, [`crate::gate`]).
     extractive: Extractive,
     /// What a summary is expected to take (`summarizer.budget_tokens`): what compacting early
@@ -100,6 +102,7 @@ impl Compactor {
             walk_when: config.settings().prune.walk_when,
             max_failures: config.max_failures(),
             windows: None,
+            team_prices: config.team_prices(),
             extractive,
             summary_tokens: config.settings().extractive.budget_tokens,
             fail_on_bad_answer: config.fail_on_bad_answer(),
@@ -137,10 +140,27 @@ impl Compactor {
                     .max_output_tokens
                     .unwrap_or(self.tail.max_output_tokens)
                     .min(rule.context_window.saturating_sub(1)),
-                ..self.tail
+                rules: priced(self.tail.rules, rule.prices),
             },
             None => self.tail,
         }
+    }
+
+    /// Weighs early compaction with `prices` (in cache reads a token), whatever model a request
+    /// names and with no change to the window, except where the team's configuration sets its
+    /// own: the replay, which bills every policy at one model's prices, plans condense's
+    /// compactions with the same ones, as the proxy does with each request's model
+    /// ([`Compactor::with_model_windows`]).
+    pub fn price_as(&mut self, prices: crate::CachePrices) {
+        let prices = crate::CachePrices {
+            cache_rewrite_cost: prices
+                .cache_rewrite_cost
+                .filter(|_| self.team_prices.cache_rewrite_cost.is_none()),
+            output_cost: prices
+                .output_cost
+                .filter(|_| self.team_prices.output_cost.is_none()),
+        };
+        self.tail.rules = priced(self.tail.rules, prices);
     }
 
     /// Takes the time from `clock` (tests and replays fix it).
@@ -1168,6 +1188,20 @@ fn due_tokens(
     }
 }
 
+/// `rules` with the prices a model's entry sets in place of the configured ones.
+fn priced(
+    rules: condense_compact::CompactionRules,
+    prices: crate::CachePrices,
+) -> condense_compact::CompactionRules {
+    condense_compact::CompactionRules {
+        cache_rewrite_cost: prices
+            .cache_rewrite_cost
+            .unwrap_or(rules.cache_rewrite_cost),
+        output_cost: prices.output_cost.unwrap_or(rules.output_cost),
+        ..rules
+    }
+}
+
 /// The window `tail` is sized for, less what the request carries beyond condense's count of
 /// its messages ([`overhead`]; `due` the provider's measure, `ours` condense's): what the
 /// summary and the tail must fit in, with a tail budget no smaller than the window's own unless
@@ -1214,4 +1248,62 @@ fn overhead(usable: usize, due: usize, ours: usize) -> usize {
     }
     let share = (due - ours) as f64 / due as f64;
     (usable as f64 * share).round() as usize
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::{CachePrices, Sources};
+
+    fn naming(model: &str) -> Conversation {
+        let mut conversation = Conversation::new(Vec::new());
+        let mut envelope = serde_json::Map::new();
+        envelope.insert("model".into(), model.into());
+        conversation.envelope = Some(envelope);
+        conversation
+    }
+
+    fn sized_by_model(config: &Config) -> Compactor {
+        Compactor::from_config(config)
+            .unwrap()
+            .with_model_windows(config.model_windows().clone())
+    }
+
+    /// Each request is weighed at its model's prices (OpenAI's GPT-4.1 at its own, a Claude
+    /// model at the `[compaction]` defaults, Anthropic's), and the replay's compactor at the
+    /// prices it is billed at; a price the team sets holds for every model and every replay.
+    #[test]
+    fn a_request_is_weighed_at_its_models_prices_unless_the_team_set_them() {
+        let built_in = Config::built_in().unwrap();
+        let compactor = sized_by_model(&built_in);
+        let rules = |compactor: &Compactor, model: &str| {
+            let rules = compactor.tail_for(&naming(model)).rules;
+            (rules.cache_rewrite_cost, rules.output_cost)
+        };
+        assert_eq!(rules(&compactor, "gpt-4.1-mini"), (3.0, 16.0));
+        assert_eq!(rules(&compactor, "claude-sonnet-4-5"), (11.5, 50.0));
+        let hour = CachePrices {
+            cache_rewrite_cost: Some(19.0),
+            output_cost: Some(50.0),
+        };
+        let mut replayed = Compactor::from_config(&built_in).unwrap();
+        replayed.price_as(hour);
+        assert_eq!(rules(&replayed, "anything"), (19.0, 50.0));
+
+        let team = Config::load(&Sources {
+            flags: vec![(
+                "test".into(),
+                "compaction.cache_rewrite_cost".into(),
+                "0".into(),
+            )],
+            ..Sources::default()
+        })
+        .unwrap();
+        let mut compactor = sized_by_model(&team);
+        assert_eq!(rules(&compactor, "gpt-4.1"), (0.0, 16.0));
+        compactor.price_as(hour);
+        assert_eq!(rules(&compactor, "claude-sonnet-4-5"), (0.0, 50.0));
+    }
 }

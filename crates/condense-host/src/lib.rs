@@ -27,10 +27,10 @@ mod usage;
 
 pub use compactor::{Compaction, Compactor};
 pub use config::{
-    BUILT_IN_MODELS, CompactionConfig, Config, ConfigError, ModelSettings, ModelWindow,
-    ModelWindows, NativeMode, Origin, PluginSpec, ServeConfig, Setting, Settings, Source, Sources,
-    StateLocation, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice, Upstream,
-    WalkWhen, glob_match,
+    BUILT_IN_MODELS, CachePrices, CompactionConfig, Config, ConfigError, ModelSettings,
+    ModelWindow, ModelWindows, NativeMode, Origin, PluginSpec, ServeConfig, Setting, Settings,
+    Source, Sources, StateLocation, StoreConfig, SummarizerConfig, SummarizerKind, TemplateChoice,
+    Upstream, WalkWhen, glob_match,
 };
 pub use error::HostError;
 pub use head::{FrozenHead, HeadOutcome, history_hash, message_hash};

@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use condense_host::CachePrices;
+
 use crate::ReplayError;
 
 /// `config/prices.toml`, the one place the numbers are written.
@@ -69,6 +71,37 @@ pub struct OpenAiPrices {
 }
 
 impl PriceTable {
+    /// The prices condense weighs an early compaction with, in cache reads a token, when it is
+    /// billed at these for `provider` with `ttl`: what an input token the provider has not
+    /// cached costs more than a cached one (on Anthropic, a cache write), and an output token.
+    /// Each `None` where a cached read is free: there is nothing to weigh against.
+    pub fn cache_prices(&self, provider: crate::Provider, ttl: crate::Ttl) -> CachePrices {
+        let (read, rewrite, output) = match provider {
+            crate::Provider::Anthropic => {
+                let prices = &self.anthropic;
+                let write = match ttl {
+                    crate::Ttl::FiveMinutes => prices.cache_write_5m_multiplier,
+                    crate::Ttl::OneHour => prices.cache_write_1h_multiplier,
+                };
+                let read = prices.input_per_mtok * prices.cache_read_multiplier;
+                (read, prices.input_per_mtok * write, prices.output_per_mtok)
+            }
+            crate::Provider::OpenAi => {
+                let prices = &self.openai;
+                (
+                    prices.cached_input_per_mtok,
+                    prices.input_per_mtok,
+                    prices.output_per_mtok,
+                )
+            }
+        };
+        let in_reads = |price: f64| (read > 0.0).then(|| (price / read).max(0.0));
+        CachePrices {
+            cache_rewrite_cost: in_reads(rewrite - read),
+            output_cost: in_reads(output),
+        }
+    }
+
     /// The built-in table.
     pub fn built_in() -> Result<PriceTable, ReplayError> {
         PriceTable::layered(None)
@@ -173,6 +206,43 @@ mod tests {
         assert_eq!(prices.anthropic.lookback_blocks, 20);
         assert_eq!(prices.openai.min_cached_tokens, 1024);
         assert_eq!(prices.openai.cache_step_tokens, 128);
+    }
+
+    /// condense plans with the prices it is billed at: for each provider's model here, the
+    /// prices `config/models.toml` gives that model (Anthropic's being the `[compaction]`
+    /// defaults), and for the 1-hour cache a write's own price.
+    #[test]
+    fn condense_plans_with_the_prices_the_replay_bills() {
+        use crate::{Provider, Ttl};
+        let prices = PriceTable::built_in().unwrap();
+        let config = condense_host::Config::built_in().unwrap();
+        let planned = |model: &str| {
+            let defaults = config.tail_settings().rules;
+            let rule = config.model_windows().find(model).map(|rule| rule.prices);
+            let rule = rule.unwrap_or_default();
+            (
+                rule.cache_rewrite_cost
+                    .unwrap_or(defaults.cache_rewrite_cost),
+                rule.output_cost.unwrap_or(defaults.output_cost),
+            )
+        };
+        let rounded = |price: Option<f64>| (price.unwrap() * 1e6).round() / 1e6;
+        for (provider, model) in [
+            (Provider::Anthropic, &prices.anthropic.model),
+            (Provider::OpenAi, &prices.openai.model),
+        ] {
+            let billed = prices.cache_prices(provider, Ttl::FiveMinutes);
+            let (rewrite, output) = planned(model);
+            assert_eq!(rounded(billed.cache_rewrite_cost), rewrite, "{model}");
+            assert_eq!(rounded(billed.output_cost), output, "{model}");
+        }
+        let hour = prices.cache_prices(Provider::Anthropic, Ttl::OneHour);
+        assert_eq!(rounded(hour.cache_rewrite_cost), 19.0);
+        let free =
+            PriceTable::with_overrides("free.toml", "[openai]\ncached_input_per_mtok = 0.0\n")
+                .unwrap()
+                .cache_prices(Provider::OpenAi, Ttl::FiveMinutes);
+        assert_eq!(free, CachePrices::default());
     }
 
     #[test]

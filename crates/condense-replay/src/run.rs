@@ -461,6 +461,9 @@ fn replay_thread(
         context_window: settings.context_window,
         max_output_tokens: settings.max_output_tokens,
         calibration,
+        prices: settings
+            .prices
+            .cache_prices(settings.provider, settings.ttl),
     };
     // What the session had produced by each request: the same for every policy.
     let produced: Vec<Produced> = recording

@@ -110,6 +110,7 @@ proptest! {
             context_window: window,
             max_output_tokens: 1_000,
             calibration: condense_replay::Calibration::default(),
+            prices: condense_host::CachePrices::default(),
         };
         for name in ["claude-code", "opencode", "hermes"] {
             let mut policy = policy::named(name, counter.clone()).unwrap();

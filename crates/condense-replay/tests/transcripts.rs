@@ -65,6 +65,7 @@ fn model(counter: &dyn TokenCounter, window: usize) -> condense_replay::Model<'_
         context_window: window,
         max_output_tokens: 4_096,
         calibration: condense_replay::Calibration::default(),
+        prices: condense_host::CachePrices::default(),
     }
 }
 

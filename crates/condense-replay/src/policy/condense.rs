@@ -203,8 +203,9 @@ impl Policy for Condense {
         &mut self,
         history: &'h [Message],
         now_ms: Option<u64>,
-        _model: &Model<'_>,
+        model: &Model<'_>,
     ) -> Result<Prepared<'h>, ReplayError> {
+        self.compactor.price_as(model.prices);
         if let Some(now) = now_ms {
             self.clock.0.store(now, Ordering::Relaxed);
         }

@@ -66,6 +66,9 @@ pub struct Model<'a> {
     pub max_output_tokens: usize,
     /// condense's counts in the provider's tokens, with the prompt the log does not show.
     pub calibration: Calibration,
+    /// The prices the replay bills at, in cache reads a token
+    /// ([`crate::PriceTable::cache_prices`]): condense weighs its early compactions with them.
+    pub prices: condense_host::CachePrices,
 }
 
 impl std::fmt::Debug for Model<'_> {
