@@ -774,7 +774,7 @@ fn condense_is_on_the_frontier_keeps_what_claude_codes_rules_keep_and_finishes_w
             }
             // Against the rules agents ship today: wherever they finish, condense shows the
             // model at least what they do (its cost against theirs is in BENCHMARKS.md: at most
-            // theirs at 83 of 108 points, not yet everywhere).
+            // theirs at 85 of 108 points, not yet everywhere).
             let theirs = named("claude-code");
             if theirs.failures == 0 && ours.retention < theirs.retention - 1e-9 {
                 breaches.push(format!(
