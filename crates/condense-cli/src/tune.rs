@@ -5,17 +5,18 @@
 //! Each candidate is the user's effective configuration with some of six settings changed:
 //! whether compaction comes before the window is full when that is cheaper
 //! (`compaction.cache_rewrite_cost`, 0 for only when it is full; the built-in 11.5 leaves each
-//! model its own prices, as a value the configuration already has is not set again), how big the summary may be (`summarizer.budget_tokens`), how much recent context is kept
-//! verbatim after it (`compaction.max_tail_tokens`), whether pruning's thresholds follow the
-//! window (`prune.adaptive_thresholds`), whether a read a later read of the same file made
-//! stale is pruned (`prune.supersede_reads`: every prune rewrites the cached prefix after it,
-//! which pays only when it saves a summary or a failure), and whether outputs are cleared once
-//! the provider's cache has expired (`microcompact.enabled`). Every candidate is replayed on every session
-//! (in parallel), priced against the provider's cache and measured by what its requests still
-//! show ([`condense_replay::retention`]); Claude Code's own rules are replayed beside them as
-//! the reference. The choice: among the candidates with the fewest failed requests, the
-//! cheapest whose mean retention is at least 95 % and at least the reference's; failing that,
-//! the one that keeps the most.
+//! model its own prices, as a value the configuration already has is not set again), how big
+//! the summary may be (`summarizer.budget_tokens`), how much recent context is kept verbatim
+//! after it (`compaction.max_tail_tokens`), whether pruning's thresholds follow the window
+//! (`prune.adaptive_thresholds`), whether a read a later read of the same file made stale is
+//! pruned (`prune.supersede_reads`: every prune rewrites the cached prefix after it, which pays
+//! only when it saves a summary or a failure), and whether outputs are cleared once the
+//! provider's cache has expired (`microcompact.enabled`). Every candidate is replayed on every
+//! session (in parallel), priced against the provider's cache and measured by what its
+//! requests still show ([`condense_replay::retention`]); Claude Code's own rules are replayed
+//! beside them as the reference. The choice: among the candidates with the fewest failed
+//! requests, the cheapest whose mean retention is at least 95 % and at least the reference's;
+//! failing that, the one that keeps the most.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
