@@ -142,7 +142,8 @@ impl Facts {
 
 impl Facts {
     /// A request of the person's: in place of an earlier summary's quote of it (cut, or named
-    /// as kept whole after that summary), which it completes; else after the others, once.
+    /// as kept whole after that summary), which it completes; nothing when it is itself such a
+    /// quote of one already known, or known as it is; else after the others.
     fn add_request(&mut self, text: String) {
         if let Some(quote) = self
             .requests
@@ -150,7 +151,11 @@ impl Facts {
             .find(|quote| abbreviates(quote, &text))
         {
             *quote = text;
-        } else if !self.requests.contains(&text) {
+        } else if !self
+            .requests
+            .iter()
+            .any(|seen| *seen == text || abbreviates(&text, seen))
+        {
             self.requests.push(text);
         }
     }
@@ -173,13 +178,7 @@ impl Facts {
             self.earlier = previous.earlier;
         }
         for request in previous.requests {
-            let known = self
-                .requests
-                .iter()
-                .any(|seen| *seen == request || abbreviates(&request, seen));
-            if !known {
-                self.add_request(request);
-            }
+            self.add_request(request);
         }
         for path in previous.files_modified {
             self.files_read.retain(|seen| *seen != path);
