@@ -694,6 +694,24 @@ impl Compactor {
         condense_compact::split_counted(messages, counts, &sizes, tail)
     }
 
+    /// [`Compactor::cut`] with every output counted whole, none sized as a preview: what the
+    /// early check asks, which takes a cut only when no output in it is previewed
+    /// ([`keeps_recent_work`]). A cut that would preview one is rejected sized either way, and
+    /// one that would not is the same cut, so the check skips making the notes it would throw
+    /// away (each hashes its output whole for the handle it names).
+    fn cut_unpreviewed(
+        &self,
+        messages: &[Message],
+        counts: &[usize],
+        tail: &TailSettings,
+    ) -> Split {
+        let whole = |result: &condense_core::ToolResult, _: &str, _: usize| {
+            let tokens = self.counter.count_output(&result.content);
+            (tokens, tokens)
+        };
+        condense_compact::split_counted(messages, counts, &whole, tail)
+    }
+
     /// The pruner with this compactor's settings, store and clock.
     fn pruner(&self) -> Pruner<'_> {
         Pruner {
@@ -825,7 +843,7 @@ impl Compactor {
         if !condense_compact::pays_to_compact(&best, tail) {
             return false;
         }
-        let cut = self.cut(messages, counts, tail);
+        let cut = self.cut_unpreviewed(messages, counts, tail);
         if cut.nothing_to_compact() || !keeps_recent_work(messages, &cut, tail) {
             return false;
         }
@@ -1305,5 +1323,50 @@ mod tests {
         assert_eq!(rules(&compactor, "gpt-4.1"), (0.0, 16.0));
         compactor.price_as(hour);
         assert_eq!(rules(&compactor, "claude-sonnet-4-5"), (0.0, 50.0));
+    }
+
+    /// The early check sizes its cut with every output whole ([`Compactor::cut_unpreviewed`])
+    /// and decides as it would with the previews made: on every request of every shared
+    /// session, at a window that previews and one that seldom does, it takes the same cuts and
+    /// rejects the same, and a cut it takes is the same cut.
+    #[test]
+    fn the_early_check_decides_the_same_without_sizing_previews() {
+        let compactor = Compactor::from_config(&Config::built_in().unwrap()).unwrap();
+        let (mut taken, mut rejected) = (0, 0);
+        for transcript in condense_core::testing::transcripts().unwrap() {
+            let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+            let messages = &conversation.messages;
+            let counts = compactor.counter.count_each(messages);
+            for window in [32_000, 64_000] {
+                let tail = TailSettings::built_in(window, 4_096).unwrap();
+                for end in
+                    (2..=messages.len()).filter(|&end| messages[end - 1].role != Role::Assistant)
+                {
+                    let (messages, counts) = (&messages[..end], &counts[..end]);
+                    let sized = compactor.cut(messages, counts, &tail);
+                    let whole = compactor.cut_unpreviewed(messages, counts, &tail);
+                    let takes = |cut: &Split| {
+                        !cut.nothing_to_compact() && keeps_recent_work(messages, cut, &tail)
+                    };
+                    let at = format!("{} at {window}, {end} messages", transcript.name);
+                    assert_eq!(takes(&sized), takes(&whole), "{at}");
+                    if takes(&sized) {
+                        taken += 1;
+                        assert_eq!(
+                            (sized.tail_start, sized.head_tokens, sized.kept_tokens),
+                            (whole.tail_start, whole.head_tokens, whole.kept_tokens),
+                            "{at}"
+                        );
+                    } else if sized.previews.is_some() {
+                        rejected += 1;
+                    }
+                }
+            }
+        }
+        // Both kinds occur, so the comparison is not between two cuts that never differ.
+        assert!(
+            taken > 100 && rejected > 100,
+            "{taken} taken, {rejected} previewed"
+        );
     }
 }
