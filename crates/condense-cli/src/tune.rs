@@ -2,12 +2,15 @@
 //! (the levers the cost model says matter), the cost/retention frontier printed, and the
 //! cheapest configuration that keeps what matters written as a configuration layer.
 //!
-//! Each candidate is the user's effective configuration with some of six settings changed:
+//! Each candidate is the user's effective configuration with some of seven settings changed:
 //! whether compaction comes before the window is full when that is cheaper
 //! (`compaction.cache_rewrite_cost`, 0 for only when it is full; the built-in 11.5 leaves each
 //! model its own prices, as a value the configuration already has is not set again), how big
 //! the summary may be (`summarizer.budget_tokens`), how much recent context is kept verbatim
-//! after it (`compaction.max_tail_tokens`), whether pruning's thresholds follow the window
+//! after it (`compaction.max_tail_tokens`), how many of the agent's latest calls that tail
+//! holds (`compaction.min_tail_calls`: each is read on every request until the next compaction,
+//! so in a small window the tail is most of what a request pays for; which of ten or five keeps
+//! enough is the team's sessions' to say), whether pruning's thresholds follow the window
 //! (`prune.adaptive_thresholds`), whether a read a later read of the same file made stale is
 //! pruned (`prune.supersede_reads`: every prune rewrites the cached prefix after it, which pays
 //! only when it saves a summary or a failure), and whether outputs are cleared once the
@@ -34,10 +37,11 @@ use crate::settings::{load, sources};
 use crate::{TuneArgs, Verbosity, usage_error};
 
 /// The settings tried, each with the values tried; every combination is a candidate.
-const LEVERS: [(&str, [&str; 2]); 6] = [
+const LEVERS: [(&str, [&str; 2]); 7] = [
     ("compaction.cache_rewrite_cost", ["0", "11.5"]),
     ("summarizer.budget_tokens", ["2000", "3000"]),
     ("compaction.max_tail_tokens", ["4000", "8000"]),
+    ("compaction.min_tail_calls", ["5", "10"]),
     ("prune.adaptive_thresholds", ["false", "true"]),
     ("prune.supersede_reads", ["true", "false"]),
     ("microcompact.enabled", ["true", "false"]),

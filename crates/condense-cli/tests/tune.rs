@@ -44,7 +44,7 @@ fn tune_writes_a_layer_that_loads_and_keeps_what_it_says() {
         .lines()
         .filter(|line| line.contains('%') && !line.starts_with("+ on"))
         .collect();
-    assert_eq!(rows.len(), 65, "64 candidates and the reference: {table}");
+    assert_eq!(rows.len(), 129, "128 candidates and the reference: {table}");
     let chosen: Vec<&str> = rows
         .iter()
         .copied()
