@@ -172,6 +172,41 @@ fn prune_largest(c: &mut Criterion) {
         );
     }
 
+    // The proxy's loop: the client knows nothing of condense's replacements and sends every
+    // original again, so each frozen decision meets its original once more on every request.
+    {
+        let length = conversation.messages.len();
+        let original = Conversation::new(conversation.messages.clone());
+        let mut first = original.clone();
+        let mut log = DecisionLog::new();
+        let replaced = pruner
+            .prune(&mut first, &mut log, PruneRequest::window(Some(32_000)))
+            .unwrap()
+            .replaced();
+        let nonce = Cell::new(500_000u64);
+        group.bench_function(
+            format!(
+                "call after one new turn, originals resent ({length} messages, {replaced} frozen)"
+            ),
+            |b| {
+                b.iter_batched_ref(
+                    || {
+                        nonce.set(nonce.get() + 1);
+                        let mut grown = original.clone();
+                        append_turn(&mut grown, nonce.get());
+                        (grown, log.clone())
+                    },
+                    |(grown, log)| {
+                        pruner
+                            .prune(black_box(grown), log, PruneRequest::window(Some(32_000)))
+                            .unwrap()
+                    },
+                    BatchSize::LargeInput,
+                )
+            },
+        );
+    }
+
     // The reference for the two figures above: counting the new turn's tokens, on a cold cache.
     let nonce = Cell::new(1_000_000u64);
     group.bench_function("reference: counting the new turn alone, cold", |b| {
