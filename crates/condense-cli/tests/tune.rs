@@ -73,6 +73,58 @@ fn tune_writes_a_layer_that_loads_and_keeps_what_it_says() {
         String::from_utf8_lossy(&check.stderr)
     );
 
+    // The replay confirms it: each session replayed under the layer costs, in all, what the
+    // chosen row says, and keeps as much (the sessions' means weighted by their requests).
+    let (mut cost, mut kept, mut requests) = (0.0, 0.0, 0.0);
+    for entry in std::fs::read_dir(&sessions).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|extension| extension != "json") {
+            continue;
+        }
+        let replay = condense(
+            dir.path(),
+            &[
+                "replay",
+                path.to_str().unwrap(),
+                "--context-window",
+                "32000",
+                "--max-output-tokens",
+                "4096",
+                "--config",
+                out_file.to_str().unwrap(),
+                "--json",
+            ],
+        );
+        assert!(
+            replay.status.success(),
+            "{}",
+            String::from_utf8_lossy(&replay.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
+        let ours = json["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|policy| policy["name"] == "condense")
+            .unwrap();
+        let asked = ours["requests"].as_f64().unwrap();
+        cost += ours["cost_usd"].as_f64().unwrap();
+        kept += ours["retention"].as_f64().unwrap() * asked;
+        requests += asked;
+    }
+    let said_cost: f64 = cells[1].parse().unwrap();
+    assert!(
+        (cost - said_cost).abs() < 0.006,
+        "{cost} against {}",
+        chosen[0]
+    );
+    assert!(
+        (100.0 * kept / requests - keeps).abs() < 0.051,
+        "{} % against {}",
+        100.0 * kept / requests,
+        chosen[0]
+    );
+
     // The same sessions, the same answer.
     std::fs::remove_file(&out_file).unwrap();
     let again = condense(dir.path(), &args);
