@@ -207,7 +207,8 @@ fn prune_largest(c: &mut Criterion) {
         );
     }
 
-    // The reference for the two figures above: counting the new turn's tokens, on a cold cache.
+    // The reference for the calls after one new turn above: counting the new turn's tokens,
+    // on a cold cache.
     let nonce = Cell::new(1_000_000u64);
     group.bench_function("reference: counting the new turn alone, cold", |b| {
         b.iter_batched_ref(
