@@ -141,58 +141,31 @@ fn prune_largest(c: &mut Criterion) {
         store: &store,
         clock: &clock,
     };
-    for (label, length) in [
-        ("whole session", conversation.messages.len()),
-        ("first half", conversation.messages.len() / 2),
+    // And the proxy's loop: its client knows nothing of condense's replacements and sends every
+    // original again, so each frozen decision meets its original once more on every request.
+    // One nonce for every case, so that each case's new turns are new to the token cache.
+    let nonce = Cell::new(0u64);
+    let whole = conversation.messages.len();
+    for (label, length, originals_resent) in [
+        ("whole session", whole, false),
+        ("first half", whole / 2, false),
+        ("originals resent", whole, true),
     ] {
-        let mut base = Conversation::new(conversation.messages[..length].to_vec());
+        let original = Conversation::new(conversation.messages[..length].to_vec());
+        let mut pruned = original.clone();
         let mut log = DecisionLog::new();
-        pruner
-            .prune(&mut base, &mut log, PruneRequest::window(Some(32_000)))
-            .unwrap();
-        let nonce = Cell::new(0u64);
+        let frozen = pruner
+            .prune(&mut pruned, &mut log, PruneRequest::window(Some(32_000)))
+            .unwrap()
+            .replaced();
+        let base = if originals_resent { original } else { pruned };
         group.bench_function(
-            format!("call after one new turn, {label} ({length} messages)"),
+            format!("call after one new turn, {label} ({length} messages, {frozen} frozen)"),
             |b| {
                 b.iter_batched_ref(
                     || {
                         nonce.set(nonce.get() + 1);
                         let mut grown = base.clone();
-                        append_turn(&mut grown, nonce.get());
-                        (grown, log.clone())
-                    },
-                    |(grown, log)| {
-                        pruner
-                            .prune(black_box(grown), log, PruneRequest::window(Some(32_000)))
-                            .unwrap()
-                    },
-                    BatchSize::LargeInput,
-                )
-            },
-        );
-    }
-
-    // The proxy's loop: the client knows nothing of condense's replacements and sends every
-    // original again, so each frozen decision meets its original once more on every request.
-    {
-        let length = conversation.messages.len();
-        let original = Conversation::new(conversation.messages.clone());
-        let mut first = original.clone();
-        let mut log = DecisionLog::new();
-        let replaced = pruner
-            .prune(&mut first, &mut log, PruneRequest::window(Some(32_000)))
-            .unwrap()
-            .replaced();
-        let nonce = Cell::new(500_000u64);
-        group.bench_function(
-            format!(
-                "call after one new turn, originals resent ({length} messages, {replaced} frozen)"
-            ),
-            |b| {
-                b.iter_batched_ref(
-                    || {
-                        nonce.set(nonce.get() + 1);
-                        let mut grown = original.clone();
                         append_turn(&mut grown, nonce.get());
                         (grown, log.clone())
                     },
