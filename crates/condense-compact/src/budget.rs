@@ -111,6 +111,38 @@ pub fn pays_to_compact(early: &EarlyCompaction, settings: &TailSettings) -> bool
     saved * saved >= 2.0 * early.growth_tokens as f64 * cost
 }
 
+/// Whether an early compaction that keeps the agent's recent calls whole in a tail wider than
+/// the budget (`early.tail_tokens`, past [`tail_budget`]) costs less per request, over the
+/// session that follows, than a tail of the budget kept by compactions the full window forces.
+///
+/// A session that keeps `k` tokens at each compaction and compacts every `x` tokens of growth,
+/// at `g` tokens a request, reads `k + x/2` tokens a request on average and pays
+/// `(c*k + m) * g / x` for its compactions ([`pays_to_compact`]'s terms). The wider tail
+/// compacts where that is least, `x = √(2g(c*k + m))`; the budget's tail, which is all a
+/// compaction at a full window keeps of the recent work, compacts when the window is full,
+/// `x = usable - k`. In a small window the wider tail leaves too little room to grow into and
+/// is rewritten too often; in a large one, carrying the head to the full window costs more than
+/// the recent work kept whole. The summarizer's request `m` is taken as the same for both.
+pub fn wider_tail_pays(early: &EarlyCompaction, settings: &TailSettings) -> bool {
+    let rules = &settings.rules;
+    let growth = early.growth_tokens as f64;
+    let summary = early.summary_tokens as f64;
+    let summarizer = early
+        .summarizer_input_tokens
+        .map_or(0.0, |input| input as f64 + summary * rules.output_cost);
+    let per_request = |kept: f64, cycle: f64| {
+        kept + cycle / 2.0 + (rules.cache_rewrite_cost * kept + summarizer) * growth / cycle
+    };
+    let wide = summary + early.tail_tokens as f64;
+    let wide_cycle = (2.0 * growth * (rules.cache_rewrite_cost * wide + summarizer)).sqrt();
+    let budget = summary + tail_budget(settings) as f64;
+    let full_cycle = usable(settings) as f64 - budget;
+    if wide_cycle <= 0.0 || full_cycle <= 0.0 {
+        return false;
+    }
+    per_request(wide, wide_cycle) < per_request(budget, full_cycle)
+}
+
 /// `clamp(usable * tail_ratio, min_tail_tokens, max_tail_tokens)`.
 pub fn tail_budget(settings: &TailSettings) -> usize {
     let share = (usable(settings) as f64 * settings.rules.tail_ratio).floor() as usize;
@@ -173,5 +205,32 @@ mod tests {
         let mut off = settings;
         off.rules.cache_rewrite_cost = 0.0;
         assert!(!pays_to_compact(&early(100_000, 600, None), &off));
+    }
+
+    /// The recent calls kept whole in a 12,000-token tail, against the budget's tail at a full
+    /// window, a session growing 1,000 tokens a request, OpenAI's rewrite price (3 reads):
+    /// at 32K (usable 27,904, budget 6,976) the wider tail costs 2,000 + 12,000 + √(2 × 1,000
+    /// × 3 × 14,000) ≈ 23,165 reads a request against 8,976 + 18,928 / 2 + 3 × 8,976 × 1,000 /
+    /// 18,928 ≈ 19,863; at 64K (usable 59,904, budget 8,000) ≈ 23,165 against ≈ 35,553. A
+    /// session that does not grow, or a window with no room past the budget, never widens.
+    #[test]
+    fn a_wider_tail_pays_in_a_large_window_not_a_small_one() {
+        let early = |growth_tokens| EarlyCompaction {
+            head_tokens: 20_000,
+            summary_tokens: 2_000,
+            tail_tokens: 12_000,
+            growth_tokens,
+            summarizer_input_tokens: None,
+        };
+        let at = |window| {
+            let mut settings = TailSettings::built_in(window, 4_096).unwrap();
+            settings.rules.cache_rewrite_cost = 3.0;
+            settings
+        };
+        assert!(!wider_tail_pays(&early(1_000), &at(32_000)));
+        assert!(wider_tail_pays(&early(1_000), &at(64_000)));
+        assert!(wider_tail_pays(&early(1_000), &at(128_000)));
+        assert!(!wider_tail_pays(&early(0), &at(128_000)));
+        assert!(!wider_tail_pays(&early(1_000), &at(6_000)));
     }
 }

@@ -19,6 +19,7 @@ mod split;
 
 pub use budget::{
     CompactionRules, EarlyCompaction, TailSettings, is_due, pays_to_compact, tail_budget, usable,
+    wider_tail_pays,
 };
 pub use carried::carried;
 pub use reassemble::{

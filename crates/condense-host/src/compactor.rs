@@ -621,11 +621,16 @@ impl Compactor {
         // agent's request would carry it, before any preview below, which would change its
         // cached prefix.
         let whole = conversation;
-        let cut = self.cut(
-            &conversation.messages,
-            &counter.count_each(&conversation.messages),
-            &room,
-        );
+        let counts = counter.count_each(&conversation.messages);
+        let mut cut = self.cut(&conversation.messages, &counts, &room);
+        // An early compaction keeps the recent work whole: in the wider tail its check took
+        // when the budget's would not hold it ([`Compactor::pays_to_compact`]).
+        if due.early
+            && !keeps_recent_work(&conversation.messages, &cut, &room)
+            && let Some(wider) = holding_recent_work(&conversation.messages, &counts, &room)
+        {
+            cut = self.cut(&conversation.messages, &counts, &wider);
+        }
         if cut.nothing_to_compact() {
             return Ok((CompactionOutcome::NothingToCompact, None));
         }
@@ -843,18 +848,32 @@ impl Compactor {
         if !condense_compact::pays_to_compact(&best, tail) {
             return false;
         }
-        let cut = self.cut_unpreviewed(messages, counts, tail);
-        if cut.nothing_to_compact() || !keeps_recent_work(messages, &cut, tail) {
-            return false;
-        }
-        let early = condense_compact::EarlyCompaction {
+        let early = |cut: &Split| condense_compact::EarlyCompaction {
             head_tokens: cut.head_tokens,
             summary_tokens: self.summary_tokens,
             tail_tokens: cut.kept_tokens,
             growth_tokens: growth,
             summarizer_input_tokens: (!summarizer.runs_locally()).then_some(cut.head_tokens),
         };
-        condense_compact::pays_to_compact(&early, tail)
+        let cut = self.cut_unpreviewed(messages, counts, tail);
+        if cut.nothing_to_compact() {
+            return false;
+        }
+        if keeps_recent_work(messages, &cut, tail) {
+            return condense_compact::pays_to_compact(&early(&cut), tail);
+        }
+        // The budget would cut the recent work to previews: kept whole in a wider tail instead,
+        // where that costs less than waiting for the window with the budget's tail.
+        let Some(wider) = holding_recent_work(messages, counts, tail) else {
+            return false;
+        };
+        let cut = self.cut_unpreviewed(messages, counts, &wider);
+        if cut.nothing_to_compact() || !keeps_recent_work(messages, &cut, &wider) {
+            return false;
+        }
+        let early = early(&cut);
+        condense_compact::pays_to_compact(&early, &wider)
+            && condense_compact::wider_tail_pays(&early, tail)
     }
 
     /// The summarizer's answer, through the gate ([`crate::gate`]): a model's answer that
@@ -1241,8 +1260,9 @@ fn room(tail: &TailSettings, due: usize, ours: usize) -> TailSettings {
 
 /// Whether `cut` keeps the agent's recent work as it is: its last `min_tail_calls` tool calls
 /// (all of them, when it has made fewer) in the tail, no output cut to a preview. An early
-/// compaction is a saving, not a necessity: it never takes from the agent what it is acting on,
-/// and waits for a request where the recent calls fit the tail whole (or for the window to fill).
+/// compaction is a saving, not a necessity: it never takes from the agent what it is acting on;
+/// it keeps the recent calls whole, in a wider tail where they are more than the budget and that
+/// pays ([`holding_recent_work`]), or waits for the window to fill.
 fn keeps_recent_work(messages: &[Message], cut: &Split, tail: &TailSettings) -> bool {
     let calls = messages[cut.pinned..]
         .iter()
@@ -1250,6 +1270,49 @@ fn keeps_recent_work(messages: &[Message], cut: &Split, tail: &TailSettings) -> 
         .filter(|part| matches!(part, condense_core::Part::ToolCall(_)))
         .count();
     cut.previews.is_none() && cut.tail_calls >= calls.min(tail.rules.min_tail_calls)
+}
+
+/// `tail` with a budget that holds the agent's last `min_tail_calls` tool calls whole (all of
+/// them, when it has made fewer): the tokens from the step that made the earliest of them to
+/// the end, as far as half the usable room (what [`room`] leaves the tail at most). `None` when
+/// the budget holds them already or there are none. An early compaction that would otherwise
+/// wait for the window to fill keeps the recent work so ([`Compactor::pays_to_compact`]).
+fn holding_recent_work(
+    messages: &[Message],
+    counts: &[usize],
+    tail: &TailSettings,
+) -> Option<TailSettings> {
+    let pinned = condense_compact::pinned(messages);
+    let calls = |message: &Message| {
+        message
+            .parts
+            .iter()
+            .filter(|part| matches!(part, condense_core::Part::ToolCall(_)))
+            .count()
+    };
+    let wanted = messages[pinned..]
+        .iter()
+        .map(calls)
+        .sum::<usize>()
+        .min(tail.rules.min_tail_calls);
+    if wanted == 0 {
+        return None;
+    }
+    let mut seen = 0;
+    let start = (pinned..messages.len()).rev().find(|&index| {
+        seen += calls(&messages[index]);
+        seen >= wanted
+    })?;
+    let needed: usize = counts[start..].iter().sum();
+    let budget = condense_compact::tail_budget(tail);
+    let widest = condense_compact::usable(tail) / 2;
+    if needed <= budget || budget >= widest {
+        return None;
+    }
+    let mut wider = *tail;
+    wider.rules.min_tail_tokens = needed.min(widest);
+    wider.rules.max_tail_tokens = wider.rules.min_tail_tokens;
+    Some(wider)
 }
 
 /// How much of the usable window the request's part beyond condense's count takes, in
@@ -1328,11 +1391,12 @@ mod tests {
     /// The early check sizes its cut with every output whole ([`Compactor::cut_unpreviewed`])
     /// and decides as it would with the previews made: on every request of every shared
     /// session, at a window that previews and one that seldom does, it takes the same cuts and
-    /// rejects the same, and a cut it takes is the same cut.
+    /// rejects the same, in the budget's tail and in the wider one it tries next
+    /// ([`holding_recent_work`]), and a cut it takes is the same cut.
     #[test]
     fn the_early_check_decides_the_same_without_sizing_previews() {
         let compactor = Compactor::from_config(&Config::built_in().unwrap()).unwrap();
-        let (mut taken, mut rejected) = (0, 0);
+        let (mut taken, mut rejected, mut widened) = (0, 0, 0);
         for transcript in condense_core::testing::transcripts().unwrap() {
             let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
             let messages = &conversation.messages;
@@ -1357,16 +1421,36 @@ mod tests {
                             (whole.tail_start, whole.head_tokens, whole.kept_tokens),
                             "{at}"
                         );
-                    } else if sized.previews.is_some() {
+                        continue;
+                    }
+                    if sized.previews.is_some() {
                         rejected += 1;
+                    }
+                    // And the wider tail it then tries.
+                    let Some(wider) = holding_recent_work(messages, counts, &tail) else {
+                        continue;
+                    };
+                    let sized = compactor.cut(messages, counts, &wider);
+                    let whole = compactor.cut_unpreviewed(messages, counts, &wider);
+                    let takes = |cut: &Split| {
+                        !cut.nothing_to_compact() && keeps_recent_work(messages, cut, &wider)
+                    };
+                    assert_eq!(takes(&sized), takes(&whole), "{at}, wider");
+                    if takes(&sized) {
+                        widened += 1;
+                        assert_eq!(
+                            (sized.tail_start, sized.head_tokens, sized.kept_tokens),
+                            (whole.tail_start, whole.head_tokens, whole.kept_tokens),
+                            "{at}, wider"
+                        );
                     }
                 }
             }
         }
         // Both kinds occur, so the comparison is not between two cuts that never differ.
         assert!(
-            taken > 100 && rejected > 100,
-            "{taken} taken, {rejected} previewed"
+            taken > 100 && rejected > 100 && widened > 100,
+            "{taken} taken, {rejected} previewed, {widened} taken wider"
         );
     }
 }

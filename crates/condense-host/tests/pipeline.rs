@@ -850,11 +850,14 @@ async fn an_autonomous_runs_tail_holds_its_recent_calls_and_keeps_them_on_the_ne
 
 /// An early compaction (a saving, not a necessity) never takes the agent's recent work: on every
 /// request of the autonomous runs at a 128K window, where only the cost model makes condense
-/// compact, each summary keeps the last ten calls in the tail, none cut to a preview.
+/// compact, each summary keeps the last ten calls in the tail, none cut to a preview; where
+/// they are more than the window's tail budget (8,000 tokens) they are kept in a wider tail,
+/// never more than half the usable window.
 #[tokio::test]
 async fn an_early_compaction_keeps_the_recent_calls_whole() {
     let ours = compactor(&config_at("128000", "4096"));
-    let mut early = 0;
+    let (budget, half) = (8_000, (128_000 - 4_096) / 2);
+    let (mut early, mut wider) = (0, 0);
     for transcript in transcripts().unwrap() {
         if !transcript.name.starts_with("openai/mini-swe-agent") {
             continue;
@@ -885,7 +888,13 @@ async fn an_early_compaction_keeps_the_recent_calls_whole() {
                 split.previews.is_none() && split.tail_calls >= calls.min(10),
                 "{name}, request before message {end}: {split:?}"
             );
+            assert!(
+                split.kept_tokens <= half,
+                "{name}, message {end}: {split:?}"
+            );
+            wider += usize::from(split.kept_tokens > budget);
         }
     }
     assert!(early >= 6, "{early} early compactions");
+    assert!(wider >= 1, "no tail wider than the budget among {early}");
 }
