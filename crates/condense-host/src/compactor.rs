@@ -1264,12 +1264,17 @@ fn room(tail: &TailSettings, due: usize, ours: usize) -> TailSettings {
 /// it keeps the recent calls whole, in a wider tail where they are more than the budget and that
 /// pays ([`holding_recent_work`]), or waits for the window to fill.
 fn keeps_recent_work(messages: &[Message], cut: &Split, tail: &TailSettings) -> bool {
-    let calls = messages[cut.pinned..]
-        .iter()
-        .flat_map(|message| &message.parts)
-        .filter(|part| matches!(part, condense_core::Part::ToolCall(_)))
-        .count();
+    let calls: usize = messages[cut.pinned..].iter().map(tool_calls).sum();
     cut.previews.is_none() && cut.tail_calls >= calls.min(tail.rules.min_tail_calls)
+}
+
+/// The tool calls `message` makes.
+fn tool_calls(message: &Message) -> usize {
+    message
+        .parts
+        .iter()
+        .filter(|part| matches!(part, condense_core::Part::ToolCall(_)))
+        .count()
 }
 
 /// `tail` with a budget that holds the agent's last `min_tail_calls` tool calls whole (all of
@@ -1283,16 +1288,9 @@ fn holding_recent_work(
     tail: &TailSettings,
 ) -> Option<TailSettings> {
     let pinned = condense_compact::pinned(messages);
-    let calls = |message: &Message| {
-        message
-            .parts
-            .iter()
-            .filter(|part| matches!(part, condense_core::Part::ToolCall(_)))
-            .count()
-    };
     let wanted = messages[pinned..]
         .iter()
-        .map(calls)
+        .map(tool_calls)
         .sum::<usize>()
         .min(tail.rules.min_tail_calls);
     if wanted == 0 {
@@ -1300,7 +1298,7 @@ fn holding_recent_work(
     }
     let mut seen = 0;
     let start = (pinned..messages.len()).rev().find(|&index| {
-        seen += calls(&messages[index]);
+        seen += tool_calls(&messages[index]);
         seen >= wanted
     })?;
     let needed: usize = counts[start..].iter().sum();
@@ -1407,47 +1405,39 @@ mod tests {
                     (2..=messages.len()).filter(|&end| messages[end - 1].role != Role::Assistant)
                 {
                     let (messages, counts) = (&messages[..end], &counts[..end]);
-                    let sized = compactor.cut(messages, counts, &tail);
-                    let whole = compactor.cut_unpreviewed(messages, counts, &tail);
-                    let takes = |cut: &Split| {
-                        !cut.nothing_to_compact() && keeps_recent_work(messages, cut, &tail)
-                    };
                     let at = format!("{} at {window}, {end} messages", transcript.name);
-                    assert_eq!(takes(&sized), takes(&whole), "{at}");
-                    if takes(&sized) {
-                        taken += 1;
-                        assert_eq!(
-                            (sized.tail_start, sized.head_tokens, sized.kept_tokens),
-                            (whole.tail_start, whole.head_tokens, whole.kept_tokens),
-                            "{at}"
-                        );
-                        continue;
-                    }
-                    if sized.previews.is_some() {
-                        rejected += 1;
-                    }
-                    // And the wider tail it then tries.
-                    let Some(wider) = holding_recent_work(messages, counts, &tail) else {
-                        continue;
+                    // The two cuts in `tail` decide alike and, taken, are the same cut: whether
+                    // taken, and whether the sized one previews.
+                    let compare = |tail: &TailSettings| {
+                        let sized = compactor.cut(messages, counts, tail);
+                        let whole = compactor.cut_unpreviewed(messages, counts, tail);
+                        let takes = |cut: &Split| {
+                            !cut.nothing_to_compact() && keeps_recent_work(messages, cut, tail)
+                        };
+                        assert_eq!(takes(&sized), takes(&whole), "{at}, {tail:?}");
+                        if takes(&sized) {
+                            assert_eq!(
+                                (sized.tail_start, sized.head_tokens, sized.kept_tokens),
+                                (whole.tail_start, whole.head_tokens, whole.kept_tokens),
+                                "{at}, {tail:?}"
+                            );
+                        }
+                        (takes(&sized), sized.previews.is_some())
                     };
-                    let sized = compactor.cut(messages, counts, &wider);
-                    let whole = compactor.cut_unpreviewed(messages, counts, &wider);
-                    let takes = |cut: &Split| {
-                        !cut.nothing_to_compact() && keeps_recent_work(messages, cut, &wider)
-                    };
-                    assert_eq!(takes(&sized), takes(&whole), "{at}, wider");
-                    if takes(&sized) {
-                        widened += 1;
-                        assert_eq!(
-                            (sized.tail_start, sized.head_tokens, sized.kept_tokens),
-                            (whole.tail_start, whole.head_tokens, whole.kept_tokens),
-                            "{at}, wider"
-                        );
+                    match compare(&tail) {
+                        (true, _) => taken += 1,
+                        // And the wider tail the check then tries.
+                        (false, previewed) => {
+                            rejected += usize::from(previewed);
+                            if let Some(wider) = holding_recent_work(messages, counts, &tail) {
+                                widened += usize::from(compare(&wider).0);
+                            }
+                        }
                     }
                 }
             }
         }
-        // Both kinds occur, so the comparison is not between two cuts that never differ.
+        // All three occur, so the comparison is not between cuts that never differ.
         assert!(
             taken > 100 && rejected > 100 && widened > 100,
             "{taken} taken, {rejected} previewed, {widened} taken wider"
