@@ -809,8 +809,10 @@ impl Compactor {
     /// ([`condense_compact::pays_to_compact`]): the head and tail as the cut would make them in
     /// `tail` (the [`room`] the request leaves, as the compaction itself cuts), the summary at
     /// its budget, and the session's growth per request as it has gone since its last summary
-    /// (or its start): the tokens after it over the answers among them. Never when that cut
-    /// would take the agent's recent work ([`keeps_recent_work`]).
+    /// (or its start): the tokens after it over the answers among them. When that cut would
+    /// take the agent's recent work ([`keeps_recent_work`]), the cut of the wider tail that
+    /// holds it whole ([`holding_recent_work`]), if that also costs less than the budget's tail
+    /// carried to a full window ([`condense_compact::wider_tail_pays`]); never a cut that takes it.
     fn pays_to_compact(
         &self,
         conversation: &Conversation,
