@@ -24,7 +24,9 @@ pub enum TailRule {
     /// Whole turns held fewer than `min_tail_calls` tool calls (an autonomous run's turn is
     /// hundreds of steps): the tail goes back to hold that many, as far as it fits the budget
     /// with each output before the last exchange over an equal share of the budget cut to a
-    /// preview of that share ([`Split::previews`]).
+    /// preview of that share ([`Split::previews`]); where the budget holds none of them that
+    /// way, as far as [`TailSettings::previews_within`] with each over an equal share of what
+    /// it leaves past the tail.
     RecentCalls,
     /// The last turn alone is larger than the budget, and the suffix that fits it holds more
     /// than `min_tail_calls` tool calls: the tail starts at the step that makes the
@@ -114,7 +116,8 @@ pub fn pinned(messages: &[Message]) -> usize {
 /// past the result so that it still fits. Whatever the budget, the tail holds the last exchange
 /// ([`TailRule::LastExchange`]): a resumed agent must see where it was, not its original task.
 /// And it holds the agent's last `min_tail_calls` tool calls when whole turns did not, with their
-/// larger outputs cut to previews ([`TailRule::RecentCalls`]): what the agent was acting on; a
+/// larger outputs cut to previews ([`TailRule::RecentCalls`], within the budget or, where that
+/// holds none of them, [`TailSettings::previews_within`]): what the agent was acting on; a
 /// suffix that holds more of them is cut back to that many ([`TailRule::LatestCalls`]).
 ///
 /// Here outputs are counted as they are, none smaller as a preview; a caller that makes the
@@ -187,6 +190,7 @@ pub fn split_counted(
         pinned,
         last_exchange,
         budget,
+        within: settings.previews_within,
         wanted: settings.rules.min_tail_calls,
     };
     let (tail_start, rule, previews, kept_tokens) = recent.fitted(tail_start, rule, &pairs, sizes);
@@ -213,6 +217,8 @@ struct RecentCalls<'a> {
     pinned: usize,
     last_exchange: usize,
     budget: usize,
+    /// [`TailSettings::previews_within`].
+    within: usize,
     /// `min_tail_calls`.
     wanted: usize,
 }
@@ -229,7 +235,8 @@ impl RecentCalls<'_> {
     /// The tail from `tail_start` (cut by `rule`) with the previews it needs, and its tokens
     /// once they are made: the last exchange's outputs over the budget when it alone is over
     /// it; or, when the tail holds fewer than `wanted` calls, the tail moved back to hold them
-    /// ([`TailRule::RecentCalls`]); else none.
+    /// ([`TailRule::RecentCalls`]), within the budget or, where that holds fewer, within
+    /// `within` with what it leaves past the tail shared among them; else none.
     fn fitted(
         &self,
         tail_start: usize,
@@ -247,7 +254,13 @@ impl RecentCalls<'_> {
             };
             return (tail_start, rule, Some(previews), kept);
         }
-        match self.held_from(tail_start, pairs, sizes) {
+        let over = (self.budget / self.wanted.max(1)).max(1);
+        let mut held = self.held_from(tail_start, pairs, sizes, self.budget, over);
+        if held.is_none() && self.within > self.budget {
+            let over = (self.within.saturating_sub(self.suffix[tail_start]) / self.wanted).max(1);
+            held = self.held_from(tail_start, pairs, sizes, self.within, over);
+        }
+        match held {
             Some(held) => {
                 let previews = TailPreviews {
                     messages: held.start..self.last_exchange,
@@ -265,20 +278,21 @@ impl RecentCalls<'_> {
     }
 
     /// The earliest start before `tail_start`, one step of calls at a time, that holds no more
-    /// than `wanted` calls back and fits the budget with the outputs before the last exchange
-    /// over `budget / wanted` tokens cut to previews; `None` when the tail holds enough calls
-    /// already or not even one more step fits. The head keeps at least one message.
+    /// than `wanted` calls back and fits `budget` with the outputs before the last exchange
+    /// over `over` tokens cut to previews; `None` when the tail holds enough calls already or
+    /// not even one more step fits. The head keeps at least one message.
     fn held_from(
         &self,
         tail_start: usize,
         pairs: &ToolPairs,
         sizes: OutputSizes<'_>,
+        budget: usize,
+        over: usize,
     ) -> Option<Held> {
         let calls_from = |start: usize| calls_from(self.messages, start);
         if self.wanted == 0 || calls_from(tail_start) >= self.wanted {
             return None;
         }
-        let over = (self.budget / self.wanted).max(1);
         // What previews would save from `counted_from` to the last exchange, grown as the
         // start moves back.
         let mut counted_from = tail_start.min(self.last_exchange);
@@ -307,7 +321,7 @@ impl RecentCalls<'_> {
             saved += excess(self.messages, start..counted_from, over, pairs, sizes);
             counted_from = start;
             let tokens = self.suffix[start] - saved;
-            if tokens > self.budget {
+            if tokens > budget {
                 break;
             }
             held = Some(Held {

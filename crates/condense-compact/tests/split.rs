@@ -211,3 +211,89 @@ proptest! {
         prop_assert!(split.tail_tokens <= split.budget || split.rule == condense_compact::TailRule::LastExchange || split.rule == condense_compact::TailRule::RecentCalls);
     }
 }
+
+/// `split_counted` with previews that keep an output's first `limit` tokens (as the host's
+/// pruner sizes them, its note aside).
+fn split_previewing(messages: &[Message], settings: &TailSettings) -> condense_compact::Split {
+    let counter = Tiktoken::default();
+    let sizes = |result: &condense_core::ToolResult, _: &str, limit: usize| {
+        let whole = counter.count_output(&result.content);
+        (whole, whole.min(limit))
+    };
+    condense_compact::split_counted(messages, &counter.count_each(messages), &sizes, settings)
+}
+
+/// A run whose last output alone takes the tail's whole budget: within the budget the calls
+/// before it are lost whole; with `previews_within` past the budget, the ten
+/// latest are shown, those before the last exchange as previews of what it leaves them.
+#[test]
+fn a_last_exchange_that_fills_the_budget_leaves_the_calls_before_it_as_previews() {
+    let mut messages = vec![
+        Message::text(Role::System, "be useful"),
+        Message::text(Role::User, "fix the bug"),
+    ];
+    for id in 0..14 {
+        let size = if id == 13 { 1_900 } else { 300 };
+        messages.push(Message::new(
+            Role::Assistant,
+            vec![tool_call(
+                format!("c{id}"),
+                "bash",
+                serde_json::json!({"command": "ls"}),
+            )],
+        ));
+        messages.push(Message::new(
+            Role::Tool,
+            vec![tool_result(format!("c{id}"), "out ".repeat(size))],
+        ));
+    }
+    let mut squeezed = settings(32_000);
+    squeezed.rules.min_tail_tokens = 2_000;
+    squeezed.rules.max_tail_tokens = 2_000;
+
+    let within_budget = split_previewing(&messages, &squeezed);
+    assert_eq!(within_budget.tail_calls, 1, "{within_budget:?}");
+    assert_eq!(within_budget.previews, None);
+
+    squeezed.previews_within = 4_000;
+    let stretched = split_previewing(&messages, &squeezed);
+    assert_eq!(stretched.rule, condense_compact::TailRule::RecentCalls);
+    assert_eq!(stretched.tail_calls, 10, "{stretched:?}");
+    assert!(stretched.kept_tokens > stretched.budget);
+    assert!(stretched.kept_tokens <= 4_000, "{stretched:?}");
+    let previews = stretched.previews.as_ref().unwrap();
+    assert_eq!(previews.messages.start, stretched.tail_start);
+    assert_eq!(previews.messages.end, messages.len() - 2);
+    assert!(previews.over < 300, "{previews:?}");
+    assert_pairs_whole(&messages, stretched.tail_start);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// `previews_within` only ever adds recent calls, as previews, to a tail whose budget held
+    /// none before its last exchange, and never past itself: at or under the budget it changes
+    /// nothing.
+    #[test]
+    fn previews_past_the_budget_stay_within_their_bound(messages in autonomous_run(), window in 6_000usize..40_000, past in 0usize..6_000) {
+        let base = settings(window);
+        let before = split_previewing(&messages, &base);
+        let mut stretched = base;
+        stretched.previews_within = before.budget.saturating_sub(1_000) + past;
+        let after = split_previewing(&messages, &stretched);
+        if stretched.previews_within <= before.budget || before.rule == condense_compact::TailRule::RecentCalls {
+            prop_assert_eq!(&after, &before);
+        } else {
+            prop_assert!(after.tail_calls >= before.tail_calls);
+            prop_assert!(after.tail_calls <= base.rules.min_tail_calls.max(before.tail_calls));
+            if after != before {
+                prop_assert_eq!(after.rule, condense_compact::TailRule::RecentCalls);
+                prop_assert!(after.kept_tokens <= stretched.previews_within);
+                let previews = after.previews.as_ref().unwrap();
+                prop_assert_eq!(previews.messages.start, after.tail_start);
+                prop_assert!(previews.messages.end <= messages.len() - 2);
+            }
+        }
+        assert_pairs_whole(&messages, after.tail_start);
+    }
+}

@@ -406,6 +406,7 @@ impl Config {
             context_window: self.settings.model.context_window,
             max_output_tokens: self.settings.model.max_output_tokens,
             rules: self.settings.compaction_rules,
+            previews_within: 0,
         }
     }
 

@@ -141,6 +141,7 @@ impl Compactor {
                     .unwrap_or(self.tail.max_output_tokens)
                     .min(rule.context_window.saturating_sub(1)),
                 rules: priced(self.tail.rules, rule.prices),
+                previews_within: self.tail.previews_within,
             },
             None => self.tail,
         }
@@ -481,7 +482,7 @@ impl Compactor {
             && {
                 let as_it_came = measure(conversation, reported, counts, |_| 0).0.tokens();
                 !is_due(as_it_came, tail) && {
-                    let room = room(tail, as_it_came, tokens_in);
+                    let room = room(tail, as_it_came, tokens_in, self.summary_tokens);
                     let early = self.pays_to_compact(conversation, counts, &room, asked.summarizer);
                     early_as_it_came = Some(early);
                     !early
@@ -545,7 +546,12 @@ impl Compactor {
         let early = phases != Phases::Forced
             && !full
             && pruned.early_unpruned.unwrap_or_else(|| {
-                let room = room(&asked.tail, pruned.due_tokens, pruned.tokens);
+                let room = room(
+                    &asked.tail,
+                    pruned.due_tokens,
+                    pruned.tokens,
+                    self.summary_tokens,
+                );
                 self.pays_to_compact(conversation, &pruned.counts, &room, asked.summarizer)
             });
         if phases == Phases::PruneOnly {
@@ -616,7 +622,7 @@ impl Compactor {
         due: Due,
     ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
         let counter = self.counter.as_ref();
-        let room = room(&due.tail, due.tokens, due.counted);
+        let room = room(&due.tail, due.tokens, due.counted, self.summary_tokens);
         // What a summarizer that asks inside the conversation sends: the conversation as the
         // agent's request would carry it, before any preview below, which would change its
         // cached prefix.
@@ -1243,9 +1249,10 @@ fn priced(
 
 /// The window `tail` is sized for, less what the request carries beyond condense's count of
 /// its messages ([`overhead`]; `due` the provider's measure, `ours` condense's): what the
-/// summary and the tail must fit in, with a tail budget no smaller than the window's own unless
-/// it would take more than half of it.
-fn room(tail: &TailSettings, due: usize, ours: usize) -> TailSettings {
+/// summary (`summary_tokens`, its budget) and the tail must fit in, with a tail budget no
+/// smaller than the window's own unless it would take more than half of it, and the recent
+/// calls' previews allowed the window's own budget as far as the summary's is left.
+fn room(tail: &TailSettings, due: usize, ours: usize, summary_tokens: usize) -> TailSettings {
     let overhead = overhead(condense_compact::usable(tail), due, ours);
     let mut room = TailSettings {
         context_window: tail.context_window.saturating_sub(overhead),
@@ -1255,8 +1262,13 @@ fn room(tail: &TailSettings, due: usize, ours: usize) -> TailSettings {
     // an agent acts on is no smaller because its request carries a large system prompt and
     // tools (Claude Code's take 12K-28K tokens), and the other half is left to the summary and
     // to what comes next.
-    let floor = condense_compact::tail_budget(tail).min(condense_compact::usable(&room) / 2);
-    room.rules.min_tail_tokens = room.rules.min_tail_tokens.max(floor);
+    let own = condense_compact::tail_budget(tail);
+    let usable = condense_compact::usable(&room);
+    room.rules.min_tail_tokens = room.rules.min_tail_tokens.max(own.min(usable / 2));
+    // Where that half is all the last exchange leaves room for, the calls the agent made just
+    // before it are still shown, cut to previews, within the window's own budget: what the
+    // agent was acting on, at the cost of room to grow, never of the summary's.
+    room.previews_within = own.min(usable.saturating_sub(summary_tokens));
     room
 }
 

@@ -738,8 +738,9 @@ fn a_subagent_under_other_policies_is_refused() {
 /// What condense's defaults must hold on every shared session at 32K, 64K and 128K, priced
 /// against Anthropic's cache model and OpenAI's: no failed request wherever any policy has none, no
 /// other compaction policy (Claude Code's, opencode's, hermes-agent's rules) that finishes both
-/// cheaper and keeping at least as much (condense on their cost/retention frontier), and at
-/// least what Claude Code's rules keep wherever they finish; and the
+/// cheaper and keeping at least as much (condense on their cost/retention frontier), at
+/// least what Claude Code's rules keep wherever they finish, and at least 95 % of what matters
+/// on average over a session's requests wherever condense finishes; and the
 /// measure itself: the whole history, sent as it is, keeps everything. (Sending everything can
 /// be cheaper where a session ends just under the window, or ends before an early compaction
 /// has paid for itself: condense compacts early when that costs less over the requests that
@@ -748,7 +749,8 @@ fn a_subagent_under_other_policies_is_refused() {
 /// nothing, are not compared: on openhands ponyc-4588 at 32K, condense compacts at the 45th of
 /// 49 requests, to be paid back by the 56th, and costs 3 % more than sending everything.)
 #[test]
-fn condense_is_on_the_frontier_keeps_what_claude_codes_rules_keep_and_finishes_wherever_any_does() {
+fn condense_is_on_the_frontier_keeps_what_claude_codes_rules_keep_and_95_percent_and_finishes_wherever_any_does()
+ {
     // Every breach, so that one run shows them all.
     let mut breaches = Vec::new();
     for path in transcripts() {
@@ -780,6 +782,13 @@ fn condense_is_on_the_frontier_keeps_what_claude_codes_rules_keep_and_finishes_w
                 breaches.push(format!(
                     "{name}: condense keeps {:.4}, Claude Code's rules {:.4}",
                     ours.retention, theirs.retention
+                ));
+            }
+            // What matters to the agent, on average over its requests: at least 95 %.
+            if ours.failures == 0 && ours.retention < 0.95 {
+                breaches.push(format!(
+                    "{name}: condense keeps {:.4} on average",
+                    ours.retention
                 ));
             }
             if replay.policies.iter().any(|policy| policy.failures == 0) && ours.failures != 0 {
