@@ -188,10 +188,16 @@ impl Prompt {
                 blocks,
             });
         }
-        // The system part: the hidden prefix and the leading System messages.
+        // The system part: the hidden prefix and the leading System messages the request sends
+        // as its system prompt. A summary condense wrote goes out after it, as the first user
+        // message (`condense-formats`' Anthropic writer): the harness's mark at the end of its
+        // system prompt stays where it was, and the prompt stays cached across compactions.
         let leading_system = messages
             .iter()
-            .take_while(|message| message.role == Role::System)
+            .take_while(|message| {
+                message.role == Role::System
+                    && !(message.is_compaction_summary() && message.wire.is_empty())
+            })
             .count();
         let system_end = hidden_points + leading_system;
         let mut breakpoints = Vec::with_capacity(2);
@@ -268,5 +274,58 @@ fn hash_part(hasher: &mut Xxh3, part: &Part) {
             field(b"opaque");
             field(value.to_string().as_bytes());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use condense_tokenizer::Tiktoken;
+
+    /// The harness marks the end of its system prompt and the last message. A summary condense
+    /// wrote is sent after the system prompt, as a user message, so the first mark stays at
+    /// the system prompt's end, where every request after a compaction finds it cached; a
+    /// System message the session itself sent is part of the system prompt.
+    #[test]
+    fn the_system_mark_stays_before_condenses_summary() {
+        let counter = Tiktoken::default();
+        let calibration = Calibration {
+            hidden_prefix: 5_000,
+            scale: 1.0,
+            fitted_on: 10,
+            warm_prefix: 0,
+        };
+        let system = Message::text(Role::System, "You are a careful agent.");
+        let summary = Message::text(
+            Role::System,
+            format!(
+                "{}
+## Goal
+fix it
+{}",
+                condense_core::SUMMARY_OPEN,
+                condense_core::SUMMARY_CLOSE
+            ),
+        );
+        let ask = Message::text(Role::User, "go on");
+
+        let plain = Prompt::of(&[system.clone(), ask.clone()], &counter, &calibration, 1);
+        assert_eq!(plain.breakpoints, vec![1, 2]);
+
+        let summarized = Prompt::of(&[system, summary, ask], &counter, &calibration, 1);
+        assert_eq!(summarized.breakpoints, vec![1, 3]);
+        assert_eq!(summarized.points[1], plain.points[1]);
+
+        let two_system = Prompt::of(
+            &[
+                Message::text(Role::System, "one"),
+                Message::text(Role::System, "two"),
+                Message::text(Role::User, "go"),
+            ],
+            &counter,
+            &calibration,
+            1,
+        );
+        assert_eq!(two_system.breakpoints, vec![2, 3]);
     }
 }
