@@ -160,30 +160,34 @@ proptest! {
     }
 }
 
-/// One person's request, then an autonomous run of single-call steps with outputs of random
-/// sizes, some small enough for the tail budget to hold more than `min_tail_calls` of them.
+/// One person's request, then an autonomous run of single-call steps, each output `sizes[i]`
+/// words long.
+fn run_of(sizes: impl IntoIterator<Item = usize>) -> Vec<Message> {
+    let mut messages = vec![
+        Message::text(Role::System, "be useful"),
+        Message::text(Role::User, "fix the bug"),
+    ];
+    for (id, size) in sizes.into_iter().enumerate() {
+        messages.push(Message::new(
+            Role::Assistant,
+            vec![tool_call(
+                format!("c{id}"),
+                "bash",
+                serde_json::json!({"command": "ls"}),
+            )],
+        ));
+        messages.push(Message::new(
+            Role::Tool,
+            vec![tool_result(format!("c{id}"), "out ".repeat(size))],
+        ));
+    }
+    messages
+}
+
+/// An autonomous run ([`run_of`]) with outputs of random sizes, some small enough for the tail
+/// budget to hold more than `min_tail_calls` of them.
 fn autonomous_run() -> impl Strategy<Value = Vec<Message>> {
-    prop::collection::vec(0..600usize, 1..80).prop_map(|sizes| {
-        let mut messages = vec![
-            Message::text(Role::System, "be useful"),
-            Message::text(Role::User, "fix the bug"),
-        ];
-        for (id, size) in sizes.into_iter().enumerate() {
-            messages.push(Message::new(
-                Role::Assistant,
-                vec![tool_call(
-                    format!("c{id}"),
-                    "bash",
-                    serde_json::json!({"command": "ls"}),
-                )],
-            ));
-            messages.push(Message::new(
-                Role::Tool,
-                vec![tool_result(format!("c{id}"), "out ".repeat(size))],
-            ));
-        }
-        messages
-    })
+    prop::collection::vec(0..600usize, 1..80).prop_map(run_of)
 }
 
 proptest! {
@@ -224,29 +228,11 @@ fn split_previewing(messages: &[Message], settings: &TailSettings) -> condense_c
 }
 
 /// A run whose last output alone takes the tail's whole budget: within the budget the calls
-/// before it are lost whole; with `previews_within` past the budget, the ten
-/// latest are shown, those before the last exchange as previews of what it leaves them.
+/// before it are lost whole; with `previews_within` past the budget, the ten latest are shown,
+/// those before the last exchange as previews of what it leaves them.
 #[test]
 fn a_last_exchange_that_fills_the_budget_leaves_the_calls_before_it_as_previews() {
-    let mut messages = vec![
-        Message::text(Role::System, "be useful"),
-        Message::text(Role::User, "fix the bug"),
-    ];
-    for id in 0..14 {
-        let size = if id == 13 { 1_900 } else { 300 };
-        messages.push(Message::new(
-            Role::Assistant,
-            vec![tool_call(
-                format!("c{id}"),
-                "bash",
-                serde_json::json!({"command": "ls"}),
-            )],
-        ));
-        messages.push(Message::new(
-            Role::Tool,
-            vec![tool_result(format!("c{id}"), "out ".repeat(size))],
-        ));
-    }
+    let messages = run_of((0..14).map(|id| if id == 13 { 1_900 } else { 300 }));
     let mut squeezed = settings(32_000);
     squeezed.rules.min_tail_tokens = 2_000;
     squeezed.rules.max_tail_tokens = 2_000;
