@@ -192,6 +192,13 @@ impl Message {
                 .any(|part| matches!(part, Part::Text(_) | Part::Image(_)))
     }
 
+    /// A summary condense wrote for the request it is building, not one the client sent back
+    /// (it has no wire record yet). The system prompt is the client's: such a summary goes out
+    /// after it, as the first user message, and a model of the provider's cache prices it there.
+    pub fn is_summary_written_here(&self) -> bool {
+        self.is_compaction_summary() && self.wire.is_empty()
+    }
+
     /// A summary that an earlier compaction left (see [`SUMMARY_OPEN`]). The pruner's walk stops
     /// there: what came before it was already dealt with.
     pub fn is_compaction_summary(&self) -> bool {

@@ -117,7 +117,7 @@ pub(crate) fn to_value(conversation: &Conversation) -> Value {
         .iter()
         .take_while(|message| {
             message.role == Role::System
-                && !(message.is_compaction_summary() && message.wire.is_empty())
+                && !message.is_summary_written_here()
                 && !is_system_message(message)
         })
         .count();

@@ -195,8 +195,7 @@ impl Prompt {
         let leading_system = messages
             .iter()
             .take_while(|message| {
-                message.role == Role::System
-                    && !(message.is_compaction_summary() && message.wire.is_empty())
+                message.role == Role::System && !message.is_summary_written_here()
             })
             .count();
         let system_end = hidden_points + leading_system;
