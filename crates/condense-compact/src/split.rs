@@ -256,7 +256,7 @@ impl RecentCalls<'_> {
         }
         let over = (self.budget / self.wanted.max(1)).max(1);
         let mut held = self.held_from(tail_start, pairs, sizes, self.budget, over);
-        if held.is_none() && self.within > self.budget {
+        if held.is_none() && self.wanted > 0 && self.within > self.budget {
             let over = (self.within.saturating_sub(self.suffix[tail_start]) / self.wanted).max(1);
             held = self.held_from(tail_start, pairs, sizes, self.within, over);
         }

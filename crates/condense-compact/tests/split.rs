@@ -252,22 +252,30 @@ fn a_last_exchange_that_fills_the_budget_leaves_the_calls_before_it_as_previews(
     assert_eq!(previews.messages.end, messages.len() - 2);
     assert!(previews.over < 300, "{previews:?}");
     assert_pairs_whole(&messages, stretched.tail_start);
+
+    // With the recent calls turned off (`min_tail_calls = 0`), the bound changes nothing.
+    squeezed.rules.min_tail_calls = 0;
+    let by_turns = split_previewing(&messages, &squeezed);
+    squeezed.previews_within = 0;
+    assert_eq!(by_turns, split_previewing(&messages, &squeezed));
+    assert_eq!(by_turns.previews, None);
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
     /// `previews_within` only ever adds recent calls, as previews, to a tail whose budget held
-    /// none before its last exchange, and never past itself: at or under the budget it changes
-    /// nothing.
+    /// none before its last exchange, and never past itself: at or under the budget, or with
+    /// the recent calls turned off (`min_tail_calls = 0`), it changes nothing.
     #[test]
-    fn previews_past_the_budget_stay_within_their_bound(messages in autonomous_run(), window in 6_000usize..40_000, past in 0usize..6_000) {
-        let base = settings(window);
+    fn previews_past_the_budget_stay_within_their_bound(messages in autonomous_run(), window in 6_000usize..40_000, past in 0usize..6_000, calls in prop::sample::select(vec![0usize, 5, 10])) {
+        let mut base = settings(window);
+        base.rules.min_tail_calls = calls;
         let before = split_previewing(&messages, &base);
         let mut stretched = base;
         stretched.previews_within = before.budget.saturating_sub(1_000) + past;
         let after = split_previewing(&messages, &stretched);
-        if stretched.previews_within <= before.budget || before.rule == condense_compact::TailRule::RecentCalls {
+        if calls == 0 || stretched.previews_within <= before.budget || before.rule == condense_compact::TailRule::RecentCalls {
             prop_assert_eq!(&after, &before);
         } else {
             prop_assert!(after.tail_calls >= before.tail_calls);
