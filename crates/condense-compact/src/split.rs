@@ -235,8 +235,8 @@ impl RecentCalls<'_> {
     /// The tail from `tail_start` (cut by `rule`) with the previews it needs, and its tokens
     /// once they are made: the last exchange's outputs over the budget when it alone is over
     /// it; or, when the tail holds fewer than `wanted` calls, the tail moved back to hold them
-    /// ([`TailRule::RecentCalls`]), within the budget or, where that holds fewer, within
-    /// `within` with what it leaves past the tail shared among them; else none.
+    /// ([`TailRule::RecentCalls`]), within the budget or, where that holds none of them,
+    /// within `within` with what it leaves past the tail shared among them; else none.
     fn fitted(
         &self,
         tail_start: usize,
