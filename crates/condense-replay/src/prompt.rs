@@ -298,10 +298,7 @@ mod tests {
         let summary = Message::text(
             Role::System,
             format!(
-                "{}
-## Goal
-fix it
-{}",
+                "{}\n## Goal\nfix it\n{}",
                 condense_core::SUMMARY_OPEN,
                 condense_core::SUMMARY_CLOSE
             ),
