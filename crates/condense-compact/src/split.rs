@@ -233,10 +233,11 @@ struct Held {
 
 impl RecentCalls<'_> {
     /// The tail from `tail_start` (cut by `rule`) with the previews it needs, and its tokens
-    /// once they are made: the last exchange's outputs over the budget when it alone is over
-    /// it; or, when the tail holds fewer than `wanted` calls, the tail moved back to hold them
-    /// ([`TailRule::RecentCalls`]), within the budget or, where that holds none of them,
-    /// within `within` with what it leaves past the tail shared among them; else none.
+    /// once they are made: when the tail holds fewer than `wanted` calls, the tail moved back
+    /// to hold them ([`TailRule::RecentCalls`]), within the budget or, where that holds none of
+    /// them (the last exchange alone can be over it), within `within` with what it leaves past
+    /// the tail shared among them; else the last exchange's outputs over the budget when it
+    /// alone is over it; else none.
     fn fitted(
         &self,
         tail_start: usize,
@@ -245,19 +246,16 @@ impl RecentCalls<'_> {
         sizes: OutputSizes<'_>,
     ) -> (usize, TailRule, Option<TailPreviews>, usize) {
         let whole = self.suffix[tail_start];
-        if rule == TailRule::LastExchange && whole > self.budget {
-            let cut = tail_start..self.messages.len();
-            let kept = whole - excess(self.messages, cut.clone(), self.budget, pairs, sizes);
-            let previews = TailPreviews {
-                messages: cut,
-                over: self.budget,
-            };
-            return (tail_start, rule, Some(previews), kept);
+        // The last exchange alone over the budget holds none of the calls before it: they may
+        // still be shown as previews within `within`, as when the budget holds none of them.
+        let last_over = rule == TailRule::LastExchange && whole > self.budget;
+        let mut held = None;
+        if !last_over {
+            let over = (self.budget / self.wanted.max(1)).max(1);
+            held = self.held_from(tail_start, pairs, sizes, self.budget, over);
         }
-        let over = (self.budget / self.wanted.max(1)).max(1);
-        let mut held = self.held_from(tail_start, pairs, sizes, self.budget, over);
-        if held.is_none() && self.wanted > 0 && self.within > self.budget {
-            let over = (self.within.saturating_sub(self.suffix[tail_start]) / self.wanted).max(1);
+        if held.is_none() && self.wanted > 0 && self.within > self.budget.max(whole) {
+            let over = (self.within.saturating_sub(whole) / self.wanted).max(1);
             held = self.held_from(tail_start, pairs, sizes, self.within, over);
         }
         match held {
@@ -272,6 +270,15 @@ impl RecentCalls<'_> {
                     Some(previews),
                     held.tokens,
                 )
+            }
+            None if last_over => {
+                let cut = tail_start..self.messages.len();
+                let kept = whole - excess(self.messages, cut.clone(), self.budget, pairs, sizes);
+                let previews = TailPreviews {
+                    messages: cut,
+                    over: self.budget,
+                };
+                (tail_start, rule, Some(previews), kept)
             }
             None => (tail_start, rule, None, whole),
         }

@@ -261,6 +261,44 @@ fn a_last_exchange_that_fills_the_budget_leaves_the_calls_before_it_as_previews(
     assert_eq!(by_turns.previews, None);
 }
 
+/// A last exchange over the budget itself (a request whose system prompt and tools leave a
+/// small room) holds none of the calls before it either: within `previews_within` they are
+/// shown as previews beside it, the last exchange whole; past it (or without the bound), the
+/// last exchange alone, its outputs over the budget cut to previews.
+#[test]
+fn a_last_exchange_over_the_budget_leaves_the_calls_before_it_as_previews_within_the_bound() {
+    let messages = run_of((0..14).map(|id| if id == 13 { 2_400 } else { 300 }));
+    let mut squeezed = settings(32_000);
+    squeezed.rules.min_tail_tokens = 2_000;
+    squeezed.rules.max_tail_tokens = 2_000;
+
+    let alone = split_previewing(&messages, &squeezed);
+    assert_eq!(alone.rule, condense_compact::TailRule::LastExchange);
+    assert_eq!(alone.tail_calls, 1, "{alone:?}");
+    assert_eq!(
+        alone.previews.as_ref().unwrap().messages.start,
+        alone.tail_start
+    );
+
+    squeezed.previews_within = 4_000;
+    let stretched = split_previewing(&messages, &squeezed);
+    assert_eq!(stretched.rule, condense_compact::TailRule::RecentCalls);
+    assert_eq!(stretched.tail_calls, 10, "{stretched:?}");
+    assert!(stretched.kept_tokens <= 4_000, "{stretched:?}");
+    let previews = stretched.previews.as_ref().unwrap();
+    assert_eq!(
+        previews.messages.end,
+        messages.len() - 2,
+        "the last exchange whole"
+    );
+    assert!(previews.over < 300, "{previews:?}");
+    assert_pairs_whole(&messages, stretched.tail_start);
+
+    // A bound the last exchange alone fills: as without it.
+    squeezed.previews_within = 2_400;
+    assert_eq!(split_previewing(&messages, &squeezed), alone);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
