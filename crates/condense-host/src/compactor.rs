@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use condense_compact::{
-    Split, TailSettings, carried, is_due, previous_summary, reassemble, reposition_side,
+    Split, TailSettings, carried, previous_summary, reassemble, reposition_side,
 };
 use condense_core::{Conversation, LiveView, Memos, Message, Role};
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
@@ -15,8 +15,8 @@ use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total, count_each_
 
 use crate::head::{self, message_hash};
 use crate::report::{CompactReport, CompactionOutcome, FailureKind, NativeCompaction};
-use crate::state::{ReportedUsage, SessionState};
-use crate::usage::{Measure, measure};
+use crate::state::{Counted, ReportedUsage, SessionState};
+use crate::usage::{self, Line, Measure, measure};
 use crate::{Config, HostError, LoadedPlugin, SummarizerKind};
 
 /// A compacted conversation and what was done to it.
@@ -378,7 +378,6 @@ impl Compactor {
         let started = Instant::now();
         let summarizer = summarizer.unwrap_or(self.summarizer.as_ref());
         let counter = self.counter.as_ref();
-        let usable = condense_compact::usable(&tail);
         let (hashes, received) = self.received(&conversation, memos);
         let tokens_received = conversation_total(&received);
         let (head, placed) = head::apply(&mut state.head, &mut conversation, &hashes);
@@ -418,6 +417,7 @@ impl Compactor {
             _ => pruned.tokens,
         };
         let due_after = due_after(&pruned, tokens_after);
+        let usable = due_at(&tail, pruned.line);
         let under_threshold = due_after < usable;
         let note = (!under_threshold).then(|| over_threshold_note(&compaction, usable));
         Ok(Compaction {
@@ -480,9 +480,12 @@ impl Compactor {
         let skip_walk = asked.phases == (Phases::Both { automatic: true })
             && self.walk_when == crate::WalkWhen::Due
             && {
-                let as_it_came = measure(conversation, reported, counts, |_| 0).0.tokens();
-                !is_due(as_it_came, tail) && {
-                    let room = room(tail, as_it_came, tokens_in, self.summary_tokens);
+                let as_measured = measure(conversation, reported, counts, |_| 0).0;
+                let as_it_came = as_measured.tokens();
+                let line = usage::sample(&as_measured, as_it_came, tokens_in)
+                    .and_then(|sample| Line::through(state.counted.as_ref(), sample));
+                as_it_came < due_at(tail, line) && {
+                    let room = room(tail, as_it_came, tokens_in, self.summary_tokens, line);
                     let early = self.pays_to_compact(conversation, counts, &room, asked.summarizer);
                     early_as_it_came = Some(early);
                     !early
@@ -507,6 +510,15 @@ impl Compactor {
         };
         let tokens = conversation_total(&counts_after);
         let due_tokens = due_tokens(measured, &prune, tokens_in, tokens);
+        // The harness's figure against condense's count of the same messages, kept beside the
+        // session's others: the room a request leaves is sized by the line through them.
+        let sample = harness_figure
+            .then(|| usage::sample(&measured, due_tokens, tokens))
+            .flatten();
+        let line = sample.and_then(|sample| Line::through(state.counted.as_ref(), sample));
+        if let Some(sample) = sample {
+            state.counted = Some(Counted::with(state.counted, sample));
+        }
         // From now on the harness's figure stands for its request as this call sends it: what
         // was replaced for the first time up to its message comes off it, so that a later call,
         // finding those replacements frozen, does not count them twice (a retry before the
@@ -527,6 +539,7 @@ impl Compactor {
             counts: counts_after,
             tokens,
             due_tokens,
+            line,
             early_unpruned,
         })
     }
@@ -542,7 +555,7 @@ impl Compactor {
         asked: &Asked<'_>,
     ) -> Trigger {
         let phases = asked.phases;
-        let full = is_due(pruned.due_tokens, &asked.tail);
+        let full = pruned.due_tokens >= due_at(&asked.tail, pruned.line);
         let early = phases != Phases::Forced
             && !full
             && pruned.early_unpruned.unwrap_or_else(|| {
@@ -551,6 +564,7 @@ impl Compactor {
                     pruned.due_tokens,
                     pruned.tokens,
                     self.summary_tokens,
+                    pruned.line,
                 );
                 self.pays_to_compact(conversation, &pruned.counts, &room, asked.summarizer)
             });
@@ -622,7 +636,13 @@ impl Compactor {
         due: Due,
     ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
         let counter = self.counter.as_ref();
-        let room = room(&due.tail, due.tokens, due.counted, self.summary_tokens);
+        let room = room(
+            &due.tail,
+            due.tokens,
+            due.counted,
+            self.summary_tokens,
+            due.line,
+        );
         // What a summarizer that asks inside the conversation sends: the conversation as the
         // agent's request would carry it, before any preview below, which would change its
         // cached prefix.
@@ -644,13 +664,26 @@ impl Compactor {
         let conversation = conversation.as_ref();
         let messages = &conversation.messages;
         let head = &messages[cut.head()];
-        let carried = carried(
-            messages,
-            cut.pinned,
-            cut.tail_start,
-            &self.prune.rules.protected_tools,
-            due.tail.rules.min_tail_turns,
-        );
+        // The summary takes at most half the room, the tail's budget the other half; the
+        // person's latest requests the tail could not hold are carried whole as far as they
+        // fit beside them, and left to the summary's quotes where they do not.
+        let usable = condense_compact::usable(&room);
+        let summary_room = self.summary_tokens.min(usable / 2);
+        let carry = |turns| {
+            carried(
+                messages,
+                cut.pinned,
+                cut.tail_start,
+                &self.prune.rules.protected_tools,
+                turns,
+            )
+        };
+        let mut carried = carry(due.tail.rules.min_tail_turns);
+        if summary_room + cut.kept_tokens + conversation_total(&counter.count_each(&carried))
+            > usable
+        {
+            carried = carry(0);
+        }
         // A head that is an earlier summary and the very messages it carried: a compaction that
         // could not get under the threshold, met again. Summarizing it again would make a new
         // summary of the old one on every request, each rewriting the provider's cached prefix.
@@ -665,6 +698,11 @@ impl Compactor {
             window: due.tail.context_window,
             counted: due.counted,
             cached: due.cached,
+            summary_tokens: (summary_room < self.summary_tokens).then(|| {
+                self.extractive
+                    .budget_tokens()
+                    .saturating_sub(self.summary_tokens - summary_room)
+            }),
         };
         let written = self
             .written_summary(summarizer, fork, head, cut.head_tokens, &due, state)
@@ -1099,6 +1137,8 @@ struct Pruned {
     tokens: usize,
     /// What the trigger measures: the provider's count where there is one.
     due_tokens: usize,
+    /// The provider's count as a line in condense's, where the session's figures give one.
+    line: Option<Line>,
     /// Whether compacting early pays, when the walk's gate already judged it on the same
     /// messages (pruning changed nothing): not judged twice.
     early_unpruned: Option<bool>,
@@ -1160,6 +1200,8 @@ struct Due {
     cached: usize,
     /// Due because compacting now is cheaper, not because the window is full.
     early: bool,
+    /// The provider's count as a line in condense's, where the session's figures give one.
+    line: Option<Line>,
 }
 
 /// The compacted conversation: what is pinned, the summary message (with the continuation),
@@ -1206,6 +1248,7 @@ impl Due {
             counted: pruned.tokens,
             cached: counts[..cached_end].iter().sum(),
             early,
+            line: pruned.line,
         }
     }
 }
@@ -1252,8 +1295,14 @@ fn priced(
 /// summary (`summary_tokens`, its budget) and the tail must fit in, with a tail budget no
 /// smaller than the window's own unless it would take more than half of it, and the recent
 /// calls' previews allowed the window's own budget as far as the summary's is left.
-fn room(tail: &TailSettings, due: usize, ours: usize, summary_tokens: usize) -> TailSettings {
-    let overhead = overhead(condense_compact::usable(tail), due, ours);
+fn room(
+    tail: &TailSettings,
+    due: usize,
+    ours: usize,
+    summary_tokens: usize,
+    line: Option<Line>,
+) -> TailSettings {
+    let overhead = overhead(tail, due, ours, line);
     let mut room = TailSettings {
         context_window: tail.context_window.saturating_sub(overhead),
         ..*tail
@@ -1264,7 +1313,9 @@ fn room(tail: &TailSettings, due: usize, ours: usize, summary_tokens: usize) -> 
     // to what comes next.
     let own = condense_compact::tail_budget(tail);
     let usable = condense_compact::usable(&room);
-    room.rules.min_tail_tokens = room.rules.min_tail_tokens.max(own.min(usable / 2));
+    // Never more than that half: where the room is smaller than the configured floor, a tail
+    // of the floor alone would leave the request over the window.
+    room.rules.min_tail_tokens = room.rules.min_tail_tokens.max(own).min(usable / 2);
     // Where that half is all the last exchange leaves room for, the calls the agent made just
     // before it are still shown, cut to previews, within the window's own budget: what the
     // agent was acting on, at the cost of room to grow, never of the summary's.
@@ -1327,15 +1378,37 @@ fn holding_recent_work(
     Some(wider)
 }
 
+/// The provider's count at which a request is due for compaction: the usable window
+/// ([`condense_compact::is_due`]), or more where the session's figures show a system prompt and
+/// tools that leave the reply's reserve little else ([`Line::limit`]).
+fn due_at(tail: &TailSettings, line: Option<Line>) -> usize {
+    let usable = condense_compact::usable(tail);
+    line.map_or(usable, |line| line.limit(usable, tail.context_window))
+}
+
 /// How much of the usable window the request's part beyond condense's count takes, in
 /// condense's tokens: the provider's measure `due` against condense's count `ours` of the same
 /// messages. The difference is part fixed (tool definitions, a system prompt sent apart) and
-/// part a tokenizer that counts more. Both are taken as a share of the request, which is exact
-/// for the second and overstates the room a little for the first; taking it all as fixed
-/// would, on a long log, count the tokenizer's difference over every message as overhead and
-/// leave no room at all. On the shared sessions at 20K to 32K windows this keeps every request
-/// inside the window but one, at 20K, that no tail could have saved (docs/benchmarks-history.md).
-fn overhead(usable: usize, due: usize, ours: usize) -> usize {
+/// part a tokenizer that counts more.
+///
+/// Where the session's figures give the two apart (`line`, from two requests of different
+/// sizes), the room is what the window less the fixed part leaves, in condense's tokens: exact
+/// wherever the provider's count is a line in condense's. Otherwise both are taken as a share of
+/// the request, which is exact for the second; for the first it overstates the room of a
+/// request over the window (the fixed part counts as if it shrank with the conversation),
+/// by `fixed × (due − usable) / due`: a compaction the window forces could then keep a summary
+/// and tail the window cannot hold (Claude Code's 14K-token system prompt and tools at a 16K
+/// window). Taking it all as fixed would, on a long log, count the tokenizer's difference over
+/// every message as overhead and leave no room at all.
+fn overhead(tail: &TailSettings, due: usize, ours: usize, line: Option<Line>) -> usize {
+    let usable = condense_compact::usable(tail);
+    if let Some(line) = line {
+        // Up to the limit the trigger compacts at, which leaves the reply less than its
+        // reserve where the system prompt and tools would leave the conversation nothing.
+        let limit = line.limit(usable, tail.context_window) as f64;
+        let room = ((limit - line.fixed) / line.scale).max(0.0);
+        return usable.saturating_sub(room.floor() as usize);
+    }
     if due <= ours {
         return 0;
     }

@@ -84,7 +84,9 @@ pub struct CompactReport {
     pub head: Option<crate::HeadOutcome>,
     /// The trigger's count before anything was done, and where it came from.
     pub measured: Measure,
-    /// Compaction is due at this many tokens (`context_window - reserved`).
+    /// Compaction is due at this many tokens (`context_window - reserved`, or more where the
+    /// session's usage shows a system prompt and tools that leave the reply's reserve little
+    /// else: then a share of what they leave, the rest the reply's).
     pub usable: usize,
     /// Tokens of the request as received, before anything was done (a frozen summary put back
     /// included), by the tokenizer.

@@ -22,6 +22,51 @@ pub struct SessionState {
     /// the whole history gets the same summary in their place on every later request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head: Option<crate::FrozenHead>,
+    /// The smallest and the largest of the session's requests the provider counted, each
+    /// beside condense's count of the same messages: the line through them parts the provider's
+    /// count into what every request carries beyond its messages and a tokenizer's scale
+    /// ([`crate::usage`]). Absent until the harness has reported usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<Counted>,
+}
+
+/// Two of a session's requests as the provider and condense counted them ([`SessionState::counted`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counted {
+    /// The request with the fewest tokens by condense's count.
+    pub smallest: Sample,
+    /// The request with the most.
+    pub largest: Sample,
+}
+
+/// One request's size, as condense counted its messages and as the provider counted all of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sample {
+    /// condense's count of the messages the provider's figure covers.
+    pub ours: usize,
+    /// The provider's figure.
+    pub provider: usize,
+}
+
+impl Counted {
+    /// With `sample` taken in: it replaces the smallest or the largest it is beyond.
+    pub fn with(counted: Option<Counted>, sample: Sample) -> Counted {
+        match counted {
+            None => Counted {
+                smallest: sample,
+                largest: sample,
+            },
+            Some(mut counted) => {
+                if sample.ours < counted.smallest.ours {
+                    counted.smallest = sample;
+                }
+                if sample.ours > counted.largest.ours {
+                    counted.largest = sample;
+                }
+                counted
+            }
+        }
+    }
 }
 
 /// The provider's count of the request that produced the message at `message`: its whole input

@@ -9,7 +9,7 @@
 use condense_core::{Conversation, Role};
 use serde::Serialize;
 
-use crate::state::ReportedUsage;
+use crate::state::{Counted, ReportedUsage, Sample};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "source", rename_all = "snake_case")]
@@ -39,6 +39,92 @@ impl Measure {
         match self {
             Measure::Tokenizer { tokens } | Measure::ProviderUsage { tokens, .. } => *tokens,
         }
+    }
+}
+
+/// The provider's count of a session's requests as a line in condense's count of their
+/// messages: `provider = fixed + scale × ours`. `fixed` is what every request carries beyond its
+/// messages (tool definitions, a system prompt sent apart), `scale` the provider's tokenizer
+/// against condense's. One request alone cannot tell the two apart; two of different sizes can.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Line {
+    /// Tokens every request carries beyond its messages.
+    pub fixed: f64,
+    /// The provider's tokens per condense token.
+    pub scale: f64,
+}
+
+impl Line {
+    /// The line through `sample` (this request's) and whichever of the session's counted
+    /// requests is farther from it. `None` when they are too close in size for the slope to
+    /// mean anything (within a quarter of the larger, or [`MIN_SPREAD`] tokens), when the slope
+    /// is not a tokenizer's ([`SCALES`]), or when the line puts less than nothing beyond the
+    /// messages: then the provider's count is taken as condense's scaled, as from one request.
+    pub fn through(counted: Option<&Counted>, sample: Sample) -> Option<Line> {
+        let counted = counted?;
+        let other = [counted.smallest, counted.largest]
+            .into_iter()
+            .max_by_key(|other| other.ours.abs_diff(sample.ours))?;
+        let spread = other.ours.abs_diff(sample.ours);
+        if spread < MIN_SPREAD || spread.saturating_mul(4) < other.ours.max(sample.ours) {
+            return None;
+        }
+        let scale = (sample.provider as f64 - other.provider as f64)
+            / (sample.ours as f64 - other.ours as f64);
+        if !SCALES.contains(&scale) {
+            return None;
+        }
+        let fixed = sample.provider as f64 - scale * sample.ours as f64;
+        (fixed > 0.0).then_some(Line { fixed, scale })
+    }
+}
+
+impl Line {
+    /// The provider's count at which a request is due for compaction: `usable`, the window less
+    /// the reply's reserve, unless the fixed part leaves the conversation less than
+    /// [`CONVERSATION_SHARE`] of what it leaves of the `window`; then that share. The provider
+    /// takes a request its window holds; one that reserves the whole reply where the system
+    /// prompt and tools leave little more than it can hold no conversation at all, while the
+    /// agent's replies take a few hundred tokens.
+    pub fn limit(&self, usable: usize, window: usize) -> usize {
+        let left = window as f64 - self.fixed;
+        if left <= 0.0 {
+            return usable;
+        }
+        let shared = (self.fixed + left * CONVERSATION_SHARE).floor() as usize;
+        usable.max(shared)
+    }
+}
+
+/// The share of what the fixed part leaves of the window that a request's conversation may
+/// take before compaction is due, where the reply's full reserve would leave it less
+/// ([`Line::limit`]); the rest is the reply's, a few hundred tokens where the window is that
+/// tight. Measured on the shared Claude Code sessions with 13.5K tokens added to every
+/// request's system prompt (27K-29K of a 32K window, as Claude Code's can take) and at 16K-24K
+/// windows: half left 29 requests over the window where the whole reply's reserve left 180, and
+/// kept less of the recent work at every window; nine tenths kept more but failed 51; three
+/// quarters failed 42 and kept the most of the three on average (BENCHMARKS.md).
+pub(crate) const CONVERSATION_SHARE: f64 = 0.75;
+
+/// Requests closer in size than this are not taken to fit a [`Line`]: one message's tokenizer
+/// ratio would be the slope.
+const MIN_SPREAD: usize = 500;
+/// The provider's tokens per condense token a [`Line`] may have: the tokenizers of the models
+/// condense sizes for differ by well under twice (o200k against Claude's: 1.45 on the shared
+/// sessions); a slope outside this is noise, or a system prompt that changed between them.
+const SCALES: std::ops::RangeInclusive<f64> = 0.5..=3.0;
+
+/// The request's size as the provider counted it and as condense counts the same messages,
+/// from `measured` (a provider's figure) and the trigger's `due` (that figure plus condense's
+/// count of what came after) against condense's count `ours` of the whole request: the two
+/// differ by what the provider counted beyond condense's count of the messages it covered.
+pub(crate) fn sample(measured: &Measure, due: usize, ours: usize) -> Option<Sample> {
+    match *measured {
+        Measure::ProviderUsage { reported, .. } => Some(Sample {
+            ours: (reported + ours).checked_sub(due)?,
+            provider: reported,
+        }),
+        Measure::Tokenizer { .. } => None,
     }
 }
 
@@ -206,5 +292,80 @@ mod tests {
                 counted_after: counts[2],
             }
         );
+    }
+
+    fn at(ours: usize, provider: usize) -> Sample {
+        Sample { ours, provider }
+    }
+
+    /// A provider that counts 14,000 tokens of system prompt and tools and 1.5 of its tokens
+    /// for each of condense's: two requests of different sizes give both back, whichever of the
+    /// session's smallest and largest is the farther from this one.
+    #[test]
+    fn two_requests_part_the_fixed_prefix_from_the_tokenizer_s_scale() {
+        let provider = |ours: usize| 14_000 + ours * 3 / 2;
+        let counted = Counted::with(None, at(2_000, provider(2_000)));
+        let counted = Counted::with(Some(counted), at(10_000, provider(10_000)));
+        assert_eq!(counted.smallest, at(2_000, 17_000));
+        assert_eq!(counted.largest, at(10_000, 29_000));
+        for ours in [1_000, 6_000, 12_000] {
+            let line = Line::through(Some(&counted), at(ours, provider(ours))).unwrap();
+            assert!((line.fixed - 14_000.0).abs() < 1e-6, "{line:?}");
+            assert!((line.scale - 1.5).abs() < 1e-9, "{line:?}");
+        }
+    }
+
+    /// No line from one request, from two too close in size for the slope to be the
+    /// tokenizer's, from a slope no tokenizer has (a system prompt that changed between them),
+    /// or from one that leaves nothing beyond the messages.
+    #[test]
+    fn a_line_needs_two_requests_apart_and_a_tokenizer_s_slope() {
+        let one = Counted::with(None, at(8_000, 26_000));
+        assert_eq!(Line::through(None, at(8_000, 26_000)), None);
+        assert_eq!(Line::through(Some(&one), at(8_000, 26_000)), None);
+        // 400 tokens apart, and 1,000 apart out of 8,000: too close.
+        assert_eq!(Line::through(Some(&one), at(8_400, 26_600)), None);
+        assert_eq!(Line::through(Some(&one), at(7_000, 24_500)), None);
+        // 4,000 apart: the line.
+        assert!(Line::through(Some(&one), at(4_000, 20_000)).is_some());
+        // A slope of 5 and one of 0.1.
+        assert_eq!(Line::through(Some(&one), at(4_000, 6_000)), None);
+        assert_eq!(Line::through(Some(&one), at(4_000, 25_600)), None);
+        // Twice condense's count and nothing else.
+        let scaled = Counted::with(None, at(8_000, 16_000));
+        assert_eq!(Line::through(Some(&scaled), at(4_000, 8_000)), None);
+    }
+
+    /// Compaction is due at the window less the reply's reserve, unless the fixed part would
+    /// leave the conversation less than three quarters of what it leaves of the window.
+    #[test]
+    fn the_limit_is_the_usable_window_unless_the_prefix_leaves_the_reply_all_of_it() {
+        let line = |fixed| Line { fixed, scale: 1.4 };
+        // 32K, 4,096 reserved: 28,672 usable. A 14K prefix leaves the reserve's worth and more.
+        assert_eq!(line(14_000.0).limit(28_672, 32_768), 28_672);
+        // A 28K prefix leaves 4,768: three quarters of it, 3,576, is the conversation's.
+        assert_eq!(line(28_000.0).limit(28_672, 32_768), 31_576);
+        // A prefix the window cannot hold: the usable window still.
+        assert_eq!(line(40_000.0).limit(28_672, 32_768), 28_672);
+    }
+
+    /// The sample of a request: the provider's figure, and condense's count of what it covered
+    /// (the trigger's measure less what came after).
+    #[test]
+    fn a_sample_is_the_provider_s_figure_against_condense_s_count_of_the_same() {
+        let measured = Measure::ProviderUsage {
+            tokens: 20_500,
+            reported: 20_000,
+            at_message: 3,
+            counted_after: 500,
+        };
+        assert_eq!(
+            sample(&measured, 20_500, 6_500),
+            Some(Sample {
+                ours: 6_000,
+                provider: 20_000
+            })
+        );
+        assert_eq!(sample(&Measure::Tokenizer { tokens: 900 }, 900, 900), None);
     }
 }

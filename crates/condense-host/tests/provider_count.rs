@@ -299,3 +299,112 @@ async fn the_threshold_is_judged_on_the_triggers_own_measure() {
     assert!(result.report.under_threshold, "{:?}", result.report.note);
     assert_eq!(result.report.note, None);
 }
+
+/// The provider's count of a request under a harness whose system prompt and tools take 16,000
+/// tokens, with a tokenizer that counts 1.5 of its tokens for each of condense's.
+fn under_a_large_prefix(ours: usize) -> usize {
+    16_000 + ours * 3 / 2
+}
+
+/// 40 requests of a session opened by `request`, each step adding a 300-token output, at a 20K
+/// window (2,000 of reply) under [`under_a_large_prefix`], its figures reported after each: each
+/// request's report and what it sent.
+async fn forty_requests_under_a_large_prefix(
+    request: &str,
+) -> Vec<(condense_host::CompactReport, Vec<Message>)> {
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
+    ]);
+    let counter = Tiktoken::default();
+    let ours = |messages: &[Message]| -> usize { counter.count_each(messages).iter().sum() };
+    let mut history = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, request),
+    ];
+    let mut state = SessionState::default();
+    let mut requests = Vec::new();
+    for step in 0..40 {
+        let prepared = compactor
+            .prepare(Conversation::new(history.clone()), &mut state)
+            .await
+            .unwrap();
+        let sent = prepared.conversation.messages;
+        let mut answer = Vec::new();
+        shell_steps(&mut answer, step, 1, 300);
+        state.reported_usage = Some(ReportedUsage {
+            message: sent.len(),
+            tokens: under_a_large_prefix(ours(&sent) + ours(&answer[..1])),
+        });
+        history.extend(answer);
+        requests.push((prepared.report, sent));
+    }
+    requests
+}
+
+/// A harness whose system prompt and tools take four fifths of a 20K window
+/// ([`under_a_large_prefix`]: the provider's figure for each request, as the harness reports
+/// it, is `16,000 + 1.5 × ours`). They leave 4,000 tokens, less than twice the reply's reserve
+/// of 2,000, so once the session's figures part the prefix from the tokenizer's scale (two
+/// requests well apart in size), compaction is due at 16,000 + three quarters of 4,000, not at
+/// the 18,000 the whole reserve leaves, and every request it sends fits the window: the summary,
+/// the tail and the requests it carries are sized to what the prefix leaves. (Read as a share of
+/// each request, the prefix had these 40 requests summarized 18 times; parted, 10.)
+#[tokio::test]
+async fn a_prefix_that_takes_most_of_the_window_is_parted_from_the_tokenizer_s_scale() {
+    let counter = Tiktoken::default();
+    let requests = forty_requests_under_a_large_prefix("make the checks pass").await;
+    // From the fourth request, the first and the last reported are far enough apart.
+    for (step, (report, sent)) in requests.iter().enumerate().skip(3) {
+        assert!(
+            report.usable.abs_diff(19_000) <= 2,
+            "request {step}: due at {}",
+            report.usable
+        );
+        let provider = under_a_large_prefix(counter.count_each(sent).iter().sum());
+        assert!(
+            provider <= 20_000,
+            "request {step}: {provider} tokens by the provider's count ({:?})",
+            report.compaction
+        );
+    }
+    let summaries = requests
+        .iter()
+        .filter(|(report, _)| matches!(report.compaction, CompactionOutcome::Summarized { .. }))
+        .count();
+    assert!((3..=12).contains(&summaries), "{summaries} summaries");
+}
+
+/// A person's request larger than what the prefix leaves beside the summary and the tail is not
+/// carried whole after the summary, where it would leave every later request over the window:
+/// the summary quotes it.
+#[tokio::test]
+async fn a_request_the_room_cannot_hold_is_left_to_the_summary_s_quote() {
+    let counter = Tiktoken::default();
+    let request = format!(
+        "make the checks pass. {}",
+        "Each check must pass on the old and the new parser alike. ".repeat(200)
+    );
+    assert!(counter.count_text(&request) > 2_000);
+    let requests = forty_requests_under_a_large_prefix(&request).await;
+    let mut summarized = 0;
+    for (step, (report, sent)) in requests.iter().enumerate().skip(3) {
+        let provider = under_a_large_prefix(counter.count_each(sent).iter().sum());
+        assert!(provider <= 20_000, "request {step}: {provider} tokens");
+        if matches!(report.compaction, CompactionOutcome::Summarized { .. }) {
+            summarized += 1;
+            assert!(
+                sent.iter().all(|message| message.plain_text() != request),
+                "request {step} carried the request whole"
+            );
+            let quoted = sent.iter().any(|message| {
+                message.is_compaction_summary()
+                    && message
+                        .plain_text()
+                        .contains("make the checks pass. Each check")
+            });
+            assert!(quoted, "request {step}: the summary does not quote it");
+        }
+    }
+    assert!(summarized > 0);
+}

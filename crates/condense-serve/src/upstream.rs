@@ -421,6 +421,7 @@ mod tests {
             window: 200_000,
             counted,
             cached: counted,
+            summary_tokens: None,
         };
         summarizer.forked_body(&fork, &"Summarize. ".repeat(10))
     }
@@ -575,6 +576,7 @@ mod tests {
                 window: 200_000,
                 counted: 100,
                 cached: 100,
+                summary_tokens: None,
             };
             let summary = summarizer
                 .summarize_forked(fork, "Summarize.")

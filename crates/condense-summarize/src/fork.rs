@@ -46,6 +46,10 @@ pub struct Fork<'c> {
     /// cache: those the previous request sent (all of them when the provider has not reported
     /// one), up to the first one this request changed (an output replaced for the first time).
     pub cached: usize,
+    /// The most the summary may take where the request's room is smaller than the configured
+    /// budget (a system prompt and tools that leave little of the window): condense's own
+    /// summarizer keeps within it, so that the compacted request fits. `None`: the budget.
+    pub summary_tokens: Option<usize>,
 }
 
 /// The price of a cache read and of a cache write, relative to an uncached input token, that
@@ -164,6 +168,7 @@ mod tests {
             window,
             counted,
             cached: counted,
+            summary_tokens: None,
         }
     }
 

@@ -137,6 +137,55 @@ fn the_budget_cuts_the_tool_log_and_says_so() {
     );
 }
 
+/// A fork that names a smaller room than the budget (a request whose system prompt and tools
+/// leave little of the window) gets a summary within it, as a summarizer built with that
+/// budget writes it; one that names none, or a larger one, gets the budget's.
+#[tokio::test]
+async fn a_fork_s_room_smaller_than_the_budget_bounds_the_summary() {
+    use condense_summarize::{Fork, Summarizer};
+    use condense_tokenizer::TokenCounter;
+    let transcript = condense_core::testing::transcript("claude-code/5f8cbb78").unwrap();
+    let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+    let head = head_at_32k(&conversation.messages);
+    let template = Template::builtin("structured").unwrap();
+    let with_budget = |budget_tokens| {
+        let mut settings = ExtractiveSettings::built_in().unwrap();
+        settings.budget_tokens = budget_tokens;
+        Extractive::new(template.clone(), settings)
+    };
+    let summarizer = with_budget(2_900);
+    let whole = condense_core::Conversation::new(head.clone());
+    let fork = |summary_tokens| Fork {
+        conversation: &whole,
+        head: 0..head.len(),
+        carried: &[],
+        tokens: 0,
+        window: 32_000,
+        counted: 0,
+        cached: 0,
+        summary_tokens,
+    };
+    let counter = Tiktoken::default();
+    let small = summarizer
+        .summarize_forked(fork(Some(1_200)), "")
+        .await
+        .unwrap();
+    assert_eq!(small, with_budget(1_200).summary_of(&head).unwrap());
+    assert!(
+        counter.count_text(&small) <= 1_300,
+        "{}",
+        counter.count_text(&small)
+    );
+    let configured = with_budget(2_900).summary_of(&head).unwrap();
+    assert!(counter.count_text(&configured) > 1_300);
+    for room in [None, Some(2_900), Some(5_000)] {
+        assert_eq!(
+            summarizer.summarize_forked(fork(room), "").await.unwrap(),
+            configured
+        );
+    }
+}
+
 /// Codex's own summary, opening a head, is quoted whole under a line naming Codex, and not as
 /// the person's request; one longer than the summary's budget (four characters a token) is cut
 /// there, and the line says so.

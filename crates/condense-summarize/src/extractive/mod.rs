@@ -130,6 +130,11 @@ impl Extractive {
         Extractive { template, settings }
     }
 
+    /// The tokens its summaries keep within (but for what is never cut).
+    pub fn budget_tokens(&self) -> usize {
+        self.settings.budget_tokens
+    }
+
     /// The summary of `head`, synchronously (the trait method only wraps this): what must be
     /// in it first, whole, then the rest item by item while the budget lasts, then fitted to
     /// the budget as written.
@@ -501,7 +506,14 @@ impl Summarizer for Extractive {
         fork: crate::Fork<'_>,
         _prompt: &str,
     ) -> Result<String, SummarizeError> {
-        self.summary_carrying(fork.head(), fork.carried)
+        match fork.summary_tokens {
+            Some(room) if room < self.settings.budget_tokens => {
+                let mut within = self.clone();
+                within.settings.budget_tokens = room;
+                within.summary_carrying(fork.head(), fork.carried)
+            }
+            _ => self.summary_carrying(fork.head(), fork.carried),
+        }
     }
 }
 
