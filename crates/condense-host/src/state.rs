@@ -24,8 +24,9 @@ pub struct SessionState {
     pub head: Option<crate::FrozenHead>,
     /// The smallest and the largest of the session's requests the provider counted, each
     /// beside condense's count of the same messages: the line through them parts the provider's
-    /// count into what every request carries beyond its messages and a tokenizer's scale
-    /// ([`crate::usage`]). Absent until the harness has reported usage.
+    /// count into what every request carries beyond its messages (a system prompt, tool
+    /// definitions) and a tokenizer's scale, which size the room a compaction leaves. Absent
+    /// until the harness has reported usage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counted: Option<Counted>,
 }
