@@ -77,9 +77,7 @@ impl Line {
         let fixed = sample.provider as f64 - scale * sample.ours as f64;
         (fixed > 0.0).then_some(Line { fixed, scale })
     }
-}
 
-impl Line {
     /// The provider's count at which a request is due for compaction: `usable`, the window less
     /// the reply's reserve, unless the fixed part leaves the conversation less than
     /// [`CONVERSATION_SHARE`] of what it leaves of the `window`; then that share. The provider

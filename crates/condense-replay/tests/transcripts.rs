@@ -502,11 +502,10 @@ fn with_larger_prefix(path: &PathBuf, tokens: u64) -> Recording {
                 continue;
             }
         };
-        if let Some(read) = value
-            .pointer_mut("/message/usage/cache_read_input_tokens")
-            .and_then(|read| read.as_u64().map(|n| (read, n)))
+        if let Some(read) = value.pointer_mut("/message/usage/cache_read_input_tokens")
+            && let Some(before) = read.as_u64()
         {
-            *read.0 = serde_json::json!(read.1 + tokens);
+            *read = serde_json::json!(before + tokens);
         }
         lines.push(value.to_string());
     }
@@ -514,7 +513,7 @@ fn with_larger_prefix(path: &PathBuf, tokens: u64) -> Recording {
     Recording::of(condense_formats::read(&bytes, None).unwrap().1)
 }
 
-/// Where a harness's system prompt and tools take 27K-29K of a 32K window (the shared Claude
+/// Where a harness's system prompt and tools take 25K-29K of a 32K window (the shared Claude
 /// Code sessions with 13,500 tokens more of them on every request; the issue that asked for it
 /// names a real one of 27.9K), condense fails no request where Claude Code's rules fail none: it
 /// parts the prefix from the tokenizer's scale on the session's own figures, gives the
