@@ -1293,7 +1293,8 @@ fn priced(
 /// The window `tail` is sized for, less what the request carries beyond condense's count of
 /// its messages ([`overhead`]; `due` the provider's measure, `ours` condense's): what the
 /// summary (`summary_tokens`, its budget) and the tail must fit in, with a tail budget no
-/// smaller than the window's own unless it would take more than half of it, and the recent
+/// smaller than the window's own unless it would take more than half of it (and never more than
+/// that half, whatever `min_tail_tokens` says), and the recent
 /// calls' previews allowed the window's own budget as far as the summary's is left.
 fn room(
     tail: &TailSettings,

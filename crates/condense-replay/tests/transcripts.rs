@@ -453,6 +453,33 @@ fn every_policy_builds_valid_requests_on_every_transcript() {
     }
 }
 
+/// `recording` replayed under `policies` at `window`, priced by Anthropic's cache model.
+fn under_anthropic(
+    recording: &Recording,
+    mut policies: Vec<Box<dyn Policy>>,
+    counter: Arc<dyn TokenCounter>,
+    window: usize,
+) -> Replay {
+    replay(
+        recording,
+        &mut policies,
+        &settings(Provider::Anthropic, window),
+        counter,
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
+/// The steps of the requests `policy` sent over the window.
+fn failed_steps(policy: &condense_replay::PolicyResult) -> Vec<usize> {
+    policy
+        .rows
+        .iter()
+        .filter(|row| row.failed)
+        .map(|row| row.step)
+        .collect()
+}
+
 /// At 24K, where Claude Code's system prompt and tools (about 15K provider tokens, which the log
 /// does not show) leave little room, condense still finishes every request of every session. It
 /// once failed dozens here: it took outputs pruned by earlier requests off the provider's count a
@@ -462,24 +489,10 @@ fn every_policy_builds_valid_requests_on_every_transcript() {
 fn condense_finishes_every_session_at_24k() {
     let window = 24_000;
     for path in transcripts() {
-        let recording = recording(&path);
         let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
-        let mut policies: Vec<Box<dyn Policy>> = vec![condense_policy("condense", window, None)];
-        let replay = replay(
-            &recording,
-            &mut policies,
-            &settings(Provider::Anthropic, window),
-            counter,
-            &mut |_| {},
-        )
-        .unwrap();
-        let condense = &replay.policies[0];
-        let failed: Vec<usize> = condense
-            .rows
-            .iter()
-            .filter(|row| row.failed)
-            .map(|row| row.step)
-            .collect();
+        let policies = vec![condense_policy("condense", window, None)];
+        let replay = under_anthropic(&recording(&path), policies, counter, window);
+        let failed = failed_steps(&replay.policies[0]);
         assert!(
             failed.is_empty(),
             "{}: requests {failed:?} over the window",
@@ -531,29 +544,17 @@ fn condense_finishes_where_claude_code_s_rules_do_with_a_prefix_filling_the_wind
     {
         let recording = with_larger_prefix(path, 13_500);
         let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
-        let mut policies: Vec<Box<dyn Policy>> = vec![
+        let policies = vec![
             policy::named("claude-code", counter.clone()).unwrap(),
             condense_policy("condense", window, None),
         ];
-        let replay = replay(
-            &recording,
-            &mut policies,
-            &settings(Provider::Anthropic, window),
-            counter,
-            &mut |_| {},
-        )
-        .unwrap();
+        let replay = under_anthropic(&recording, policies, counter, window);
         let (theirs, ours) = (&replay.policies[0], &replay.policies[1]);
         // Two of the logs hold side records only: nothing to send.
         if theirs.failures != 0 || ours.requests == 0 {
             continue;
         }
-        let failed: Vec<usize> = ours
-            .rows
-            .iter()
-            .filter(|row| row.failed)
-            .map(|row| row.step)
-            .collect();
+        let failed = failed_steps(ours);
         let name = path.file_name().unwrap().to_string_lossy();
         let allowed = if name.starts_with("d7d349f9") { 1 } else { 0 };
         assert!(
