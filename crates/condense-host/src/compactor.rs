@@ -1406,7 +1406,7 @@ fn overhead(tail: &TailSettings, due: usize, ours: usize, line: Option<Line>) ->
     if let Some(line) = line {
         // Up to the limit the trigger compacts at, which leaves the reply less than its
         // reserve where the system prompt and tools would leave the conversation nothing.
-        let limit = line.limit(usable, tail.context_window) as f64;
+        let limit = due_at(tail, Some(line)) as f64;
         let room = ((limit - line.fixed) / line.scale).max(0.0);
         return usable.saturating_sub(room.floor() as usize);
     }
