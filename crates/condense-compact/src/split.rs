@@ -23,8 +23,9 @@ pub enum TailRule {
     LastExchange,
     /// Whole turns held fewer than `min_tail_calls` tool calls (an autonomous run's turn is
     /// hundreds of steps): the tail goes back to hold that many, as far as it fits the budget
-    /// with each output before the last exchange over an equal share of the budget cut to a
-    /// preview of that share ([`Split::previews`]); where the budget holds none of them that
+    /// whole or, where it does not, with each output before the last exchange over an equal
+    /// share of the budget cut to a preview of that share ([`Split::previews`]); where the
+    /// budget holds none of them that
     /// way, as far as [`TailSettings::previews_within`] with each over an equal share of what
     /// it leaves past the tail.
     RecentCalls,
@@ -228,7 +229,8 @@ struct Held {
     start: usize,
     /// Its tokens once its outputs over `over` are previews.
     tokens: usize,
-    over: usize,
+    /// `None` where it fits with every output whole.
+    over: Option<usize>,
 }
 
 impl RecentCalls<'_> {
@@ -260,16 +262,11 @@ impl RecentCalls<'_> {
         }
         match held {
             Some(held) => {
-                let previews = TailPreviews {
+                let previews = held.over.map(|over| TailPreviews {
                     messages: held.start..self.last_exchange,
-                    over: held.over,
-                };
-                (
-                    held.start,
-                    TailRule::RecentCalls,
-                    Some(previews),
-                    held.tokens,
-                )
+                    over,
+                });
+                (held.start, TailRule::RecentCalls, previews, held.tokens)
             }
             None if last_over => {
                 let cut = tail_start..self.messages.len();
@@ -285,8 +282,9 @@ impl RecentCalls<'_> {
     }
 
     /// The earliest start before `tail_start`, one step of calls at a time, that holds no more
-    /// than `wanted` calls back and fits `budget` with the outputs before the last exchange
-    /// over `over` tokens cut to previews; `None` when the tail holds enough calls already or
+    /// than `wanted` calls back and fits `budget`, whole where it can, else with the outputs
+    /// before the last exchange over `over` tokens cut to previews (an early compaction takes
+    /// only a tail with none); `None` when the tail holds enough calls already or
     /// not even one more step fits. The head keeps at least one message.
     fn held_from(
         &self,
@@ -327,7 +325,11 @@ impl RecentCalls<'_> {
             }
             saved += excess(self.messages, start..counted_from, over, pairs, sizes);
             counted_from = start;
-            let tokens = self.suffix[start] - saved;
+            // Whole where they fit whole: previews only where the tail fits only so.
+            let (tokens, over) = match self.suffix[start] {
+                whole if whole <= budget => (whole, None),
+                whole => (whole - saved, Some(over)),
+            };
             if tokens > budget {
                 break;
             }

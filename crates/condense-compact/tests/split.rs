@@ -124,13 +124,19 @@ proptest! {
         }
 
         // A tail moved back for the recent calls fits its budget once its previews are made,
-        // previews only what is before the last exchange, and holds more calls than before.
+        // previews only what is before the last exchange (and nothing where it fits whole), and
+        // holds more calls than before.
         if split.rule == condense_compact::TailRule::RecentCalls {
-            let previews = split.previews.as_ref().unwrap();
             prop_assert!(split.kept_tokens <= split.budget);
-            prop_assert_eq!(previews.messages.start, split.tail_start);
-            let last_assistant = messages.iter().rposition(|m| m.role == Role::Assistant).unwrap();
-            prop_assert!(previews.messages.end <= last_assistant);
+            match split.previews.as_ref() {
+                Some(previews) => {
+                    prop_assert!(split.tail_tokens > split.budget);
+                    prop_assert_eq!(previews.messages.start, split.tail_start);
+                    let last_assistant = messages.iter().rposition(|m| m.role == Role::Assistant).unwrap();
+                    prop_assert!(previews.messages.end <= last_assistant);
+                }
+                None => prop_assert_eq!(split.kept_tokens, split.tail_tokens),
+            }
             prop_assert!(split.tail_calls > 0 && split.tail_start > split.pinned);
         } else if split.previews.is_none() {
             prop_assert_eq!(split.kept_tokens, split.tail_tokens);
