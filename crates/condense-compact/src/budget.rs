@@ -61,6 +61,10 @@ pub struct CompactionRules {
     pub cache_rewrite_cost: f64,
     /// What an output token costs, in cache reads, for a summary a model writes.
     pub output_cost: f64,
+    /// How long the provider keeps a prompt's cache after its last use, in minutes, where the
+    /// request does not say: past it, a compaction costs no rewrite
+    /// ([`pays_at_a_cold_cache`]). 0 turns that rule off.
+    pub cache_lifetime_minutes: u64,
 }
 
 /// Tokens the conversation may use before compaction is due.
@@ -118,6 +122,30 @@ pub fn pays_to_compact(early: &EarlyCompaction, settings: &TailSettings) -> bool
     });
     let cost = settings.rules.cache_rewrite_cost * kept + summarizer;
     saved * saved >= 2.0 * early.growth_tokens as f64 * cost
+}
+
+/// Whether a compaction pays for itself on the spot where the provider's cache has expired.
+///
+/// After the cache's lifetime the next request is written to the cache whole, whatever is
+/// done: a compaction then adds no rewrite of what it keeps, and writes `h - s` fewer tokens at
+/// once, at `1 + c` reads each. The worst it does to the rest of the session is one more
+/// compaction than the session would have made, a rewrite of `k` at `c` (and the summarizer's
+/// request, when a model writes it). So it pays when `(1 + c)(h - s) >= c*k + m`: a head larger
+/// than what is kept, for a summary written locally.
+pub fn pays_at_a_cold_cache(early: &EarlyCompaction, settings: &TailSettings) -> bool {
+    let rewrite = settings.rules.cache_rewrite_cost;
+    if rewrite <= 0.0 {
+        return false;
+    }
+    let saved = early.head_tokens.saturating_sub(early.summary_tokens) as f64;
+    if saved <= 0.0 {
+        return false;
+    }
+    let kept = (early.summary_tokens + early.tail_tokens) as f64;
+    let summarizer = early.summarizer_input_tokens.map_or(0.0, |input| {
+        input as f64 + early.summary_tokens as f64 * settings.rules.output_cost
+    });
+    (1.0 + rewrite) * saved >= rewrite * kept + summarizer
 }
 
 /// Whether an early compaction that keeps the agent's recent calls whole in a tail wider than
@@ -214,6 +242,37 @@ mod tests {
         let mut off = settings;
         off.rules.cache_rewrite_cost = 0.0;
         assert!(!pays_to_compact(&early(100_000, 600, None), &off));
+    }
+
+    /// At a cache that has expired, a compaction keeping a 3,000-token summary and a 7,000-token
+    /// tail pays once the head saves as much as the 10,000 kept, at Anthropic's price
+    /// (12.5 × 9,200 = 115,000 ≥ 11.5 × 10,000 = 115,000), where the square-root rule asks
+    /// 12,000 of a session growing 600 tokens a request; a model's summary needs its request
+    /// paid for too; a rewrite cost of 0 turns it off.
+    #[test]
+    fn a_compaction_at_an_expired_cache_pays_once_it_saves_what_it_keeps() {
+        let settings = TailSettings::built_in(200_000, 32_000).unwrap();
+        let early = |head_tokens, summarizer_input_tokens| EarlyCompaction {
+            head_tokens,
+            summary_tokens: 3_000,
+            tail_tokens: 7_000,
+            growth_tokens: 600,
+            summarizer_input_tokens,
+        };
+        assert!(pays_at_a_cold_cache(&early(12_200, None), &settings));
+        assert!(!pays_at_a_cold_cache(&early(12_100, None), &settings));
+        assert!(!pays_to_compact(&early(12_200, None), &settings));
+        assert!(!pays_at_a_cold_cache(
+            &early(12_200, Some(12_200)),
+            &settings
+        ));
+        assert!(pays_at_a_cold_cache(
+            &early(35_000, Some(35_000)),
+            &settings
+        ));
+        let mut off = settings;
+        off.rules.cache_rewrite_cost = 0.0;
+        assert!(!pays_at_a_cold_cache(&early(100_000, None), &off));
     }
 
     /// The recent calls kept whole in a 12,000-token tail, against the budget's tail at a full

@@ -18,8 +18,8 @@ mod reassemble;
 mod split;
 
 pub use budget::{
-    CompactionRules, EarlyCompaction, TailSettings, is_due, pays_to_compact, tail_budget, usable,
-    wider_tail_pays,
+    CompactionRules, EarlyCompaction, TailSettings, is_due, pays_at_a_cold_cache, pays_to_compact,
+    tail_budget, usable, wider_tail_pays,
 };
 pub use carried::carried;
 pub use reassemble::{

@@ -46,6 +46,9 @@ pub struct Compactor {
     windows: Option<crate::ModelWindows>,
     /// The prices the team's configuration sets itself, which [`Compactor::price_as`] leaves.
     team_prices: crate::CachePrices,
+    /// Whether a layer of the team's own sets `compaction.cache_lifetime_minutes`, which
+    /// [`Compactor::cache_lives`] then leaves.
+    team_lifetime: bool,
     /// What stands in for a model's rejected answer (the gate, [`crate::gate`]).
     extractive: Extractive,
     /// What a summary is expected to take (`summarizer.budget_tokens`): what compacting early
@@ -103,6 +106,9 @@ impl Compactor {
             max_failures: config.max_failures(),
             windows: None,
             team_prices: config.team_prices(),
+            team_lifetime: config
+                .origin("compaction.cache_lifetime_minutes")
+                .is_some_and(|origin| origin.source != crate::config::Source::BuiltIn),
             extractive,
             summary_tokens: config.settings().extractive.budget_tokens,
             fail_on_bad_answer: config.fail_on_bad_answer(),
@@ -126,7 +132,18 @@ impl Compactor {
 
     /// The window `conversation` is sized for: its model's when [`Compactor::with_model_windows`]
     /// gave the rules and one matches, else the configured one.
+    /// The cache's lifetime is the one the request names, where it names one
+    /// ([`condense_formats::cache_lifetime_minutes`]).
     pub fn tail_for(&self, conversation: &Conversation) -> TailSettings {
+        let mut tail = self.model_tail(conversation);
+        if let Some(minutes) = condense_formats::cache_lifetime_minutes(conversation) {
+            tail.rules.cache_lifetime_minutes = minutes;
+        }
+        tail
+    }
+
+    /// The window and prices of `conversation`'s model, where a rule names them.
+    fn model_tail(&self, conversation: &Conversation) -> TailSettings {
         let model = conversation.model();
         let rule = self
             .windows
@@ -162,6 +179,16 @@ impl Compactor {
                 .filter(|_| self.team_prices.output_cost.is_none()),
         };
         self.tail.rules = priced(self.tail.rules, prices);
+    }
+
+    /// Takes the provider's cache to live `minutes` after its last use, for a request that
+    /// names no lifetime of its own, unless the team's configuration sets one: the replay,
+    /// whose simulated cache lives `--ttl`, plans with the lifetime it bills, as the proxy does
+    /// with each request's own.
+    pub fn cache_lives(&mut self, minutes: u64) {
+        if !self.team_lifetime {
+            self.tail.rules.cache_lifetime_minutes = minutes;
+        }
     }
 
     /// Takes the time from `clock` (tests and replays fix it).
@@ -477,6 +504,7 @@ impl Compactor {
         // A harness's request is walked only when it is due for compaction (`prune.walk_when`):
         // judged on the request as it came, the provider's count where there is one.
         let mut early_as_it_came = None;
+        let cold = self.cache_is_cold(conversation, state, tail);
         let skip_walk = asked.phases == (Phases::Both { automatic: true })
             && self.walk_when == crate::WalkWhen::Due
             && {
@@ -486,7 +514,8 @@ impl Compactor {
                     .and_then(|sample| Line::through(state.counted.as_ref(), sample));
                 as_it_came < due_at(tail, line) && {
                     let room = room(tail, as_it_came, tokens_in, self.summary_tokens, line);
-                    let early = self.pays_to_compact(conversation, counts, &room, asked.summarizer);
+                    let early =
+                        self.pays_to_compact(conversation, counts, &room, asked.summarizer, cold);
                     early_as_it_came = Some(early);
                     !early
                 }
@@ -541,6 +570,7 @@ impl Compactor {
             due_tokens,
             line,
             early_unpruned,
+            cold,
         })
     }
 
@@ -566,7 +596,13 @@ impl Compactor {
                     self.summary_tokens,
                     pruned.line,
                 );
-                self.pays_to_compact(conversation, &pruned.counts, &room, asked.summarizer)
+                self.pays_to_compact(
+                    conversation,
+                    &pruned.counts,
+                    &room,
+                    asked.summarizer,
+                    pruned.cold,
+                )
             });
         if phases == Phases::PruneOnly {
             Trigger::Skip(Box::new(CompactionOutcome::PruneOnly))
@@ -863,7 +899,12 @@ impl Compactor {
         counts: &[usize],
         tail: &TailSettings,
         summarizer: &dyn Summarizer,
+        cold: bool,
     ) -> bool {
+        let pays = |early: &condense_compact::EarlyCompaction, tail: &TailSettings| {
+            condense_compact::pays_to_compact(early, tail)
+                || cold && condense_compact::pays_at_a_cold_cache(early, tail)
+        };
         if tail.rules.cache_rewrite_cost <= 0.0 {
             return false;
         }
@@ -891,7 +932,7 @@ impl Compactor {
             growth_tokens: growth,
             summarizer_input_tokens: None,
         };
-        if !condense_compact::pays_to_compact(&best, tail) {
+        if !pays(&best, tail) {
             return false;
         }
         let early = |cut: &Split| condense_compact::EarlyCompaction {
@@ -906,7 +947,7 @@ impl Compactor {
             return false;
         }
         if keeps_recent_work(messages, &cut, tail) {
-            return condense_compact::pays_to_compact(&early(&cut), tail);
+            return pays(&early(&cut), tail);
         }
         // The budget would cut the recent work to previews: kept whole in a wider tail instead,
         // where that costs less than waiting for the window with the budget's tail.
@@ -920,6 +961,30 @@ impl Compactor {
         let early = early(&cut);
         condense_compact::pays_to_compact(&early, &wider)
             && condense_compact::wider_tail_pays(&early, tail)
+            || cold && condense_compact::pays_at_a_cold_cache(&early, &wider)
+    }
+
+    /// Whether the provider's cache has expired since the session's previous request: its
+    /// last answer's time where the conversation records one (as microcompact reads it), else
+    /// the harness's own record; never when neither is known or the lifetime is 0.
+    fn cache_is_cold(
+        &self,
+        conversation: &Conversation,
+        state: &SessionState,
+        tail: &TailSettings,
+    ) -> bool {
+        let lifetime = tail.rules.cache_lifetime_minutes;
+        let previous = conversation
+            .messages
+            .iter()
+            .rev()
+            .find(|message| message.role == Role::Assistant)
+            .and_then(Message::timestamp_ms)
+            .or(state.last_request_ms);
+        lifetime > 0
+            && previous.is_some_and(|at| {
+                self.clock.now_ms().saturating_sub(at) > lifetime.saturating_mul(60_000)
+            })
     }
 
     /// The summarizer's answer, through the gate ([`crate::gate`]): a model's answer that
@@ -1142,6 +1207,8 @@ struct Pruned {
     /// Whether compacting early pays, when the walk's gate already judged it on the same
     /// messages (pruning changed nothing): not judged twice.
     early_unpruned: Option<bool>,
+    /// Whether the provider's cache has expired since the previous request.
+    cold: bool,
 }
 
 /// What the trigger decided.
@@ -1472,6 +1539,50 @@ mod tests {
         assert_eq!(rules(&compactor, "gpt-4.1"), (0.0, 16.0));
         compactor.price_as(hour);
         assert_eq!(rules(&compactor, "claude-sonnet-4-5"), (0.0, 50.0));
+    }
+
+    /// The cache's lifetime a compaction at a cold cache is judged by: the one a request
+    /// names (an hour on an Anthropic request's breakpoint), else the replay's (`--ttl`), else
+    /// the configured one; a lifetime the team sets holds against the replay's, never against
+    /// the request's own.
+    #[test]
+    fn a_request_names_its_cache_lifetime_or_the_harness_or_the_team_does() {
+        let lifetime = |compactor: &Compactor, conversation: &Conversation| {
+            compactor
+                .tail_for(conversation)
+                .rules
+                .cache_lifetime_minutes
+        };
+        let hourly = condense_formats::read_json(
+            condense_formats::Format::Anthropic,
+            serde_json::json!({
+                "model": "claude-sonnet-4-5",
+                "system": [{"type": "text", "text": "You are",
+                            "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+                "messages": [{"role": "user", "content": "Hi"}],
+            }),
+        )
+        .unwrap();
+        let built_in = Config::built_in().unwrap();
+        let mut compactor = sized_by_model(&built_in);
+        assert_eq!(lifetime(&compactor, &naming("claude-sonnet-4-5")), 5);
+        assert_eq!(lifetime(&compactor, &hourly), 60);
+        compactor.cache_lives(60);
+        assert_eq!(lifetime(&compactor, &naming("gpt-4.1")), 60);
+
+        let team = Config::load(&Sources {
+            flags: vec![(
+                "test".into(),
+                "compaction.cache_lifetime_minutes".into(),
+                "0".into(),
+            )],
+            ..Sources::default()
+        })
+        .unwrap();
+        let mut compactor = sized_by_model(&team);
+        compactor.cache_lives(5);
+        assert_eq!(lifetime(&compactor, &naming("claude-sonnet-4-5")), 0);
+        assert_eq!(lifetime(&compactor, &hourly), 60);
     }
 
     /// The early check sizes its cut with every output whole ([`Compactor::cut_unpreviewed`])

@@ -464,6 +464,7 @@ fn replay_thread(
         prices: settings
             .prices
             .cache_prices(settings.provider, settings.ttl),
+        cache_lifetime_minutes: settings.ttl.ms() / 60_000,
     };
     // What the session had produced by each request: the same for every policy.
     let produced: Vec<Produced> = recording

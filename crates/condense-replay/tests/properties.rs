@@ -111,6 +111,7 @@ proptest! {
             max_output_tokens: 1_000,
             calibration: condense_replay::Calibration::default(),
             prices: condense_host::CachePrices::default(),
+            cache_lifetime_minutes: 5,
         };
         for name in ["claude-code", "opencode", "hermes"] {
             let mut policy = policy::named(name, counter.clone()).unwrap();

@@ -41,21 +41,26 @@ fn settings(provider: Provider, window: usize) -> ReplaySettings {
 
 fn config(window: usize) -> Config {
     Config::load(&Sources {
-        flags: vec![
-            (
-                "test".into(),
-                "model.context_window".into(),
-                window.to_string(),
-            ),
-            (
-                "test".into(),
-                "model.max_output_tokens".into(),
-                "4096".into(),
-            ),
-        ],
+        flags: config_flags(window),
         ..Sources::default()
     })
     .unwrap()
+}
+
+/// The flags of [`config`]: `window`, 4,096 tokens of reply.
+fn config_flags(window: usize) -> Vec<(String, String, String)> {
+    vec![
+        (
+            "test".into(),
+            "model.context_window".into(),
+            window.to_string(),
+        ),
+        (
+            "test".into(),
+            "model.max_output_tokens".into(),
+            "4096".into(),
+        ),
+    ]
 }
 
 /// The model policies prepare for: `window`, 4,096 tokens of reply, condense's own counts.
@@ -66,6 +71,7 @@ fn model(counter: &dyn TokenCounter, window: usize) -> condense_replay::Model<'_
         max_output_tokens: 4_096,
         calibration: condense_replay::Calibration::default(),
         prices: condense_host::CachePrices::default(),
+        cache_lifetime_minutes: 5,
     }
 }
 
@@ -890,4 +896,115 @@ fn condense_is_on_the_frontier_and_keeps_what_matters_wherever_any_policy_finish
         }
     }
     assert!(breaches.is_empty(), "{}", breaches.join("\n"));
+}
+
+/// `path`'s Claude Code log with the person away `minutes` before each of their messages after
+/// the first (every later timestamp moved on by that much): a working day's session, where the
+/// shared logs hold an hour's.
+fn with_breaks(path: &PathBuf, minutes: u64) -> Recording {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = Vec::new();
+    let (mut shift, mut said) = (0, 0);
+    for line in text.lines() {
+        let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+        let content = value.pointer("/message/content");
+        let persons = value["type"] == "user"
+            && value["isSidechain"] != true
+            && content.is_some_and(|content| {
+                content.is_string()
+                    || content.as_array().is_some_and(|blocks| {
+                        blocks.iter().any(|block| block["type"] == "text")
+                            && !blocks.iter().any(|block| block["type"] == "tool_result")
+                    })
+            });
+        if persons {
+            if said > 0 {
+                shift += minutes * 60_000;
+            }
+            said += 1;
+        }
+        if let Some(at) = value["timestamp"].as_str().map(str::to_owned)
+            && shift > 0
+        {
+            let moved = condense_core::time::parse_rfc3339(&at).unwrap() + shift;
+            value["timestamp"] = condense_core::time::format_rfc3339(moved).into();
+        }
+        lines.push(value.to_string());
+    }
+    let bytes = lines.join("\n").into_bytes();
+    Recording::of(condense_formats::read(&bytes, None).unwrap().1)
+}
+
+/// Past the cache's lifetime a request is written to the cache whole whatever it holds, so a
+/// compaction then rewrites nothing it would not have: condense compacts at such a request where
+/// the head it replaces is larger than what it keeps (`compaction.cache_lifetime_minutes`).
+/// d7d349f9 at 64K with the person away 20 minutes before each of their messages: the first
+/// request that differs from the rule turned off comes after a break, the session costs less
+/// (measured: $2.44 against $2.52) and keeps as much. On the log as recorded (no pause longer
+/// than the lifetime where a compaction would pay) the rule changes nothing, and with a cache
+/// of an hour (`--ttl 1h`) the breaks are no longer pauses.
+#[test]
+fn a_compaction_after_the_cache_expired_rewrites_nothing_it_would_not_have() {
+    let window = 64_000;
+    let path = transcripts()
+        .into_iter()
+        .find(|path| path.to_string_lossy().contains("d7d349f9"))
+        .unwrap();
+    let off = |name: &str| {
+        let mut configured = Sources {
+            flags: vec![(
+                "test".into(),
+                "compaction.cache_lifetime_minutes".into(),
+                "0".into(),
+            )],
+            ..Sources::default()
+        };
+        configured.flags.extend(config_flags(window));
+        let configured = Config::load(&configured).unwrap();
+        let requests = policy::SummaryRequests::from_config(&configured);
+        let compactor = Compactor::from_config(&configured).unwrap();
+        Box::new(policy::Condense::new(name, compactor, requests).unwrap()) as Box<dyn Policy>
+    };
+    let both = |recording: &Recording, ttl: Ttl| {
+        let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+        let mut policies = vec![condense_policy("condense", window, None), off("off")];
+        let settings = ReplaySettings {
+            ttl,
+            ..settings(Provider::Anthropic, window)
+        };
+        replay(recording, &mut policies, &settings, counter, &mut |_| {}).unwrap()
+    };
+
+    let recording = with_breaks(&path, 20);
+    let replay = both(&recording, Ttl::FiveMinutes);
+    let (rule, without) = (&replay.policies[0], &replay.policies[1]);
+    let first = rule
+        .rows
+        .iter()
+        .zip(&without.rows)
+        .position(|(ours, theirs)| ours.context_tokens != theirs.context_tokens)
+        .expect("the rule compacted somewhere");
+    let step = rule.rows[first].step;
+    let pause = recording.steps[step].time_ms.unwrap() - recording.steps[step - 1].time_ms.unwrap();
+    assert!(
+        pause > 5 * 60_000,
+        "request {step} came {pause} ms after the one before"
+    );
+    assert!(
+        rule.rows[first].context_tokens < without.rows[first].context_tokens,
+        "request {step} was compacted"
+    );
+    assert!(
+        rule.cost_usd < without.cost_usd,
+        "{} against {}",
+        rule.cost_usd,
+        without.cost_usd
+    );
+    assert!(rule.retention >= without.retention);
+    assert_eq!(failed_steps(rule), Vec::<usize>::new());
+
+    let hour = both(&recording, Ttl::OneHour);
+    assert_eq!(hour.policies[0].cost_usd, hour.policies[1].cost_usd);
+    let recorded = both(&self::recording(&path), Ttl::FiveMinutes);
+    assert_eq!(recorded.policies[0].cost_usd, recorded.policies[1].cost_usd);
 }

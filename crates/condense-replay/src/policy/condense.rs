@@ -206,6 +206,7 @@ impl Policy for Condense {
         model: &Model<'_>,
     ) -> Result<Prepared<'h>, ReplayError> {
         self.compactor.price_as(model.prices);
+        self.compactor.cache_lives(model.cache_lifetime_minutes);
         if let Some(now) = now_ms {
             self.clock.0.store(now, Ordering::Relaxed);
         }

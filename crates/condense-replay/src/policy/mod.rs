@@ -69,6 +69,9 @@ pub struct Model<'a> {
     /// The prices the replay bills at, in cache reads a token
     /// ([`crate::PriceTable::cache_prices`]): condense weighs its early compactions with them.
     pub prices: condense_host::CachePrices,
+    /// How long the replay's cache keeps a prompt after its last use (`--ttl`), in minutes:
+    /// condense compacts at a cache it knows has expired.
+    pub cache_lifetime_minutes: u64,
 }
 
 impl std::fmt::Debug for Model<'_> {
