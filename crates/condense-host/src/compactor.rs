@@ -852,9 +852,25 @@ impl Compactor {
             context_window: due.tail.context_window,
             date: condense_core::time::date_of(self.clock.now_ms()),
         };
-        let prompt = self.template.render_prompt(&vars)?;
+        let mut prompt = self.template.render_prompt(&vars)?;
+        // Where the request's room is less than the summary's budget, a model is told what it
+        // leaves beside the ledger put under its answer, and an answer over that is rejected
+        // like any answer that cannot stand for the head.
+        let ledger = condense_summarize::ledger(head);
+        let answer_room = fork.summary_tokens.map(|room| {
+            room.saturating_sub(
+                ledger
+                    .as_deref()
+                    .map_or(0, |ledger| self.counter.count_text(ledger)),
+            )
+        });
+        if let Some(room) = answer_room.filter(|_| !summarizer.runs_locally()) {
+            prompt.push_str(&format!(
+                "\n\nKeep the whole summary within {room} tokens: the agent's next request has no more room for it."
+            ));
+        }
         let (parsed, rejected) = self
-            .gated_summary(summarizer, fork, &prompt, head, head_tokens)
+            .gated_summary(summarizer, fork, &prompt, (head, head_tokens), answer_room)
             .await;
         let name = if rejected.is_some() {
             self.extractive.name()
@@ -878,7 +894,7 @@ impl Compactor {
         // Under a model's summary, the ledger condense reads off the head itself: the model
         // cannot lose a request or a file. (condense's own summary holds the same lists.)
         if name != self.extractive.name()
-            && let Some(ledger) = condense_summarize::ledger(head)
+            && let Some(ledger) = ledger
         {
             parsed.text = format!("{}\n\n{ledger}", parsed.text.trim_end());
         }
@@ -997,19 +1013,28 @@ impl Compactor {
         summarizer: &dyn Summarizer,
         fork: Fork<'_>,
         prompt: &str,
-        head: &[Message],
-        head_tokens: usize,
+        (head, head_tokens): (&[Message], usize),
+        answer_room: Option<usize>,
     ) -> (
         Result<condense_template::ParsedSummary, (FailureKind, String)>,
         Option<String>,
     ) {
         let sections = self.template.sections().len();
+        let room = fork.summary_tokens;
         let judge = |answer: &str| -> Result<condense_template::ParsedSummary, String> {
             let parsed =
                 parse_summary(answer, &self.template).map_err(|error| error.to_string())?;
             // condense's own summary is built to the template: nothing to check.
             if summarizer.name() == self.extractive.name() {
                 return Ok(parsed);
+            }
+            if let Some(room) = answer_room {
+                let tokens = self.counter.count_text(&parsed.text);
+                if tokens > room {
+                    return Err(format!(
+                        "{tokens} tokens is more than the {room} the agent's next request has room for"
+                    ));
+                }
             }
             match crate::gate::judge(
                 &parsed.text,
@@ -1025,28 +1050,39 @@ impl Compactor {
             }
         };
         let carried = fork.carried;
-        let first = match summarizer.summarize_forked(fork, prompt).await {
-            Ok(answer) => judge(&answer),
-            Err(error) => {
-                return (
-                    Err((FailureKind::Summarizer(error.kind()), error.to_string())),
-                    None,
+        // A room the ledger alone nearly fills leaves a model no answer the gate would take.
+        let least = crate::gate::least(head_tokens);
+        let no_room =
+            answer_room.filter(|&room| room < least && summarizer.name() != self.extractive.name());
+        let reason = match no_room {
+            Some(room) => format!(
+                "the agent's next request leaves a model's summary {room} tokens beside the ledger of the head's requests and files, less than the {least} one of this head needs: it was not asked"
+            ),
+            None => {
+                let first = match summarizer.summarize_forked(fork, prompt).await {
+                    Ok(answer) => judge(&answer),
+                    Err(error) => {
+                        return (
+                            Err((FailureKind::Summarizer(error.kind()), error.to_string())),
+                            None,
+                        );
+                    }
+                };
+                let reason = match first {
+                    Ok(parsed) => return (Ok(parsed), None),
+                    Err(reason) => reason,
+                };
+                let again = format!(
+                    "{prompt}\n\nYour previous answer was rejected: {reason}. Answer again with every section, naming the files and quoting the requests of the conversation."
                 );
+                match summarizer.summarize(head, &again).await {
+                    Ok(answer) => match judge(&answer) {
+                        Ok(parsed) => return (Ok(parsed), None),
+                        Err(second) => second,
+                    },
+                    Err(error) => error.to_string(),
+                }
             }
-        };
-        let reason = match first {
-            Ok(parsed) => return (Ok(parsed), None),
-            Err(reason) => reason,
-        };
-        let again = format!(
-            "{prompt}\n\nYour previous answer was rejected: {reason}. Answer again with every section, naming the files and quoting the requests of the conversation."
-        );
-        let reason = match summarizer.summarize(head, &again).await {
-            Ok(answer) => match judge(&answer) {
-                Ok(parsed) => return (Ok(parsed), None),
-                Err(second) => second,
-            },
-            Err(error) => error.to_string(),
         };
         if self.fail_on_bad_answer {
             return (
@@ -1059,7 +1095,7 @@ impl Compactor {
                 None,
             );
         }
-        let stand_in = match self.extractive.summary_carrying(head, carried) {
+        let stand_in = match self.extractive.within(room).summary_carrying(head, carried) {
             Ok(answer) => parse_summary(&answer, &self.template)
                 .map_err(|error| (FailureKind::BadSummary, error.to_string())),
             Err(error) => Err((FailureKind::Summarizer(error.kind()), error.to_string())),

@@ -30,7 +30,7 @@ pub fn judge(
     counter: &dyn TokenCounter,
 ) -> Option<String> {
     let tokens = counter.count_text(answer);
-    let least = (head_tokens / 50).clamp(64, 400);
+    let least = least(head_tokens);
     if tokens < least {
         return Some(format!(
             "{tokens} tokens is too short to stand for a head of {head_tokens} (at least {least})"
@@ -64,6 +64,12 @@ pub fn judge(
             requests.len()
         )
     })
+}
+
+/// The fewest tokens a summary of a head of `head_tokens` may take: a fiftieth of it, at least
+/// 64 and at most 400.
+pub(crate) fn least(head_tokens: usize) -> usize {
+    (head_tokens / 50).clamp(64, 400)
 }
 
 /// The share of `text`'s runs of `n` words that are also runs of `other` (lowercased).

@@ -125,20 +125,6 @@ async fn a_bad_answer_is_asked_again_then_the_extractive_summary_stands_in() {
 async fn the_retry_carries_the_reason_and_a_good_second_answer_stands() {
     // The first answer echoes the prompt; the second names the session's files and requests.
     let probe = std::sync::Arc::new(Scripted::new(&["ok"]));
-    struct Shared(std::sync::Arc<Scripted>);
-    #[async_trait]
-    impl Summarizer for Shared {
-        fn name(&self) -> &str {
-            self.0.name()
-        }
-        async fn summarize(
-            &self,
-            head: &[Message],
-            prompt: &str,
-        ) -> Result<String, SummarizeError> {
-            self.0.summarize(head, prompt).await
-        }
-    }
     let _ = compactor(false)
         .with_summarizer(Box::new(Shared(probe.clone())))
         .compact(session())
@@ -197,6 +183,129 @@ async fn with_on_bad_answer_fail_nothing_is_compacted() {
         error.contains("rejected") && error.contains("on_bad_answer"),
         "{error}"
     );
+}
+
+/// `compactor` at `window` with 4,096 tokens reserved for the reply.
+fn at_window(window: usize) -> Compactor {
+    let config = Config::load(&Sources {
+        env: vec![
+            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), window.to_string()),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
+        ],
+        ..Sources::default()
+    })
+    .unwrap();
+    Compactor::from_config(&config)
+        .unwrap()
+        .with_store(Box::new(MemoryStore::new()))
+        .with_clock(Box::new(FixedClock(1_763_700_000_000)))
+}
+
+/// A scripted summarizer whose prompts the test reads after the compactor has it.
+struct Shared(std::sync::Arc<Scripted>);
+
+#[async_trait]
+impl Summarizer for Shared {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError> {
+        self.0.summarize(head, prompt).await
+    }
+}
+
+/// The room a prompt names for the summary, if it names one.
+fn named_room(prompt: &str) -> Option<usize> {
+    prompt
+        .split("Keep the whole summary within ")
+        .nth(1)?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// A window whose room leaves the summary less than its budget (8,000 with 4,096 reserved for the
+/// reply: 3,904 usable, half of it the summary's, less the ledger put under a model's answer):
+/// the model is told how many tokens it has, an answer over them is rejected with the reason and
+/// asked again, and where the second is over them too the extractive summary stands in, within
+/// the room; an answer within them stands as the model wrote it. Where the ledger leaves less
+/// than a summary of the head needs (d7d349f9's, 2.7K tokens of requests and files), the model
+/// is not asked. In a room that holds the budget, the prompt says nothing of it and a long
+/// answer stands. Every compacted request is under the threshold.
+#[tokio::test]
+async fn a_models_summary_is_held_to_the_room_the_request_leaves() {
+    let django = || {
+        let transcript =
+            condense_core::testing::transcript("openai/mini-swe-agent-django__django-16139")
+                .unwrap();
+        condense_formats::read(&transcript.bytes, None).unwrap().1
+    };
+    let summary = |file: &str, discoveries: usize| {
+        format!(
+            "## Goal\nFix the link to the password form.\n## Instructions\nKeep the tests green.\n## Discoveries\n{}\n## Accomplished\nThe link is fixed.\n## Relevant files / directories\n- {file}\n",
+            format!("The form in {file} was read and changed step by step. ").repeat(discoveries)
+        )
+    };
+    let forms = "django/contrib/auth/forms.py";
+    let (long, short) = (summary(forms, 300), summary(forms, 30));
+    let outcome = |compacted: &condense_host::Compaction| match &compacted.report.compaction {
+        CompactionOutcome::Summarized {
+            summarizer,
+            rejected,
+            ..
+        } => (summarizer.clone(), rejected.clone()),
+        other => panic!("{other:?}"),
+    };
+
+    let scripted = std::sync::Arc::new(Scripted::new(&[&long]));
+    let result = at_window(8_000)
+        .with_summarizer(Box::new(Shared(scripted.clone())))
+        .compact(django())
+        .await
+        .unwrap();
+    let prompts = scripted.prompts.lock().unwrap().clone();
+    let room = named_room(&prompts[0]).expect("the prompt names the room");
+    assert!(room < 3_000, "{room}");
+    assert_eq!(prompts.len(), 2, "asked again once");
+    let (summarizer, rejected) = outcome(&result);
+    let rejected = rejected.unwrap();
+    assert!(
+        rejected.contains(&format!("more than the {room}")),
+        "{rejected}"
+    );
+    assert_eq!(summarizer, "extractive");
+    assert!(result.report.under_threshold);
+
+    let scripted = std::sync::Arc::new(Scripted::new(&[&long, &short]));
+    let result = at_window(8_000)
+        .with_summarizer(Box::new(Shared(scripted.clone())))
+        .compact(django())
+        .await
+        .unwrap();
+    assert_eq!(outcome(&result), ("scripted-model".to_owned(), None));
+    assert!(result.report.under_threshold);
+
+    let scripted = std::sync::Arc::new(Scripted::new(&[&long]));
+    let result = at_window(8_000)
+        .with_summarizer(Box::new(Shared(scripted.clone())))
+        .compact(session())
+        .await
+        .unwrap();
+    assert!(scripted.prompts.lock().unwrap().is_empty(), "not asked");
+    let (summarizer, rejected) = outcome(&result);
+    assert_eq!(summarizer, "extractive");
+    assert!(rejected.unwrap().contains("it was not asked"));
+    assert!(result.report.under_threshold);
+
+    let scripted = std::sync::Arc::new(Scripted::new(&[&summary("status.md", 300)]));
+    let result = compactor(false)
+        .with_summarizer(Box::new(Shared(scripted.clone())))
+        .compact(session())
+        .await
+        .unwrap();
+    assert_eq!(named_room(&scripted.prompts.lock().unwrap()[0]), None);
+    assert_eq!(outcome(&result), ("scripted-model".to_owned(), None));
 }
 
 /// The real small model of `../shared/llm` (SmolLM2-135M behind llama.cpp): its answer for a

@@ -14,6 +14,7 @@ mod previous;
 pub use layout::LEDGER_HEADING;
 pub use ledger::ledger;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -133,6 +134,20 @@ impl Extractive {
     /// The tokens its summaries keep within (but for what is never cut).
     pub fn budget_tokens(&self) -> usize {
         self.settings.budget_tokens
+    }
+
+    /// This summarizer keeping within `room` tokens where that is less than its budget (a
+    /// request whose system prompt and tools leave little of the window,
+    /// [`crate::Fork::summary_tokens`]); itself otherwise.
+    pub fn within(&self, room: Option<usize>) -> Cow<'_, Extractive> {
+        match room {
+            Some(room) if room < self.settings.budget_tokens => {
+                let mut within = self.clone();
+                within.settings.budget_tokens = room;
+                Cow::Owned(within)
+            }
+            _ => Cow::Borrowed(self),
+        }
     }
 
     /// The summary of `head`, synchronously (the trait method only wraps this): what must be
@@ -506,14 +521,8 @@ impl Summarizer for Extractive {
         fork: crate::Fork<'_>,
         _prompt: &str,
     ) -> Result<String, SummarizeError> {
-        match fork.summary_tokens {
-            Some(room) if room < self.settings.budget_tokens => {
-                let mut within = self.clone();
-                within.settings.budget_tokens = room;
-                within.summary_carrying(fork.head(), fork.carried)
-            }
-            _ => self.summary_carrying(fork.head(), fork.carried),
-        }
+        self.within(fork.summary_tokens)
+            .summary_carrying(fork.head(), fork.carried)
     }
 }
 
