@@ -505,13 +505,14 @@ impl Compactor {
         // judged on the request as it came, the provider's count where there is one.
         let mut early_as_it_came = None;
         let cold = self.cache_is_cold(conversation, state, tail);
+        let prefix = usage::prefix_of(conversation);
         let skip_walk = asked.phases == (Phases::Both { automatic: true })
             && self.walk_when == crate::WalkWhen::Due
             && {
                 let as_measured = measure(conversation, reported, counts, |_| 0).0;
                 let as_it_came = as_measured.tokens();
                 let line = usage::sample(&as_measured, as_it_came, tokens_in)
-                    .and_then(|sample| Line::through(state.counted.as_ref(), sample));
+                    .and_then(|sample| Line::through(state.counted.as_ref(), sample, prefix));
                 as_it_came < due_at(tail, line) && {
                     let room = room(tail, as_it_came, tokens_in, self.summary_tokens, line);
                     let early =
@@ -544,9 +545,9 @@ impl Compactor {
         let sample = harness_figure
             .then(|| usage::sample(&measured, due_tokens, tokens))
             .flatten();
-        let line = sample.and_then(|sample| Line::through(state.counted.as_ref(), sample));
+        let line = sample.and_then(|sample| Line::through(state.counted.as_ref(), sample, prefix));
         if let Some(sample) = sample {
-            state.counted = Some(Counted::with(state.counted, sample));
+            state.counted = Some(Counted::with(state.counted, sample, prefix));
         }
         // From now on the harness's figure stands for its request as this call sends it: what
         // was replaced for the first time up to its message comes off it, so that a later call,

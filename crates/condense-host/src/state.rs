@@ -38,6 +38,11 @@ pub struct Counted {
     pub smallest: Sample,
     /// The request with the most.
     pub largest: Sample,
+    /// A hash of what the requests carried beside their conversation (the system prompt, the
+    /// tool definitions): a request whose prefix differs starts the two afresh, since the line
+    /// through requests of two prefixes is neither's. 0 in states saved before it existed.
+    #[serde(default)]
+    pub prefix: u64,
 }
 
 /// One request's size, as condense counted its messages and as the provider counted all of it.
@@ -50,12 +55,14 @@ pub struct Sample {
 }
 
 impl Counted {
-    /// With `sample` taken in: it replaces the smallest or the largest it is beyond.
-    pub fn with(counted: Option<Counted>, sample: Sample) -> Counted {
-        match counted {
+    /// With `sample`, a request of `prefix`, taken in: it replaces the smallest or the largest
+    /// it is beyond, or both where the prefix changed.
+    pub fn with(counted: Option<Counted>, sample: Sample, prefix: u64) -> Counted {
+        match counted.filter(|counted| counted.prefix == prefix) {
             None => Counted {
                 smallest: sample,
                 largest: sample,
+                prefix,
             },
             Some(mut counted) => {
                 if sample.ours < counted.smallest.ours {

@@ -55,13 +55,14 @@ pub(crate) struct Line {
 }
 
 impl Line {
-    /// The line through `sample` (this request's) and whichever of the session's counted
-    /// requests is farther from it. `None` when they are too close in size for the slope to
+    /// The line through `sample` (this request's, whose system prompt and tools hash to
+    /// `prefix`) and whichever of the session's counted requests of the same prefix is farther
+    /// from it. `None` when they are too close in size for the slope to
     /// mean anything (within a quarter of the larger, or [`MIN_SPREAD`] tokens), when the slope
     /// is not a tokenizer's ([`SCALES`]), or when the line puts less than nothing beyond the
     /// messages: then the provider's count is taken as condense's scaled, as from one request.
-    pub fn through(counted: Option<&Counted>, sample: Sample) -> Option<Line> {
-        let counted = counted?;
+    pub fn through(counted: Option<&Counted>, sample: Sample, prefix: u64) -> Option<Line> {
+        let counted = counted.filter(|counted| counted.prefix == prefix)?;
         let other = [counted.smallest, counted.largest]
             .into_iter()
             .max_by_key(|other| other.ours.abs_diff(sample.ours))?;
@@ -111,6 +112,27 @@ const MIN_SPREAD: usize = 500;
 /// condense sizes for differ by well under twice (o200k against Claude's: 1.45 on the shared
 /// sessions); a slope outside this is noise, or a system prompt that changed between them.
 const SCALES: std::ops::RangeInclusive<f64> = 0.5..=3.0;
+
+/// A hash of what `conversation`'s request carries beside its conversation: its leading system
+/// messages (not condense's summary among them) and its envelope's tool definitions
+/// ([`Counted::prefix`]).
+pub(crate) fn prefix_of(conversation: &Conversation) -> u64 {
+    let mut state = xxhash_rust::xxh3::Xxh3::new();
+    conversation
+        .messages
+        .iter()
+        .take_while(|message| message.role == Role::System)
+        .filter(|message| !message.is_compaction_summary())
+        .for_each(|message| message.hash_content(&mut state));
+    if let Some(tools) = conversation
+        .envelope
+        .as_ref()
+        .and_then(|envelope| envelope.get("tools"))
+    {
+        state.update(tools.to_string().as_bytes());
+    }
+    std::hash::Hasher::finish(&state)
+}
 
 /// The request's size as the provider counted it and as condense counts the same messages,
 /// from `measured` (a provider's figure) and the trigger's `due` (that figure plus condense's
@@ -302,12 +324,12 @@ mod tests {
     #[test]
     fn two_requests_part_the_fixed_prefix_from_the_tokenizer_s_scale() {
         let provider = |ours: usize| 14_000 + ours * 3 / 2;
-        let counted = Counted::with(None, at(2_000, provider(2_000)));
-        let counted = Counted::with(Some(counted), at(10_000, provider(10_000)));
+        let counted = Counted::with(None, at(2_000, provider(2_000)), 7);
+        let counted = Counted::with(Some(counted), at(10_000, provider(10_000)), 7);
         assert_eq!(counted.smallest, at(2_000, 17_000));
         assert_eq!(counted.largest, at(10_000, 29_000));
         for ours in [1_000, 6_000, 12_000] {
-            let line = Line::through(Some(&counted), at(ours, provider(ours))).unwrap();
+            let line = Line::through(Some(&counted), at(ours, provider(ours)), 7).unwrap();
             assert!((line.fixed - 14_000.0).abs() < 1e-6, "{line:?}");
             assert!((line.scale - 1.5).abs() < 1e-9, "{line:?}");
         }
@@ -318,20 +340,43 @@ mod tests {
     /// or from one that leaves nothing beyond the messages.
     #[test]
     fn a_line_needs_two_requests_apart_and_a_tokenizer_s_slope() {
-        let one = Counted::with(None, at(8_000, 26_000));
-        assert_eq!(Line::through(None, at(8_000, 26_000)), None);
-        assert_eq!(Line::through(Some(&one), at(8_000, 26_000)), None);
+        let one = Counted::with(None, at(8_000, 26_000), 7);
+        assert_eq!(Line::through(None, at(8_000, 26_000), 7), None);
+        assert_eq!(Line::through(Some(&one), at(8_000, 26_000), 7), None);
         // 400 tokens apart, and 1,000 apart out of 8,000: too close.
-        assert_eq!(Line::through(Some(&one), at(8_400, 26_600)), None);
-        assert_eq!(Line::through(Some(&one), at(7_000, 24_500)), None);
+        assert_eq!(Line::through(Some(&one), at(8_400, 26_600), 7), None);
+        assert_eq!(Line::through(Some(&one), at(7_000, 24_500), 7), None);
         // 4,000 apart: the line.
-        assert!(Line::through(Some(&one), at(4_000, 20_000)).is_some());
+        assert!(Line::through(Some(&one), at(4_000, 20_000), 7).is_some());
         // A slope of 5 and one of 0.1.
-        assert_eq!(Line::through(Some(&one), at(4_000, 6_000)), None);
-        assert_eq!(Line::through(Some(&one), at(4_000, 25_600)), None);
+        assert_eq!(Line::through(Some(&one), at(4_000, 6_000), 7), None);
+        assert_eq!(Line::through(Some(&one), at(4_000, 25_600), 7), None);
         // Twice condense's count and nothing else.
-        let scaled = Counted::with(None, at(8_000, 16_000));
-        assert_eq!(Line::through(Some(&scaled), at(4_000, 8_000)), None);
+        let scaled = Counted::with(None, at(8_000, 16_000), 7);
+        assert_eq!(Line::through(Some(&scaled), at(4_000, 8_000), 7), None);
+    }
+
+    /// A request whose system prompt or tools changed (another prefix) is not put on a line
+    /// with the requests before it: the anchors start again from it.
+    #[test]
+    fn a_changed_prefix_starts_the_line_afresh() {
+        let before = |ours: usize| 14_000 + ours * 3 / 2;
+        let after = |ours: usize| 18_000 + ours * 3 / 2;
+        let counted = Counted::with(None, at(2_000, before(2_000)), 7);
+        let counted = Counted::with(Some(counted), at(10_000, before(10_000)), 7);
+        assert!(Line::through(Some(&counted), at(6_000, after(6_000)), 7).is_some());
+        assert_eq!(
+            Line::through(Some(&counted), at(6_000, after(6_000)), 8),
+            None
+        );
+        let counted = Counted::with(Some(counted), at(6_000, after(6_000)), 8);
+        assert_eq!(
+            (counted.smallest, counted.largest),
+            (at(6_000, 27_000), at(6_000, 27_000))
+        );
+        let counted = Counted::with(Some(counted), at(12_000, after(12_000)), 8);
+        let line = Line::through(Some(&counted), at(1_000, after(1_000)), 8).unwrap();
+        assert!((line.fixed - 18_000.0).abs() < 1e-6, "{line:?}");
     }
 
     /// Compaction is due at the window less the reply's reserve, unless the fixed part would

@@ -408,3 +408,67 @@ async fn a_request_the_room_cannot_hold_is_left_to_the_summary_s_quote() {
     }
     assert!(summarized > 0);
 }
+
+/// A session whose harness changes its system prompt and tools half way (the provider's figure
+/// goes from `12,000 + 1.5 × ours` to `16,000 + 1.5 × ours`, as when a harness loads more tools):
+/// the requests of the new prefix are not put on a line with the old ones, so once two of them
+/// are far enough apart compaction is due where the new prefix puts it (16,000 + three quarters
+/// of the 4,000 it leaves of the 20K window), and every request after the first of the new
+/// prefix (judged on the old prefix's last figure) fits the window. (Kept across the change, the old anchors gave slopes no tokenizer has: the line was
+/// refused for the rest of the session, and compaction was due at 18,000.)
+#[tokio::test]
+async fn a_prefix_that_changes_mid_session_is_parted_afresh() {
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
+    ]);
+    let counter = Tiktoken::default();
+    let ours = |messages: &[Message]| -> usize { counter.count_each(messages).iter().sum() };
+    let change = 20;
+    let provider = |step: usize, ours: usize| {
+        let fixed = if step < change { 12_000 } else { 16_000 };
+        fixed + ours * 3 / 2
+    };
+    let mut history = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, "make the checks pass"),
+    ];
+    let mut state = SessionState::default();
+    let mut due = Vec::new();
+    for step in 0..40 {
+        if step == change {
+            history[0] = Message::text(Role::System, "You are a careful agent. More tools now.");
+        }
+        let prepared = compactor
+            .prepare(Conversation::new(history.clone()), &mut state)
+            .await
+            .unwrap();
+        let sent = prepared.conversation.messages;
+        // The first request of the new prefix is judged on the old one's last figure: nobody
+        // has counted the new prefix yet.
+        let size = provider(step, ours(&sent));
+        assert!(
+            size <= 20_000 || step == change,
+            "request {step}: {size} tokens"
+        );
+        due.push(prepared.report.usable);
+        let mut answer = Vec::new();
+        shell_steps(&mut answer, step, 1, 300);
+        state.reported_usage = Some(ReportedUsage {
+            message: sent.len(),
+            tokens: provider(step, ours(&sent) + ours(&answer[..1])),
+        });
+        history.extend(answer);
+    }
+    assert!(due[..change].iter().all(|&at| at == 18_000), "{due:?}");
+    let parted = due[change..]
+        .iter()
+        .position(|at| at.abs_diff(19_000) <= 2)
+        .unwrap_or_else(|| panic!("the new prefix never parted: {due:?}"));
+    assert!(
+        due[change + parted..]
+            .iter()
+            .all(|at| at.abs_diff(19_000) <= 2),
+        "{due:?}"
+    );
+}
