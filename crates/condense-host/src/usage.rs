@@ -129,9 +129,25 @@ pub(crate) fn prefix_of(conversation: &Conversation) -> u64 {
         .as_ref()
         .and_then(|envelope| envelope.get("tools"))
     {
-        state.update(tools.to_string().as_bytes());
+        // Written into the hash as serialized, not collected first: a harness's tool list runs
+        // to tens of kilobytes on every request.
+        let _ = serde_json::to_writer(Hashing(&mut state), tools);
     }
     std::hash::Hasher::finish(&state)
+}
+
+/// The bytes written to it, into the hash.
+struct Hashing<'h>(&'h mut xxhash_rust::xxh3::Xxh3);
+
+impl std::io::Write for Hashing<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The request's size as the provider counted it and as condense counts the same messages,
