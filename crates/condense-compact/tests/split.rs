@@ -327,9 +327,15 @@ proptest! {
             if after != before {
                 prop_assert_eq!(after.rule, condense_compact::TailRule::RecentCalls);
                 prop_assert!(after.kept_tokens <= stretched.previews_within);
-                let previews = after.previews.as_ref().unwrap();
-                prop_assert_eq!(previews.messages.start, after.tail_start);
-                prop_assert!(previews.messages.end <= messages.len() - 2);
+                // Previews only where the calls do not fit the bound whole.
+                match after.previews.as_ref() {
+                    Some(previews) => {
+                        prop_assert!(after.tail_tokens > stretched.previews_within);
+                        prop_assert_eq!(previews.messages.start, after.tail_start);
+                        prop_assert!(previews.messages.end <= messages.len() - 2);
+                    }
+                    None => prop_assert_eq!(after.kept_tokens, after.tail_tokens),
+                }
             }
         }
         assert_pairs_whole(&messages, after.tail_start);

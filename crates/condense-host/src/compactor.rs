@@ -760,6 +760,7 @@ impl Compactor {
             missing_sections: parsed.missing_sections,
             rejected,
             early: due.early,
+            cache_cold: due.early && due.cache_cold,
         };
         Ok((outcome, Some(compacted)))
     }
@@ -1304,6 +1305,8 @@ struct Due {
     cached: usize,
     /// Due because compacting now is cheaper, not because the window is full.
     early: bool,
+    /// The provider's cache had expired since the previous request.
+    cache_cold: bool,
     /// The provider's count as a line in condense's, where the session's figures give one.
     line: Option<Line>,
 }
@@ -1352,6 +1355,7 @@ impl Due {
             counted: pruned.tokens,
             cached: counts[..cached_end].iter().sum(),
             early,
+            cache_cold: pruned.cold,
             line: pruned.line,
         }
     }

@@ -147,6 +147,7 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
             missing_sections,
             rejected,
             early,
+            cache_cold,
         } => {
             let mut line = format!(
                 "messages {}..{} summarized by {summarizer} ({} tokens -> a {}-token summary); {} kept",
@@ -156,7 +157,11 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
                 thousands(*summary_tokens),
                 report_kept(split.tail_start, *carried_messages)
             );
-            if *early {
+            if *cache_cold {
+                line.push_str(
+                    "; early, the provider's cache having expired since the previous request: nothing it held to rewrite (compaction.cache_lifetime_minutes)",
+                );
+            } else if *early {
                 line.push_str(
                     "; early, before the window is full: cheaper than carrying the head (compaction.cache_rewrite_cost)",
                 );

@@ -898,3 +898,75 @@ async fn an_early_compaction_keeps_the_recent_calls_whole() {
     assert!(early >= 6, "{early} early compactions");
     assert!(wider >= 1, "no tail wider than the budget among {early}");
 }
+
+/// An autonomous run of `steps` shell calls, each answered by an output of about 900 tokens.
+fn run_of(steps: usize) -> Conversation {
+    let mut messages = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, "make the checks pass"),
+    ];
+    for step in 0..steps {
+        let output: String = (0..90)
+            .map(|line| format!("step {step} line {line} passed ok\n"))
+            .collect();
+        messages.extend(condense_core::testing::tool_step(
+            &format!("call_{step}"),
+            "bash",
+            serde_json::json!({"command": format!("run check {step}")}),
+            output,
+        ));
+    }
+    Conversation::new(messages)
+}
+
+/// After a pause longer than the provider's cache lifetime, the next request is written to the
+/// cache whole whatever it holds: a request the square-root rule would carry on (a head that
+/// saves less than it would pay back at a warm cache) is compacted then, keeping the recent
+/// calls whole, and the report says why; two minutes after the previous request it is not.
+#[tokio::test]
+async fn a_request_after_the_cache_expired_is_compacted_where_that_saves_what_it_keeps() {
+    let config = config_at("200000", "4096");
+    let at = |ms: u64| {
+        Compactor::from_config(&config)
+            .unwrap()
+            .with_store(Box::new(MemoryStore::new()))
+            .with_clock(Box::new(FixedClock(ms)))
+    };
+    let start = 1_763_700_000_000;
+    let mut state = SessionState::default();
+    let first = at(start).prepare(run_of(27), &mut state).await.unwrap();
+    assert!(
+        matches!(first.report.compaction, CompactionOutcome::NotDue),
+        "{:?}",
+        first.report.compaction
+    );
+    let warm = at(start + 2 * 60_000)
+        .prepare(run_of(28), &mut state.clone())
+        .await
+        .unwrap();
+    assert!(
+        matches!(warm.report.compaction, CompactionOutcome::NotDue),
+        "{:?}",
+        warm.report.compaction
+    );
+    let cold = at(start + 10 * 60_000)
+        .prepare(run_of(28), &mut state)
+        .await
+        .unwrap();
+    let CompactionOutcome::Summarized {
+        split,
+        early: true,
+        cache_cold: true,
+        ..
+    } = &cold.report.compaction
+    else {
+        panic!("{:?}", cold.report.compaction);
+    };
+    assert!(
+        split.previews.is_none() && split.tail_calls >= 10,
+        "{split:?}"
+    );
+    let shown =
+        condense_host::render_report("run.json", "run.json", &config, &cold.report, false, None);
+    assert!(shown.contains("cache having expired"), "{shown}");
+}
