@@ -858,7 +858,9 @@ impl Compactor {
         // Where the request's room is less than the summary's budget, a model is told what it
         // leaves beside the ledger put under its answer, and an answer over that is rejected
         // like any answer that cannot stand for the head.
-        let ledger = condense_summarize::ledger(head);
+        let ledger = (summarizer.name() != self.extractive.name())
+            .then(|| condense_summarize::ledger(head))
+            .flatten();
         let answer_room = fork.summary_tokens.map(|room| {
             room.saturating_sub(
                 ledger
