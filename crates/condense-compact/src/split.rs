@@ -25,9 +25,8 @@ pub enum TailRule {
     /// hundreds of steps): the tail goes back to hold that many, as far as it fits the budget
     /// whole or, where it does not, with each output before the last exchange over an equal
     /// share of the budget cut to a preview of that share ([`Split::previews`]); where the
-    /// budget holds none of them that
-    /// way, as far as [`TailSettings::previews_within`] with each over an equal share of what
-    /// it leaves past the tail.
+    /// budget holds none of them that way, as far as [`TailSettings::previews_within`] with
+    /// each over an equal share of what it leaves past the tail.
     RecentCalls,
     /// The last turn alone is larger than the budget, and the suffix that fits it holds more
     /// than `min_tail_calls` tool calls: the tail starts at the step that makes the
@@ -284,8 +283,8 @@ impl RecentCalls<'_> {
     /// The earliest start before `tail_start`, one step of calls at a time, that holds no more
     /// than `wanted` calls back and fits `budget`, whole where it can, else with the outputs
     /// before the last exchange over `over` tokens cut to previews (an early compaction takes
-    /// only a tail with none); `None` when the tail holds enough calls already or
-    /// not even one more step fits. The head keeps at least one message.
+    /// only a tail with none); `None` when the tail holds enough calls already or not even one
+    /// more step fits. The head keeps at least one message.
     fn held_from(
         &self,
         tail_start: usize,

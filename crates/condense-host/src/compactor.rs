@@ -131,9 +131,8 @@ impl Compactor {
     }
 
     /// The window `conversation` is sized for: its model's when [`Compactor::with_model_windows`]
-    /// gave the rules and one matches, else the configured one.
-    /// The cache's lifetime is the one the request names, where it names one
-    /// ([`condense_formats::cache_lifetime_minutes`]).
+    /// gave the rules and one matches, else the configured one. The cache's lifetime is the one
+    /// the request names, where it names one ([`condense_formats::cache_lifetime_minutes`]).
     pub fn tail_for(&self, conversation: &Conversation) -> TailSettings {
         let mut tail = self.model_tail(conversation);
         if let Some(minutes) = condense_formats::cache_lifetime_minutes(conversation) {
