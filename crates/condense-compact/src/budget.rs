@@ -109,19 +109,39 @@ pub struct EarlyCompaction {
 /// follows from the prices and from how fast this session grows, not from a share of the window.
 /// It never fires again straight after a compaction (the head is then the summary itself).
 pub fn pays_to_compact(early: &EarlyCompaction, settings: &TailSettings) -> bool {
-    if settings.rules.cache_rewrite_cost <= 0.0 {
-        return false;
-    }
+    terms(early, settings).is_some_and(|terms| {
+        let cost = terms.rewrite * terms.kept + terms.summarizer;
+        terms.saved * terms.saved >= 2.0 * early.growth_tokens as f64 * cost
+    })
+}
+
+/// What a compaction is weighed by, in cache reads a token.
+struct Terms {
+    /// `c`, [`CompactionRules::cache_rewrite_cost`].
+    rewrite: f64,
+    /// `h - s`: what the summary saves on each request after it.
+    saved: f64,
+    /// `k`: the summary and the tail, rewritten.
+    kept: f64,
+    /// `m`: the summarizer's request, for a summary a model writes.
+    summarizer: f64,
+}
+
+/// `early`'s [`Terms`]; `None` where nothing is saved or a rewrite is free (the rules are off).
+fn terms(early: &EarlyCompaction, settings: &TailSettings) -> Option<Terms> {
+    let rewrite = settings.rules.cache_rewrite_cost;
     let saved = early.head_tokens.saturating_sub(early.summary_tokens) as f64;
-    if saved <= 0.0 {
-        return false;
+    if rewrite <= 0.0 || saved <= 0.0 {
+        return None;
     }
-    let kept = (early.summary_tokens + early.tail_tokens) as f64;
-    let summarizer = early.summarizer_input_tokens.map_or(0.0, |input| {
-        input as f64 + early.summary_tokens as f64 * settings.rules.output_cost
-    });
-    let cost = settings.rules.cache_rewrite_cost * kept + summarizer;
-    saved * saved >= 2.0 * early.growth_tokens as f64 * cost
+    Some(Terms {
+        rewrite,
+        saved,
+        kept: (early.summary_tokens + early.tail_tokens) as f64,
+        summarizer: early.summarizer_input_tokens.map_or(0.0, |input| {
+            input as f64 + early.summary_tokens as f64 * settings.rules.output_cost
+        }),
+    })
 }
 
 /// Whether a compaction pays for itself on the spot where the provider's cache has expired.
@@ -133,19 +153,9 @@ pub fn pays_to_compact(early: &EarlyCompaction, settings: &TailSettings) -> bool
 /// request, when a model writes it). So it pays when `(1 + c)(h - s) >= c*k + m`: a head larger
 /// than what is kept, for a summary written locally.
 pub fn pays_at_a_cold_cache(early: &EarlyCompaction, settings: &TailSettings) -> bool {
-    let rewrite = settings.rules.cache_rewrite_cost;
-    if rewrite <= 0.0 {
-        return false;
-    }
-    let saved = early.head_tokens.saturating_sub(early.summary_tokens) as f64;
-    if saved <= 0.0 {
-        return false;
-    }
-    let kept = (early.summary_tokens + early.tail_tokens) as f64;
-    let summarizer = early.summarizer_input_tokens.map_or(0.0, |input| {
-        input as f64 + early.summary_tokens as f64 * settings.rules.output_cost
-    });
-    (1.0 + rewrite) * saved >= rewrite * kept + summarizer
+    terms(early, settings).is_some_and(|terms| {
+        (1.0 + terms.rewrite) * terms.saved >= terms.rewrite * terms.kept + terms.summarizer
+    })
 }
 
 /// Whether an early compaction that keeps the agent's recent calls whole in a tail wider than

@@ -683,16 +683,7 @@ impl Compactor {
         // agent's request would carry it, before any preview below, which would change its
         // cached prefix.
         let whole = conversation;
-        let counts = counter.count_each(&conversation.messages);
-        let mut cut = self.cut(&conversation.messages, &counts, &room);
-        // An early compaction keeps the recent work whole: in the wider tail its check took
-        // when the budget's would not hold it ([`Compactor::pays_to_compact`]).
-        if due.early
-            && !keeps_recent_work(&conversation.messages, &cut, &room)
-            && let Some(wider) = holding_recent_work(&conversation.messages, &counts, &room)
-        {
-            cut = self.cut(&conversation.messages, &counts, &wider);
-        }
+        let cut = self.due_cut(&conversation.messages, &room, due.early);
         if cut.nothing_to_compact() {
             return Ok((CompactionOutcome::NothingToCompact, None));
         }
@@ -762,6 +753,21 @@ impl Compactor {
             cache_cold: due.early && due.cache_cold,
         };
         Ok((outcome, Some(compacted)))
+    }
+
+    /// Where a compaction cuts `messages` in `room`: as the budget does, but for an early
+    /// compaction, which keeps the recent work whole, in the wider tail its check took where
+    /// the budget's would not hold it ([`Compactor::pays_to_compact`]).
+    fn due_cut(&self, messages: &[Message], room: &TailSettings, early: bool) -> Split {
+        let counts = self.counter.count_each(messages);
+        let cut = self.cut(messages, &counts, room);
+        if early
+            && !keeps_recent_work(messages, &cut, room)
+            && let Some(wider) = holding_recent_work(messages, &counts, room)
+        {
+            return self.cut(messages, &counts, &wider);
+        }
+        cut
     }
 
     /// Where `messages` (their tokens `counts`) are cut ([`condense_compact::split_counted`]),

@@ -41,11 +41,22 @@ impl Summarizer for Scripted {
     }
 }
 
+/// The compactor at a 32K window, failing a compaction whose answer is rejected twice when
+/// `fail` (else the extractive summary stands in).
 fn compactor(fail: bool) -> Compactor {
+    with_settings(32_000, fail)
+}
+
+/// The compactor at `window` with 4,096 tokens reserved for the reply.
+fn at_window(window: usize) -> Compactor {
+    with_settings(window, false)
+}
+
+fn with_settings(window: usize, fail: bool) -> Compactor {
     let mut env = vec![
         (
             "CONDENSE_MODEL_CONTEXT_WINDOW".to_owned(),
-            "32000".to_owned(),
+            window.to_string(),
         ),
         (
             "CONDENSE_MODEL_MAX_OUTPUT_TOKENS".to_owned(),
@@ -183,22 +194,6 @@ async fn with_on_bad_answer_fail_nothing_is_compacted() {
         error.contains("rejected") && error.contains("on_bad_answer"),
         "{error}"
     );
-}
-
-/// `compactor` at `window` with 4,096 tokens reserved for the reply.
-fn at_window(window: usize) -> Compactor {
-    let config = Config::load(&Sources {
-        env: vec![
-            ("CONDENSE_MODEL_CONTEXT_WINDOW".into(), window.to_string()),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS".into(), "4096".into()),
-        ],
-        ..Sources::default()
-    })
-    .unwrap();
-    Compactor::from_config(&config)
-        .unwrap()
-        .with_store(Box::new(MemoryStore::new()))
-        .with_clock(Box::new(FixedClock(1_763_700_000_000)))
 }
 
 /// A scripted summarizer whose prompts the test reads after the compactor has it.

@@ -511,23 +511,31 @@ fn condense_finishes_every_session_at_24k() {
 /// from the cache, as Claude Code's own prompt is): what its usage would say of a harness whose
 /// prefix is that much larger.
 fn with_larger_prefix(path: &PathBuf, tokens: u64) -> Recording {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = Vec::new();
-    for line in text.lines() {
-        let mut value: serde_json::Value = match serde_json::from_str(line) {
-            Ok(value) => value,
-            Err(_) => {
-                lines.push(line.to_owned());
-                continue;
-            }
-        };
+    edited_log(path, |value| {
         if let Some(read) = value.pointer_mut("/message/usage/cache_read_input_tokens")
             && let Some(before) = read.as_u64()
         {
             *read = serde_json::json!(before + tokens);
         }
-        lines.push(value.to_string());
-    }
+    })
+}
+
+/// `path`'s JSONL log with `edit` made to each line that is JSON (the others kept as they are),
+/// read back as a recording.
+fn edited_log(path: &PathBuf, mut edit: impl FnMut(&mut serde_json::Value)) -> Recording {
+    let text = std::fs::read_to_string(path).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .map(
+            |line| match serde_json::from_str::<serde_json::Value>(line) {
+                Ok(mut value) => {
+                    edit(&mut value);
+                    value.to_string()
+                }
+                Err(_) => line.to_owned(),
+            },
+        )
+        .collect();
     let bytes = lines.join("\n").into_bytes();
     Recording::of(condense_formats::read(&bytes, None).unwrap().1)
 }
@@ -902,11 +910,8 @@ fn condense_is_on_the_frontier_and_keeps_what_matters_wherever_any_policy_finish
 /// the first (every later timestamp moved on by that much): a working day's session, where the
 /// shared logs hold an hour's.
 fn with_breaks(path: &PathBuf, minutes: u64) -> Recording {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = Vec::new();
     let (mut shift, mut said) = (0, 0);
-    for line in text.lines() {
-        let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+    edited_log(path, |value| {
         let content = value.pointer("/message/content");
         let persons = value["type"] == "user"
             && value["isSidechain"] != true
@@ -929,10 +934,7 @@ fn with_breaks(path: &PathBuf, minutes: u64) -> Recording {
             let moved = condense_core::time::parse_rfc3339(&at).unwrap() + shift;
             value["timestamp"] = condense_core::time::format_rfc3339(moved).into();
         }
-        lines.push(value.to_string());
-    }
-    let bytes = lines.join("\n").into_bytes();
-    Recording::of(condense_formats::read(&bytes, None).unwrap().1)
+    })
 }
 
 /// Past the cache's lifetime a request is written to the cache whole whatever it holds, so a
