@@ -15,7 +15,7 @@ use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total, count_each_
 
 use crate::head::{self, message_hash};
 use crate::report::{CompactReport, CompactionOutcome, FailureKind, NativeCompaction};
-use crate::state::{Counted, ReportedUsage, SessionState};
+use crate::state::{CacheUse, Counted, ReportedUsage, SessionState};
 use crate::usage::{self, Line, Measure, measure};
 use crate::{Config, HostError, LoadedPlugin, SummarizerKind};
 
@@ -503,8 +503,9 @@ impl Compactor {
         // A harness's request is walked only when it is due for compaction (`prune.walk_when`):
         // judged on the request as it came, the provider's count where there is one.
         let mut early_as_it_came = None;
-        let cold = self.cache_is_cold(conversation, state, tail);
         let prefix = usage::prefix_of(conversation);
+        let key = usage::cache_key(conversation, prefix);
+        let cold = self.cache_is_cold(conversation, state, tail, key);
         let skip_walk = asked.phases == (Phases::Both { automatic: true })
             && self.walk_when == crate::WalkWhen::Due
             && {
@@ -527,6 +528,7 @@ impl Compactor {
         };
         let prune = pruner.prune_counted(conversation, counts, &mut state.log, request)?;
         state.last_request_ms = Some(self.clock.now_ms());
+        CacheUse::record(&mut state.caches, key, self.clock.now_ms());
         let (measured, harness_figure) = measure(conversation, reported, counts, |message| {
             prune.frozen_tokens_up_to(message)
         });
@@ -991,14 +993,18 @@ impl Compactor {
 
     /// Whether the provider's cache has expired since the session's previous request: its
     /// last answer's time where the conversation records one (as microcompact reads it), else
-    /// the harness's own record; never when neither is known or the lifetime is 0.
+    /// the harness's own record; or whether the request goes to a cache (`key`: its model and
+    /// prefix, [`usage::cache_key`]) none of the session's requests within the lifetime went
+    /// to ([`SessionState::caches`]). Never when nothing is known or the lifetime is 0.
     fn cache_is_cold(
         &self,
         conversation: &Conversation,
         state: &SessionState,
         tail: &TailSettings,
+        key: u64,
     ) -> bool {
-        let lifetime = tail.rules.cache_lifetime_minutes;
+        let lifetime = tail.rules.cache_lifetime_minutes.saturating_mul(60_000);
+        let now = self.clock.now_ms();
         let previous = conversation
             .messages
             .iter()
@@ -1006,10 +1012,13 @@ impl Compactor {
             .find(|message| message.role == Role::Assistant)
             .and_then(Message::timestamp_ms)
             .or(state.last_request_ms);
-        lifetime > 0
-            && previous.is_some_and(|at| {
-                self.clock.now_ms().saturating_sub(at) > lifetime.saturating_mul(60_000)
-            })
+        let expired = previous.is_some_and(|at| now.saturating_sub(at) > lifetime);
+        let elsewhere = !state.caches.is_empty()
+            && !state
+                .caches
+                .iter()
+                .any(|used| used.key == key && now.saturating_sub(used.at_ms) <= lifetime);
+        lifetime > 0 && (expired || elsewhere)
     }
 
     /// The summarizer's answer, through the gate ([`crate::gate`]): a model's answer that
@@ -1252,7 +1261,7 @@ struct Pruned {
     /// Whether compacting early pays, when the walk's gate already judged it on the same
     /// messages (pruning changed nothing): not judged twice.
     early_unpruned: Option<bool>,
-    /// Whether the provider's cache has expired since the previous request.
+    /// Whether the provider's cache holds nothing of the request ([`Compactor::cache_is_cold`]).
     cold: bool,
 }
 
@@ -1312,7 +1321,7 @@ struct Due {
     cached: usize,
     /// Due because compacting now is cheaper, not because the window is full.
     early: bool,
-    /// The provider's cache had expired since the previous request.
+    /// The provider's cache held nothing of the request ([`Compactor::cache_is_cold`]).
     cache_cold: bool,
     /// The provider's count as a line in condense's, where the session's figures give one.
     line: Option<Line>,

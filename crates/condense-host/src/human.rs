@@ -159,7 +159,7 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
             );
             if *cache_cold {
                 line.push_str(
-                    "; early, the provider's cache having expired since the previous request: nothing it held to rewrite (compaction.cache_lifetime_minutes)",
+                    "; early, the provider's cache holding nothing of the request (expired since the previous one, or another model or system prompt): nothing it held to rewrite (compaction.cache_lifetime_minutes)",
                 );
             } else if *early {
                 line.push_str(

@@ -45,7 +45,7 @@ pub use condense_pruner::{
     Reason, Store, StoreError, Swept, SystemClock, Thresholds, handle_of, handles_in, is_handle,
 };
 pub use condense_summarize::{SummarizeError, SummarizeErrorKind, Summarizer};
-pub use state::{Counted, ReportedUsage, Sample, SessionState, StateError};
+pub use state::{CacheUse, Counted, ReportedUsage, Sample, SessionState, StateError};
 pub use usage::Measure;
 
 /// The README's Rust examples, compiled as doctests so they stay true.

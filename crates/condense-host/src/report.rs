@@ -60,9 +60,11 @@ pub enum CompactionOutcome {
         /// ([`condense_compact::pays_to_compact`]).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         early: bool,
-        /// Made early where the provider's cache had expired since the previous request
-        /// (`compaction.cache_lifetime_minutes`): the request was to be written to the cache
-        /// whole anyway, so the compaction rewrote nothing a warm cache held
+        /// Made early where the provider's cache held nothing of the request: it had expired
+        /// since the previous request (`compaction.cache_lifetime_minutes`), or the request
+        /// went to a model or with a system prompt or tools none of the session's requests
+        /// within that lifetime had. The request was to be written to the cache whole anyway,
+        /// so the compaction rewrote nothing a warm cache held
         /// ([`condense_compact::pays_at_a_cold_cache`]).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         cache_cold: bool,

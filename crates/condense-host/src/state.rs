@@ -29,6 +29,37 @@ pub struct SessionState {
     /// until the harness has reported usage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counted: Option<Counted>,
+    /// The caches the session's latest requests went to, the most recent last: a provider keeps
+    /// one per model and prompt prefix, so a request to a model or with a system prompt or
+    /// tools the session has not sent within the cache's lifetime is written whole, as after a
+    /// pause (Claude Code falls back from Opus to Sonnet; a changed working directory changes
+    /// its system prompt). Absent from states saved before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caches: Vec<CacheUse>,
+}
+
+/// One cache a session's request went to ([`SessionState::caches`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheUse {
+    /// A hash of the model the request named and its prefix (the system prompt and tools).
+    pub key: u64,
+    /// When the request was prepared (milliseconds since the epoch).
+    pub at_ms: u64,
+}
+
+impl CacheUse {
+    /// How many caches a state remembers: a session goes back to one of a few models at most,
+    /// and an entry older than the cache's lifetime tells nothing.
+    pub const KEPT: usize = 4;
+
+    /// `caches` with a request to `key` at `at_ms` taken in: that key's entry moved last, the
+    /// oldest dropped past [`CacheUse::KEPT`].
+    pub fn record(caches: &mut Vec<CacheUse>, key: u64, at_ms: u64) {
+        caches.retain(|used| used.key != key);
+        caches.push(CacheUse { key, at_ms });
+        let excess = caches.len().saturating_sub(CacheUse::KEPT);
+        caches.drain(..excess);
+    }
 }
 
 /// Two of a session's requests as the provider and condense counted them ([`SessionState::counted`]).
@@ -116,5 +147,32 @@ impl SessionState {
             column: error.column(),
             message: error.to_string(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cache used again moves last with its new time; past [`CacheUse::KEPT`] the one used
+    /// longest ago goes; a state saved before the list existed reads with none.
+    #[test]
+    fn the_caches_a_session_used_are_kept_latest_last_and_few() {
+        let mut caches = Vec::new();
+        for (key, at_ms) in [(1, 10), (2, 20), (1, 30), (3, 40), (4, 50), (5, 60)] {
+            CacheUse::record(&mut caches, key, at_ms);
+        }
+        let kept: Vec<(u64, u64)> = caches.iter().map(|used| (used.key, used.at_ms)).collect();
+        assert_eq!(kept, [(1, 30), (3, 40), (4, 50), (5, 60)]);
+        let mut state = SessionState {
+            caches,
+            ..SessionState::default()
+        };
+        let saved = state.to_json();
+        assert_eq!(SessionState::from_json(&saved).unwrap(), state);
+        state.caches.clear();
+        let before = state.to_json();
+        assert!(!before.contains("caches"), "{before}");
+        assert!(SessionState::from_json(&before).unwrap().caches.is_empty());
     }
 }

@@ -136,6 +136,15 @@ pub(crate) fn prefix_of(conversation: &Conversation) -> u64 {
     std::hash::Hasher::finish(&state)
 }
 
+/// The cache a request of `conversation` with `prefix` ([`prefix_of`]) reads: a provider keeps
+/// one per model, and a prefix that differs shares none of what follows it.
+pub(crate) fn cache_key(conversation: &Conversation, prefix: u64) -> u64 {
+    let mut state = xxhash_rust::xxh3::Xxh3::new();
+    state.update(conversation.model().unwrap_or_default().as_bytes());
+    state.update(&prefix.to_le_bytes());
+    std::hash::Hasher::finish(&state)
+}
+
 /// The bytes written to it, into the hash.
 struct Hashing<'h>(&'h mut xxhash_rust::xxh3::Xxh3);
 

@@ -968,5 +968,117 @@ async fn a_request_after_the_cache_expired_is_compacted_where_that_saves_what_it
     );
     let shown =
         condense_host::render_report("run.json", "run.json", &config, &cold.report, false, None);
-    assert!(shown.contains("cache having expired"), "{shown}");
+    assert!(
+        shown.contains("cache holding nothing of the request"),
+        "{shown}"
+    );
+}
+
+/// `conversation` as a request to `model`.
+fn to_model(mut conversation: Conversation, model: &str) -> Conversation {
+    conversation.envelope = Some(condense_core::JsonMap::from_iter([(
+        "model".to_owned(),
+        model.into(),
+    )]));
+    conversation
+}
+
+/// A provider keeps a cache per model and prompt prefix: two minutes after the previous
+/// request, a request to another model (Claude Code falling back from Opus to Sonnet) or with
+/// another system prompt (its working directory changed) is written whole, and is compacted as
+/// after a pause; one to the same model and prefix is not, nor one back to a model the session
+/// used within the cache's lifetime; a model last used longer ago is cold again.
+#[tokio::test]
+async fn a_request_to_another_model_or_prefix_is_compacted_as_at_an_expired_cache() {
+    let config = config_at("200000", "4096");
+    let at = |ms: u64| {
+        Compactor::from_config(&config)
+            .unwrap()
+            .with_store(Box::new(MemoryStore::new()))
+            .with_clock(Box::new(FixedClock(ms)))
+    };
+    let start = 1_763_700_000_000;
+    let minute = 60_000;
+    let cold = |outcome: &CompactionOutcome| {
+        matches!(
+            outcome,
+            CompactionOutcome::Summarized {
+                early: true,
+                cache_cold: true,
+                ..
+            }
+        )
+    };
+    let mut opus = SessionState::default();
+    let first = at(start)
+        .prepare(to_model(run_of(27), "claude-opus-4"), &mut opus)
+        .await
+        .unwrap();
+    assert!(matches!(first.report.compaction, CompactionOutcome::NotDue));
+
+    let same = at(start + 2 * minute)
+        .prepare(to_model(run_of(28), "claude-opus-4"), &mut opus.clone())
+        .await
+        .unwrap();
+    assert!(
+        matches!(same.report.compaction, CompactionOutcome::NotDue),
+        "{:?}",
+        same.report.compaction
+    );
+
+    let mut sonnet = opus.clone();
+    let switched = at(start + 2 * minute)
+        .prepare(to_model(run_of(28), "claude-sonnet-4"), &mut sonnet)
+        .await
+        .unwrap();
+    assert!(
+        cold(&switched.report.compaction),
+        "{:?}",
+        switched.report.compaction
+    );
+
+    let mut moved = run_of(28);
+    moved.messages[0] = Message::text(Role::System, "You are a careful agent in /repo/build.");
+    let prefixed = at(start + 2 * minute)
+        .prepare(to_model(moved, "claude-opus-4"), &mut opus.clone())
+        .await
+        .unwrap();
+    assert!(
+        cold(&prefixed.report.compaction),
+        "{:?}",
+        prefixed.report.compaction
+    );
+
+    // The session went to Sonnet (without compacting: its state before that request, with
+    // Sonnet's use taken in), then back to Opus: warm within the lifetime, cold past it.
+    let mut both = opus.clone();
+    at(start + 3 * minute)
+        .prepare(to_model(run_of(1), "claude-sonnet-4"), &mut both)
+        .await
+        .unwrap();
+    let back = at(start + 4 * minute)
+        .prepare(to_model(run_of(28), "claude-opus-4"), &mut both.clone())
+        .await
+        .unwrap();
+    assert!(
+        matches!(back.report.compaction, CompactionOutcome::NotDue),
+        "{:?}",
+        back.report.compaction
+    );
+    let mut sonnet_since = opus;
+    for minutes in [2, 4, 6] {
+        at(start + minutes * minute)
+            .prepare(to_model(run_of(1), "claude-sonnet-4"), &mut sonnet_since)
+            .await
+            .unwrap();
+    }
+    let late = at(start + 7 * minute)
+        .prepare(to_model(run_of(28), "claude-opus-4"), &mut sonnet_since)
+        .await
+        .unwrap();
+    assert!(
+        cold(&late.report.compaction),
+        "{:?}",
+        late.report.compaction
+    );
 }

@@ -465,6 +465,7 @@ fn replay_thread(
             .prices
             .cache_prices(settings.provider, settings.ttl),
         cache_lifetime_minutes: settings.ttl.ms() / 60_000,
+        answering: None,
     };
     // What the session had produced by each request: the same for every policy.
     let produced: Vec<Produced> = recording
@@ -612,7 +613,11 @@ fn run_policy(
         }
         let key = model_key(step);
         let history = recording.history(step, policy.follows_the_harness());
-        let prepared = policy.prepare(history, step.time_ms, model)?;
+        let asked = Model {
+            answering: step.model.as_deref(),
+            ..*model
+        };
+        let prepared = policy.prepare(history, step.time_ms, &asked)?;
         pruned_outputs += prepared.pruned_outputs;
         if let Some(call) = prepared.summarizer {
             match summarizer_row(&call, index, &mut cache, clock, settings, model, key) {

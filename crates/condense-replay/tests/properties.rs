@@ -112,6 +112,7 @@ proptest! {
             calibration: condense_replay::Calibration::default(),
             prices: condense_host::CachePrices::default(),
             cache_lifetime_minutes: 5,
+            answering: None,
         };
         for name in ["claude-code", "opencode", "hermes"] {
             let mut policy = policy::named(name, counter.clone()).unwrap();

@@ -72,6 +72,7 @@ fn model(counter: &dyn TokenCounter, window: usize) -> condense_replay::Model<'_
         calibration: condense_replay::Calibration::default(),
         prices: condense_host::CachePrices::default(),
         cache_lifetime_minutes: 5,
+        answering: None,
     }
 }
 
@@ -908,10 +909,14 @@ fn condense_is_on_the_frontier_and_keeps_what_matters_wherever_any_policy_finish
 
 /// `path`'s Claude Code log with the person away `minutes` before each of their messages after
 /// the first (every later timestamp moved on by that much): a working day's session, where the
-/// shared logs hold an hour's.
+/// shared logs hold an hour's. Every answer is named as Sonnet's, so that the pauses are the
+/// only requests written whole (a model's switch is [`a_request_to_another_model_is_compacted_as_at_an_expired_cache`]'s).
 fn with_breaks(path: &PathBuf, minutes: u64) -> Recording {
     let (mut shift, mut said) = (0, 0);
     edited_log(path, |value| {
+        if let Some(model) = value.pointer_mut("/message/model") {
+            *model = "claude-sonnet-4-20250514".into();
+        }
         let content = value.pointer("/message/content");
         let persons = value["type"] == "user"
             && value["isSidechain"] != true
@@ -937,48 +942,40 @@ fn with_breaks(path: &PathBuf, minutes: u64) -> Recording {
     })
 }
 
-/// Past the cache's lifetime a request is written to the cache whole whatever it holds, so a
-/// compaction then rewrites nothing it would not have: condense compacts at such a request where
-/// the head it replaces is larger than what it keeps (`compaction.cache_lifetime_minutes`).
-/// d7d349f9 at 64K with the person away 20 minutes before each of their messages: the first
-/// request that differs from the rule turned off comes after a break, the session costs less
-/// (measured: $2.44 against $2.52) and keeps as much. On the log as recorded (no pause longer
-/// than the lifetime where a compaction would pay) the rule changes nothing, and with a cache
-/// of an hour (`--ttl 1h`) the breaks are no longer pauses.
-#[test]
-fn a_compaction_after_the_cache_expired_rewrites_nothing_it_would_not_have() {
+/// `recording` replayed at 64K under Anthropic's cache model living `ttl` by condense as
+/// built in and by condense with the rule of a cold cache turned off
+/// (`compaction.cache_lifetime_minutes = 0`), in that order.
+fn with_and_without_the_cold_rule(recording: &Recording, ttl: Ttl) -> Replay {
     let window = 64_000;
-    let path = transcripts()
-        .into_iter()
-        .find(|path| path.to_string_lossy().contains("d7d349f9"))
-        .unwrap();
-    let off = |name: &str| {
-        let mut configured = Sources {
-            flags: vec![(
-                "test".into(),
-                "compaction.cache_lifetime_minutes".into(),
-                "0".into(),
-            )],
-            ..Sources::default()
-        };
-        configured.flags.extend(config_flags(window));
-        let configured = Config::load(&configured).unwrap();
-        let requests = policy::SummaryRequests::from_config(&configured);
-        let compactor = Compactor::from_config(&configured).unwrap();
-        Box::new(policy::Condense::new(name, compactor, requests).unwrap()) as Box<dyn Policy>
+    let mut configured = Sources {
+        flags: vec![(
+            "test".into(),
+            "compaction.cache_lifetime_minutes".into(),
+            "0".into(),
+        )],
+        ..Sources::default()
     };
-    let both = |recording: &Recording, ttl: Ttl| {
-        let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
-        let mut policies = vec![condense_policy("condense", window, None), off("off")];
-        let settings = ReplaySettings {
-            ttl,
-            ..settings(Provider::Anthropic, window)
-        };
-        replay(recording, &mut policies, &settings, counter, &mut |_| {}).unwrap()
+    configured.flags.extend(config_flags(window));
+    let configured = Config::load(&configured).unwrap();
+    let requests = policy::SummaryRequests::from_config(&configured);
+    let compactor = Compactor::from_config(&configured).unwrap();
+    let off = policy::Condense::new("off", compactor, requests).unwrap();
+    let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+    let mut policies = vec![
+        condense_policy("condense", window, None),
+        Box::new(off) as _,
+    ];
+    let settings = ReplaySettings {
+        ttl,
+        ..settings(Provider::Anthropic, window)
     };
+    replay(recording, &mut policies, &settings, counter, &mut |_| {}).unwrap()
+}
 
-    let recording = with_breaks(&path, 20);
-    let replay = both(&recording, Ttl::FiveMinutes);
+/// The first request condense with the rule of a cold cache sends otherwise than without it:
+/// checked to be smaller (a compaction), the whole session cheaper and keeping as much, with
+/// nothing failed. Its step.
+fn first_cold_compaction(replay: &Replay) -> usize {
     let (rule, without) = (&replay.policies[0], &replay.policies[1]);
     let first = rule
         .rows
@@ -987,11 +984,6 @@ fn a_compaction_after_the_cache_expired_rewrites_nothing_it_would_not_have() {
         .position(|(ours, theirs)| ours.context_tokens != theirs.context_tokens)
         .expect("the rule compacted somewhere");
     let step = rule.rows[first].step;
-    let pause = recording.steps[step].time_ms.unwrap() - recording.steps[step - 1].time_ms.unwrap();
-    assert!(
-        pause > 5 * 60_000,
-        "request {step} came {pause} ms after the one before"
-    );
     assert!(
         rule.rows[first].context_tokens < without.rows[first].context_tokens,
         "request {step} was compacted"
@@ -1004,9 +996,62 @@ fn a_compaction_after_the_cache_expired_rewrites_nothing_it_would_not_have() {
     );
     assert!(rule.retention >= without.retention);
     assert_eq!(failed_steps(rule), Vec::<usize>::new());
+    step
+}
 
-    let hour = both(&recording, Ttl::OneHour);
+/// The shared Claude Code session the cold-cache tests replay.
+fn d7d349f9() -> PathBuf {
+    transcripts()
+        .into_iter()
+        .find(|path| path.to_string_lossy().contains("d7d349f9"))
+        .unwrap()
+}
+
+/// Past the cache's lifetime a request is written to the cache whole whatever it holds, so a
+/// compaction then rewrites nothing it would not have: condense compacts at such a request where
+/// the head it replaces is larger than what it keeps (`compaction.cache_lifetime_minutes`).
+/// d7d349f9 at 64K with the person away 20 minutes before each of their messages: the first
+/// request that differs from the rule turned off comes after a break, the session costs less
+/// (measured: $2.28 against $2.36) and keeps as much. With a cache of an hour (`--ttl 1h`) the
+/// breaks are no longer pauses and the rule changes nothing.
+#[test]
+fn a_compaction_after_the_cache_expired_rewrites_nothing_it_would_not_have() {
+    let path = d7d349f9();
+    let recording = with_breaks(&path, 20);
+    let step = first_cold_compaction(&with_and_without_the_cold_rule(
+        &recording,
+        Ttl::FiveMinutes,
+    ));
+    let pause = recording.steps[step].time_ms.unwrap() - recording.steps[step - 1].time_ms.unwrap();
+    assert!(
+        pause > 5 * 60_000,
+        "request {step} came {pause} ms after the one before"
+    );
+    let hour = with_and_without_the_cold_rule(&recording, Ttl::OneHour);
     assert_eq!(hour.policies[0].cost_usd, hour.policies[1].cost_usd);
-    let recorded = both(&self::recording(&path), Ttl::FiveMinutes);
-    assert_eq!(recorded.policies[0].cost_usd, recorded.policies[1].cost_usd);
+}
+
+/// A provider keeps a cache per model: d7d349f9 falls back from Opus to Sonnet at its 59th
+/// request, which the log shows written to the cache whole. condense, reading the model off the
+/// request, compacts there where the head it replaces is larger than what it keeps, as after a
+/// pause: that is the first request it sends otherwise than with the rule off, and the session
+/// costs less (measured: $2.06 against $2.14 at 64K) and keeps as much.
+#[test]
+fn a_request_to_another_model_is_compacted_as_at_an_expired_cache() {
+    let recording = self::recording(&d7d349f9());
+    let step = first_cold_compaction(&with_and_without_the_cold_rule(
+        &recording,
+        Ttl::FiveMinutes,
+    ));
+    assert_eq!(step, 58);
+    assert_eq!(
+        (
+            recording.steps[57].model.as_deref(),
+            recording.steps[58].model.as_deref()
+        ),
+        (
+            Some("claude-opus-4-20250514"),
+            Some("claude-sonnet-4-20250514")
+        )
+    );
 }

@@ -210,7 +210,11 @@ impl Policy for Condense {
         if let Some(now) = now_ms {
             self.clock.0.store(now, Ordering::Relaxed);
         }
-        let conversation = Conversation::new(history.to_vec());
+        let mut conversation = Conversation::new(history.to_vec());
+        // As the harness's request names it: the compactor reads the cache it goes to from it.
+        conversation.envelope = model
+            .answering
+            .map(|name| condense_core::JsonMap::from_iter([("model".to_owned(), name.into())]));
         let noting = Noting {
             inner: self.compactor.summarizer(),
             counter: self.compactor.counter(),

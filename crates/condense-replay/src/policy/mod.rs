@@ -72,6 +72,9 @@ pub struct Model<'a> {
     /// How long the replay's cache keeps a prompt after its last use (`--ttl`), in minutes:
     /// condense compacts at a cache it knows has expired.
     pub cache_lifetime_minutes: u64,
+    /// The model the request goes to, where the log names the one that answered it: the
+    /// provider keeps a cache per model, and the request names its model on the wire.
+    pub answering: Option<&'a str>,
 }
 
 impl std::fmt::Debug for Model<'_> {
