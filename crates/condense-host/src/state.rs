@@ -32,8 +32,8 @@ pub struct SessionState {
     /// The caches the session's latest requests went to, the most recent last: a provider keeps
     /// one per model and prompt prefix, so a request to a model or with a system prompt or
     /// tools the session has not sent within the cache's lifetime is written whole, as after a
-    /// pause (Claude Code falls back from Opus to Sonnet; a changed working directory changes
-    /// its system prompt). Absent from states saved before it existed.
+    /// pause (Claude Code falls back from Opus to Sonnet; a harness may rewrite its system
+    /// prompt or tools mid-session). Absent from states saved before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub caches: Vec<CacheUse>,
 }

@@ -985,7 +985,7 @@ fn to_model(mut conversation: Conversation, model: &str) -> Conversation {
 
 /// A provider keeps a cache per model and prompt prefix: two minutes after the previous
 /// request, a request to another model (Claude Code falling back from Opus to Sonnet) or with
-/// another system prompt (its working directory changed) is written whole, and is compacted as
+/// another system prompt (a harness rewrote it) is written whole, and is compacted as
 /// after a pause; one to the same model and prefix is not, nor one back to a model the session
 /// used within the cache's lifetime; a model last used longer ago is cold again.
 #[tokio::test]
