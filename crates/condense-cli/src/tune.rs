@@ -138,8 +138,14 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
     progress.clear();
     let reference = outcome(Vec::new(), &reference);
     let frontier = frontier(&outcomes);
-    let chosen = choose(&outcomes, &reference);
-    print(&outcomes, &frontier, chosen, &reference, &base, &sessions)?;
+    let groups = alike(&outcomes, &base);
+    let chosen = groups
+        .iter()
+        .find(|group| group.contains(&choose(&outcomes, &reference)))
+        .map_or(0, |group| group[0]);
+    print(
+        &outcomes, &groups, &frontier, chosen, &reference, &base, &sessions,
+    )?;
     if let Some(path) = &args.output {
         let text = layer(&outcomes[chosen], &base, &sessions, &reference);
         write_layer(path, &text, &base_sources, verbosity)?;
@@ -328,13 +334,20 @@ fn choose(outcomes: &[Outcome], reference: &Outcome) -> usize {
         .map_or(0, |(index, _)| index)
 }
 
-/// A candidate's changes against the effective configuration, as `key=value` pairs (the
-/// defaults when none differ).
-fn label(outcome: &Outcome, base: &Config) -> String {
-    let changed: Vec<String> = outcome
+/// A candidate's changes against the effective configuration, `(key, value)`.
+fn changed<'o>(outcome: &'o Outcome, base: &Config) -> Vec<&'o (&'static str, &'static str)> {
+    outcome
         .changes
         .iter()
         .filter(|(key, value)| base.value_text(key).as_deref() != Some(*value))
+        .collect()
+}
+
+/// A candidate's changes against the effective configuration, as `key=value` pairs (the
+/// defaults when none differ).
+fn label(outcome: &Outcome, base: &Config) -> String {
+    let changed: Vec<String> = changed(outcome, base)
+        .iter()
         .map(|(key, value)| format!("{key}={value}"))
         .collect();
     if changed.is_empty() {
@@ -344,8 +357,66 @@ fn label(outcome: &Outcome, base: &Config) -> String {
     }
 }
 
+/// The candidates whose figures are the same to the last digit, each group led by the one that
+/// changes the fewest settings (then in the candidates' order), in the candidates' order of
+/// their leaders. A setting that changes nothing on a team's sessions (no output a pruning
+/// rule would touch, no pause for microcompact) makes two candidates of every one: a table of
+/// 128 rows where a few dozen results differ.
+fn alike(outcomes: &[Outcome], base: &Config) -> Vec<Vec<usize>> {
+    let figures = |outcome: &Outcome| {
+        (
+            outcome.cost_usd.to_bits(),
+            outcome.retention.to_bits(),
+            outcome.retention_min.to_bits(),
+            outcome.failures,
+        )
+    };
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (index, outcome) in outcomes.iter().enumerate() {
+        match groups
+            .iter_mut()
+            .find(|group| figures(&outcomes[group[0]]) == figures(outcome))
+        {
+            Some(group) => group.push(index),
+            None => groups.push(vec![index]),
+        }
+    }
+    for group in &mut groups {
+        group.sort_by_key(|&index| (changed(&outcomes[index], base).len(), index));
+    }
+    groups.sort_by_key(|group| group[0]);
+    groups
+}
+
+/// The settings the members of `group` after its leader set otherwise than it, in the levers'
+/// order: settings that changed nothing on these sessions.
+fn differing(outcomes: &[Outcome], group: &[usize]) -> Vec<&'static str> {
+    let Some((&leader, others)) = group.split_first() else {
+        return Vec::new();
+    };
+    let value = |index: usize, key: &str| {
+        outcomes[index]
+            .changes
+            .iter()
+            .find(|(changed, _)| *changed == key)
+            .map(|(_, value)| *value)
+    };
+    LEVERS
+        .iter()
+        .map(|(key, _)| *key)
+        .filter(|key| {
+            others
+                .iter()
+                .any(|&other| value(other, key) != value(leader, key))
+        })
+        .collect()
+}
+
+/// The table: one row for each group of candidates [`alike`], cheapest first, then the
+/// reference.
 fn print(
     outcomes: &[Outcome],
+    groups: &[Vec<usize>],
     frontier: &[bool],
     chosen: usize,
     reference: &Outcome,
@@ -357,25 +428,27 @@ fn print(
         .map(|session| session.recording.steps.len())
         .sum();
     say!(
-        "{} session(s), {requests} requests, context window {}: {} candidate configurations",
+        "{} session(s), {requests} requests, context window {}: {} candidate configurations, {} results",
         sessions.len(),
         crate::human::thousands(base.context_window()),
-        outcomes.len()
+        outcomes.len(),
+        groups.len()
     );
     say!("");
-    say!("   cost $  keeps  least  failures  settings");
+    say!("   cost $   keeps   least  failures  settings");
     let line = |mark: &str, outcome: &Outcome, name: String| {
         format!(
-            "{mark} {:>7.2}  {:>4.1}%  {:>4.1}%  {:>8}  {name}",
+            "{mark} {:>7.2}  {:>5.1}%  {:>5.1}%  {:>8}  {name}",
             outcome.cost_usd,
             outcome.retention * 100.0,
             outcome.retention_min * 100.0,
             outcome.failures
         )
     };
-    let mut order: Vec<usize> = (0..outcomes.len()).collect();
-    order.sort_by(|a, b| outcomes[*a].cost_usd.total_cmp(&outcomes[*b].cost_usd));
-    for index in order {
+    let mut order: Vec<&Vec<usize>> = groups.iter().collect();
+    order.sort_by(|a, b| outcomes[a[0]].cost_usd.total_cmp(&outcomes[b[0]].cost_usd));
+    for group in order {
+        let index = group[0];
         let mark = if index == chosen {
             "*"
         } else if frontier[index] {
@@ -383,10 +456,11 @@ fn print(
         } else {
             " "
         };
-        say!(
-            "{}",
-            line(mark, &outcomes[index], label(&outcomes[index], base))
-        );
+        let mut name = label(&outcomes[index], base);
+        if group.len() > 1 {
+            name.push_str(&format!(" (+{} alike)", group.len() - 1));
+        }
+        say!("{}", line(mark, &outcomes[index], name));
     }
     say!(
         "{}",
@@ -398,6 +472,18 @@ fn print(
     );
     say!("");
     say!("+ on the cost/retention frontier (nothing else is as cheap and keeps as much); * chosen");
+    let mut inert: Vec<&str> = Vec::new();
+    for key in groups.iter().flat_map(|group| differing(outcomes, group)) {
+        if !inert.contains(&key) {
+            inert.push(key);
+        }
+    }
+    if !inert.is_empty() {
+        say!(
+            "+N alike: N other candidates had the very same figures, differing only in settings that changed nothing there (some of {})",
+            inert.join(", ")
+        );
+    }
     Ok(())
 }
 
@@ -487,4 +573,53 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(changes: Vec<(&'static str, &'static str)>, cost_usd: f64) -> Outcome {
+        Outcome {
+            changes,
+            cost_usd,
+            retention: 0.99,
+            retention_min: 0.5,
+            failures: 0,
+        }
+    }
+
+    /// Candidates with the same figures share a group, led by the one that changes the fewest
+    /// settings against the configuration as it is; the rest differ only in what changed
+    /// nothing, which the table names.
+    #[test]
+    fn candidates_alike_are_one_row_led_by_the_fewest_changes() {
+        let base = Config::built_in().unwrap();
+        assert_eq!(
+            base.value_text("microcompact.enabled").as_deref(),
+            Some("true")
+        );
+        let outcomes = [
+            outcome(
+                vec![
+                    ("compaction.min_tail_calls", "5"),
+                    ("microcompact.enabled", "false"),
+                ],
+                1.0,
+            ),
+            outcome(vec![("microcompact.enabled", "false")], 2.0),
+            outcome(
+                vec![
+                    ("compaction.min_tail_calls", "5"),
+                    ("microcompact.enabled", "true"),
+                ],
+                1.0,
+            ),
+            outcome(vec![("microcompact.enabled", "true")], 2.0 + 1e-12),
+        ];
+        let groups = alike(&outcomes, &base);
+        assert_eq!(groups, [vec![1], vec![2, 0], vec![3]]);
+        assert_eq!(differing(&outcomes, &groups[1]), ["microcompact.enabled"]);
+        assert!(differing(&outcomes, &groups[0]).is_empty());
+    }
 }
