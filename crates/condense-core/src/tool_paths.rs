@@ -222,12 +222,182 @@ fn patch_paths(input: &Value) -> Vec<&str> {
 }
 
 /// Words of a shell command that look like file paths: they hold a `/` or end in an extension.
+/// A quoted string is one word ([`shell_words`]): a pattern, a `sed` expression or a script
+/// passed with `-c` names no file by its pieces; nor does a here-document's body, which is what
+/// the command writes, not what it names.
 pub fn paths_in_command(command: &str) -> Vec<&str> {
-    command
-        .split(|c: char| c.is_whitespace() || ";|&<>()'\"`=,".contains(c))
-        .map(|word| word.trim_end_matches([':', '.', ',']))
-        .filter(|word| is_path_like(word))
-        .collect()
+    let mut paths = Vec::new();
+    // After a search command, its first word that is not an option is the pattern (unless
+    // `-e` gave it): `grep -rn "sys.exit" src/` names `src/`, not `sys.exit`.
+    let mut pattern_next = false;
+    let mut words = shell_words(command).into_iter();
+    while let Some(word) = words.next() {
+        if SEARCHES.contains(&word.rsplit('/').next().unwrap_or(word)) {
+            pattern_next = true;
+            continue;
+        }
+        if pattern_next {
+            match word {
+                "-e" | "--regexp" => {
+                    words.next();
+                    pattern_next = false;
+                }
+                option if option.starts_with('-') => {
+                    pattern_next &= !option.starts_with("--regexp=");
+                }
+                _ => {
+                    pattern_next = false;
+                    continue;
+                }
+            }
+        }
+        let word = word.trim_end_matches([':', '.', ',']);
+        if is_path_like(word) {
+            paths.push(word);
+        }
+    }
+    paths
+}
+
+/// Commands whose first word that is not an option is a pattern to search for.
+const SEARCHES: [&str; 6] = ["grep", "egrep", "fgrep", "rg", "ag", "ack"];
+
+/// Where a shell command's words part: blanks, and the operators around a file name
+/// (`;|&<>()`, `` ` ``, and `=` and `,` of an option's value).
+fn parts_words(c: char) -> bool {
+    c.is_whitespace() || ";|&<>()`=,".contains(c)
+}
+
+/// The words of a shell command, outside what it writes: a quoted run stays in its word (a
+/// word quoted whole is given without its quotes); a here-string's word (`<<<`) and the body of
+/// a here-document fed to `cat` or `tee` (after `<<WORD`, to the line `WORD`: a file's content)
+/// are left out, and so is a word directly before `(` (a call in a script, not a file). The
+/// body of a here-document fed to anything else (`python3 - <<'PY'`) is a script the command
+/// runs: its words are read, the paths it quotes among them.
+fn shell_words(command: &str) -> Vec<&str> {
+    let mut words = Vec::new();
+    // Here-documents whose bodies (a file's content) start on the next line: their ending
+    // words, and whether tabs before the ending word are allowed (`<<-`).
+    let mut pending: Vec<(&str, bool)> = Vec::new();
+    // The first word of the command the scan is in (`cat`, `python3`), once it has one.
+    let mut first: Option<&str> = None;
+    let mut at = 0;
+    while at < command.len() {
+        let rest = &command[at..];
+        if rest.starts_with('\n') && !pending.is_empty() {
+            at = past_bodies(command, at + 1, &mut pending);
+            first = None;
+        } else if let Some(after) = rest.strip_prefix("<<<") {
+            let (_, end) = word_at(command, command.len() - after.len());
+            at = end;
+        } else if let Some(after) = rest.strip_prefix("<<") {
+            let dash = after.starts_with('-');
+            let start = command.len() - after.len() + usize::from(dash || after.starts_with('~'));
+            let (ending, end) = word_at(command, start);
+            let ending = unquoted(ending).trim_start_matches('\\');
+            let content = first
+                .and_then(|first| first.rsplit('/').next())
+                .is_some_and(|name| name == "cat" || name == "tee");
+            if content && !ending.is_empty() {
+                pending.push((ending, dash));
+            }
+            at = end;
+        } else if let Some(c) = rest.chars().next().filter(|&c| parts_words(c)) {
+            if ";|&()`\n".contains(c) {
+                first = None;
+            }
+            at += c.len_utf8();
+        } else {
+            let (word, end) = word_at(command, at);
+            let word = unquoted(word);
+            first = first.or(Some(word));
+            if !command[end..].starts_with('(') {
+                words.push(word);
+            }
+            at = end;
+        }
+    }
+    words
+}
+
+/// The word that starts at `start` (after any blanks), and where it ends: up to what parts
+/// words outside quotes, quoted runs and escaped characters included.
+fn word_at(command: &str, start: usize) -> (&str, usize) {
+    let bytes = command.as_bytes();
+    let mut start = start;
+    while start < bytes.len() && (bytes[start] == b' ' || bytes[start] == b'\t') {
+        start += 1;
+    }
+    let mut at = start;
+    while at < bytes.len() {
+        match bytes[at] {
+            quote @ (b'\'' | b'"') => {
+                let mut close = at + 1;
+                while close < bytes.len() && bytes[close] != quote {
+                    // Within double quotes a backslash escapes the quote.
+                    close += if quote == b'"' && bytes[close] == b'\\' {
+                        2
+                    } else {
+                        1
+                    };
+                }
+                at = (close + 1).min(bytes.len());
+            }
+            b'\\' => {
+                at += 1 + command[at + 1..].chars().next().map_or(0, char::len_utf8);
+            }
+            _ => {
+                let Some(c) = command[at..].chars().next() else {
+                    break;
+                };
+                if parts_words(c) {
+                    break;
+                }
+                at += c.len_utf8();
+            }
+        }
+    }
+    let at = at.min(bytes.len());
+    // A quote's close may fall inside a character only when the command ends there.
+    let end = (at..=bytes.len())
+        .find(|&end| command.is_char_boundary(end))
+        .unwrap_or(bytes.len());
+    (&command[start..end], end)
+}
+
+/// `word` without the quotes around it, when it is quoted whole (`'a.py'`, `"src/x.rs"`).
+fn unquoted(word: &str) -> &str {
+    ['\'', '"']
+        .iter()
+        .find_map(|&quote| {
+            word.strip_prefix(quote)
+                .and_then(|inner| inner.strip_suffix(quote))
+                .filter(|inner| !inner.contains(quote))
+        })
+        .unwrap_or(word)
+}
+
+/// Where the command goes on after the bodies of the `pending` here-documents, which start at
+/// `at`, each to its ending word alone on a line.
+fn past_bodies<'c>(command: &'c str, mut at: usize, pending: &mut Vec<(&'c str, bool)>) -> usize {
+    for (ending, tabs) in pending.drain(..) {
+        while at < command.len() {
+            let end = command[at..]
+                .find('\n')
+                .map_or(command.len(), |line| at + line);
+            let line = &command[at..end];
+            let line = if tabs {
+                line.trim_start_matches('\t')
+            } else {
+                line
+            };
+            at = (end + 1).min(command.len());
+            if line.trim_end() == ending {
+                break;
+            }
+        }
+    }
+    at
 }
 
 fn is_path_like(word: &str) -> bool {
@@ -235,8 +405,9 @@ fn is_path_like(word: &str) -> bool {
     {
         return false;
     }
-    // A sed substitution (`s/old/new/g`) is not a path.
-    if word.starts_with("s/") && word.matches('/').count() >= 3 {
+    // A sed substitution (`s/old/new/g`, `316s/old/new/`, `1,9s|a|b|`) is not a path.
+    let command = word.trim_start_matches(|c: char| c.is_ascii_digit() || c == ',' || c == '$');
+    if command.starts_with("s/") && command.matches('/').count() >= 3 {
         return false;
     }
     if !word
@@ -257,9 +428,25 @@ fn is_path_like(word: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
     use serde_json::json;
 
     use super::*;
+
+    proptest! {
+        /// Any command, quotes unfinished, escapes and here-documents cut anywhere, multi-byte
+        /// text included: its paths are read without a panic, each a piece of the command
+        /// without blanks or quotes.
+        #[test]
+        fn any_command_gives_pieces_of_itself(
+            command in "([a-z./_]{1,8}|[ '\"\\\\<>|;()=\n\t-]|é|<<-?'?EOF'?|EOF|<<<){0,24}"
+        ) {
+            for path in paths_in_command(&command) {
+                prop_assert!(command.contains(path), "{path:?} in {command:?}");
+                prop_assert!(!path.contains([' ', '\'', '"', '\n']), "{path:?}");
+            }
+        }
+    }
 
     #[test]
     fn structured_inputs_name_their_paths() {
@@ -345,5 +532,52 @@ mod tests {
         assert_eq!(paths, vec!["src/"]);
         assert!(!writes);
         assert!(paths_in_command("curl https://x.org/a.py -o /dev/null 3.14 v1.2").is_empty());
+    }
+
+    /// What a command writes or searches for is not a file it names: a here-document's body
+    /// (the script a heredoc writes), a quoted pattern or script (`grep "a.b c"`, `python -c`,
+    /// a sed expression, with or without an address), a here-string. A path quoted whole is
+    /// one, and the words after a here-document's body are read again.
+    #[test]
+    fn what_a_command_writes_or_searches_names_no_file() {
+        let heredoc = "cat <<'EOF' > reproduce_issue.py\nimport subprocess, sys\nsubprocess.run(['pylint', 'a/b.py'])\nsys.exit(0)\nEOF\npython3 reproduce_issue.py";
+        assert_eq!(
+            paths_in_command(heredoc),
+            ["reproduce_issue.py", "reproduce_issue.py"]
+        );
+        let tabs = "cat <<-END >> notes.md\n\tsee src/x.rs\n\tEND\ncat docs/y.md";
+        assert_eq!(paths_in_command(tabs), ["notes.md", "docs/y.md"]);
+        assert_eq!(
+            paths_in_command(
+                "python -c \"import os; print(os.path.join('a', 'b.py'))\" && ls src/"
+            ),
+            ["src/"]
+        );
+        assert_eq!(
+            paths_in_command(
+                "sed -i '316s/return NotImplemented/return False/' sympy/core/basic.py"
+            ),
+            ["sympy/core/basic.py"]
+        );
+        assert_eq!(
+            paths_in_command("sed -i 1261s/a/b/ x/basic.py && sed -n '/def f/,/^$/p' y.py"),
+            ["x/basic.py", "y.py"]
+        );
+        assert_eq!(
+            paths_in_command("grep -rn \"sys.exit\" pylint/ | grep -v 'test_x.py'"),
+            ["pylint/"]
+        );
+        assert_eq!(
+            paths_in_command("cat <<< 'a.py' && cat 'src/é.rs' \"b.rs\""),
+            ["src/é.rs", "b.rs"]
+        );
+        // Unfinished quotes and a lone backslash end the command without a panic.
+        assert!(paths_in_command("echo 'a.py").is_empty());
+        assert!(paths_in_command("echo \"é\\").is_empty());
+        assert_eq!(paths_in_command("cat a\\ b.py c.py"), ["c.py"]);
+        // A script fed to an interpreter is run: the paths it quotes are the command's, its
+        // calls are not.
+        let script = "python3 - <<'PY'\nimport sys\ntext = open('src/app.py').read()\nsys.stdout.write(text)\nPY\ncat notes.md";
+        assert_eq!(paths_in_command(script), ["src/app.py", "notes.md"]);
     }
 }
