@@ -251,6 +251,8 @@ pub fn paths_in_command(command: &str) -> Vec<&str> {
                 }
             }
         }
+        // A test's node id (`tests/test_a.py::test_b`, pytest's) names its file.
+        let word = word.split_once("::").map_or(word, |(file, _)| file);
         let word = word.trim_end_matches([':', '.', ',']);
         if is_path_like(word) {
             paths.push(word);
@@ -532,6 +534,10 @@ mod tests {
         assert_eq!(paths, vec!["src/"]);
         assert!(!writes);
         assert!(paths_in_command("curl https://x.org/a.py -o /dev/null 3.14 v1.2").is_empty());
+        assert_eq!(
+            paths_in_command("pytest tests/test_domain_py.py::test_xref -x"),
+            ["tests/test_domain_py.py"]
+        );
     }
 
     /// What a command writes or searches for is not a file it names: a here-document's body
