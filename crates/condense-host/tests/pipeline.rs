@@ -31,10 +31,15 @@ fn config_with(more: &[(&str, &str)]) -> Config {
 }
 
 fn compactor(config: &Config) -> Compactor {
+    at_time(config, 1_763_700_000_000)
+}
+
+/// A compactor of `config` whose clock says `ms`, its originals kept in memory.
+fn at_time(config: &Config, ms: u64) -> Compactor {
     Compactor::from_config(config)
         .unwrap()
         .with_store(Box::new(MemoryStore::new()))
-        .with_clock(Box::new(FixedClock(1_763_700_000_000)))
+        .with_clock(Box::new(FixedClock(ms)))
 }
 
 fn protected_outputs(conversation: &Conversation) -> Vec<(String, Part)> {
@@ -926,12 +931,7 @@ fn run_of(steps: usize) -> Conversation {
 #[tokio::test]
 async fn a_request_after_the_cache_expired_is_compacted_where_that_saves_what_it_keeps() {
     let config = config_at("200000", "4096");
-    let at = |ms: u64| {
-        Compactor::from_config(&config)
-            .unwrap()
-            .with_store(Box::new(MemoryStore::new()))
-            .with_clock(Box::new(FixedClock(ms)))
-    };
+    let at = |ms: u64| at_time(&config, ms);
     let start = 1_763_700_000_000;
     let mut state = SessionState::default();
     let first = at(start).prepare(run_of(27), &mut state).await.unwrap();
@@ -991,12 +991,7 @@ fn to_model(mut conversation: Conversation, model: &str) -> Conversation {
 #[tokio::test]
 async fn a_request_to_another_model_or_prefix_is_compacted_as_at_an_expired_cache() {
     let config = config_at("200000", "4096");
-    let at = |ms: u64| {
-        Compactor::from_config(&config)
-            .unwrap()
-            .with_store(Box::new(MemoryStore::new()))
-            .with_clock(Box::new(FixedClock(ms)))
-    };
+    let at = |ms: u64| at_time(&config, ms);
     let start = 1_763_700_000_000;
     let minute = 60_000;
     let cold = |outcome: &CompactionOutcome| {
