@@ -222,9 +222,11 @@ fn patch_paths(input: &Value) -> Vec<&str> {
 }
 
 /// Words of a shell command that look like file paths: they hold a `/` or end in an extension.
-/// A quoted string is one word ([`shell_words`]): a pattern, a `sed` expression or a script
-/// passed with `-c` names no file by its pieces; nor does a here-document's body, which is what
-/// the command writes, not what it names.
+/// The command is read as a shell reads it: a quoted string is one word (a pattern, a `sed`
+/// expression or a script passed with `-c` names no file by its pieces), a search's pattern is
+/// not a file, nor is a word directly before `(`, nor the body of a here-document fed to `cat`
+/// or `tee` (what the command writes, not what it names); the body of one fed to an
+/// interpreter is a script it runs, whose quoted paths count.
 pub fn paths_in_command(command: &str) -> Vec<&str> {
     let mut paths = Vec::new();
     // After a search command, its first word that is not an option is the pattern (unless
