@@ -420,6 +420,11 @@ fn is_path_like(word: &str) -> bool {
     {
         return false;
     }
+    // An address (`git log --author=a@b.com`), not a file: `@` names a file only in a
+    // path (`node_modules/@types/x`).
+    if word.contains('@') && !word.contains('/') {
+        return false;
+    }
     let has_letter = word.chars().any(char::is_alphabetic);
     let extension = word.rsplit_once('.').is_some_and(|(stem, ext)| {
         !stem.is_empty()
@@ -536,6 +541,10 @@ mod tests {
         assert_eq!(paths, vec!["src/"]);
         assert!(!writes);
         assert!(paths_in_command("curl https://x.org/a.py -o /dev/null 3.14 v1.2").is_empty());
+        assert_eq!(
+            paths_in_command("git log --author=me@example.com && ls node_modules/@types/x"),
+            ["node_modules/@types/x"]
+        );
         assert_eq!(
             paths_in_command("pytest tests/test_domain_py.py::test_xref -x"),
             ["tests/test_domain_py.py"]
