@@ -527,8 +527,9 @@ impl Compactor {
             skip_walk,
         };
         let prune = pruner.prune_counted(conversation, counts, &mut state.log, request)?;
-        state.last_request_ms = Some(self.clock.now_ms());
-        CacheUse::record(&mut state.caches, key, self.clock.now_ms());
+        let now = self.clock.now_ms();
+        state.last_request_ms = Some(now);
+        CacheUse::record(&mut state.caches, key, now);
         let (measured, harness_figure) = measure(conversation, reported, counts, |message| {
             prune.frozen_tokens_up_to(message)
         });

@@ -991,9 +991,26 @@ fn to_model(mut conversation: Conversation, model: &str) -> Conversation {
 #[tokio::test]
 async fn a_request_to_another_model_or_prefix_is_compacted_as_at_an_expired_cache() {
     let config = config_at("200000", "4096");
-    let at = |ms: u64| at_time(&config, ms);
     let start = 1_763_700_000_000;
     let minute = 60_000;
+    // What `minutes` after the start a request of `steps` calls to `model` (with `system` as
+    // its system prompt, when given) does to the session `state`.
+    let send = async |minutes: u64,
+                      steps: usize,
+                      model: &str,
+                      system: Option<&str>,
+                      state: &mut SessionState| {
+        let mut conversation = run_of(steps);
+        if let Some(system) = system {
+            conversation.messages[0] = Message::text(Role::System, system);
+        }
+        at_time(&config, start + minutes * minute)
+            .prepare(to_model(conversation, model), state)
+            .await
+            .unwrap()
+            .report
+            .compaction
+    };
     let cold = |outcome: &CompactionOutcome| {
         matches!(
             outcome,
@@ -1004,76 +1021,30 @@ async fn a_request_to_another_model_or_prefix_is_compacted_as_at_an_expired_cach
             }
         )
     };
+    let not_due = |outcome: &CompactionOutcome| matches!(outcome, CompactionOutcome::NotDue);
     let mut opus = SessionState::default();
-    let first = at(start)
-        .prepare(to_model(run_of(27), "claude-opus-4"), &mut opus)
-        .await
-        .unwrap();
-    assert!(matches!(first.report.compaction, CompactionOutcome::NotDue));
+    assert!(not_due(
+        &send(0, 27, "claude-opus-4", None, &mut opus).await
+    ));
 
-    let same = at(start + 2 * minute)
-        .prepare(to_model(run_of(28), "claude-opus-4"), &mut opus.clone())
-        .await
-        .unwrap();
-    assert!(
-        matches!(same.report.compaction, CompactionOutcome::NotDue),
-        "{:?}",
-        same.report.compaction
-    );
+    let same = send(2, 28, "claude-opus-4", None, &mut opus.clone()).await;
+    assert!(not_due(&same), "{same:?}");
+    let switched = send(2, 28, "claude-sonnet-4", None, &mut opus.clone()).await;
+    assert!(cold(&switched), "{switched:?}");
+    let moved = Some("You are a careful agent in /repo/build.");
+    let prefixed = send(2, 28, "claude-opus-4", moved, &mut opus.clone()).await;
+    assert!(cold(&prefixed), "{prefixed:?}");
 
-    let mut sonnet = opus.clone();
-    let switched = at(start + 2 * minute)
-        .prepare(to_model(run_of(28), "claude-sonnet-4"), &mut sonnet)
-        .await
-        .unwrap();
-    assert!(
-        cold(&switched.report.compaction),
-        "{:?}",
-        switched.report.compaction
-    );
-
-    let mut moved = run_of(28);
-    moved.messages[0] = Message::text(Role::System, "You are a careful agent in /repo/build.");
-    let prefixed = at(start + 2 * minute)
-        .prepare(to_model(moved, "claude-opus-4"), &mut opus.clone())
-        .await
-        .unwrap();
-    assert!(
-        cold(&prefixed.report.compaction),
-        "{:?}",
-        prefixed.report.compaction
-    );
-
-    // The session went to Sonnet (without compacting: its state before that request, with
-    // Sonnet's use taken in), then back to Opus: warm within the lifetime, cold past it.
+    // The session went to Sonnet (a request too small to compact), then back to Opus: warm
+    // within the lifetime, cold past it.
     let mut both = opus.clone();
-    at(start + 3 * minute)
-        .prepare(to_model(run_of(1), "claude-sonnet-4"), &mut both)
-        .await
-        .unwrap();
-    let back = at(start + 4 * minute)
-        .prepare(to_model(run_of(28), "claude-opus-4"), &mut both.clone())
-        .await
-        .unwrap();
-    assert!(
-        matches!(back.report.compaction, CompactionOutcome::NotDue),
-        "{:?}",
-        back.report.compaction
-    );
+    send(3, 1, "claude-sonnet-4", None, &mut both).await;
+    let back = send(4, 28, "claude-opus-4", None, &mut both).await;
+    assert!(not_due(&back), "{back:?}");
     let mut sonnet_since = opus;
     for minutes in [2, 4, 6] {
-        at(start + minutes * minute)
-            .prepare(to_model(run_of(1), "claude-sonnet-4"), &mut sonnet_since)
-            .await
-            .unwrap();
+        send(minutes, 1, "claude-sonnet-4", None, &mut sonnet_since).await;
     }
-    let late = at(start + 7 * minute)
-        .prepare(to_model(run_of(28), "claude-opus-4"), &mut sonnet_since)
-        .await
-        .unwrap();
-    assert!(
-        cold(&late.report.compaction),
-        "{:?}",
-        late.report.compaction
-    );
+    let late = send(7, 28, "claude-opus-4", None, &mut sonnet_since).await;
+    assert!(cold(&late), "{late:?}");
 }
