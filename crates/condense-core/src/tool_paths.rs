@@ -62,6 +62,132 @@ pub fn shows_content(tool: &str, input: &Value) -> bool {
     })
 }
 
+/// Tools that search or list files and change nothing.
+const LOOKING_TOOLS: [&str; 12] = [
+    "Grep",
+    "Glob",
+    "LS",
+    "grep",
+    "glob",
+    "list",
+    "ls",
+    "list_dir",
+    "list_directory",
+    "find_file",
+    "search_file",
+    "search_dir",
+];
+
+/// Programs that print what they find and change no file (without a redirection): reads,
+/// searches, listings, comparisons. `sed` without `-i`, `find` without an action that writes or
+/// runs, and `git`'s reading subcommands are looked at more closely.
+const LOOKING_PROGRAMS: [&str; 29] = [
+    "cat", "nl", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag", "ack", "ls",
+    "tree", "wc", "file", "stat", "du", "pwd", "which", "type", "sort", "uniq", "cut", "diff",
+    "cmp", "echo", "printf", "cd",
+];
+
+/// `git` subcommands that only read the repository.
+const LOOKING_GIT: [&str; 7] = ["status", "log", "diff", "show", "grep", "blame", "ls-files"];
+
+/// Whether a call only looked: read, searched or listed files, and changed nothing: a reading,
+/// searching or listing tool, an editor's `view`, or a shell command every part of which runs
+/// a looking program ([`LOOKING_PROGRAMS`]) with no redirection into a file and no
+/// here-document. What it found is in its output; a summary that lists the files read says what
+/// such a call did. Anything not known to only look does not.
+pub fn only_looks(tool: &str, input: &Value) -> bool {
+    if READING_TOOLS.contains(&tool) || LOOKING_TOOLS.contains(&tool) {
+        return true;
+    }
+    if tool == "str_replace_editor" {
+        return input.get("command").and_then(Value::as_str) == Some("view");
+    }
+    let Some(command) = command_of(input) else {
+        return false;
+    };
+    let parts = simple_commands(&command);
+    !parts.is_empty() && parts.iter().all(|part| part_only_looks(part))
+}
+
+/// The simple commands of `command`, split where a shell runs the next one (`|`, `&&`, `||`,
+/// `;`, a line break) outside quotes; `None` in place of a part that redirects into a file or
+/// feeds a here-document, which may write.
+fn simple_commands(command: &str) -> Vec<Option<&str>> {
+    let bytes = command.as_bytes();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let mut writes = false;
+    let mut quote: Option<u8> = None;
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        match quote {
+            Some(open) => {
+                if byte == b'\\' && open == b'"' {
+                    at += 1;
+                } else if byte == open {
+                    quote = None;
+                }
+            }
+            None => match byte {
+                b'\'' | b'"' => quote = Some(byte),
+                b'\\' => at += 1,
+                b'>' => {
+                    // Into /dev/null or another descriptor (`2>&1`) writes no file.
+                    let target = command[at + 1..].trim_start_matches('>').trim_start();
+                    writes |= !(target.starts_with("/dev/null") || target.starts_with('&'));
+                }
+                b'<' if bytes.get(at + 1) == Some(&b'<') => writes = true,
+                b'|' | b'&' | b';' | b'\n' => {
+                    // A lone `&` after `>` or `<` is part of a redirection; elsewhere a
+                    // background job, which ends the command like `;`.
+                    let redirection = byte == b'&' && at > 0 && b"<>".contains(&bytes[at - 1]);
+                    if !redirection {
+                        parts.push((!writes).then_some(&command[start..at]));
+                        writes = false;
+                        if bytes.get(at + 1) == Some(&byte) && byte != b'\n' && byte != b';' {
+                            at += 1;
+                        }
+                        start = at + 1;
+                    }
+                }
+                _ => {}
+            },
+        }
+        at += 1;
+    }
+    parts.push((!writes).then_some(&command[start.min(command.len())..]));
+    parts.retain(|part| part.is_none_or(|part| !part.trim().is_empty()));
+    parts
+}
+
+/// Whether one simple command (see [`simple_commands`]) only looks.
+fn part_only_looks(part: &Option<&str>) -> bool {
+    let Some(part) = part else {
+        return false;
+    };
+    let mut words = part.split_whitespace();
+    let Some(program) = words.next() else {
+        return false;
+    };
+    let program = program.rsplit('/').next().unwrap_or(program);
+    let mut args = words;
+    match program {
+        "sed" => !args.any(|arg| arg.starts_with("-i") || arg.starts_with("--in-place")),
+        "find" => !args.any(|arg| {
+            [
+                "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fls",
+            ]
+            .iter()
+            .any(|action| arg.starts_with(action))
+        }),
+        "git" => args
+            .find(|arg| !arg.starts_with('-'))
+            .is_some_and(|sub| LOOKING_GIT.contains(&sub)),
+        _ => LOOKING_PROGRAMS.contains(&program),
+    }
+}
+
 /// `path` as an absolute, lexically normal path: relative to `cwd` when it is relative and the
 /// session recorded a working directory, `.` and `..` resolved without touching the disk.
 pub fn normalize(path: &str, cwd: Option<&str>) -> String {
@@ -442,14 +568,51 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn a_call_only_looks_when_it_reads_searches_or_lists_and_writes_nothing() {
+        let bash = |command: &str| only_looks("bash", &json!({ "command": command }));
+        assert!(only_looks("Read", &json!({ "file_path": "/a/b.rs" })));
+        assert!(only_looks("Grep", &json!({ "pattern": "fn main" })));
+        assert!(only_looks(
+            "str_replace_editor",
+            &json!({ "command": "view", "path": "/w/src/a.c" })
+        ));
+        assert!(!only_looks(
+            "str_replace_editor",
+            &json!({ "command": "str_replace", "path": "/w/src/a.c" })
+        ));
+        assert!(!only_looks("Edit", &json!({ "file_path": "/a/b.rs" })));
+        assert!(bash("nl -ba django/db/utils.py | sed -n '150,170p'"));
+        assert!(bash(
+            "cd /testbed && grep -rn \"a|b; c\" src/ 2>/dev/null | head -20"
+        ));
+        assert!(bash("find . -name '*.py' | wc -l"));
+        assert!(bash("git diff && git status"));
+        assert!(bash("ls -la 2>&1"));
+        // What writes, runs or is not known to only look does not.
+        assert!(!bash("sed -i 's/a/b/' x.py"));
+        assert!(!bash("grep x a.py > hits.txt"));
+        assert!(!bash("cat <<'EOF' > a.py\nprint(1)\nEOF"));
+        assert!(!bash("find . -name '*.pyc' -delete"));
+        assert!(!bash("git checkout a.py"));
+        assert!(!bash("python3 reproduce.py"));
+        assert!(!bash("ls && rm -rf build"));
+        assert!(!bash(""));
+        assert!(!only_looks("TodoWrite", &json!({ "todos": [] })));
+    }
+
     proptest! {
         /// Any command, quotes unfinished, escapes and here-documents cut anywhere, multi-byte
         /// text included: its paths are read without a panic, each a piece of the command
-        /// without blanks or quotes.
+        /// without blanks or quotes; and whether it only looks is told without a panic, never
+        /// for one that redirects into a file (quotes and descriptors aside).
         #[test]
         fn any_command_gives_pieces_of_itself(
-            command in "([a-z./_]{1,8}|[ '\"\\\\<>|;()=\n\t-]|é|<<-?'?EOF'?|EOF|<<<){0,24}"
+            command in "([a-z./_]{1,8}|[ '\"\\\\<>|;()=&\n\t-]|é|<<-?'?EOF'?|EOF|<<<){0,24}"
         ) {
+            let looks = only_looks("bash", &serde_json::json!({ "command": command }));
+            let plain = !command.contains(['\'', '"', '\\', '&']) && !command.contains("/dev/null");
+            prop_assert!(!(looks && plain && command.contains('>')), "{command:?}");
             for path in paths_in_command(&command) {
                 prop_assert!(command.contains(path), "{path:?} in {command:?}");
                 prop_assert!(!path.contains([' ', '\'', '"', '\n']), "{path:?}");

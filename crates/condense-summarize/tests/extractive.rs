@@ -358,3 +358,80 @@ fn a_request_kept_after_the_summary_is_named_not_quoted_and_listed_once_after() 
         }
     }
 }
+
+/// What was done, in the structured template's Accomplished: the agent's plan as its last todo
+/// call left it, then the calls that changed or ran something; the calls that only read,
+/// searched or listed are counted on one line (their files are listed), a failure is under
+/// Discoveries alone, and no todo call is logged. A later summary, whose head holds no todo
+/// call, keeps the plan the earlier one carried.
+#[test]
+fn what_was_done_is_the_plan_and_the_calls_that_changed_or_ran_something() {
+    use condense_core::testing::tool_step;
+    let summarizer = Extractive::new(
+        Template::builtin("structured").unwrap(),
+        ExtractiveSettings::built_in().unwrap(),
+    );
+    let todo = |status: &str| {
+        serde_json::json!({ "todos": [
+            { "content": "Find the cause", "status": "completed" },
+            { "content": "Fix the parser", "status": status },
+        ]})
+    };
+    let bash = |command: &str| serde_json::json!({ "command": command });
+    let mut head = vec![Message::text(condense_core::Role::User, "Fix the parser.")];
+    head.extend(tool_step("t1", "TodoWrite", todo("pending"), "ok"));
+    head.extend(tool_step(
+        "r1",
+        "Read",
+        serde_json::json!({ "file_path": "src/parse.rs" }),
+        "fn parse() {}",
+    ));
+    head.extend(tool_step(
+        "g1",
+        "bash",
+        bash("grep -rn 'fn parse' src | head"),
+        "src/parse.rs:1",
+    ));
+    head.extend(tool_step(
+        "e1",
+        "bash",
+        bash("sed -i 's/a/b/' src/parse.rs"),
+        "ok",
+    ));
+    head.extend(tool_step(
+        "f1",
+        "bash",
+        bash("cargo test"),
+        "error: 1 test failed\nexit code 101",
+    ));
+    head.extend(tool_step("t2", "TodoWrite", todo("in_progress"), "ok"));
+    let summary = summarizer.summary_of(&head).unwrap();
+    let done = summary
+        .split("## Accomplished\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap();
+    assert_eq!(
+        done.trim(),
+        "Plan:\n- [completed] Find the cause\n- [in_progress] Fix the parser\n\
+         - bash: sed -i 's/a/b/' src/parse.rs → ok\n\
+         - and 2 call(s) that only read, searched or listed files",
+        "{summary}"
+    );
+    assert!(summary.contains("bash `cargo test` failed"), "{summary}");
+    assert!(summary.contains("- src/parse.rs"), "{summary}");
+
+    let mut next = vec![summary_message(&summary)];
+    next.extend(tool_step(
+        "r2",
+        "Read",
+        serde_json::json!({ "file_path": "src/lib.rs" }),
+        "mod parse;",
+    ));
+    let later = summarizer.summary_of(&next).unwrap();
+    assert!(
+        later.contains("Plan:\n- [completed] Find the cause\n- [in_progress] Fix the parser\n"),
+        "{later}"
+    );
+    assert_eq!(later.matches("Plan:").count(), 1, "{later}");
+}

@@ -14,6 +14,8 @@ pub(crate) struct CallFact {
     /// The command, the path or the input, in one short line.
     pub what: String,
     pub outcome: Outcome,
+    /// Whether the call only read, searched or listed ([`paths::only_looks`]).
+    pub looks: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +44,9 @@ pub(crate) struct Facts {
     pub files_read: Vec<String>,
     /// Paths changed, in first-seen order.
     pub files_modified: Vec<String>,
+    /// The agent's plan as its last todo call wrote it (or an earlier summary carried it), one
+    /// `- [status] step` line a step.
+    pub plan: Vec<String>,
     /// The assistant's last words in the head: usually what it meant to do next.
     pub last_intent: Option<String>,
     /// The summary an agent's own compaction left (Claude Code's, Codex's, opencode's): the
@@ -132,10 +137,16 @@ impl Facts {
                 excerpt: excerpt(&result.content),
             });
         }
+        if PLAN_TOOLS.contains(&call.name.as_str())
+            && let Some(plan) = plan_steps(&call.input)
+        {
+            self.plan = plan;
+        }
         self.calls.push(CallFact {
             tool: call.name.clone(),
             what,
             outcome,
+            looks: paths::only_looks(&call.name, &call.input),
         });
     }
 }
@@ -177,6 +188,9 @@ impl Facts {
         if previous.earlier.is_some() {
             self.earlier = previous.earlier;
         }
+        if !previous.plan.is_empty() {
+            self.plan = previous.plan;
+        }
         for request in previous.requests {
             self.add_request(request);
         }
@@ -192,6 +206,33 @@ impl Facts {
             }
         }
     }
+}
+
+/// The tools an agent keeps its plan with: Claude Code's, opencode's and Codex's.
+pub(crate) const PLAN_TOOLS: [&str; 3] = ["TodoWrite", "todowrite", "update_plan"];
+
+/// A todo call's plan, one `- [status] step` line a step; `None` when its input holds none.
+fn plan_steps(input: &serde_json::Value) -> Option<Vec<String>> {
+    let steps = input
+        .get("todos")
+        .or_else(|| input.get("plan"))
+        .and_then(serde_json::Value::as_array)?;
+    Some(
+        steps
+            .iter()
+            .filter_map(|step| {
+                let text = step
+                    .get("content")
+                    .or_else(|| step.get("step"))
+                    .and_then(serde_json::Value::as_str)?;
+                let status = step
+                    .get("status")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("pending");
+                Some(format!("- [{status}] {}", cut(text, 200)))
+            })
+            .collect(),
+    )
 }
 
 /// A user turn's request as the summary quotes it: its text, and a mark for each image.

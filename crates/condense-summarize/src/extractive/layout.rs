@@ -16,3 +16,5 @@ pub(crate) const CUT_MARK: &str = " […]";
 /// What follows the start of a request that the compaction keeps whole after the summary: the
 /// summary quotes only enough of it to say which request it is.
 pub(crate) const KEPT_WHOLE: &str = " (kept whole after this summary)";
+/// The line the agent's plan follows, one `- [status] step` line a step.
+pub(crate) const PLAN: &str = "Plan:";

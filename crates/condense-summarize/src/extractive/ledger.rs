@@ -8,10 +8,9 @@
 //! summary's are, its failures and plan carried until newer ones replace them.
 
 use condense_core::{Message, Part};
-use serde_json::Value;
 
 use super::facts::{Facts, cut};
-use super::layout::{LAST_TOOL, LEDGER_HEADING};
+use super::layout::{LAST_TOOL, LEDGER_HEADING, PLAN};
 
 /// The failed commands kept: the most recent.
 const FAILURES_KEPT: usize = 10;
@@ -68,10 +67,9 @@ pub fn ledger(head: &[Message]) -> Option<String> {
         lines.push("Failed:".to_owned());
         lines.extend(failures.into_iter().skip(skip));
     }
-    let plan = plan(head).unwrap_or(earlier.plan);
-    if !plan.is_empty() {
-        lines.push("Plan:".to_owned());
-        lines.extend(plan);
+    if !facts.plan.is_empty() {
+        lines.push(PLAN.to_owned());
+        lines.extend(facts.plan.iter().cloned());
     }
     if lines.is_empty() {
         return None;
@@ -100,50 +98,15 @@ fn last_tools(head: &[Message]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The agent's plan as its last todo call left it, one `- [status] item` line a step.
-fn plan(head: &[Message]) -> Option<Vec<String>> {
-    let call = head
-        .iter()
-        .flat_map(|message| &message.parts)
-        .filter_map(Part::as_tool_call)
-        .rfind(|call| {
-            matches!(
-                call.name.as_str(),
-                "TodoWrite" | "todowrite" | "update_plan"
-            )
-        })?;
-    let steps = call
-        .input
-        .get("todos")
-        .or_else(|| call.input.get("plan"))
-        .and_then(Value::as_array)?;
-    Some(
-        steps
-            .iter()
-            .filter_map(|step| {
-                let text = step
-                    .get("content")
-                    .or_else(|| step.get("step"))
-                    .and_then(Value::as_str)?;
-                let status = step
-                    .get("status")
-                    .and_then(Value::as_str)
-                    .unwrap_or("pending");
-                Some(format!("- [{status}] {}", cut(text, 200)))
-            })
-            .collect(),
-    )
-}
-
 /// What an earlier ledger carries that the head's own facts do not give back.
 #[derive(Debug, Default)]
 struct Carried {
     failures: Vec<String>,
-    plan: Vec<String>,
 }
 
 impl Carried {
-    /// The failures and plan of the ledger in `summary`, if it has one.
+    /// The failures of the ledger in `summary`, if it has one (its plan is read back with its
+    /// requests and files, [`super::previous::read`]).
     fn read(summary: &str) -> Carried {
         let mut carried = Carried::default();
         let Some(start) = summary.find(LEDGER_HEADING) else {
@@ -153,7 +116,6 @@ impl Carried {
         for line in summary[start..].lines().skip(1) {
             match line {
                 "Failed:" => list = Some(&mut carried.failures),
-                "Plan:" => list = Some(&mut carried.plan),
                 _ if line.ends_with(':') && !line.starts_with("- ") => list = None,
                 _ if line.starts_with("## ") => break,
                 _ => {

@@ -125,6 +125,16 @@ struct Layout<'t> {
     files_in_last: bool,
 }
 
+impl Layout<'_> {
+    /// The section the agent's plan goes in: the one for what was done, else the one for what
+    /// comes next.
+    fn plan_home(&self) -> Option<Kind> {
+        [Kind::Calls, Kind::Next]
+            .into_iter()
+            .find(|kind| self.kinds.contains(kind))
+    }
+}
+
 impl Extractive {
     /// The summarizer for `template`.
     pub fn new(template: Template, settings: ExtractiveSettings) -> Self {
@@ -248,7 +258,7 @@ impl Extractive {
             .sum();
         let mut cut_note = None;
         for (index, kind) in layout.kinds.iter().enumerate() {
-            let items = self.optional_items(*kind, facts);
+            let items = self.optional_items(layout, *kind, facts);
             let mut taken = 0;
             for item in &items {
                 let cost = counter.count_text(item) + 1;
@@ -348,17 +358,58 @@ impl Extractive {
             .collect()
     }
 
-    fn optional_items(&self, kind: Kind, facts: &Facts) -> Vec<String> {
+    fn optional_items(&self, layout: &Layout<'_>, kind: Kind, facts: &Facts) -> Vec<String> {
+        let mut items = self.kind_items(layout, kind, facts);
+        if Some(kind) == layout.plan_home() && !facts.plan.is_empty() {
+            // The plan first: where the work stands, as the agent itself last put it.
+            let plan = std::iter::once(layout::PLAN.to_owned()).chain(facts.plan.iter().cloned());
+            items.splice(0..0, plan);
+        }
+        items
+    }
+
+    /// What the calls of the head did, for a section of what was done: the calls that changed
+    /// something or ran something, with how each ended. Left out are the calls that only read,
+    /// searched or listed and succeeded (the files they read are listed; what they found is
+    /// gone with their outputs, and a line each would say only that they ran), the agent's todo
+    /// calls (the plan says where they left it) and, where the template has a section for
+    /// errors, the calls that failed (each is there with its error). A last line counts the
+    /// look-ups left out.
+    fn calls_done(&self, layout: &Layout<'_>, facts: &Facts) -> Vec<String> {
+        let errors_listed = layout.kinds.contains(&Kind::Errors);
+        let looked = facts
+            .calls
+            .iter()
+            .filter(|call| call.looks && call.outcome == Outcome::Ok)
+            .count();
+        let mut lines = merged_repeats(
+            facts
+                .calls
+                .iter()
+                .filter(|call| !(call.looks && call.outcome == Outcome::Ok))
+                .filter(|call| !facts::PLAN_TOOLS.contains(&call.tool.as_str()))
+                .filter(|call| !(errors_listed && call.outcome != Outcome::Ok))
+                .map(|call| {
+                    let outcome = match call.outcome {
+                        Outcome::Ok => "ok".to_owned(),
+                        Outcome::ExitCode(code) => format!("exit code {code}"),
+                        Outcome::Error => "error".to_owned(),
+                        Outcome::NoResult => "no result".to_owned(),
+                    };
+                    format!("- {}: {} → {outcome}", call.tool, call.what)
+                }),
+        );
+        if looked > 0 {
+            lines.push(format!(
+                "- and {looked} call(s) that only read, searched or listed files"
+            ));
+        }
+        lines
+    }
+
+    fn kind_items(&self, layout: &Layout<'_>, kind: Kind, facts: &Facts) -> Vec<String> {
         match kind {
-            Kind::Calls => merged_repeats(facts.calls.iter().map(|call| {
-                let outcome = match call.outcome {
-                    Outcome::Ok => "ok".to_owned(),
-                    Outcome::ExitCode(code) => format!("exit code {code}"),
-                    Outcome::Error => "error".to_owned(),
-                    Outcome::NoResult => "no result".to_owned(),
-                };
-                format!("- {}: {} → {outcome}", call.tool, call.what)
-            })),
+            Kind::Calls => self.calls_done(layout, facts),
             Kind::Errors => facts
                 .errors
                 .iter()

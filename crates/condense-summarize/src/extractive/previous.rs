@@ -4,10 +4,11 @@
 //! person's requests, quoted and numbered, and the files read and modified. The summary is not a
 //! user turn and names no tool calls, so reading the head alone would drop all of it. This reads
 //! those items back out of the summary text (the extractive summarizer's own layout: `N. quote`
-//! items, `Modified:` / `Read:` followed by `- path` lines), so the new summary quotes every
-//! request and names every file the old one did.
+//! items, `Modified:` / `Read:` followed by `- path` lines, the agent's plan after `Plan:`), so
+//! the new summary quotes every request and names every file the old one did, and keeps the
+//! plan until the agent writes a new one.
 
-use super::layout::{EARLIER_BY, LAST_TOOL, LEDGER_HEADING};
+use super::layout::{EARLIER_BY, LAST_TOOL, LEDGER_HEADING, PLAN};
 
 /// A summary an agent's own compaction left in the history: all that is left of what came
 /// before it.
@@ -25,6 +26,8 @@ pub(crate) struct Previous {
     pub requests: Vec<String>,
     pub files_read: Vec<String>,
     pub files_modified: Vec<String>,
+    /// The agent's plan, its `- [status] step` lines.
+    pub plan: Vec<String>,
     /// The agent's own summary it quoted (the newest: it stands for those before it).
     pub earlier: Option<EarlierSummary>,
 }
@@ -93,8 +96,7 @@ pub(crate) fn read(summary: &str) -> Previous {
             if let Some(rest) = numbered(line, next) {
                 previous.requests.extend(current.take());
                 current = Some(rest.to_owned());
-            } else if is_heading(line)
-                || matches!(*line, "Modified:" | "Read:" | "Failed:" | "Plan:")
+            } else if is_heading(line) || matches!(*line, "Modified:" | "Read:" | "Failed:" | PLAN)
             {
                 break;
             } else if let Some(item) = current.as_mut() {
@@ -111,20 +113,29 @@ pub(crate) fn read(summary: &str) -> Previous {
 
     previous.earlier = quoted_summaries(summary).0.pop();
 
-    let mut list: Option<&mut Vec<String>> = None;
+    // Which list the `- item` lines go to: the files' (a path, with the ledger's last tool after
+    // it) or the plan's (the line as it is).
+    let mut list: Option<(&mut Vec<String>, bool)> = None;
     for line in &lines {
         match *line {
-            "Modified:" => list = Some(&mut previous.files_modified),
-            "Read:" => list = Some(&mut previous.files_read),
-            _ => match (line.strip_prefix("- "), list.as_deref_mut()) {
-                (Some(path), Some(files)) if !path.is_empty() => {
-                    let path = path
+            "Modified:" => list = Some((&mut previous.files_modified, true)),
+            "Read:" => list = Some((&mut previous.files_read, true)),
+            PLAN => {
+                previous.plan.clear();
+                list = Some((&mut previous.plan, false));
+            }
+            _ => match (line.strip_prefix("- "), list.as_mut()) {
+                (Some(item), Some((items, true))) if !item.is_empty() => {
+                    let path = item
                         .rsplit_once(LAST_TOOL)
                         .filter(|(_, tool)| tool.ends_with(')'))
-                        .map_or(path, |(path, _)| path);
-                    if !files.iter().any(|seen| seen == path) {
-                        files.push(path.to_owned());
+                        .map_or(item, |(path, _)| path);
+                    if !items.iter().any(|seen| seen == path) {
+                        items.push(path.to_owned());
                     }
+                }
+                (Some(step), Some((items, false))) if step.starts_with('[') => {
+                    items.push((*line).to_owned());
                 }
                 _ => list = None,
             },
