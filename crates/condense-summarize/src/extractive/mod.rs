@@ -125,16 +125,6 @@ struct Layout<'t> {
     files_in_last: bool,
 }
 
-impl Layout<'_> {
-    /// The section the agent's plan goes in: the one for what was done, else the one for what
-    /// comes next.
-    fn plan_home(&self) -> Option<Kind> {
-        [Kind::Calls, Kind::Next]
-            .into_iter()
-            .find(|kind| self.kinds.contains(kind))
-    }
-}
-
 impl Extractive {
     /// The summarizer for `template`.
     pub fn new(template: Template, settings: ExtractiveSettings) -> Self {
@@ -360,8 +350,10 @@ impl Extractive {
 
     fn optional_items(&self, layout: &Layout<'_>, kind: Kind, facts: &Facts) -> Vec<String> {
         let mut items = self.kind_items(layout, kind, facts);
-        if Some(kind) == layout.plan_home() && !facts.plan.is_empty() {
-            // The plan first: where the work stands, as the agent itself last put it.
+        // The plan first in the section of what was done: where the work stands, as the agent
+        // itself last put it. (Only there: the replay prices Claude Code's rules with the
+        // `detailed` template's summary, whose size must not move with condense's own.)
+        if kind == Kind::Calls && !facts.plan.is_empty() {
             let plan = std::iter::once(layout::PLAN.to_owned()).chain(facts.plan.iter().cloned());
             items.splice(0..0, plan);
         }
