@@ -334,7 +334,7 @@ impl Config {
             return Err(self.bad(
                 "model.context_window",
                 format!(
-                    "{} leaves no room: it must be larger than the {reserved} tokens reserved for the reply (model.max_output_tokens = {}{}, at most compaction.reserve_cap = {})",
+                    "{} leaves no room: it must be larger than the {reserved} tokens reserved for the reply (model.max_output_tokens = {}{}, at most compaction.reserve_cap = {}); give the most the model may write in a reply (`--max-output-tokens`, or `model.max_output_tokens`)",
                     tail.context_window,
                     tail.max_output_tokens,
                     self.origin("model.max_output_tokens")

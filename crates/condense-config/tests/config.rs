@@ -189,6 +189,33 @@ fn a_bad_environment_variable_is_named() {
     );
 }
 
+/// A window no larger than the reply's reserve (an 8K model with the built-in 32,000-token
+/// reply) says why and what to give.
+#[test]
+fn a_window_the_reply_fills_says_what_to_give() {
+    assert_eq!(
+        error_of("[model]\ncontext_window = 8000\n"),
+        "condense.toml:2:18: `model.context_window`: 8000 leaves no room: it must be larger than \
+         the 20000 tokens reserved for the reply (model.max_output_tokens = 32000 from built-in, \
+         at most compaction.reserve_cap = 20000); give the most the model may write in a reply \
+         (`--max-output-tokens`, or `model.max_output_tokens`)"
+    );
+    assert!(
+        Config::load(&Sources {
+            flags: vec![
+                ("test".into(), "model.context_window".into(), "8000".into()),
+                (
+                    "test".into(),
+                    "model.max_output_tokens".into(),
+                    "1000".into()
+                ),
+            ],
+            ..Sources::default()
+        })
+        .is_ok()
+    );
+}
+
 #[test]
 fn a_reply_of_no_tokens_is_refused() {
     assert_eq!(
