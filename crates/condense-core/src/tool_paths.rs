@@ -359,11 +359,20 @@ pub fn paths_in_command(command: &str) -> Vec<&str> {
     // `-e` gave it): `grep -rn "sys.exit" src/` names `src/`, not `sys.exit`.
     let mut pattern_next = false;
     let mut words = shell_words(command).into_iter();
+    let mut previous = "";
     while let Some(word) = words.next() {
         if SEARCHES.contains(&word.rsplit('/').next().unwrap_or(word)) {
             pattern_next = true;
             continue;
         }
+        // What follows `-m` is a module (`python -m pkg.mod`), a message or a mode; what
+        // follows `git config` a key (`user.email`): none is a file.
+        if word == "-m" || (previous == "git" && word == "config") {
+            words.next();
+            previous = "";
+            continue;
+        }
+        previous = word;
         if pattern_next {
             match word {
                 "-e" | "--regexp" => {
@@ -549,6 +558,13 @@ fn is_path_like(word: &str) -> bool {
     // An address (`git log --author=a@b.com`), not a file: `@` names a file only in a
     // path (`node_modules/@types/x`).
     if word.contains('@') && !word.contains('/') {
+        return false;
+    }
+    // A revision (`origin/main~15`, `HEAD^2`): a name, then `~` or `^` and a count, if any.
+    if let Some(at) = word.rfind(['~', '^'])
+        && at > 0
+        && word[at + 1..].chars().all(|c| c.is_ascii_digit())
+    {
         return false;
     }
     let has_letter = word.chars().any(char::is_alphabetic);
@@ -750,6 +766,15 @@ mod tests {
         assert_eq!(
             paths_in_command("cat <<< 'a.py' && cat 'src/é.rs' \"b.rs\""),
             ["src/é.rs", "b.rs"]
+        );
+        // A module, a message, a configuration key and a revision are no files.
+        assert_eq!(
+            paths_in_command("python -m pytest.main tests/a.py && git commit -m fix.py"),
+            ["tests/a.py"]
+        );
+        assert_eq!(
+            paths_in_command("git config user.email && git log origin/main~15 HEAD^ -- src/a.rs"),
+            ["src/a.rs"]
         );
         // Unfinished quotes and a lone backslash end the command without a panic.
         assert!(paths_in_command("echo 'a.py").is_empty());

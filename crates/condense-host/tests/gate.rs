@@ -365,9 +365,15 @@ fn touched(head: &[Message]) -> Vec<String> {
         .flat_map(|message| &message.parts)
         .filter_map(condense_core::Part::as_tool_call)
         .flat_map(|call| {
+            // A directory is named once, with or without its last `/`: looked for without.
             condense_core::tool_paths::touched(&call.name, &call.input)
                 .0
                 .into_iter()
+                .map(|path| {
+                    path.strip_suffix('/')
+                        .filter(|dir| !dir.is_empty())
+                        .unwrap_or(path)
+                })
                 .map(str::to_owned)
                 .collect::<Vec<_>>()
         })

@@ -61,6 +61,12 @@ impl Produced {
                         let (touched, _) =
                             condense_core::tool_paths::touched(&call.name, &call.input);
                         for path in touched {
+                            // A directory named with and without its last `/` is one item,
+                            // looked for without it (which finds both).
+                            let path = match path.trim_end_matches('/') {
+                                "" => path,
+                                trimmed => trimmed,
+                            };
                             if !produced.paths.iter().any(|seen| seen == path) {
                                 produced.paths.push(path.to_owned());
                             }
@@ -249,5 +255,21 @@ mod tests {
         assert!((produced.share_in(&summary) - 2.0 / 3.0).abs() < 1e-9);
         assert_eq!(produced.share_in(&[]), 0.0);
         assert_eq!(Produced::default().share_in(&[]), 1.0);
+    }
+
+    /// A directory named with and without its last `/` is one item, shown by either form.
+    #[test]
+    fn a_directory_with_and_without_its_slash_is_one_item() {
+        let history = vec![
+            call("c1", "tests/archive/"),
+            result("c1", "a.c"),
+            call("c2", "tests/archive"),
+            result("c2", "a.c"),
+        ];
+        let produced = Produced::of(&history);
+        assert_eq!(produced.items(), 3);
+        let named = |text: &str| vec![Message::text(Role::User, text)];
+        assert!((produced.share_in(&named("Read: tests/archive")) - 1.0 / 3.0).abs() < 1e-9);
+        assert!((produced.share_in(&named("Read: tests/archive/")) - 1.0 / 3.0).abs() < 1e-9);
     }
 }

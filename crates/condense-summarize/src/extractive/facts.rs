@@ -106,6 +106,9 @@ impl Facts {
     /// to the modified one), what it did and how it ended, and its error when it failed.
     fn add_call(&mut self, call: &condense_core::ToolCall, head: &[Message], pairs: &ToolPairs) {
         let (touched, writes) = paths::touched(&call.name, &call.input);
+        // A directory named with and without its last `/` is one entry, as first named.
+        let same =
+            |seen: &String, path: &str| seen.trim_end_matches('/') == path.trim_end_matches('/');
         for path in touched {
             let (target, other) = if writes {
                 (&mut self.files_modified, &mut self.files_read)
@@ -113,9 +116,11 @@ impl Facts {
                 (&mut self.files_read, &mut self.files_modified)
             };
             if writes {
-                other.retain(|seen| *seen != path);
+                other.retain(|seen| !same(seen, path));
             }
-            if !target.iter().any(|seen| seen == path) && !other.iter().any(|seen| seen == path) {
+            if !target.iter().any(|seen| same(seen, path))
+                && !other.iter().any(|seen| same(seen, path))
+            {
                 target.push(path.to_owned());
             }
         }
