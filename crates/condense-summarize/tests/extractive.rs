@@ -362,8 +362,8 @@ fn a_request_kept_after_the_summary_is_named_not_quoted_and_listed_once_after() 
 /// What was done, in the structured template's Accomplished: the agent's plan as its last todo
 /// call left it, then the calls that changed or ran something; the calls that only read,
 /// searched or listed are counted on one line (their files are listed), a failure is under
-/// Discoveries alone, and no todo call is logged. A later summary, whose head holds no todo
-/// call, keeps the plan the earlier one carried.
+/// Discoveries alone (the same command's latest only), and no todo call is logged. A later
+/// summary, whose head holds no todo call, keeps the plan the earlier one carried.
 #[test]
 fn what_was_done_is_the_plan_and_the_calls_that_changed_or_ran_something() {
     use condense_core::testing::tool_step;
@@ -393,6 +393,12 @@ fn what_was_done_is_the_plan_and_the_calls_that_changed_or_ran_something() {
         "src/parse.rs:1",
     ));
     head.extend(tool_step(
+        "f0",
+        "bash",
+        bash("cargo test"),
+        "error: 3 tests failed\nexit code 101",
+    ));
+    head.extend(tool_step(
         "e1",
         "bash",
         bash("sed -i 's/a/b/' src/parse.rs"),
@@ -418,7 +424,14 @@ fn what_was_done_is_the_plan_and_the_calls_that_changed_or_ran_something() {
          - and 2 call(s) that only read, searched or listed files",
         "{summary}"
     );
-    assert!(summary.contains("bash `cargo test` failed"), "{summary}");
+    // The same command failing again: its latest error stands, once.
+    assert_eq!(
+        summary.matches("bash `cargo test` failed").count(),
+        1,
+        "{summary}"
+    );
+    assert!(summary.contains("1 test failed"), "{summary}");
+    assert!(!summary.contains("3 tests failed"), "{summary}");
     assert!(summary.contains("- src/parse.rs"), "{summary}");
 
     let mut next = vec![summary_message(&summary)];

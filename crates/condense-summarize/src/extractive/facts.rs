@@ -30,6 +30,9 @@ pub(crate) enum Outcome {
 pub(crate) struct ErrorFact {
     pub tool: String,
     pub what: String,
+    /// The call as a whole: its command when it runs one, else its input; the same again is
+    /// the same call.
+    pub call: String,
     /// The first lines of the output that reported it.
     pub excerpt: String,
 }
@@ -103,7 +106,8 @@ impl Facts {
     }
 
     /// A tool call of the head: the files it touched (a file written moves from the read list
-    /// to the modified one), what it did and how it ended, and its error when it failed.
+    /// to the modified one), what it did and how it ended, and its error when it failed (in
+    /// place of the same command's earlier one).
     fn add_call(&mut self, call: &condense_core::ToolCall, head: &[Message], pairs: &ToolPairs) {
         let (touched, writes) = paths::touched(&call.name, &call.input);
         // A directory named with and without its last `/` is one entry, as first named.
@@ -136,9 +140,16 @@ impl Facts {
             Some(result) => outcome_of(&result.content, result.is_error),
         };
         if let (Some(result), Outcome::Error | Outcome::ExitCode(_)) = (result, &outcome) {
+            // The same call failing again (the same command, or the same input) supersedes its
+            // earlier failure: the latest error is the one that stands.
+            let whole = paths::command_of(&call.input)
+                .map_or_else(|| call.input.to_string(), std::borrow::Cow::into_owned);
+            self.errors
+                .retain(|error| !(error.tool == call.name && error.call == whole));
             self.errors.push(ErrorFact {
                 tool: call.name.clone(),
                 what: what.clone(),
+                call: whole,
                 excerpt: excerpt(&result.content),
             });
         }
