@@ -92,8 +92,8 @@ const LOOKING_GIT: [&str; 7] = ["status", "log", "diff", "show", "grep", "blame"
 
 /// Whether a call only looked: read, searched or listed files, and changed nothing: a reading,
 /// searching or listing tool, an editor's `view`, or a shell command every part of which runs
-/// a looking program ([`LOOKING_PROGRAMS`]) with no redirection into a file and no
-/// here-document. What it found is in its output; a summary that lists the files read says what
+/// a program that only prints (`cat`, `grep`, `ls`, `sed` without `-i`, `git log`, …) with no
+/// redirection into a file and no here-document. What it found is in its output; a summary that lists the files read says what
 /// such a call did. Anything not known to only look does not.
 pub fn only_looks(tool: &str, input: &Value) -> bool {
     if READING_TOOLS.contains(&tool) || LOOKING_TOOLS.contains(&tool) {
@@ -359,20 +359,24 @@ pub fn paths_in_command(command: &str) -> Vec<&str> {
     // `-e` gave it): `grep -rn "sys.exit" src/` names `src/`, not `sys.exit`.
     let mut pattern_next = false;
     let mut words = shell_words(command).into_iter();
-    let mut previous = "";
+    let (mut previous, mut key_next) = ("", false);
     while let Some(word) = words.next() {
         if SEARCHES.contains(&word.rsplit('/').next().unwrap_or(word)) {
             pattern_next = true;
             continue;
         }
-        // What follows `-m` is a module (`python -m pkg.mod`), a message or a mode; what
-        // follows `git config` a key (`user.email`): none is a file.
-        if word == "-m" || (previous == "git" && word == "config") {
+        // What follows `-m` is a module (`python -m pkg.mod`), a message or a mode; the first
+        // word after `git config` and its options a key (`user.email`): none is a file.
+        if word == "-m" {
             words.next();
-            previous = "";
             continue;
         }
+        key_next |= previous == "git" && word == "config";
         previous = word;
+        if key_next && !word.starts_with('-') && word != "config" {
+            key_next = false;
+            continue;
+        }
         if pattern_next {
             match word {
                 "-e" | "--regexp" => {
@@ -773,7 +777,9 @@ mod tests {
             ["tests/a.py"]
         );
         assert_eq!(
-            paths_in_command("git config user.email && git log origin/main~15 HEAD^ -- src/a.rs"),
+            paths_in_command(
+                "git config --global user.email && git log origin/main~15 HEAD^ -- src/a.rs"
+            ),
             ["src/a.rs"]
         );
         // Unfinished quotes and a lone backslash end the command without a panic.
