@@ -998,7 +998,7 @@ fn d7d349f9() -> PathBuf {
 /// the head it replaces is larger than what it keeps (`compaction.cache_lifetime_minutes`).
 /// d7d349f9 at 64K with each answer six minutes after its request: the first request that
 /// differs from the rule turned off comes after a pause, the session costs less (measured:
-/// $11.12 against $12.07) and keeps as much. With a cache of an hour (`--ttl 1h`) the pauses are
+/// $11.11 against $12.07) and keeps as much. With a cache of an hour (`--ttl 1h`) the pauses are
 /// no longer pauses and the rule changes nothing.
 #[test]
 fn a_compaction_after_the_cache_expired_rewrites_nothing_it_would_not_have() {
