@@ -448,3 +448,72 @@ fn what_was_done_is_the_plan_and_the_calls_that_changed_or_ran_something() {
     );
     assert_eq!(later.matches("Plan:").count(), 1, "{later}");
 }
+
+/// A failure is told by what names it: a Python traceback by its exception (its first lines are
+/// only the frames that led there), a search that found nothing as "no output", never by
+/// mini-swe-agent's wrapper tags. A failure the same command later ran past is gone, and a
+/// command run again and again is one line, where it last ran, with its count.
+#[test]
+fn a_failure_is_told_by_its_exception_and_gone_once_the_command_succeeds() {
+    let summarizer = Extractive::new(
+        Template::builtin("structured").unwrap(),
+        ExtractiveSettings::built_in().unwrap(),
+    );
+    let bash = |command: &str| serde_json::json!({ "command": command });
+    let wrapped = |code: u8, output: &str| {
+        format!("<returncode>{code}</returncode>\n<output>\n{output}</output>")
+    };
+    let traceback = "Traceback (most recent call last):\n  File \"run.py\", line 3, in <module>\n    \
+                     main()\n  File \"run.py\", line 2, in main\n    import yaml\n\
+                     ModuleNotFoundError: No module named 'yaml'\n";
+    let mut head = vec![Message::text(condense_core::Role::User, "Fix the loader.")];
+    for (id, command, output) in [
+        ("a", "python3 run.py", wrapped(1, traceback)),
+        ("b", "grep -n 'def load' src/loader.py", wrapped(1, "")),
+        ("c", "python3 check.py", wrapped(1, "AssertionError\n")),
+        ("d", "sed -i 's/a/b/' src/loader.py", wrapped(0, "")),
+        ("e", "python3 run.py", wrapped(0, "ok\n")),
+        ("f", "sed -i 's/b/c/' src/loader.py", wrapped(0, "")),
+        ("g", "python3 run.py", wrapped(0, "ok\n")),
+    ] {
+        head.extend(condense_core::testing::tool_step(
+            id,
+            "bash",
+            bash(command),
+            &output,
+        ));
+    }
+    let summary = summarizer.summary_of(&head).unwrap();
+    assert!(
+        summary.contains(
+            "bash `grep -n 'def load' src/loader.py` failed: no output\n\
+             - bash `python3 check.py` failed: AssertionError\n"
+        ),
+        "{summary}"
+    );
+    assert!(!summary.contains("</output>"), "{summary}");
+    // The run failed with the exception above, then ran twice: no failure stands for it.
+    assert!(
+        !summary.contains("bash `python3 run.py` failed"),
+        "{summary}"
+    );
+    assert!(!summary.contains("ModuleNotFoundError"), "{summary}");
+    assert!(
+        summary.contains(
+            "- bash: sed -i 's/a/b/' src/loader.py → ok\n\
+             - bash: sed -i 's/b/c/' src/loader.py → ok\n\
+             - bash: python3 run.py → ok (×2)\n"
+        ),
+        "{summary}"
+    );
+
+    // The same traceback where the command never succeeded: its exception is what is said.
+    let failed = summarizer.summary_of(&head[..3]).unwrap();
+    assert!(
+        failed.contains(
+            "bash `python3 run.py` failed: Traceback (most recent call last): / … / \
+             ModuleNotFoundError: No module named 'yaml'"
+        ),
+        "{failed}"
+    );
+}

@@ -33,7 +33,7 @@ pub(crate) struct ErrorFact {
     /// The call as a whole: its command when it runs one, else its input; the same again is
     /// the same call.
     pub call: String,
-    /// The first lines of the output that reported it.
+    /// What the output that reported it says ([`excerpt`]).
     pub excerpt: String,
 }
 
@@ -139,13 +139,13 @@ impl Facts {
             None => Outcome::NoResult,
             Some(result) => outcome_of(&result.content, result.is_error),
         };
+        // The same call again (the same command, or the same input) supersedes its earlier
+        // failure: a later error is the one that stands, a later success leaves none.
+        let whole = paths::command_of(&call.input)
+            .map_or_else(|| call.input.to_string(), std::borrow::Cow::into_owned);
+        self.errors
+            .retain(|error| !(error.tool == call.name && error.call == whole));
         if let (Some(result), Outcome::Error | Outcome::ExitCode(_)) = (result, &outcome) {
-            // The same call failing again (the same command, or the same input) supersedes its
-            // earlier failure: the latest error is the one that stands.
-            let whole = paths::command_of(&call.input)
-                .map_or_else(|| call.input.to_string(), std::borrow::Cow::into_owned);
-            self.errors
-                .retain(|error| !(error.tool == call.name && error.call == whole));
             self.errors.push(ErrorFact {
                 tool: call.name.clone(),
                 what: what.clone(),
@@ -336,16 +336,36 @@ fn exit_code(text: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-/// The first meaningful lines of an output, at most 240 characters.
+/// What an output that reported a failure says, in at most 240 characters: its first three
+/// lines that say something (a bare tag such as mini-swe-agent's `<output>` or `<warning>`
+/// says nothing), or, where a Python traceback starts in those, what comes before it and its
+/// last line, the exception (the lines after `Traceback (most recent call last):` are the
+/// frames that led there). "no output" when there is none (a search that found nothing).
 fn excerpt(content: &ToolOutput) -> String {
     let text = content.text();
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("<returncode>") && *line != "<output>")
-        .take(3)
+        .filter(|line| {
+            !(line.is_empty()
+                || line.starts_with("<returncode>")
+                || line.starts_with('<') && line.ends_with('>') && !line[1..].contains('<'))
+        })
         .collect();
-    cut(&lines.join(" / "), 240)
+    let shown = &lines[..lines.len().min(3)];
+    let traceback = shown
+        .iter()
+        .position(|line| line.starts_with("Traceback (most recent call last)"));
+    match (traceback, lines.split_last()) {
+        (_, None) => "no output".to_owned(),
+        (Some(at), Some((exception, _))) if at + 1 < lines.len() => {
+            // What led to it is cut first: the exception is what went wrong.
+            let room = 240usize.saturating_sub(exception.chars().count().min(160) + 7);
+            let before = cut(&lines[..=at].join(" / "), room);
+            cut(&format!("{before} / … / {exception}"), 240)
+        }
+        _ => cut(&shown.join(" / "), 240),
+    }
 }
 
 /// At most `limit` characters of `text`, with " […]" when it was cut.

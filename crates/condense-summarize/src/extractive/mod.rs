@@ -15,6 +15,7 @@ pub use layout::LEDGER_HEADING;
 pub use ledger::ledger;
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -508,28 +509,32 @@ fn render(sections: &[String], bodies: &[Vec<String>], source: &str) -> String {
     out.trim_end().to_owned()
 }
 
-/// `lines` with each run of the same line written once, with how many times it came: an agent
-/// editing one file step after step leaves a run of identical lines (`str_replace_editor: …/match.c
-/// → ok` fifteen times in a row on an OpenHands run), which say no more than one line and its
-/// count, and every summary token is read again on every later request.
+/// `lines` with the same line written once, where it last came, with how many times it came:
+/// an agent editing one file step after step, or running its reproduction script after each
+/// edit, leaves the same line again and again (`str_replace_editor: …/match.c → ok` fifteen
+/// times in a row on an OpenHands run), which say no more than one line and its count, and every
+/// summary token is read again on every later request. The last time is where it stands: an edit
+/// made again after the file was checked out comes after the checkout.
 fn merged_repeats(lines: impl Iterator<Item = String>) -> Vec<String> {
-    let mut merged: Vec<(String, usize)> = Vec::new();
-    for line in lines {
-        match merged.last_mut() {
-            Some((last, count)) if *last == line => *count += 1,
-            _ => merged.push((line, 1)),
+    let lines: Vec<String> = lines.collect();
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for line in &lines {
+        *counts.entry(line.as_str()).or_default() += 1;
+    }
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut merged = Vec::new();
+    for line in &lines {
+        let times = seen.entry(line.as_str()).or_default();
+        *times += 1;
+        match counts.get(line.as_str()) {
+            Some(&count) if count == *times && count > 1 => {
+                merged.push(format!("{line} (×{count})"));
+            }
+            Some(&count) if count == *times => merged.push(line.clone()),
+            _ => {}
         }
     }
     merged
-        .into_iter()
-        .map(|(line, count)| {
-            if count == 1 {
-                line
-            } else {
-                format!("{line} (×{count})")
-            }
-        })
-        .collect()
 }
 
 /// Whether `heading` is a `## ` heading followed by `### ` headings before the next `## `.
@@ -574,11 +579,11 @@ mod tests {
     use super::merged_repeats;
 
     #[test]
-    fn a_run_of_the_same_line_is_written_once_with_its_count() {
+    fn the_same_line_is_written_once_where_it_last_came_with_its_count() {
         let lines = ["a", "b", "b", "b", "a", "c", "c"].map(str::to_owned);
         assert_eq!(
             merged_repeats(lines.into_iter()),
-            ["a", "b (×3)", "a", "c (×2)"]
+            ["b (×3)", "a (×2)", "c (×2)"]
         );
         assert!(merged_repeats(std::iter::empty()).is_empty());
     }
