@@ -269,15 +269,43 @@ impl RecentCalls<'_> {
             }
             None if last_over => {
                 let cut = tail_start..self.messages.len();
-                let kept = whole - excess(self.messages, cut.clone(), self.budget, pairs, sizes);
+                let over = self.shared_by_outputs(cut.clone(), whole, pairs, sizes);
+                let kept = whole - excess(self.messages, cut.clone(), over, pairs, sizes);
                 let previews = TailPreviews {
                     messages: cut,
-                    over: self.budget,
+                    over,
                 };
                 (tail_start, rule, Some(previews), kept)
             }
             None => (tail_start, rule, None, whole),
         }
+    }
+
+    /// What each output of `messages[cut]` (`whole` tokens in all) may keep for the whole to
+    /// fit the budget: the budget less what is not an output (the assistant's words and calls),
+    /// in equal shares, and never more than the budget. A last exchange of several outputs, each
+    /// cut to the whole budget, would be several budgets; in a room that a system prompt and
+    /// tools leave small, that is a request over the window.
+    fn shared_by_outputs(
+        &self,
+        cut: Range<usize>,
+        whole: usize,
+        pairs: &ToolPairs,
+        sizes: OutputSizes<'_>,
+    ) -> usize {
+        let outputs: Vec<usize> = self.messages[cut]
+            .iter()
+            .flat_map(|message| &message.parts)
+            .filter_map(|part| match part {
+                Part::ToolResult(result) => {
+                    let tool = pairs.tool_name(self.messages, result).unwrap_or_default();
+                    Some(sizes(result, tool, self.budget).0)
+                }
+                _ => None,
+            })
+            .collect();
+        let fixed = whole.saturating_sub(outputs.iter().sum());
+        (self.budget.saturating_sub(fixed) / outputs.len().max(1)).clamp(1, self.budget.max(1))
     }
 
     /// The earliest start before `tail_start`, one step of calls at a time, that holds no more

@@ -305,6 +305,41 @@ fn a_last_exchange_over_the_budget_leaves_the_calls_before_it_as_previews_within
     assert_eq!(split_previewing(&messages, &squeezed), alone);
 }
 
+/// A last exchange of several calls over the budget (Claude Code runs calls in parallel) is cut
+/// so that the whole of it fits: the budget less the assistant's own words and calls, in equal
+/// shares among its outputs, not the budget each (three outputs would then keep three budgets,
+/// a request over the window where a large system prompt leaves a small room).
+#[test]
+fn a_last_exchange_of_several_outputs_over_the_budget_fits_it_once_cut() {
+    let mut messages = run_of([300, 300]);
+    let calls: Vec<_> = (0..3)
+        .map(|id| {
+            tool_call(
+                format!("p{id}"),
+                "bash",
+                serde_json::json!({"command": format!("cat part{id}.log")}),
+            )
+        })
+        .collect();
+    messages.push(Message::new(Role::Assistant, calls));
+    for id in 0..3 {
+        messages.push(Message::new(
+            Role::Tool,
+            vec![tool_result(format!("p{id}"), "out ".repeat(1_500))],
+        ));
+    }
+    let mut squeezed = settings(32_000);
+    squeezed.rules.min_tail_tokens = 1_000;
+    squeezed.rules.max_tail_tokens = 1_000;
+    let split = split_previewing(&messages, &squeezed);
+    assert_eq!(split.rule, condense_compact::TailRule::LastExchange);
+    assert_eq!(split.tail_calls, 3, "{split:?}");
+    let previews = split.previews.as_ref().unwrap();
+    assert!(previews.over * 3 < 1_000, "{previews:?}");
+    assert!(split.kept_tokens <= 1_000, "{split:?}");
+    assert_pairs_whole(&messages, split.tail_start);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
