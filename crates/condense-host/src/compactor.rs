@@ -696,9 +696,15 @@ impl Compactor {
         let head = &messages[cut.head()];
         // The summary takes at most half the room, the tail's budget the other half; the
         // person's latest requests the tail could not hold are carried whole as far as they
-        // fit beside them, and left to the summary's quotes where they do not.
+        // fit beside them, and left to the summary's quotes where they do not. A tail that is
+        // more than its half even so (a last exchange nothing in it can be cut from: the
+        // person's own message, a screenshot in it, the agent's calls) leaves the summary what
+        // is left: the summary shrinks, not the request past the window.
         let usable = condense_compact::usable(&room);
-        let summary_room = self.summary_tokens.min(usable / 2);
+        let summary_room = self
+            .summary_tokens
+            .min(usable / 2)
+            .min(usable.saturating_sub(cut.kept_tokens));
         let carry = |turns| {
             carried(
                 messages,

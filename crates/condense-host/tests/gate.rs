@@ -493,3 +493,38 @@ async fn the_ledger_under_a_models_summary_keeps_every_file_and_request() {
         );
     }
 }
+
+/// A tail over its half of the room (here the person's last message, 2,000 words, which a
+/// compaction never cuts) leaves the summary what it does not take, not the half: the model is
+/// told the smaller room, so that the request the summary goes into stays in the window.
+#[tokio::test]
+async fn a_tail_over_its_half_of_the_room_leaves_the_summary_the_rest() {
+    let transcript =
+        condense_core::testing::transcript("openai/mini-swe-agent-django__django-16139").unwrap();
+    let mut conversation = condense_formats::read(&transcript.bytes, None).unwrap().1;
+    let pasted = Message::text(
+        condense_core::Role::User,
+        "Here is the full log of the failing job, read it all. ".repeat(180),
+    );
+    let pasted_tokens = condense_tokenizer::TokenCounter::count_message(
+        &condense_tokenizer::Tiktoken::default(),
+        &pasted,
+    );
+    assert!(
+        pasted_tokens > 1_952,
+        "more than half of 3,904: {pasted_tokens}"
+    );
+    conversation.messages.push(pasted);
+    let scripted = std::sync::Arc::new(Scripted::new(&["## Goal\nFix the link.\n"]));
+    at_window(8_000)
+        .with_summarizer(Box::new(Shared(scripted.clone())))
+        .compact(conversation)
+        .await
+        .unwrap();
+    let prompts = scripted.prompts.lock().unwrap().clone();
+    let room = named_room(&prompts[0]).expect("the prompt names the room");
+    assert!(
+        room + pasted_tokens <= 3_904,
+        "a room of {room} beside {pasted_tokens} tokens the tail keeps"
+    );
+}

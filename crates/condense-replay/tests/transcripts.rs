@@ -508,6 +508,45 @@ fn condense_finishes_every_session_at_24k() {
     }
 }
 
+/// At 16K, where Claude Code's system prompt and tools (14K-15K by Anthropic's count, which the
+/// log does not show) leave 1.5K-2.4K (1.1K-1.7K by condense's), condense fails a request only
+/// where Claude Code's rules fail one too, or where the request ends in a message of the
+/// person's of over 1,000 tokens (a screenshot, a pasted report) that this room cannot hold
+/// beside a summary: the last exchange is always kept, and the person's own message is never
+/// cut (their rules send a summary of it in its place). It once failed more: each output of a
+/// last exchange over the tail's budget kept the whole budget (6dc88126's request 10), and the
+/// summary kept its half of the room beside a tail over its own (one of dc7e9081's two
+/// screenshots now goes through).
+#[test]
+fn at_16k_condense_fails_only_what_keeping_the_persons_message_cannot_send() {
+    let window = 16_384;
+    for path in transcripts()
+        .iter()
+        .filter(|path| path.extension().unwrap() == "jsonl")
+    {
+        let recording = recording(path);
+        let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+        let policies = vec![
+            policy::named("claude-code", counter.clone()).unwrap(),
+            condense_policy("condense", window, None),
+        ];
+        let replay = under_anthropic(&recording, policies, counter, window);
+        let (theirs, ours) = (&replay.policies[0], &replay.policies[1]);
+        if theirs.failures != 0 || ours.requests == 0 {
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy();
+        for step in failed_steps(ours) {
+            let history = recording.history(&recording.steps[step], false);
+            let last = history.last().unwrap();
+            assert!(
+                last.is_user_turn() && Tiktoken::default().count_message(last) > 1_000,
+                "{name}: request {step} over the window"
+            );
+        }
+    }
+}
+
 /// `path`'s Claude Code log with `tokens` more of system prompt and tools on every request (read
 /// from the cache, as Claude Code's own prompt is): what its usage would say of a harness whose
 /// prefix is that much larger.
