@@ -477,6 +477,17 @@ fn under_anthropic(
     .unwrap()
 }
 
+/// `recording` replayed under Anthropic's model at `window` by Claude Code's rules, then by
+/// condense's defaults.
+fn beside_claude_code(recording: &Recording, window: usize) -> Replay {
+    let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+    let policies = vec![
+        policy::named("claude-code", counter.clone()).unwrap(),
+        condense_policy("condense", window, None),
+    ];
+    under_anthropic(recording, policies, counter, window)
+}
+
 /// The steps of the requests `policy` sent over the window.
 fn failed_steps(policy: &condense_replay::PolicyResult) -> Vec<usize> {
     policy
@@ -525,12 +536,7 @@ fn at_16k_condense_fails_only_what_keeping_the_persons_message_cannot_send() {
         .filter(|path| path.extension().unwrap() == "jsonl")
     {
         let recording = recording(path);
-        let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
-        let policies = vec![
-            policy::named("claude-code", counter.clone()).unwrap(),
-            condense_policy("condense", window, None),
-        ];
-        let replay = under_anthropic(&recording, policies, counter, window);
+        let replay = beside_claude_code(&recording, window);
         let (theirs, ours) = (&replay.policies[0], &replay.policies[1]);
         if theirs.failures != 0 || ours.requests == 0 {
             continue;
@@ -597,12 +603,7 @@ fn condense_finishes_where_claude_code_s_rules_do_with_a_prefix_filling_the_wind
         .filter(|path| path.extension().unwrap() == "jsonl")
     {
         let recording = with_larger_prefix(path, 13_500);
-        let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
-        let policies = vec![
-            policy::named("claude-code", counter.clone()).unwrap(),
-            condense_policy("condense", window, None),
-        ];
-        let replay = under_anthropic(&recording, policies, counter, window);
+        let replay = beside_claude_code(&recording, window);
         let (theirs, ours) = (&replay.policies[0], &replay.policies[1]);
         // Two of the logs hold side records only: nothing to send.
         if theirs.failures != 0 || ours.requests == 0 {
