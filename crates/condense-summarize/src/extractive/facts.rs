@@ -140,18 +140,22 @@ impl Facts {
             Some(result) => outcome_of(&result.content, result.is_error),
         };
         // The same call again (the same command, or the same input) supersedes its earlier
-        // failure: a later error is the one that stands, a later success leaves none.
-        let whole = paths::command_of(&call.input)
-            .map_or_else(|| call.input.to_string(), std::borrow::Cow::into_owned);
-        self.errors
-            .retain(|error| !(error.tool == call.name && error.call == whole));
-        if let (Some(result), Outcome::Error | Outcome::ExitCode(_)) = (result, &outcome) {
-            self.errors.push(ErrorFact {
-                tool: call.name.clone(),
-                what: what.clone(),
-                call: whole,
-                excerpt: excerpt(&result.content),
-            });
+        // failure: a later error is the one that stands, a later success leaves none. (The key
+        // is made only where there is a failure to supersede or to record.)
+        let failed = result.filter(|_| matches!(outcome, Outcome::Error | Outcome::ExitCode(_)));
+        if failed.is_some() || self.errors.iter().any(|error| error.tool == call.name) {
+            let whole = paths::command_of(&call.input)
+                .map_or_else(|| call.input.to_string(), std::borrow::Cow::into_owned);
+            self.errors
+                .retain(|error| !(error.tool == call.name && error.call == whole));
+            if let Some(result) = failed {
+                self.errors.push(ErrorFact {
+                    tool: call.name.clone(),
+                    what: what.clone(),
+                    call: whole,
+                    excerpt: excerpt(&result.content),
+                });
+            }
         }
         if PLAN_TOOLS.contains(&call.name.as_str())
             && let Some(plan) = plan_steps(&call.input)
