@@ -517,3 +517,42 @@ fn a_failure_is_told_by_its_exception_and_gone_once_the_command_succeeds() {
         "{failed}"
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+    /// Whatever a failed command printed (tags, tracebacks, any text at all), its summary is
+    /// written, and says the failure in one line of at most 240 characters and the cut's mark.
+    #[test]
+    fn any_failure_is_told_in_one_short_line(
+        lines in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::string::string_regex("<[a-z/]{0,8}>").unwrap(),
+                proptest::strategy::Just("Traceback (most recent call last):".to_owned()),
+                proptest::string::string_regex("[ -~é…<>]{0,300}").unwrap(),
+            ],
+            0..12,
+        ),
+        code in 1u8..3,
+    ) {
+        let summarizer = Extractive::new(
+            Template::builtin("structured").unwrap(),
+            ExtractiveSettings::built_in().unwrap(),
+        );
+        let output = format!("<returncode>{code}</returncode>\n{}", lines.join("\n"));
+        let mut head = vec![Message::text(condense_core::Role::User, "Run it.")];
+        head.extend(condense_core::testing::tool_step(
+            "a",
+            "bash",
+            serde_json::json!({ "command": "python3 run.py" }),
+            &output,
+        ));
+        let summary = summarizer.summary_of(&head).unwrap();
+        let told = summary
+            .lines()
+            .find_map(|line| line.strip_prefix("- bash `python3 run.py` failed: "));
+        let told = told.expect("the failure is listed");
+        proptest::prop_assert!(told.chars().count() <= 240 + " […]".chars().count(), "{told}");
+        proptest::prop_assert!(!told.is_empty());
+    }
+}
