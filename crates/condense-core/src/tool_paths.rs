@@ -188,6 +188,16 @@ fn part_only_looks(part: &Option<&str>) -> bool {
     }
 }
 
+/// `path` as one entry of a list of files, whatever its last `/`: a directory is named with it
+/// and without it (`ls src/`, `cd src`), and a summary's list and the replay's count take the two
+/// for one; looked for without it, it finds both. The root stays `/`.
+pub fn entry(path: &str) -> &str {
+    match path.trim_end_matches('/') {
+        "" => path,
+        trimmed => trimmed,
+    }
+}
+
 /// `path` as an absolute, lexically normal path: relative to `cwd` when it is relative and the
 /// session recorded a working directory, `.` and `..` resolved without touching the disk.
 pub fn normalize(path: &str, cwd: Option<&str>) -> String {

@@ -369,11 +369,7 @@ fn touched(head: &[Message]) -> Vec<String> {
             condense_core::tool_paths::touched(&call.name, &call.input)
                 .0
                 .into_iter()
-                .map(|path| {
-                    path.strip_suffix('/')
-                        .filter(|dir| !dir.is_empty())
-                        .unwrap_or(path)
-                })
+                .map(condense_core::tool_paths::entry)
                 .map(str::to_owned)
                 .collect::<Vec<_>>()
         })

@@ -618,11 +618,7 @@ fn kept_facts(head: &[Message]) -> (Vec<String>, Vec<String>) {
             condense_core::tool_paths::touched(&call.name, &call.input)
                 .0
                 .into_iter()
-                .map(|path| {
-                    path.strip_suffix('/')
-                        .filter(|dir| !dir.is_empty())
-                        .unwrap_or(path)
-                })
+                .map(condense_core::tool_paths::entry)
                 .map(str::to_owned)
                 .collect::<Vec<_>>()
         })

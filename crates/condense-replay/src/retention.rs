@@ -63,10 +63,7 @@ impl Produced {
                         for path in touched {
                             // A directory named with and without its last `/` is one item,
                             // looked for without it (which finds both).
-                            let path = match path.trim_end_matches('/') {
-                                "" => path,
-                                trimmed => trimmed,
-                            };
+                            let path = condense_core::tool_paths::entry(path);
                             if !produced.paths.iter().any(|seen| seen == path) {
                                 produced.paths.push(path.to_owned());
                             }

@@ -111,8 +111,7 @@ impl Facts {
     fn add_call(&mut self, call: &condense_core::ToolCall, head: &[Message], pairs: &ToolPairs) {
         let (touched, writes) = paths::touched(&call.name, &call.input);
         // A directory named with and without its last `/` is one entry, as first named.
-        let same =
-            |seen: &String, path: &str| seen.trim_end_matches('/') == path.trim_end_matches('/');
+        let same = |seen: &String, path: &str| paths::entry(seen) == paths::entry(path);
         for path in touched {
             let (target, other) = if writes {
                 (&mut self.files_modified, &mut self.files_read)
