@@ -222,6 +222,14 @@ proptest! {
     }
 }
 
+/// A 32K window's settings with a tail budget of `tokens`, whatever the window's share.
+fn with_tail_budget(tokens: usize) -> TailSettings {
+    let mut squeezed = settings(32_000);
+    squeezed.rules.min_tail_tokens = tokens;
+    squeezed.rules.max_tail_tokens = tokens;
+    squeezed
+}
+
 /// `split_counted` with previews that keep an output's first `limit` tokens (as the host's
 /// pruner sizes them, its note aside).
 fn split_previewing(messages: &[Message], settings: &TailSettings) -> condense_compact::Split {
@@ -239,9 +247,7 @@ fn split_previewing(messages: &[Message], settings: &TailSettings) -> condense_c
 #[test]
 fn a_last_exchange_that_fills_the_budget_leaves_the_calls_before_it_as_previews() {
     let messages = run_of((0..14).map(|id| if id == 13 { 1_900 } else { 300 }));
-    let mut squeezed = settings(32_000);
-    squeezed.rules.min_tail_tokens = 2_000;
-    squeezed.rules.max_tail_tokens = 2_000;
+    let mut squeezed = with_tail_budget(2_000);
 
     let within_budget = split_previewing(&messages, &squeezed);
     assert_eq!(within_budget.tail_calls, 1, "{within_budget:?}");
@@ -274,9 +280,7 @@ fn a_last_exchange_that_fills_the_budget_leaves_the_calls_before_it_as_previews(
 #[test]
 fn a_last_exchange_over_the_budget_leaves_the_calls_before_it_as_previews_within_the_bound() {
     let messages = run_of((0..14).map(|id| if id == 13 { 2_400 } else { 300 }));
-    let mut squeezed = settings(32_000);
-    squeezed.rules.min_tail_tokens = 2_000;
-    squeezed.rules.max_tail_tokens = 2_000;
+    let mut squeezed = with_tail_budget(2_000);
 
     let alone = split_previewing(&messages, &squeezed);
     assert_eq!(alone.rule, condense_compact::TailRule::LastExchange);
@@ -328,9 +332,7 @@ fn a_last_exchange_of_several_outputs_over_the_budget_fits_it_once_cut() {
             vec![tool_result(format!("p{id}"), "out ".repeat(1_500))],
         ));
     }
-    let mut squeezed = settings(32_000);
-    squeezed.rules.min_tail_tokens = 1_000;
-    squeezed.rules.max_tail_tokens = 1_000;
+    let squeezed = with_tail_budget(1_000);
     let split = split_previewing(&messages, &squeezed);
     assert_eq!(split.rule, condense_compact::TailRule::LastExchange);
     assert_eq!(split.tail_calls, 3, "{split:?}");
