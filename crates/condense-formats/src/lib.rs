@@ -149,6 +149,10 @@ pub fn read(bytes: &[u8], format: Option<Format>) -> Result<(Format, Conversatio
             None => {
                 let value = parse_document(input)?;
                 let format = detect::detect_value(&value)?;
+                // A log of one line is also one JSON document: read as the log it is.
+                if format.is_jsonl() {
+                    return Ok((format, read_jsonl(format, bytes)?));
+                }
                 Ok((format, from_value(format, value)?))
             }
         },

@@ -535,3 +535,23 @@ fn a_claude_code_1_0_summary_root_is_a_compaction_not_a_branch_left() {
     // Written back as it came.
     assert_eq!(write(Format::ClaudeCode, &now).unwrap(), bytes);
 }
+
+/// A log of one line is also one JSON document (a session that stopped at its first message,
+/// or one cut short): it is read as the log its line belongs to, and written back the same.
+#[test]
+fn a_log_of_one_line_is_read_as_a_log() {
+    let bytes = log();
+    let first_message = bytes
+        .split(|&b| b == b'\n')
+        .find(|line| {
+            serde_json::from_slice::<Value>(line).is_ok_and(|value| value["type"] == "user")
+        })
+        .unwrap();
+    let mut one = first_message.to_vec();
+    one.push(b'\n');
+    let (format, conversation) = read(&one, None).unwrap();
+    assert_eq!(format, Format::ClaudeCode);
+    assert_eq!(conversation.messages.len(), 1);
+    assert_eq!(conversation.messages[0].role, Role::User);
+    assert_eq!(write(Format::ClaudeCode, &conversation).unwrap(), one);
+}

@@ -381,3 +381,15 @@ fn an_older_codexs_summary_read_whole_is_where_its_history_starts_again() {
             .starts_with("Another language model started")
     );
 }
+
+/// A Codex log of one line (its session's metadata alone) is read as a Codex log, not refused
+/// as a JSON document of no known shape.
+#[test]
+fn a_codex_log_of_one_line_is_read_as_a_log() {
+    let bytes = log();
+    let first = bytes.split_inclusive(|&b| b == b'\n').next().unwrap();
+    let (format, conversation) = read(first, None).unwrap();
+    assert_eq!(format, Format::Codex);
+    assert!(conversation.messages.is_empty());
+    assert_eq!(write(Format::Codex, &conversation).unwrap(), first);
+}
