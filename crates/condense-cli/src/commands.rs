@@ -341,11 +341,8 @@ fn recall(args: RecallArgs) -> Result<()> {
 /// printed as they are; an output of blocks is stored as condense's parts and printed in the
 /// session's wire form, text alone as its text.
 fn recalled(bytes: &[u8], format: condense_formats::Format) -> Result<Vec<u8>> {
-    let parts = bytes
-        .starts_with(b"[{\"kind\":")
-        .then(|| serde_json::from_slice::<Vec<Part>>(bytes).ok())
-        .flatten();
-    let Some(parts) = parts else {
+    let Some(condense_core::ToolOutput::Parts(parts)) = condense_pruner::stored_output(bytes)
+    else {
         return Ok(bytes.to_vec());
     };
     if parts.iter().all(|part| matches!(part, Part::Text(_))) {

@@ -638,6 +638,10 @@ impl Compactor {
         let (outcome, compacted) = self
             .summarize(conversation, state, automatic, summarizer, due)
             .await?;
+        if let (Some(previewed), CompactionOutcome::NothingNew { .. }) = (&compacted, &outcome) {
+            // The earlier summary stands as it was frozen; only the tail's previews are new.
+            *conversation = previewed.clone();
+        }
         if let (
             Some(compacted),
             CompactionOutcome::Summarized {
@@ -690,8 +694,8 @@ impl Compactor {
         if cut.nothing_to_compact() {
             return Ok((CompactionOutcome::NothingToCompact, None));
         }
-        let (conversation, previewed_outputs) = self.tail_previewed(conversation, &cut, state)?;
-        let conversation = conversation.as_ref();
+        let (previewed, previewed_outputs) = self.tail_previewed(conversation, &cut, state)?;
+        let conversation = previewed.as_ref();
         let messages = &conversation.messages;
         let head = &messages[cut.head()];
         // The summary takes at most half the room, the tail's budget the other half; the
@@ -723,11 +727,24 @@ impl Compactor {
         // A head that is an earlier summary and the very messages it carried: a compaction that
         // could not get under the threshold, met again. Summarizing it again would make a new
         // summary of the old one on every request, each rewriting the provider's cached prefix.
+        // The tail's previews made above still go out: they are logged, so every later request
+        // repeats them, and this one, which may be over the window without them, has them too.
         if head.first().is_some_and(Message::is_compaction_summary) && head[1..] == carried[..] {
-            return Ok((CompactionOutcome::NothingNew, None));
+            let previewed = (previewed_outputs > 0).then(|| previewed.into_owned());
+            return Ok((
+                CompactionOutcome::NothingNew { previewed_outputs },
+                previewed,
+            ));
         }
+        // A summary written here (condense's own) tells how each call of the head ended from
+        // what its tool returned, not from the note that replaced it (an exit code is in the
+        // output alone); a model reads what the agent's request holds, and is paid by the token.
+        let restored = summarizer
+            .runs_locally()
+            .then(|| self.with_originals(whole, cut.head()))
+            .flatten();
         let fork = Fork {
-            conversation: whole,
+            conversation: restored.as_ref().unwrap_or(whole),
             head: cut.head(),
             carried: &carried,
             tokens: due.tokens,
@@ -811,6 +828,52 @@ impl Compactor {
             (tokens, tokens)
         };
         condense_compact::split_counted(messages, counts, &whole, tail)
+    }
+
+    /// `conversation` with the outputs of `head` that condense replaced (pruned, cleared,
+    /// previewed, trimmed) back as their tools returned them, from the store: what condense's
+    /// own summary reads, so that a failure it lists says what went wrong and an exit code it
+    /// reads is the command's, where the agent now sees a placeholder. An original the store
+    /// cannot give back (another machine's, swept) leaves its placeholder. `None` when no output
+    /// of the head was replaced. A model's summary reads what the agent saw: each output it
+    /// reads is paid for by the token.
+    fn with_originals(
+        &self,
+        conversation: &Conversation,
+        head: std::ops::Range<usize>,
+    ) -> Option<Conversation> {
+        let replaced = |message: &Message| {
+            message
+                .parts
+                .iter()
+                .filter_map(condense_core::Part::as_tool_result)
+                .any(|result| result.compacted.is_some())
+        };
+        if !conversation
+            .messages
+            .get(head.clone())?
+            .iter()
+            .any(replaced)
+        {
+            return None;
+        }
+        let mut restored = conversation.clone();
+        for message in &mut restored.messages[head] {
+            for part in &mut message.parts {
+                let condense_core::Part::ToolResult(result) = part else {
+                    continue;
+                };
+                let Some(marker) = &result.compacted else {
+                    continue;
+                };
+                let original = self.store.get(&marker.handle).ok();
+                if let Some(original) = original.as_deref().and_then(condense_pruner::stored_output)
+                {
+                    result.content = original;
+                }
+            }
+        }
+        Some(restored)
     }
 
     /// The pruner with this compactor's settings, store and clock.
@@ -1075,6 +1138,7 @@ impl Compactor {
             }
         };
         let carried = fork.carried;
+        let (whole, range) = (fork.conversation, fork.head.clone());
         // A room the ledger alone nearly fills leaves a model no answer the gate would take.
         let least = crate::gate::least(head_tokens);
         let no_room =
@@ -1120,6 +1184,12 @@ impl Compactor {
                 None,
             );
         }
+        // condense's own summary, in its place, reads the head's originals as it does when it
+        // is the summarizer ([`Compactor::with_originals`]).
+        let restored = self.with_originals(whole, range.clone());
+        let head = restored
+            .as_ref()
+            .map_or(head, |restored| &restored.messages[range]);
         let stand_in = match self.extractive.within(room).summary_carrying(head, carried) {
             Ok(answer) => parse_summary(&answer, &self.template)
                 .map_err(|error| (FailureKind::BadSummary, error.to_string())),
@@ -1298,7 +1368,7 @@ fn due_after(pruned: &Pruned, tokens_after: usize) -> usize {
 fn over_threshold_note(compaction: &CompactionOutcome, usable: usize) -> String {
     match compaction {
         CompactionOutcome::NothingToCompact => "the recent turns alone are over the threshold: there is no older part to summarize".to_owned(),
-        CompactionOutcome::NothingNew => "what is older than the kept turns is the earlier summary and what it carries: summarizing it again would change nothing".to_owned(),
+        CompactionOutcome::NothingNew { .. } => "what is older than the kept turns is the earlier summary and what it carries: summarizing it again would change nothing".to_owned(),
         CompactionOutcome::CircuitOpen { .. } => "automatic compaction is stopped for this session after repeated summarizer failures".to_owned(),
         CompactionOutcome::Failed { error, .. } => format!("the summarizer failed: {error}"),
         CompactionOutcome::PruneOnly => format!(

@@ -127,9 +127,14 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
         CompactionOutcome::NothingToCompact => {
             Some("nothing to summarize: the recent turns are all there is".to_owned())
         }
-        CompactionOutcome::NothingNew => Some(
-            "nothing new to summarize: before the recent turns are only the earlier summary and what it carries".to_owned(),
-        ),
+        CompactionOutcome::NothingNew { previewed_outputs } => Some(format!(
+            "nothing new to summarize: before the recent turns are only the earlier summary and what it carries{}",
+            match previewed_outputs {
+                0 => String::new(),
+                1 => "; 1 output of the tail cut to a preview".to_owned(),
+                n => format!("; {n} outputs of the tail cut to previews"),
+            }
+        )),
         CompactionOutcome::CircuitOpen {
             consecutive_failures,
         } => Some(format!(

@@ -18,7 +18,11 @@ pub enum CompactionOutcome {
     /// Due, but the head is only an earlier summary and the messages it carries (protected
     /// outputs, recent user turns): a new summary would fold the old one into itself and change
     /// the bytes of every request after it for nothing.
-    NothingNew,
+    NothingNew {
+        /// Outputs of the tail cut to previews for it to fit its budget, as a summary's tail
+        /// would have them ([`Split::previews`]); the earlier summary stands.
+        previewed_outputs: usize,
+    },
     /// Due, but automatic compaction stopped for this session after repeated failures.
     CircuitOpen {
         /// Failures in a row.

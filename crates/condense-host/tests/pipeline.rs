@@ -926,6 +926,69 @@ fn run_of(steps: usize) -> Conversation {
     Conversation::new(messages)
 }
 
+/// condense's own summary tells how a call ended from what its tool returned, where the agent
+/// now sees the note that replaced it: a failed build by its exit code and its first error (a
+/// mini-swe-agent output holds its exit code alone), not "ok" or the placeholder's words.
+#[tokio::test]
+async fn the_summary_tells_a_replaced_failure_by_its_original() {
+    use condense_pruner::Store;
+    let original = "<returncode>2</returncode>\n<output>\nsrc/a.c: In function 'f':\n\
+                    src/a.c:3:5: warning: unused variable 'x'\n\
+                    src/a.c:4:5: warning: unused variable 'y'\n\
+                    src/a.c:9:1: error: expected ';' before '}' token\n\
+                    make: *** [all] Error 1\n</output>";
+    let handle = condense_pruner::handle_of(original.as_bytes());
+    let store = MemoryStore::new();
+    store.put(&handle, original.as_bytes()).unwrap();
+    let mut conversation = run_of(40);
+    // The first call was the build; its output was pruned on an earlier request.
+    let [call, result] = &mut conversation.messages[2..4] else {
+        unreachable!()
+    };
+    let Part::ToolCall(call) = &mut call.parts[0] else {
+        unreachable!()
+    };
+    call.input = serde_json::json!({"command": "make -j4"});
+    let Part::ToolResult(result) = &mut result.parts[0] else {
+        unreachable!()
+    };
+    result.content = condense_core::ToolOutput::Text(format!(
+        "[condense: the output of bash was pruned (60 tokens). Original: condense recall {handle}]"
+    ));
+    result.compacted = Some(condense_core::Compacted {
+        at_ms: 0,
+        phase: condense_core::Phase::Prune,
+        original_tokens: 60,
+        original_chars: original.chars().count(),
+        handle: handle.clone(),
+    });
+    let summarized = |store: MemoryStore| {
+        let conversation = conversation.clone();
+        async move {
+            let compaction = Compactor::from_config(&config())
+                .unwrap()
+                .with_store(Box::new(store))
+                .with_clock(Box::new(FixedClock(1_763_700_000_000)))
+                .compact(conversation)
+                .await
+                .unwrap();
+            summary_text(&compaction.conversation)
+        }
+    };
+    let summary = summarized(store).await;
+    assert!(
+        summary.contains(
+            "- bash `make -j4` failed: … / src/a.c:9:1: error: expected ';' before '}' token\n"
+        ),
+        "{summary}"
+    );
+    assert!(!summary.contains("make -j4 → ok"), "{summary}");
+    // An original the store no longer has (another machine's, swept): the summary can tell
+    // only what the agent sees, the placeholder, which holds neither the exit code nor the error.
+    let summary = summarized(MemoryStore::new()).await;
+    assert!(!summary.contains("expected ';'"), "{summary}");
+}
+
 /// After a pause longer than the provider's cache lifetime, the next request is written to the
 /// cache whole whatever it holds: a request the square-root rule would carry on (a head that
 /// saves less than it would pay back at a warm cache) is compacted then, keeping the recent

@@ -240,7 +240,12 @@ async fn a_summary_that_cannot_get_under_is_not_made_again_on_a_resend() {
         .prepare(history.clone(), &mut state)
         .await
         .unwrap();
-    assert_eq!(again.report.compaction, CompactionOutcome::NothingNew);
+    assert_eq!(
+        again.report.compaction,
+        CompactionOutcome::NothingNew {
+            previewed_outputs: 0
+        }
+    );
     assert!(matches!(
         again.report.head,
         Some(HeadOutcome::Reused { .. })

@@ -47,6 +47,7 @@ pub use settings::{
 };
 pub use store::{
     DirStore, MemoryStore, Store, StoreError, Swept, handle_of, handles_in, is_handle,
+    stored_output,
 };
 pub use trim::{
     TRIM_TOOL, TRIM_TOOL_DESCRIPTION, TrimOutcome, TrimRefusal, TrimReport, trim_tool_parameters,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
+use condense_core::{Part, ToolOutput};
 use sha2::{Digest, Sha256};
 
 /// Hex digits of SHA-256 kept in a handle: 128 bits, collision-free for any store a person will
@@ -49,6 +50,20 @@ pub fn handles_in(text: &[u8]) -> impl Iterator<Item = &str> {
         .filter(|run| run.len() == HANDLE_HEX_DIGITS)
         // Hex digits are ASCII, so a run is always UTF-8.
         .filter_map(|run| std::str::from_utf8(run).ok())
+}
+
+/// An output as the tool returned it, from the bytes the store keeps for it: an output of
+/// blocks is kept as condense's parts in JSON, a text output as its text (the pruner's form).
+/// `None` when the bytes are neither (a text output is UTF-8 by construction).
+pub fn stored_output(bytes: &[u8]) -> Option<ToolOutput> {
+    if bytes.starts_with(b"[{\"kind\":")
+        && let Ok(parts) = serde_json::from_slice::<Vec<Part>>(bytes)
+    {
+        return Some(ToolOutput::Parts(parts));
+    }
+    std::str::from_utf8(bytes)
+        .ok()
+        .map(|text| ToolOutput::Text(text.to_owned()))
 }
 
 /// What [`DirStore::sweep`] did.

@@ -518,6 +518,53 @@ fn a_failure_is_told_by_its_exception_and_gone_once_the_command_succeeds() {
     );
 }
 
+/// A build that failed after pages of warnings is told by its first error, the one to fix; an
+/// output whose first lines say what went wrong is told by them.
+#[test]
+fn a_failed_build_is_told_by_its_first_error() {
+    let summarizer = Extractive::new(
+        Template::builtin("structured").unwrap(),
+        ExtractiveSettings::built_in().unwrap(),
+    );
+    let mut head = vec![Message::text(condense_core::Role::User, "Fix the build.")];
+    let warnings: String = (0..40)
+        .map(|line| format!("src/a.c:{line}:5: warning: unused variable 'x{line}'\n"))
+        .collect();
+    for (id, command, output) in [
+        (
+            "a",
+            "make -j4",
+            format!(
+                "<returncode>2</returncode>\n<output>\n{warnings}src/b.c:9:1: error: expected ';' \
+                 before '}}' token\nsrc/c.c:2:1: error: unknown type name 'T'\n\
+                 make: *** [all] Error 1\n</output>"
+            ),
+        ),
+        (
+            "b",
+            "cargo build",
+            "<returncode>101</returncode>\n<output>\nerror[E0433]: cannot find `tracing`\n\
+             --> src/lib.rs:9:5\n</output>"
+                .to_owned(),
+        ),
+    ] {
+        head.extend(condense_core::testing::tool_step(
+            id,
+            "bash",
+            serde_json::json!({ "command": command }),
+            &output,
+        ));
+    }
+    let summary = summarizer.summary_of(&head).unwrap();
+    assert!(
+        summary.contains(
+            "- bash `make -j4` failed: … / src/b.c:9:1: error: expected ';' before '}' token\n\
+             - bash `cargo build` failed: error[E0433]: cannot find `tracing` / --> src/lib.rs:9:5\n"
+        ),
+        "{summary}"
+    );
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
 

@@ -655,7 +655,7 @@ impl Proxy {
                 Metrics::add(&self.metrics.summarizer_failures, 1);
                 fired.push("summary failed".into());
             }
-            CompactionOutcome::NothingNew => {
+            CompactionOutcome::NothingNew { .. } => {
                 fired.push("nothing new to summarize".into());
             }
             CompactionOutcome::NothingToCompact => {

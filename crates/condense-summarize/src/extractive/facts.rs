@@ -343,7 +343,9 @@ fn exit_code(text: &str) -> Option<i64> {
 /// lines that say something (a bare tag such as mini-swe-agent's `<output>` or `<warning>`
 /// says nothing), or, where a Python traceback starts in those, what comes before it and its
 /// last line, the exception (the lines after `Traceback (most recent call last):` are the
-/// frames that led there). "no output" when there is none (a search that found nothing).
+/// frames that led there). Where none of those three names an error and a later line does (a
+/// build's warnings before its first `error:`), that line: the first error is the one to fix.
+/// "no output" when there is none (a search that found nothing).
 fn excerpt(content: &ToolOutput) -> String {
     let text = content.text();
     let lines: Vec<&str> = text
@@ -367,8 +369,22 @@ fn excerpt(content: &ToolOutput) -> String {
             let before = cut(&lines[..=at].join(" / "), room);
             cut(&format!("{before} / … / {exception}"), 240)
         }
-        _ => cut(&shown.join(" / "), 240),
+        _ => match lines.iter().position(|line| names_an_error(line)) {
+            Some(at) if at >= shown.len() => cut(&format!("… / {}", lines[at]), 240),
+            _ => cut(&shown.join(" / "), 240),
+        },
     }
+}
+
+/// Whether a line of a failed command's output says what the error was, as compilers, linkers,
+/// interpreters and git write it (`error:`, rustc's `error[E0433]:`, `AssertionError:`,
+/// `fatal:`), or pytest (`FAILED`, in capitals: the word in a message is not a verdict).
+fn names_an_error(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    ["error:", "error[", "fatal:", "fatal error"]
+        .iter()
+        .any(|mark| lower.contains(mark))
+        || line.contains("FAILED")
 }
 
 /// At most `limit` characters of `text`, with " […]" when it was cut.
