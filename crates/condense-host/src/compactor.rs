@@ -698,32 +698,17 @@ impl Compactor {
         let conversation = previewed.as_ref();
         let messages = &conversation.messages;
         let head = &messages[cut.head()];
-        // The summary takes at most half the room, the tail's budget the other half; the
-        // person's latest requests the tail could not hold are carried whole as far as they
-        // fit beside them, and left to the summary's quotes where they do not. A tail that is
-        // more than its half even so (a last exchange nothing in it can be cut from: the
-        // person's own message, a screenshot in it, the agent's calls) leaves the summary what
-        // is left: the summary shrinks, not the request past the window.
+        // The person's latest requests the tail could not hold are carried whole as far as
+        // they fit beside the summary and the tail, and left to the summary's quotes where they
+        // do not.
         let usable = condense_compact::usable(&room);
-        let summary_room = self
-            .summary_tokens
-            .min(usable / 2)
-            .min(usable.saturating_sub(cut.kept_tokens));
-        let carry = |turns| {
-            carried(
-                messages,
-                cut.pinned,
-                cut.tail_start,
-                &self.prune.rules.protected_tools,
-                turns,
-            )
-        };
-        let mut carried = carry(due.tail.rules.min_tail_turns);
-        if summary_room + cut.kept_tokens + conversation_total(&counter.count_each(&carried))
-            > usable
-        {
-            carried = carry(0);
-        }
+        let summary_room = self.summary_room(usable, cut.kept_tokens);
+        let carried = self.carried_past(
+            messages,
+            &cut,
+            due.tail.rules.min_tail_turns,
+            usable.saturating_sub(summary_room),
+        );
         // A head that is an earlier summary and the very messages it carried: a compaction that
         // could not get under the threshold, met again. Summarizing it again would make a new
         // summary of the old one on every request, each rewriting the provider's cached prefix.
@@ -779,6 +764,44 @@ impl Compactor {
             cache_cold: due.early && due.cache_cold,
         };
         Ok((outcome, Some(compacted)))
+    }
+
+    /// The most the summary may take of `usable` beside a tail of `kept` tokens: its budget, at
+    /// most half the room (the tail's budget is the other half); a tail that is more than its
+    /// half even so (a last exchange nothing in it can be cut from: the person's own message, a
+    /// screenshot in it, the agent's calls) leaves the summary what is left: the summary
+    /// shrinks, not the request past the window.
+    fn summary_room(&self, usable: usize, kept: usize) -> usize {
+        self.summary_tokens
+            .min(usable / 2)
+            .min(usable.saturating_sub(kept))
+    }
+
+    /// What the head holds that outlives the summary, verbatim ([`carried`]): protected tools'
+    /// calls and outputs, and the person's last `min_turns` messages the tail could not hold
+    /// where they fit beside the tail in `room` (what the summary's room leaves), else none of
+    /// the person's: the summary quotes them.
+    fn carried_past(
+        &self,
+        messages: &[Message],
+        cut: &Split,
+        min_turns: usize,
+        room: usize,
+    ) -> Vec<Message> {
+        let carry = |turns| {
+            carried(
+                messages,
+                cut.pinned,
+                cut.tail_start,
+                &self.prune.rules.protected_tools,
+                turns,
+            )
+        };
+        let carried = carry(min_turns);
+        if cut.kept_tokens + conversation_total(&self.counter.count_each(&carried)) > room {
+            return carry(0);
+        }
+        carried
     }
 
     /// Where a compaction cuts `messages` in `room`: as the budget does, but for an early
@@ -1184,18 +1207,26 @@ impl Compactor {
                 None,
             );
         }
-        // condense's own summary, in its place, reads the head's originals as it does when it
-        // is the summarizer ([`Compactor::with_originals`]).
-        let restored = self.with_originals(whole, range.clone());
-        let head = restored
-            .as_ref()
-            .map_or(head, |restored| &restored.messages[range]);
-        let stand_in = match self.extractive.within(room).summary_carrying(head, carried) {
+        (self.stand_in(whole, range, carried, room), Some(reason))
+    }
+
+    /// condense's own summary of `conversation`'s `head`, in the place of a model's rejected
+    /// answer, within `room`: it reads the head's originals as it does when it is the
+    /// summarizer ([`Compactor::with_originals`]).
+    fn stand_in(
+        &self,
+        conversation: &Conversation,
+        head: std::ops::Range<usize>,
+        carried: &[Message],
+        room: Option<usize>,
+    ) -> Result<condense_template::ParsedSummary, (FailureKind, String)> {
+        let restored = self.with_originals(conversation, head.clone());
+        let head = &restored.as_ref().unwrap_or(conversation).messages[head];
+        match self.extractive.within(room).summary_carrying(head, carried) {
             Ok(answer) => parse_summary(&answer, &self.template)
                 .map_err(|error| (FailureKind::BadSummary, error.to_string())),
             Err(error) => Err((FailureKind::Summarizer(error.kind()), error.to_string())),
-        };
-        (stand_in, Some(reason))
+        }
     }
 
     /// The continuation's text when `phases` add one: automatic compaction (a harness's
