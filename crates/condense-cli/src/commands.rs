@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result, bail};
 use condense_core::{Conversation, Part};
 use condense_host::{Clock, Compaction, CompactionOutcome, Compactor, FixedClock, SystemClock};
-use condense_pruner::{MemoryStore, Reason, Store};
+use condense_pruner::{MemoryStore, ReadThrough, Reason, Store};
 use condense_template::{BUILTIN, Template};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 use serde::Serialize;
@@ -62,6 +62,17 @@ fn clock(now: Option<u64>) -> Box<dyn Clock> {
     }
 }
 
+/// The store of a run that stores nothing (`--dry-run`, `inspect`): it reads the originals the
+/// configured store holds, as the real run's summary would, and keeps its own in memory. A
+/// store that cannot be opened (a Redis that is down) leaves it only its own: a dry run must
+/// not fail for want of what it never writes to.
+fn looking_only(config: &condense_host::Config) -> Box<dyn Store> {
+    match crate::settings::Originals::of(config).open(config) {
+        Ok(below) => Box::new(ReadThrough::new(below)),
+        Err(_) => Box::new(MemoryStore::new()),
+    }
+}
+
 fn compact(args: RunArgs, verbosity: Verbosity, summarize: bool) -> Result<()> {
     // Every file the run touches is checked against the others before anything is read or
     // written: a report or output naming the input must not cost the user their session.
@@ -79,7 +90,7 @@ fn compact(args: RunArgs, verbosity: Verbosity, summarize: bool) -> Result<()> {
     let plugins = plugins(&config, verbosity)?;
     let session = read_session(&args.input, args.format)?;
     let store: Box<dyn Store> = if args.dry_run {
-        Box::new(MemoryStore::new())
+        looking_only(&config)
     } else {
         crate::settings::Originals::of(&config).open(&config)?
     };
@@ -246,7 +257,7 @@ fn inspect(args: InspectArgs, verbosity: Verbosity) -> Result<()> {
         preview = config_with_extractive(&args)?;
     }
     let compactor = Compactor::with_plugins(&preview, &plugins)?
-        .with_store(Box::new(MemoryStore::new()))
+        .with_store(looking_only(&config))
         .with_clock(clock(args.now));
     let Compaction { report, .. } = runtime()?
         .block_on(compactor.compact(conversation.clone()))

@@ -1187,3 +1187,61 @@ fn the_configuration_file_may_come_first() {
         assert!(shown.contains("context_window = 123456"), "{args:?}");
     }
 }
+
+/// A session an earlier run pruned is summarized from the originals that run kept (a file keeps
+/// no markers: its placeholders are recognised), so a failure is told by its error, not by the
+/// placeholder; and a dry run says what the run would do, reading the same originals, and
+/// stores nothing of its own.
+#[test]
+fn a_second_run_summarizes_from_the_originals_the_first_kept_and_a_dry_run_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = transcripts().join("claude-code/d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl");
+    let window = ["--context-window", "32000", "--max-output-tokens", "4096"];
+    let run = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(window);
+        all.extend(["--store", "originals", "-q"]);
+        let out = condense(dir.path(), &all);
+        assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
+    };
+    // Microcompact clears the old outputs (the log is long past the cache's life).
+    run(&["prune", input.to_str().unwrap(), "-o", "pruned.jsonl"]);
+    // The store keeps each original at `<first two hex digits>/<handle>`.
+    let stored = || {
+        std::fs::read_dir(dir.path().join("originals"))
+            .unwrap()
+            .map(|shard| std::fs::read_dir(shard.unwrap().path()).unwrap().count())
+            .sum::<usize>()
+    };
+    let kept = stored();
+    assert!(kept > 0);
+    run(&[
+        "compact",
+        "pruned.jsonl",
+        "--dry-run",
+        "--report",
+        "dry.json",
+    ]);
+    assert_eq!(stored(), kept, "a dry run stores nothing");
+    run(&[
+        "compact",
+        "pruned.jsonl",
+        "-o",
+        "out.jsonl",
+        "--report",
+        "real.json",
+    ]);
+    let summary = |name: &str| {
+        let report: Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(name)).unwrap()).unwrap();
+        report["compaction"]["summary_tokens"].clone()
+    };
+    assert!(summary("real.json").is_u64(), "{}", summary("real.json"));
+    assert_eq!(summary("dry.json"), summary("real.json"));
+    let compacted = std::fs::read_to_string(dir.path().join("out.jsonl")).unwrap();
+    assert!(
+        compacted.contains("error: unknown type name ‘vsla_stats_t’"),
+        "the summary tells the first build's error"
+    );
+    assert!(!compacted.contains("failed: [Old tool result content cleared"));
+}

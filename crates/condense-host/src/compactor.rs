@@ -854,23 +854,37 @@ impl Compactor {
     }
 
     /// `conversation` with the outputs of `head` that condense replaced (pruned, cleared,
-    /// previewed, trimmed) back as their tools returned them, from the store: what condense's
-    /// own summary reads, so that a failure it lists says what went wrong and an exit code it
-    /// reads is the command's, where the agent now sees a placeholder. An original the store
-    /// cannot give back (another machine's, swept) leaves its placeholder. `None` when no output
-    /// of the head was replaced. A model's summary reads what the agent saw: each output it
-    /// reads is paid for by the token.
+    /// previewed, trimmed; in this run, or in an earlier one whose file this is) back as their
+    /// tools returned them, from the store: what condense's own summary reads, so that a
+    /// failure it lists says what went wrong and an exit code it reads is the command's, where
+    /// the agent now sees a placeholder. An original the store cannot give back (another
+    /// machine's, swept) leaves its placeholder. `None` when no output of the head was
+    /// replaced. A model's summary reads what the agent saw: each output it reads is paid for
+    /// by the token.
     fn with_originals(
         &self,
         conversation: &Conversation,
         head: std::ops::Range<usize>,
     ) -> Option<Conversation> {
+        let pruner = self.pruner();
+        // The handle of a replaced output: its marker's, or, for a placeholder read back from a
+        // file (which keeps no markers), the last one its text names.
+        let handle = |result: &condense_core::ToolResult| match &result.compacted {
+            Some(marker) => Some(marker.handle.clone()),
+            None if pruner.is_placeholder(&result.content) => {
+                let text = result.content.text();
+                condense_pruner::handles_in(text.as_bytes())
+                    .last()
+                    .map(str::to_owned)
+            }
+            None => None,
+        };
         let replaced = |message: &Message| {
             message
                 .parts
                 .iter()
                 .filter_map(condense_core::Part::as_tool_result)
-                .any(|result| result.compacted.is_some())
+                .any(|result| handle(result).is_some())
         };
         if !conversation
             .messages
@@ -886,10 +900,7 @@ impl Compactor {
                 let condense_core::Part::ToolResult(result) = part else {
                     continue;
                 };
-                let Some(marker) = &result.compacted else {
-                    continue;
-                };
-                let original = self.store.get(&marker.handle).ok();
+                let original = handle(result).and_then(|handle| self.store.get(&handle).ok());
                 if let Some(original) = original.as_deref().and_then(condense_pruner::stored_output)
                 {
                     result.content = original;

@@ -46,7 +46,7 @@ pub use settings::{
     Thresholds, TrimRules, WalkWhen,
 };
 pub use store::{
-    DirStore, MemoryStore, Store, StoreError, Swept, handle_of, handles_in, is_handle,
+    DirStore, MemoryStore, ReadThrough, Store, StoreError, Swept, handle_of, handles_in, is_handle,
     stored_output,
 };
 pub use trim::{

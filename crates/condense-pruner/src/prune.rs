@@ -479,8 +479,8 @@ impl Pruner<'_> {
     }
 
     /// Whether an output is one of condense's own placeholders (any rule's, as configured), read
-    /// back without its marker.
-    fn is_placeholder(&self, content: &ToolOutput) -> bool {
+    /// back without its marker (files do not keep markers).
+    pub fn is_placeholder(&self, content: &ToolOutput) -> bool {
         let ToolOutput::Text(text) = content else {
             return false;
         };

@@ -419,12 +419,74 @@ impl Store for MemoryStore {
     }
 }
 
+/// The store of a run that must leave nothing behind (a dry run, a preview of what a run would
+/// do): what it is given is kept in memory; what it is asked for is looked up there, then in
+/// the store below it (the configured one, read and never written), so that the run reads the
+/// originals an earlier run kept, as the real run would.
+pub struct ReadThrough {
+    memory: MemoryStore,
+    below: Box<dyn Store>,
+}
+
+impl std::fmt::Debug for ReadThrough {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadThrough")
+            .field("kept", &self.memory.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReadThrough {
+    /// Over `below`, with nothing of its own yet.
+    pub fn new(below: Box<dyn Store>) -> Self {
+        ReadThrough {
+            memory: MemoryStore::new(),
+            below,
+        }
+    }
+}
+
+impl Store for ReadThrough {
+    fn put(&self, handle: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.memory.put(handle, bytes)
+    }
+
+    fn get(&self, handle: &str) -> Result<Vec<u8>, StoreError> {
+        match self.memory.get(handle) {
+            Err(StoreError::NotFound(_)) => self.below.get(handle),
+            found => found,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use condense_core::testing::backdate as age;
 
     use super::*;
     use std::os::unix::fs::FileTypeExt;
+
+    /// A dry run reads what earlier runs kept and keeps what it is given to itself: the
+    /// directory below it is never written.
+    #[test]
+    fn a_read_through_store_reads_below_and_writes_nothing_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let kept = b"an original an earlier run kept";
+        let earlier = handle_of(kept);
+        DirStore::new(dir.path()).put(&earlier, kept).unwrap();
+        let store = ReadThrough::new(Box::new(DirStore::new(dir.path())));
+        assert_eq!(store.get(&earlier).unwrap(), kept);
+        let fresh = b"an original of this run";
+        let handle = handle_of(fresh);
+        store.put(&handle, fresh).unwrap();
+        assert_eq!(store.get(&handle).unwrap(), fresh);
+        assert!(matches!(
+            DirStore::new(dir.path()).get(&handle),
+            Err(StoreError::NotFound(_))
+        ));
+        let missing = handle_of(b"never stored");
+        assert!(matches!(store.get(&missing), Err(StoreError::NotFound(_))));
+    }
 
     #[test]
     fn a_dir_store_gives_back_what_it_was_given() {
