@@ -88,7 +88,9 @@ def test_a_pruned_output_is_recalled(transcripts, isolated):
         context_window=32_000, max_output_tokens=4_096, **{"prune.protect_tokens": 2_000,
                                                             "prune.minimum_tokens": 1_000}
     )
-    prepared = compactor.prepare(body)
+    # Phase 1 alone, as `condense prune` does: the placeholders stay in the messages (a summary
+    # tells a failure by what its original says, not by its placeholder).
+    prepared = compactor.apply_trim(body)
     text = json.dumps(prepared.messages)
     assert "condense recall " in text
     handle = text.split("condense recall ")[1][:32]
