@@ -858,8 +858,8 @@ impl Compactor {
     /// tools returned them, from the store: what condense's own summary reads, so that a
     /// failure it lists says what went wrong and an exit code it reads is the command's, where
     /// the agent now sees a placeholder. An original the store cannot give back (another
-    /// machine's, swept) leaves its placeholder. `None` when no output of the head was
-    /// replaced. A model's summary reads what the agent saw: each output it reads is paid for
+    /// machine's, swept) leaves its placeholder. `None` when the store gives back no original
+    /// of the head's (the conversation is cloned only when it does). A model's summary reads what the agent saw: each output it reads is paid for
     /// by the token.
     fn with_originals(
         &self,
@@ -879,32 +879,30 @@ impl Compactor {
             }
             None => None,
         };
-        let replaced = |message: &Message| {
-            message
-                .parts
-                .iter()
-                .filter_map(condense_core::Part::as_tool_result)
-                .any(|result| handle(result).is_some())
-        };
-        if !conversation
-            .messages
-            .get(head.clone())?
-            .iter()
-            .any(replaced)
-        {
-            return None;
-        }
-        let mut restored = conversation.clone();
-        for message in &mut restored.messages[head] {
-            for part in &mut message.parts {
-                let condense_core::Part::ToolResult(result) = part else {
+        // Each original the store gives back, by where its output stands.
+        let mut originals = Vec::new();
+        for (at, message) in conversation.messages.get(head.clone())?.iter().enumerate() {
+            for (part, result) in message.parts.iter().enumerate() {
+                let Some(result) = result.as_tool_result() else {
                     continue;
                 };
                 let original = handle(result).and_then(|handle| self.store.get(&handle).ok());
                 if let Some(original) = original.as_deref().and_then(condense_pruner::stored_output)
                 {
-                    result.content = original;
+                    originals.push((at, part, original));
                 }
+            }
+        }
+        if originals.is_empty() {
+            return None;
+        }
+        let mut restored = conversation.clone();
+        let start = head.start;
+        for (at, part, original) in originals {
+            if let condense_core::Part::ToolResult(result) =
+                &mut restored.messages[start + at].parts[part]
+            {
+                result.content = original;
             }
         }
         Some(restored)

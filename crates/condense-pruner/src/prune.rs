@@ -351,7 +351,7 @@ impl Pruner<'_> {
         let text = result.content.text();
         let bytes = self.preview_bytes_within(&text, whole, tool, limit);
         let shown = preview(&text, bytes);
-        let handle = handle_of(&content_bytes(&result.content).unwrap_or_default());
+        let handle = handle_of(&crate::store::stored_bytes(&result.content).unwrap_or_default());
         let chars = text.chars().count();
         let note = self.preview_note_of(tool, whole, chars, shown.chars().count(), &handle);
         self.counter
@@ -1234,19 +1234,11 @@ fn marker(
 /// What goes to the store: a text output as its UTF-8 bytes (so `condense recall` prints it as
 /// it was), an output of blocks as their JSON.
 fn original_bytes<'o>(output: &'o Output<'_>) -> Result<Cow<'o, [u8]>, PruneError> {
-    content_bytes(&output.result.content).map_err(|error| PruneError::Serialize {
+    crate::store::stored_bytes(&output.result.content).map_err(|error| PruneError::Serialize {
         call_id: output.result.call_id.clone(),
         message: output.message,
         reason: error.to_string(),
     })
-}
-
-/// An output's bytes as the store keeps them: its text, or its blocks as JSON.
-fn content_bytes(content: &ToolOutput) -> Result<Cow<'_, [u8]>, serde_json::Error> {
-    match content {
-        ToolOutput::Text(text) => Ok(Cow::Borrowed(text.as_bytes())),
-        ToolOutput::Parts(parts) => serde_json::to_vec(parts).map(Cow::Owned),
-    }
 }
 
 fn duplicate_key(tool: &str, text: &str) -> u64 {

@@ -52,9 +52,20 @@ pub fn handles_in(text: &[u8]) -> impl Iterator<Item = &str> {
         .filter_map(|run| std::str::from_utf8(run).ok())
 }
 
-/// An output as the tool returned it, from the bytes the store keeps for it: an output of
-/// blocks is kept as condense's parts in JSON, a text output as its text (the pruner's form).
-/// `None` when the bytes are neither (a text output is UTF-8 by construction).
+/// An output's bytes as the store keeps them: its text (so `condense recall` prints it as it
+/// was), or its blocks as condense's parts in JSON. [`stored_output`] reads them back.
+pub(crate) fn stored_bytes(
+    content: &ToolOutput,
+) -> Result<std::borrow::Cow<'_, [u8]>, serde_json::Error> {
+    match content {
+        ToolOutput::Text(text) => Ok(std::borrow::Cow::Borrowed(text.as_bytes())),
+        ToolOutput::Parts(parts) => serde_json::to_vec(parts).map(std::borrow::Cow::Owned),
+    }
+}
+
+/// An output as the tool returned it, from the bytes the store keeps for it ([`stored_bytes`]:
+/// an output of blocks as condense's parts in JSON, a text output as its text). `None` when
+/// the bytes are neither (a text output is UTF-8 by construction).
 pub fn stored_output(bytes: &[u8]) -> Option<ToolOutput> {
     if bytes.starts_with(b"[{\"kind\":")
         && let Ok(parts) = serde_json::from_slice::<Vec<Part>>(bytes)
