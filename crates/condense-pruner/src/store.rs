@@ -63,7 +63,7 @@ pub(crate) fn stored_bytes(
     }
 }
 
-/// An output as the tool returned it, from the bytes the store keeps for it ([`stored_bytes`]:
+/// An output as the tool returned it, from the bytes the store keeps for it (the pruner's form:
 /// an output of blocks as condense's parts in JSON, a text output as its text). `None` when
 /// the bytes are neither (a text output is UTF-8 by construction).
 pub fn stored_output(bytes: &[u8]) -> Option<ToolOutput> {
