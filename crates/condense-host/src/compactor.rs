@@ -750,13 +750,29 @@ impl Compactor {
             Err(failed) => return Ok((failed, None)),
         };
         let continuation = self.continuation_for(Phases::Both { automatic }, messages);
-        let compacted = reassembled(conversation, &cut, &carried, &parsed.text, continuation);
+        let mut compacted = reassembled(conversation, &cut, &carried, &parsed.text, continuation);
+        // Still more than the window holds, the summary shrunk and the last exchange's outputs
+        // cut: what the agent itself sent in its last exchange (a whole file given to a Write,
+        // in a window its system prompt and tools nearly fill) is cut to a preview, the whole
+        // input stored, rather than a request the provider refuses. Not logged: a later request
+        // that holds the exchange whole is compacted again, and this one summarized with the
+        // head there.
+        let limit = window_in_ours(due.tail.context_window, due.tokens, due.counted, due.line);
+        let total = conversation_total(&counter.count_each(&compacted.messages));
+        let previewed_inputs = if total > limit {
+            let tail = (cut.pinned + 1 + carried.len())..compacted.messages.len();
+            self.pruner()
+                .preview_inputs(&mut compacted, tail, total - limit)?
+        } else {
+            0
+        };
         let summary_tokens = counter.count_message(&compacted.messages[cut.pinned]);
         let outcome = CompactionOutcome::Summarized {
             summarizer: name,
             split: cut,
             carried_messages: carried.len(),
             previewed_outputs,
+            previewed_inputs,
             summary_tokens,
             missing_sections: parsed.missing_sections,
             rejected,
@@ -1442,6 +1458,18 @@ struct Due {
     cache_cold: bool,
     /// The provider's count as a line in condense's, where the session's figures give one.
     line: Option<Line>,
+}
+
+/// The model's whole window in condense's count of a request's messages: what the provider
+/// counts beyond them (`due` its count, `ours` condense's) taken out as [`overhead`] parts it,
+/// a fixed part and a scale where the session's figures give a `line`, else a share of the
+/// request. A request over it is one the provider refuses.
+fn window_in_ours(window: usize, due: usize, ours: usize, line: Option<Line>) -> usize {
+    match line {
+        Some(line) => ((window as f64 - line.fixed).max(0.0) / line.scale).floor() as usize,
+        None if due > ours => (window as f64 * ours as f64 / due as f64).floor() as usize,
+        None => window,
+    }
 }
 
 /// The compacted conversation: what is pinned, the summary message (with the continuation),

@@ -47,7 +47,7 @@ pub fn render_report(
     ));
     // Where the originals of what was replaced are: a placeholder names a handle, not a place.
     let replaced = report.prune.replaced() > 0
-        || matches!(report.compaction, CompactionOutcome::Summarized { previewed_outputs, .. } if previewed_outputs > 0);
+        || matches!(report.compaction, CompactionOutcome::Summarized { previewed_outputs, previewed_inputs, .. } if previewed_outputs + previewed_inputs > 0);
     if let Some(store) = originals.filter(|_| replaced) {
         out.push_str(&format!("  originals: {store} (condense recall HANDLE)\n"));
     }
@@ -148,6 +148,7 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
             split,
             carried_messages,
             previewed_outputs,
+            previewed_inputs,
             summary_tokens,
             missing_sections,
             rejected,
@@ -181,6 +182,11 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
                         "; the last exchange is over the tail budget, {previewed_outputs} of its outputs cut to previews"
                     ),
                 });
+            }
+            if *previewed_inputs > 0 {
+                line.push_str(&format!(
+                    "; still over the window with the summary shrunk, so {previewed_inputs} of the last exchange's tool call inputs cut to previews (prune.input_note)"
+                ));
             }
             if let Some(reason) = rejected {
                 line.push_str(&format!(

@@ -52,6 +52,13 @@ pub enum CompactionOutcome {
         /// exchange), or the recent calls' over their share ([`condense_compact::TailRule`]).
         #[serde(skip_serializing_if = "is_zero")]
         previewed_outputs: usize,
+        /// Tool calls of the tail whose inputs were cut to previews, the summary shrunk and the
+        /// outputs cut, for the request to fit the window at all
+        /// ([`condense_pruner::Pruner::preview_inputs`]): what the agent itself sent in its last
+        /// exchange (a whole file given to a Write) in a window its system prompt and tools
+        /// nearly fill.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        previewed_inputs: usize,
         /// The summary's tokens.
         summary_tokens: usize,
         /// Template sections the summary lacked.

@@ -1113,3 +1113,106 @@ async fn a_request_to_another_model_or_prefix_is_compacted_as_at_an_expired_cach
     let late = send(7, 28, "claude-opus-4", None, &mut sonnet_since).await;
     assert!(cold(&late), "{late:?}");
 }
+
+/// Where the last exchange alone is more than the window holds (a Write that gave a whole file,
+/// in a window the request's system prompt and tools nearly fill), the request goes out with
+/// that input cut to a preview: its call, its result and the rest of its input kept, the whole
+/// input in the store, the wire's `arguments` written again from it. Not a request the provider
+/// refuses, and not the exchange summarized away (a resumed agent sees where it was). A window
+/// that holds the exchange never has it cut.
+#[tokio::test]
+async fn a_last_exchange_over_the_window_goes_out_with_its_input_cut() {
+    use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total};
+    let content: String = (0..900)
+        .map(|n| format!("line {n}: let x{n} = {n};\n"))
+        .collect();
+    let input = serde_json::json!({"file_path": "/src/big.rs", "content": content});
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": "You are a careful agent."}),
+        serde_json::json!({"role": "user", "content": "write the parser module"}),
+    ];
+    for step in 0..3 {
+        let output: String = (0..90)
+            .map(|line| format!("step {step} line {line} passed ok\n"))
+            .collect();
+        messages.extend([
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{step}"), "type": "function", "function": {"name": "bash", "arguments": format!("{{\"command\": \"run check {step}\"}}")}}]}),
+            serde_json::json!({"role": "tool", "tool_call_id": format!("c{step}"), "content": output}),
+        ]);
+    }
+    messages.extend([
+        serde_json::json!({"role": "assistant", "content": "Writing the module.", "tool_calls": [{"id": "write", "type": "function", "function": {"name": "Write", "arguments": input.to_string()}}]}),
+        serde_json::json!({"role": "tool", "tool_call_id": "write", "content": "File created successfully at: /src/big.rs"}),
+    ]);
+    let body = serde_json::json!({"model": "gpt-4.1", "messages": messages});
+    let conversation = condense_formats::read_json(condense_formats::Format::OpenAi, body).unwrap();
+    let counter = Tiktoken::default();
+    let total = |conversation: &Conversation| {
+        conversation_total(&counter.count_each(&conversation.messages))
+    };
+    assert!(total(&conversation) > 12_000);
+
+    let ours = compactor(&config_at("8000", "1024"));
+    let compaction = ours.compact(conversation.clone()).await.unwrap();
+    let out = &compaction.conversation;
+    assert!(total(out) <= 8_000, "{} tokens", total(out));
+    let CompactionOutcome::Summarized {
+        previewed_inputs: 1,
+        ..
+    } = &compaction.report.compaction
+    else {
+        panic!("{:?}", compaction.report.compaction);
+    };
+    // The last exchange as it was but for the file's text: the words, the call, the result.
+    let [.., step, result] = &out.messages[..] else {
+        unreachable!()
+    };
+    assert_eq!(step.plain_text(), "Writing the module.");
+    let call = step.parts.iter().find_map(Part::as_tool_call).unwrap();
+    assert_eq!((call.id.as_str(), call.name.as_str()), ("write", "Write"));
+    assert_eq!(call.input["file_path"], "/src/big.rs");
+    let cut = call.input["content"].as_str().unwrap();
+    assert!(cut.starts_with("line 0: let x0 = 0;\nline 1: "), "{cut}");
+    assert_eq!(result, conversation.messages.last().unwrap());
+    // The whole input, from the handle the note names.
+    let handle = cut.trim_end_matches(']').rsplit(' ').next().unwrap();
+    let whole: serde_json::Value =
+        serde_json::from_slice(&ours.store().get(handle).unwrap()).unwrap();
+    assert_eq!(whole, input);
+    // On the wire, the arguments are the cut input.
+    let written = condense_formats::to_value(condense_formats::Format::OpenAi, out).unwrap();
+    let arguments = written["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find_map(|message| message["tool_calls"][0]["function"]["arguments"].as_str())
+        .unwrap();
+    let sent: serde_json::Value = serde_json::from_str(arguments).unwrap();
+    assert_eq!(sent["content"].as_str(), Some(cut));
+
+    // Where the window holds the exchange, its input goes out whole.
+    let roomy = compactor(&config_at("16000", "1024"))
+        .compact(conversation)
+        .await
+        .unwrap();
+    assert!(
+        !matches!(
+            roomy.report.compaction,
+            CompactionOutcome::Summarized {
+                previewed_inputs: 1..,
+                ..
+            }
+        ),
+        "{:?}",
+        roomy.report.compaction
+    );
+    let last_call = roomy
+        .conversation
+        .messages
+        .iter()
+        .rev()
+        .find_map(|message| message.parts.iter().find_map(Part::as_tool_call))
+        .unwrap();
+    assert_eq!(last_call.input, input);
+}

@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 mod clock;
 mod decisions;
+mod inputs;
 mod microcompact;
 mod note;
 mod prune;

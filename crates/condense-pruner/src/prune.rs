@@ -34,6 +34,19 @@ pub enum PruneError {
         source: StoreError,
     },
     #[error(
+        "could not store the whole input of tool call `{call_id}` (message {message}), so it was not cut: {source}"
+    )]
+    /// The whole input of a call about to be cut to a preview could not be stored.
+    StoreInput {
+        /// The call.
+        call_id: String,
+        /// The message holding it.
+        message: usize,
+        #[source]
+        /// The store's error.
+        source: StoreError,
+    },
+    #[error(
         "cannot serialise the original of tool output `{call_id}` (message {message}): {reason}"
     )]
     /// An output of blocks could not be serialized.

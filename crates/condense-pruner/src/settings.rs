@@ -75,6 +75,10 @@ pub struct PruneRules {
     /// Appended to a preview.
     #[serde(deserialize_with = "preview_note")]
     pub preview_note: Note,
+    /// Appended to a tool call's input cut to a preview so that a request fits the window
+    /// ([`crate::Pruner::preview_inputs`]).
+    #[serde(deserialize_with = "preview_note")]
+    pub input_note: Note,
     /// Stands in for an output identical to a newer one.
     #[serde(deserialize_with = "duplicate_note")]
     pub duplicate_note: Note,

@@ -1,0 +1,284 @@
+//! A tool call's input cut to a preview: the last resort of a request the window cannot hold.
+//!
+//! Everything else condense replaces is what a tool returned. A call's input is what the agent
+//! itself sent, and the last exchange is kept whole wherever it can be; but a Write that gave a
+//! whole file, in a window whose system prompt and tools leave a few thousand tokens, is more
+//! than the request can carry however small the summary. The provider would refuse the request.
+//! Cutting that input's text (the file is on disk, the whole input stored) keeps the exchange,
+//! its call and its result, where the only other way is to summarize it away.
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+use condense_core::{Conversation, Part};
+use condense_text::thousands;
+use serde_json::Value;
+
+use crate::note::preview;
+use crate::{PruneError, Pruner, handle_of};
+
+/// One text of a call's input that may be cut.
+struct Text {
+    message: usize,
+    part: usize,
+    /// The field of an object input; `None` for an input that is a text itself.
+    field: Option<String>,
+    tokens: usize,
+}
+
+impl Pruner<'_> {
+    /// Cuts the texts of the tool calls' inputs in `conversation.messages[within]`, the largest
+    /// first, until about `excess` tokens are freed: each to a preview of at most
+    /// `prune.preview_bytes` (less where less frees enough) followed by `prune.input_note`, which
+    /// names the whole input, stored first. A text is an input that is a string (a custom tool's)
+    /// or a string field of an object input longer than `prune.preview_bytes`; ids, names and
+    /// every other field stay. Returns how many calls' inputs were cut. On error (an original
+    /// that could not be stored) nothing has changed.
+    pub fn preview_inputs(
+        &self,
+        conversation: &mut Conversation,
+        within: Range<usize>,
+        excess: usize,
+    ) -> Result<usize, PruneError> {
+        let limit = self.settings.rules.preview_bytes;
+        let mut texts = Vec::new();
+        for (message, parts) in conversation
+            .messages
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| within.contains(index))
+            .map(|(index, message)| (index, &message.parts))
+        {
+            for (part, call) in parts
+                .iter()
+                .enumerate()
+                .filter_map(|(at, part)| Some((at, part.as_tool_call()?)))
+            {
+                let mut add = |field: Option<&String>, text: &str| {
+                    if text.len() > limit {
+                        texts.push(Text {
+                            message,
+                            part,
+                            field: field.cloned(),
+                            tokens: self.counter.count_text(text),
+                        });
+                    }
+                };
+                match &call.input {
+                    Value::String(text) => add(None, text),
+                    Value::Object(fields) => {
+                        for (field, value) in fields {
+                            if let Value::String(text) = value {
+                                add(Some(field), text);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // The largest first; among equals, the earliest (a stable sort keeps their order).
+        texts.sort_by_key(|text| std::cmp::Reverse(text.tokens));
+        let mut edited = conversation.clone();
+        // Each call's whole input, stored before its first text is cut.
+        let mut handles: HashMap<(usize, usize), String> = HashMap::new();
+        let mut cut_calls = HashSet::new();
+        let mut freed = 0;
+        for text in texts {
+            if freed >= excess {
+                break;
+            }
+            let Some(Part::ToolCall(call)) = edited.messages[text.message].parts.get_mut(text.part)
+            else {
+                continue;
+            };
+            let key = (text.message, text.part);
+            let handle = match handles.entry(key) {
+                Entry::Occupied(stored) => stored.into_mut(),
+                Entry::Vacant(entry) => {
+                    let whole = call.input.to_string();
+                    let handle = handle_of(whole.as_bytes());
+                    self.store
+                        .put(&handle, whole.as_bytes())
+                        .map_err(|source| PruneError::StoreInput {
+                            call_id: call.id.clone(),
+                            message: text.message,
+                            source,
+                        })?;
+                    entry.insert(handle)
+                }
+            }
+            .as_str();
+            let value = match &mut call.input {
+                Value::String(value) => Some(value),
+                Value::Object(fields) => text
+                    .field
+                    .as_ref()
+                    .and_then(|field| fields.get_mut(field))
+                    .and_then(|value| match value {
+                        Value::String(value) => Some(value),
+                        _ => None,
+                    }),
+                _ => None,
+            };
+            let Some(value) = value else {
+                continue;
+            };
+            // What this text may keep for the rest of `excess` to be freed, in proportion to
+            // its bytes a token, and never more than a preview's bytes.
+            let keep = text.tokens.saturating_sub(excess - freed);
+            let bytes = (value.len().saturating_mul(keep) / text.tokens.max(1)).min(limit);
+            let shown = preview(value, bytes);
+            let note = self.settings.rules.input_note.render(&[
+                ("tool", &call.name),
+                ("tokens", &thousands(text.tokens)),
+                ("chars", &thousands(value.chars().count())),
+                ("handle", handle),
+                ("shown", &thousands(shown.chars().count())),
+            ]);
+            let cut = format!("{shown}{note}");
+            if cut.len() >= value.len() {
+                continue;
+            }
+            freed += text.tokens.saturating_sub(self.counter.count_text(&cut));
+            *value = cut;
+            // The writers serialize the input again (OpenAI's `arguments`, kept as they came
+            // for a request sent unchanged).
+            call.raw_input = None;
+            cut_calls.insert(key);
+        }
+        if !cut_calls.is_empty() {
+            *conversation = edited;
+        }
+        Ok(cut_calls.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use condense_core::testing::tool_step;
+    use condense_core::{Message, Role};
+    use condense_tokenizer::{Tiktoken, TokenCounter};
+    use serde_json::json;
+
+    use super::*;
+    use crate::{FixedClock, MemoryStore, PruneSettings, Store, StoreError};
+
+    /// A file of `lines` numbered lines, as an agent writes one.
+    fn file(lines: usize) -> String {
+        (0..lines)
+            .map(|n| format!("line {n}: let x{n} = {n};\n"))
+            .collect()
+    }
+
+    /// A task, then a Write of `content` and its result.
+    fn writing(content: &str) -> Conversation {
+        let mut messages = vec![Message::text(Role::User, "write the module")];
+        messages.extend(tool_step(
+            "w1",
+            "Write",
+            json!({"file_path": "/src/big.rs", "content": content}),
+            "File created successfully at: /src/big.rs",
+        ));
+        Conversation::new(messages)
+    }
+
+    fn input_of(conversation: &Conversation) -> serde_json::Value {
+        conversation.messages[1].parts[0]
+            .as_tool_call()
+            .unwrap()
+            .input
+            .clone()
+    }
+
+    #[test]
+    fn a_large_input_is_cut_until_enough_is_freed_and_kept_whole_in_the_store() {
+        let settings = PruneSettings::built_in().unwrap();
+        let counter = Tiktoken::default();
+        let store = MemoryStore::new();
+        let pruner = Pruner {
+            settings: &settings,
+            counter: &counter,
+            store: &store,
+            clock: &FixedClock(0),
+        };
+        let content = file(600);
+        let mut conversation = writing(&content);
+        let before = counter.count_conversation(&conversation);
+        let whole = input_of(&conversation);
+
+        // Nothing to free, nothing cut; and a range without the call cuts nothing either.
+        let mut same = conversation.clone();
+        assert_eq!(pruner.preview_inputs(&mut same, 0..3, 0).unwrap(), 0);
+        assert_eq!(pruner.preview_inputs(&mut same, 2..3, 5_000).unwrap(), 0);
+        assert_eq!(same, conversation);
+
+        let excess = 3_000;
+        assert_eq!(
+            pruner
+                .preview_inputs(&mut conversation, 0..3, excess)
+                .unwrap(),
+            1
+        );
+        assert!(before - counter.count_conversation(&conversation) >= excess);
+        let input = input_of(&conversation);
+        // The path and the call stay; the content keeps its first lines, then the note.
+        assert_eq!(input["file_path"], "/src/big.rs");
+        let cut = input["content"].as_str().unwrap();
+        assert!(cut.starts_with("line 0: let x0 = 0;\n"));
+        assert!(cut.len() < content.len());
+        let handle = handle_of(whole.to_string().as_bytes());
+        assert!(
+            cut.ends_with(&format!(
+                "for the request to fit the window. Whole input: condense recall {handle}]"
+            )),
+            "{cut}"
+        );
+        assert_eq!(store.get(&handle).unwrap(), whole.to_string().into_bytes());
+        let call = conversation.messages[1].parts[0].as_tool_call().unwrap();
+        assert_eq!((call.id.as_str(), call.raw_input.as_ref()), ("w1", None));
+        // The result and the task are untouched.
+        assert_eq!(conversation.messages[0], writing(&content).messages[0]);
+        assert_eq!(conversation.messages[2], writing(&content).messages[2]);
+    }
+
+    #[test]
+    fn an_input_is_not_cut_when_its_original_cannot_be_stored() {
+        struct Full;
+        impl Store for Full {
+            fn put(&self, handle: &str, _: &[u8]) -> Result<(), StoreError> {
+                Err(StoreError::Write {
+                    handle: handle.to_owned(),
+                    path: "/full".into(),
+                    source: std::io::Error::other("no space left on device"),
+                })
+            }
+            fn get(&self, handle: &str) -> Result<Vec<u8>, StoreError> {
+                Err(StoreError::NotFound(handle.to_owned()))
+            }
+        }
+        let settings = PruneSettings::built_in().unwrap();
+        let counter = Tiktoken::default();
+        let pruner = Pruner {
+            settings: &settings,
+            counter: &counter,
+            store: &Full,
+            clock: &FixedClock(0),
+        };
+        let mut conversation = writing(&file(600));
+        let before = conversation.clone();
+        let error = pruner
+            .preview_inputs(&mut conversation, 0..3, 3_000)
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("could not store the whole input of tool call `w1` (message 1)"),
+            "{error}"
+        );
+        assert_eq!(conversation, before);
+    }
+}
