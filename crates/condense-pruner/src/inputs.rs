@@ -50,10 +50,16 @@ impl Pruner<'_> {
             .filter(|(index, _)| within.contains(index))
             .map(|(index, message)| (index, &message.parts))
         {
+            // A call written inside the assistant's text (mini-swe-agent's fenced blocks) is
+            // written as that text: cutting its input would change nothing sent. A protected
+            // tool's call (a memory the agent stores) is never touched, as its output is not.
             for (part, call) in parts
                 .iter()
                 .enumerate()
                 .filter_map(|(at, part)| Some((at, part.as_tool_call()?)))
+                .filter(|(_, call)| {
+                    !call.embedded && !self.settings.rules.protected_tools.contains(&call.name)
+                })
             {
                 let mut add = |field: Option<&String>, text: &str| {
                     if text.len() > limit {
@@ -215,6 +221,27 @@ mod tests {
         assert_eq!(pruner.preview_inputs(&mut same, 0..3, 0).unwrap(), 0);
         assert_eq!(pruner.preview_inputs(&mut same, 2..3, 5_000).unwrap(), 0);
         assert_eq!(same, conversation);
+        // Nor a call written inside the assistant's text, which is what is sent of it.
+        let mut embedded = conversation.clone();
+        if let Part::ToolCall(call) = &mut embedded.messages[1].parts[0] {
+            call.embedded = true;
+        }
+        let before_embedded = embedded.clone();
+        assert_eq!(
+            pruner.preview_inputs(&mut embedded, 0..3, 5_000).unwrap(),
+            0
+        );
+        assert_eq!(embedded, before_embedded);
+        // Nor a protected tool's.
+        let mut protecting = settings.clone();
+        protecting.rules.protected_tools.insert("Write".to_owned());
+        let guarded = Pruner {
+            settings: &protecting,
+            ..pruner
+        };
+        let mut kept = conversation.clone();
+        assert_eq!(guarded.preview_inputs(&mut kept, 0..3, 5_000).unwrap(), 0);
+        assert_eq!(kept, conversation);
 
         let excess = 3_000;
         assert_eq!(
