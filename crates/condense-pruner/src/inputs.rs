@@ -22,18 +22,40 @@ use crate::{PruneError, Pruner, handle_of};
 struct Text {
     message: usize,
     part: usize,
-    /// The field of an object input; `None` for an input that is a text itself.
-    field: Option<String>,
+    /// Where it is in the input (a JSON pointer: `/content`, `/edits/0/new_string`; empty for
+    /// an input that is a text itself).
+    at: String,
     tokens: usize,
+}
+
+/// Every string in `value` longer than `limit` bytes, with its JSON pointer under `at`: the
+/// texts of an input, wherever its tool put them (a Write's `content`, each of a MultiEdit's
+/// `edits`, a custom tool's whole input).
+fn long_texts<'v>(value: &'v Value, at: String, limit: usize, out: &mut Vec<(String, &'v str)>) {
+    match value {
+        Value::String(text) if text.len() > limit => out.push((at, text)),
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                long_texts(item, format!("{at}/{index}"), limit, out);
+            }
+        }
+        Value::Object(fields) => {
+            for (key, item) in fields {
+                let key = key.replace('~', "~0").replace('/', "~1");
+                long_texts(item, format!("{at}/{key}"), limit, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 impl Pruner<'_> {
     /// Cuts the texts of the tool calls' inputs in `conversation.messages[within]`, the largest
     /// first, until about `excess` tokens are freed: each to a preview of at most
     /// `prune.preview_bytes` (less where less frees enough) followed by `prune.input_note`, which
-    /// names the whole input, stored first. A text is an input that is a string (a custom tool's)
-    /// or a string field of an object input longer than `prune.preview_bytes`; ids, names and
-    /// every other field stay. Returns how many calls' inputs were cut. On error (an original
+    /// names the whole input, stored first. A text is any string of an input longer than
+    /// `prune.preview_bytes`, wherever it is (a MultiEdit's edits too); ids, names and every other value stay. Calls
+    /// written inside the assistant's text and protected tools' calls are left alone. Returns how many calls' inputs were cut. On error (an original
     /// that could not be stored) nothing has changed.
     pub fn preview_inputs(
         &self,
@@ -41,6 +63,9 @@ impl Pruner<'_> {
         within: Range<usize>,
         excess: usize,
     ) -> Result<usize, PruneError> {
+        if excess == 0 {
+            return Ok(0);
+        }
         let limit = self.settings.rules.preview_bytes;
         let mut texts = Vec::new();
         for (message, parts) in conversation
@@ -61,80 +86,95 @@ impl Pruner<'_> {
                     !call.embedded && !self.settings.rules.protected_tools.contains(&call.name)
                 })
             {
-                let mut add = |field: Option<&String>, text: &str| {
-                    if text.len() > limit {
-                        texts.push(Text {
-                            message,
-                            part,
-                            field: field.cloned(),
-                            tokens: self.counter.count_text(text),
-                        });
-                    }
-                };
-                match &call.input {
-                    Value::String(text) => add(None, text),
-                    Value::Object(fields) => {
-                        for (field, value) in fields {
-                            if let Value::String(text) = value {
-                                add(Some(field), text);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
+                let mut found = Vec::new();
+                long_texts(&call.input, String::new(), limit, &mut found);
+                texts.extend(found.into_iter().map(|(at, text)| Text {
+                    message,
+                    part,
+                    at,
+                    tokens: self.counter.count_text(text),
+                }));
             }
         }
         // The largest first; among equals, the earliest (a stable sort keeps their order).
         texts.sort_by_key(|text| std::cmp::Reverse(text.tokens));
-        let mut edited = conversation.clone();
-        // Each call's whole input, stored before its first text is cut.
+        let note = self
+            .counter
+            .count_text(&self.settings.rules.input_note.render(&[
+                ("tool", "a_tool_name"),
+                ("tokens", "999,999"),
+                ("chars", "9,999,999"),
+                ("handle", &handle_of(b"")),
+                ("shown", "9,999,999"),
+            ]));
+        let (cut, mut share) = shares(&texts, excess, note);
+        let texts = &texts[..cut];
+        // Each call's whole input, stored before any of its texts is cut.
         let mut handles: HashMap<(usize, usize), String> = HashMap::new();
-        let mut cut_calls = HashSet::new();
+        for text in texts {
+            if let Entry::Vacant(entry) = handles.entry((text.message, text.part)) {
+                let Some(Part::ToolCall(call)) =
+                    conversation.messages[text.message].parts.get(text.part)
+                else {
+                    continue;
+                };
+                let whole = call.input.to_string();
+                let handle = handle_of(whole.as_bytes());
+                self.store
+                    .put(&handle, whole.as_bytes())
+                    .map_err(|source| PruneError::StoreInput {
+                        call_id: call.id.clone(),
+                        message: text.message,
+                        source,
+                    })?;
+                entry.insert(handle);
+            }
+        }
+        // The share is reckoned in tokens a text keeps and cut in bytes: where that frees less
+        // than `excess`, a smaller share, at most a few times.
+        for _ in 0..4 {
+            let (edited, freed, calls) = self.cut_to(conversation, texts, share, &handles);
+            if freed >= excess || share == 0 {
+                if calls > 0 {
+                    *conversation = edited;
+                }
+                return Ok(calls);
+            }
+            share = share.saturating_sub((excess - freed) / cut.max(1) + 1);
+        }
+        let (edited, _, calls) = self.cut_to(conversation, texts, 0, &handles);
+        if calls > 0 {
+            *conversation = edited;
+        }
+        Ok(calls)
+    }
+
+    /// `conversation` with each of `texts` cut to a preview of about `share` tokens (at most
+    /// `prune.preview_bytes`) and the note naming its call's stored input (`handles`), with the
+    /// tokens that freed and how many calls it cut.
+    fn cut_to(
+        &self,
+        conversation: &Conversation,
+        texts: &[Text],
+        share: usize,
+        handles: &HashMap<(usize, usize), String>,
+    ) -> (Conversation, usize, usize) {
+        let limit = self.settings.rules.preview_bytes;
+        let mut edited = conversation.clone();
+        let mut calls = HashSet::new();
         let mut freed = 0;
         for text in texts {
-            if freed >= excess {
-                break;
-            }
-            let Some(Part::ToolCall(call)) = edited.messages[text.message].parts.get_mut(text.part)
-            else {
-                continue;
-            };
             let key = (text.message, text.part);
-            let handle = match handles.entry(key) {
-                Entry::Occupied(stored) => stored.into_mut(),
-                Entry::Vacant(entry) => {
-                    let whole = call.input.to_string();
-                    let handle = handle_of(whole.as_bytes());
-                    self.store
-                        .put(&handle, whole.as_bytes())
-                        .map_err(|source| PruneError::StoreInput {
-                            call_id: call.id.clone(),
-                            message: text.message,
-                            source,
-                        })?;
-                    entry.insert(handle)
-                }
-            }
-            .as_str();
-            let value = match &mut call.input {
-                Value::String(value) => Some(value),
-                Value::Object(fields) => text
-                    .field
-                    .as_ref()
-                    .and_then(|field| fields.get_mut(field))
-                    .and_then(|value| match value {
-                        Value::String(value) => Some(value),
-                        _ => None,
-                    }),
-                _ => None,
-            };
-            let Some(value) = value else {
+            let (Some(handle), Some(Part::ToolCall(call))) = (
+                handles.get(&key),
+                edited.messages[text.message].parts.get_mut(text.part),
+            ) else {
                 continue;
             };
-            // What this text may keep for the rest of `excess` to be freed, in proportion to
-            // its bytes a token, and never more than a preview's bytes.
-            let keep = text.tokens.saturating_sub(excess - freed);
-            let bytes = (value.len().saturating_mul(keep) / text.tokens.max(1)).min(limit);
+            let Some(Value::String(value)) = call.input.pointer_mut(&text.at) else {
+                continue;
+            };
+            let bytes = (value.len().saturating_mul(share) / text.tokens.max(1)).min(limit);
             let shown = preview(value, bytes);
             let note = self.settings.rules.input_note.render(&[
                 ("tool", &call.name),
@@ -152,13 +192,27 @@ impl Pruner<'_> {
             // The writers serialize the input again (OpenAI's `arguments`, kept as they came
             // for a request sent unchanged).
             call.raw_input = None;
-            cut_calls.insert(key);
+            calls.insert(key);
         }
-        if !cut_calls.is_empty() {
-            *conversation = edited;
-        }
-        Ok(cut_calls.len())
+        (edited, freed, calls.len())
     }
+}
+
+/// How many of `texts` (the largest first) are cut, and the tokens each keeps, for about
+/// `excess` tokens to be freed with a note of `note` tokens after each: the same share for each
+/// text cut, the largest that frees enough (the tail's outputs share their room so too), so that
+/// no text is cut to nothing while another keeps more than it.
+fn shares(texts: &[Text], excess: usize, note: usize) -> (usize, usize) {
+    let mut sum = 0;
+    for (index, text) in texts.iter().enumerate() {
+        sum += text.tokens;
+        let cut = index + 1;
+        let share = sum.saturating_sub(excess + cut * note) / cut;
+        if texts.get(cut).is_none_or(|next| share >= next.tokens) {
+            return (cut, share);
+        }
+    }
+    (texts.len(), 0)
 }
 
 #[cfg(test)]
@@ -270,6 +324,50 @@ mod tests {
         // The result and the task are untouched.
         assert_eq!(conversation.messages[0], writing(&content).messages[0]);
         assert_eq!(conversation.messages[2], writing(&content).messages[2]);
+    }
+
+    #[test]
+    fn the_texts_of_a_nested_input_are_cut_where_they_are() {
+        let settings = PruneSettings::built_in().unwrap();
+        let counter = Tiktoken::default();
+        let store = MemoryStore::new();
+        let pruner = Pruner {
+            settings: &settings,
+            counter: &counter,
+            store: &store,
+            clock: &FixedClock(0),
+        };
+        let (old, new) = (file(300), file(400));
+        let input = json!({"file_path": "/src/a/b.rs", "edits": [
+            {"old_string": "fn a() {}", "new_string": "fn a() { b() }"},
+            {"old_string": old, "new_string": new, "replace_all/literal": false},
+        ]});
+        let mut messages = vec![Message::text(Role::User, "rework it")];
+        messages.extend(tool_step(
+            "m1",
+            "MultiEdit",
+            input.clone(),
+            "Applied 2 edits",
+        ));
+        let mut conversation = Conversation::new(messages);
+        assert_eq!(
+            pruner
+                .preview_inputs(&mut conversation, 0..3, 5_000)
+                .unwrap(),
+            1
+        );
+        let cut = input_of(&conversation);
+        // Both texts cut to the same share of tokens, each where it was, the rest as it was.
+        let edits = cut["edits"].as_array().unwrap();
+        assert_eq!(edits[0], input["edits"][0]);
+        assert_eq!(edits[1]["replace_all/literal"], false);
+        for field in ["old_string", "new_string"] {
+            let text = edits[1][field].as_str().unwrap();
+            assert!(text.starts_with("line 0: ") && text.contains("Whole input: condense recall"));
+        }
+        assert_eq!(cut["file_path"], "/src/a/b.rs");
+        let handle = handle_of(input.to_string().as_bytes());
+        assert_eq!(store.get(&handle).unwrap(), input.to_string().into_bytes());
     }
 
     #[test]
