@@ -751,21 +751,8 @@ impl Compactor {
         };
         let continuation = self.continuation_for(Phases::Both { automatic }, messages);
         let mut compacted = reassembled(conversation, &cut, &carried, &parsed.text, continuation);
-        // Still more than the window holds, the summary shrunk and the last exchange's outputs
-        // cut: what the agent itself sent in its last exchange (a whole file given to a Write,
-        // in a window its system prompt and tools nearly fill) is cut to a preview, the whole
-        // input stored, rather than a request the provider refuses. Not logged: a later request
-        // that holds the exchange whole is compacted again, and this one summarized with the
-        // head there.
-        let limit = window_in_ours(due.tail.context_window, due.tokens, due.counted, due.line);
-        let total = conversation_total(&counter.count_each(&compacted.messages));
-        let previewed_inputs = if total > limit {
-            let tail = (cut.pinned + 1 + carried.len())..compacted.messages.len();
-            self.pruner()
-                .preview_inputs(&mut compacted, tail, total - limit)?
-        } else {
-            0
-        };
+        let tail = (cut.pinned + 1 + carried.len())..compacted.messages.len();
+        let previewed_inputs = self.inputs_fitted(&mut compacted, tail, &due)?;
         let summary_tokens = counter.count_message(&compacted.messages[cut.pinned]);
         let outcome = CompactionOutcome::Summarized {
             summarizer: name,
@@ -780,6 +767,29 @@ impl Compactor {
             cache_cold: due.early && due.cache_cold,
         };
         Ok((outcome, Some(compacted)))
+    }
+
+    /// `compacted` with the texts of its `tail`'s call inputs cut to previews where it is still
+    /// more than the window holds, the summary shrunk and the last exchange's outputs cut:
+    /// what the agent itself sent in its last exchange (a whole file given to a Write, in a
+    /// window its system prompt and tools nearly fill), cut with the whole input stored, rather
+    /// than a request the provider refuses. With how many calls were cut. Not logged: a later
+    /// request that holds the exchange whole is compacted again, and the exchange summarized
+    /// with the head there.
+    fn inputs_fitted(
+        &self,
+        compacted: &mut Conversation,
+        tail: std::ops::Range<usize>,
+        due: &Due,
+    ) -> Result<usize, HostError> {
+        let limit = window_in_ours(due.tail.context_window, due.tokens, due.counted, due.line);
+        let total = conversation_total(&self.counter.count_each(&compacted.messages));
+        if total <= limit {
+            return Ok(0);
+        }
+        Ok(self
+            .pruner()
+            .preview_inputs(compacted, tail, total - limit)?)
     }
 
     /// The most the summary may take of `usable` beside a tail of `kept` tokens: its budget, at

@@ -246,6 +246,20 @@ mod tests {
         Conversation::new(messages)
     }
 
+    /// A pruner of `settings` keeping originals in `store`.
+    fn pruner<'a>(
+        settings: &'a PruneSettings,
+        counter: &'a Tiktoken,
+        store: &'a dyn Store,
+    ) -> Pruner<'a> {
+        Pruner {
+            settings,
+            counter,
+            store,
+            clock: &FixedClock(0),
+        }
+    }
+
     fn input_of(conversation: &Conversation) -> serde_json::Value {
         conversation.messages[1].parts[0]
             .as_tool_call()
@@ -259,12 +273,7 @@ mod tests {
         let settings = PruneSettings::built_in().unwrap();
         let counter = Tiktoken::default();
         let store = MemoryStore::new();
-        let pruner = Pruner {
-            settings: &settings,
-            counter: &counter,
-            store: &store,
-            clock: &FixedClock(0),
-        };
+        let pruner = pruner(&settings, &counter, &store);
         let content = file(600);
         let mut conversation = writing(&content);
         let before = counter.count_conversation(&conversation);
@@ -331,12 +340,7 @@ mod tests {
         let settings = PruneSettings::built_in().unwrap();
         let counter = Tiktoken::default();
         let store = MemoryStore::new();
-        let pruner = Pruner {
-            settings: &settings,
-            counter: &counter,
-            store: &store,
-            clock: &FixedClock(0),
-        };
+        let pruner = pruner(&settings, &counter, &store);
         let (old, new) = (file(300), file(400));
         let input = json!({"file_path": "/src/a/b.rs", "edits": [
             {"old_string": "fn a() {}", "new_string": "fn a() { b() }"},
@@ -387,12 +391,7 @@ mod tests {
         }
         let settings = PruneSettings::built_in().unwrap();
         let counter = Tiktoken::default();
-        let pruner = Pruner {
-            settings: &settings,
-            counter: &counter,
-            store: &Full,
-            clock: &FixedClock(0),
-        };
+        let pruner = pruner(&settings, &counter, &Full);
         let mut conversation = writing(&file(600));
         let before = conversation.clone();
         let error = pruner
