@@ -885,8 +885,8 @@ impl Compactor {
     /// failure it lists says what went wrong and an exit code it reads is the command's, where
     /// the agent now sees a placeholder. An original the store cannot give back (another
     /// machine's, swept) leaves its placeholder. `None` when the store gives back no original
-    /// of the head's (the conversation is cloned only when it does). A model's summary reads what the agent saw: each output it reads is paid for
-    /// by the token.
+    /// of the head's (the conversation is cloned only when it does). A model's summary reads
+    /// what the agent saw: each output it reads is paid for by the token.
     fn with_originals(
         &self,
         conversation: &Conversation,
@@ -1268,9 +1268,10 @@ impl Compactor {
     /// request), with a continuation configured, for a request that does not end in an
     /// assistant message. It goes inside the summary's message, as Claude Code puts its own:
     /// the client's last message stays the last one the provider sees, and every later request
-    /// resends it with the frozen summary, byte for byte. A request that does is asking the model to go on from that text
-    /// (Anthropic's prefill, a server's `continue_final_message`): a user message after it
-    /// would turn the prefill into a finished reply and the answer into a reply to "Continue".
+    /// resends it with the frozen summary, byte for byte. A request that does is asking the
+    /// model to go on from that text (Anthropic's prefill, a server's `continue_final_message`):
+    /// a user message after it would turn the prefill into a finished reply and the answer into
+    /// a reply to "Continue".
     fn continuation_for(&self, phases: Phases, messages: &[Message]) -> Option<&str> {
         let prefilled = messages
             .last()

@@ -50,13 +50,14 @@ fn long_texts<'v>(value: &'v Value, at: String, limit: usize, out: &mut Vec<(Str
 }
 
 impl Pruner<'_> {
-    /// Cuts the texts of the tool calls' inputs in `conversation.messages[within]`, the largest
-    /// first, until about `excess` tokens are freed: each to a preview of at most
-    /// `prune.preview_bytes` (less where less frees enough) followed by `prune.input_note`, which
-    /// names the whole input, stored first. A text is any string of an input longer than
-    /// `prune.preview_bytes`, wherever it is (a MultiEdit's edits too); ids, names and every other value stay. Calls
-    /// written inside the assistant's text and protected tools' calls are left alone. Returns how many calls' inputs were cut. On error (an original
-    /// that could not be stored) nothing has changed.
+    /// Cuts the texts of the tool calls' inputs in `conversation.messages[within]` until about
+    /// `excess` tokens are freed: the largest first, each cut to the same share of tokens
+    /// (never more than `prune.preview_bytes`) and followed by `prune.input_note`, which names
+    /// the whole input, stored first. A text is any string of an input longer than
+    /// `prune.preview_bytes`, wherever it is (a MultiEdit's edits too); ids, names and every
+    /// other value stay. Calls written inside the assistant's text and protected tools' calls
+    /// are left alone. Returns how many calls' inputs were cut. On error (an original that could
+    /// not be stored) nothing has changed.
     pub fn preview_inputs(
         &self,
         conversation: &mut Conversation,
