@@ -774,8 +774,9 @@ impl Compactor {
     /// what the agent itself sent in its last exchange (a whole file given to a Write, in a
     /// window its system prompt and tools nearly fill), cut with the whole input stored, rather
     /// than a request the provider refuses. With how many calls were cut. Not logged: a later
-    /// request that holds the exchange whole is compacted again, and the exchange summarized
-    /// with the head there.
+    /// request that holds the exchange whole again is over the window again, so it is compacted
+    /// again (the exchange summarized with the head, or its input cut again where the tail
+    /// still holds it), and the provider's cached prefix is rewritten from there.
     fn inputs_fitted(
         &self,
         compacted: &mut Conversation,
