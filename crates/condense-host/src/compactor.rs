@@ -783,7 +783,7 @@ impl Compactor {
         tail: std::ops::Range<usize>,
         due: &Due,
     ) -> Result<usize, HostError> {
-        let limit = window_in_ours(due.tail.context_window, due.tokens, due.counted, due.line);
+        let limit = in_ours(due.tail.context_window, due.tokens, due.counted, due.line);
         let total = conversation_total(&self.counter.count_each(&compacted.messages));
         if total <= limit {
             return Ok(0);
@@ -1472,15 +1472,16 @@ struct Due {
     line: Option<Line>,
 }
 
-/// The model's whole window in condense's count of a request's messages: what the provider
-/// counts beyond them (`due` its count, `ours` condense's) taken out as [`overhead`] parts it,
-/// a fixed part and a scale where the session's figures give a `line`, else a share of the
-/// request. A request over it is one the provider refuses.
-fn window_in_ours(window: usize, due: usize, ours: usize, line: Option<Line>) -> usize {
+/// A limit in the provider's count (`limit`) in condense's count of a request's messages: what
+/// the provider counts beyond them (`due` its count of the request, `ours` condense's) taken
+/// out, a fixed part and a scale where the session's figures give a `line`, else a share of the
+/// request. The whole window so is the most a request may hold that the provider takes;
+/// the limit the trigger compacts at so is the room a summary and tail have ([`overhead`]).
+fn in_ours(limit: usize, due: usize, ours: usize, line: Option<Line>) -> usize {
     match line {
-        Some(line) => ((window as f64 - line.fixed).max(0.0) / line.scale).floor() as usize,
-        None if due > ours => (window as f64 * ours as f64 / due as f64).floor() as usize,
-        None => window,
+        Some(line) => ((limit as f64 - line.fixed).max(0.0) / line.scale).floor() as usize,
+        None if due > ours => (limit as f64 * ours as f64 / due as f64).floor() as usize,
+        None => limit,
     }
 }
 
@@ -1684,18 +1685,10 @@ fn due_at(tail: &TailSettings, line: Option<Line>) -> usize {
 /// every message as overhead and leave no room at all.
 fn overhead(tail: &TailSettings, due: usize, ours: usize, line: Option<Line>) -> usize {
     let usable = condense_compact::usable(tail);
-    if let Some(line) = line {
-        // Up to the limit the trigger compacts at, which leaves the reply less than its
-        // reserve where the system prompt and tools would leave the conversation nothing.
-        let limit = due_at(tail, Some(line)) as f64;
-        let room = ((limit - line.fixed) / line.scale).max(0.0);
-        return usable.saturating_sub(room.floor() as usize);
-    }
-    if due <= ours {
-        return 0;
-    }
-    let share = (due - ours) as f64 / due as f64;
-    (usable as f64 * share).round() as usize
+    // With a line, up to the limit the trigger compacts at, which leaves the reply less than its
+    // reserve where the system prompt and tools would leave the conversation nothing.
+    let limit = line.map_or(usable, |_| due_at(tail, line));
+    usable.saturating_sub(in_ours(limit, due, ours, line))
 }
 
 #[cfg(test)]
