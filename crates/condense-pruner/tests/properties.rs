@@ -11,7 +11,7 @@ use condense_pruner::{
     DecisionLog, FixedClock, MemoryStore, PruneReport, PruneRequest, PruneSettings, Pruner, Reason,
     Store,
 };
-use condense_tokenizer::Tiktoken;
+use condense_tokenizer::{Tiktoken, TokenCounter};
 use proptest::prelude::*;
 
 const TOOLS: [&str; 4] = ["read_file", "bash", "skill", "grep"];
@@ -391,4 +391,247 @@ fn the_generators_exercise_every_rule() {
         frozen_cases >= 60,
         "only {frozen_cases} of 200 cases replaced anything"
     );
+}
+
+/// A call the agent made with texts in its input: its tool (a protected one among them), whether
+/// it is written inside the assistant's text (mini-swe-agent), and the sizes of a Write's
+/// `content` and of a MultiEdit-like `edits` list's `new_string`s.
+#[derive(Debug, Clone)]
+struct Sent {
+    tool: usize,
+    embedded: bool,
+    content: usize,
+    edits: Vec<usize>,
+}
+
+const SENDERS: [&str; 4] = ["Write", "MultiEdit", "bash", "skill"];
+
+fn sent_steps() -> impl Strategy<Value = Vec<Vec<Sent>>> {
+    let size = prop_oneof![
+        Just(40usize),
+        Just(2_000),
+        Just(2_100),
+        Just(6_000),
+        Just(30_000)
+    ];
+    let sent = (
+        0..SENDERS.len(),
+        prop::bool::weighted(0.15),
+        size.clone(),
+        prop::collection::vec(size, 0..3),
+    )
+        .prop_map(|(tool, embedded, content, edits)| Sent {
+            tool,
+            embedded,
+            content,
+            edits,
+        });
+    prop::collection::vec(prop::collection::vec(sent, 1..3), 1..6)
+}
+
+/// A task, then each step's calls, each with a short result.
+fn sending(steps: &[Vec<Sent>]) -> Conversation {
+    let mut messages = vec![user("write the module")];
+    let mut id = 0;
+    for calls in steps {
+        let mut parts = vec![Part::text("writing")];
+        let mut results = Vec::new();
+        for sent in calls {
+            id += 1;
+            let text = |size: usize, seed: usize| -> String {
+                (0..)
+                    .map(|line| format!("line {line} of text {seed}\n"))
+                    .scan(0, |len, line| {
+                        *len += line.len();
+                        (*len <= size).then_some(line)
+                    })
+                    .collect()
+            };
+            let edits: Vec<serde_json::Value> = sent
+                .edits
+                .iter()
+                .enumerate()
+                .map(|(at, &size)| serde_json::json!({"old_string": "x", "new_string": text(size, id * 10 + at)}))
+                .collect();
+            let input = serde_json::json!({
+                "file_path": format!("/src/f{id}.rs"),
+                "content": text(sent.content, id),
+                "edits": edits,
+                "replace_all": false,
+            });
+            let mut part =
+                condense_core::testing::tool_call(format!("call_{id}"), SENDERS[sent.tool], input);
+            if let Part::ToolCall(call) = &mut part {
+                call.embedded = sent.embedded;
+            }
+            parts.push(part);
+            results.push(result(&format!("call_{id}"), "done"));
+        }
+        messages.push(Message::new(Role::Assistant, parts));
+        messages.extend(results);
+    }
+    Conversation::new(messages)
+}
+
+/// Every string of `value` with its JSON pointer.
+fn strings(value: &serde_json::Value, at: String, out: &mut Vec<(String, String)>) {
+    match value {
+        serde_json::Value::String(text) => out.push((at, text.clone())),
+        serde_json::Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                strings(item, format!("{at}/{index}"), out);
+            }
+        }
+        serde_json::Value::Object(fields) => {
+            for (key, item) in fields {
+                strings(item, format!("{at}/{key}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `value` with every string emptied: what must not change when texts are cut.
+fn shape_of(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::String(_) => serde_json::Value::String(String::new()),
+        serde_json::Value::Array(items) => items.iter().map(shape_of).collect(),
+        serde_json::Value::Object(fields) => fields
+            .iter()
+            .map(|(key, item)| (key.clone(), shape_of(item)))
+            .collect(),
+        other => other.clone(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The agent's own inputs cut to fit a window, whatever the request and however much must
+    /// go: only texts longer than `prune.preview_bytes` of unprotected calls sent as calls, in
+    /// the range asked, change, each to a start of itself (at most `preview_bytes`) and the
+    /// note naming the whole input, which the store holds; ids, names, results, words and every
+    /// other value stay; the count is of the calls changed; and the same request gives the same
+    /// bytes.
+    #[test]
+    fn cutting_inputs_keeps_what_it_must_keep(
+        steps in sent_steps(),
+        excess in prop_oneof![Just(0usize), 1..40_000usize],
+        from in 0..6usize,
+    ) {
+        let original = sending(&steps);
+        let settings = PruneSettings::built_in().unwrap();
+        let limit = settings.rules.preview_bytes;
+        let counter = Tiktoken::default();
+        let store = MemoryStore::new();
+        let pruner = Pruner { settings: &settings, counter: &counter, store: &store, clock: &FixedClock(CLOCK_MS) };
+        let within = (from * 2).min(original.messages.len())..original.messages.len();
+        let mut cut = original.clone();
+        let calls = pruner.preview_inputs(&mut cut, within.clone(), excess).unwrap();
+        let mut again = original.clone();
+        pruner.preview_inputs(&mut again, within.clone(), excess).unwrap();
+        prop_assert_eq!(bytes(&cut), bytes(&again));
+        prop_assert_eq!(cut.validate(), original.validate());
+        prop_assert_eq!(cut.messages.len(), original.messages.len());
+
+        let mut changed = 0;
+        for (index, (before, after)) in original.messages.iter().zip(&cut.messages).enumerate() {
+            prop_assert_eq!(before.role, after.role);
+            prop_assert_eq!(before.parts.len(), after.parts.len());
+            for (a, b) in before.parts.iter().zip(&after.parts) {
+                let (Part::ToolCall(a), Part::ToolCall(b)) = (a, b) else {
+                    prop_assert_eq!(a, b, "message {}: only call inputs may change", index);
+                    continue;
+                };
+                prop_assert_eq!((&a.id, &a.name, a.embedded), (&b.id, &b.name, b.embedded));
+                if a.input == b.input {
+                    continue;
+                }
+                changed += 1;
+                prop_assert!(excess > 0, "cut with nothing to free");
+                prop_assert!(within.contains(&index), "message {} outside {:?} cut", index, within);
+                prop_assert!(!a.embedded, "a call written in the text was cut");
+                prop_assert!(!settings.rules.protected_tools.contains(&a.name), "protected {} cut", a.name);
+                prop_assert_eq!(shape_of(&a.input), shape_of(&b.input));
+                let (mut was, mut now) = (Vec::new(), Vec::new());
+                strings(&a.input, String::new(), &mut was);
+                strings(&b.input, String::new(), &mut now);
+                let mut handles = BTreeSet::new();
+                for ((at, was), (_, now)) in was.iter().zip(&now) {
+                    if was == now {
+                        continue;
+                    }
+                    prop_assert!(was.len() > limit, "{}: a text of {} bytes cut", at, was.len());
+                    let Some(note_at) = now.rfind("\n[condense: this input to ") else {
+                        return Err(TestCaseError::fail(format!("{at}: no note in {now:?}")));
+                    };
+                    let shown = &now[..note_at];
+                    prop_assert!(shown.len() <= limit && was.starts_with(shown), "{}: {:?} is not a preview", at, shown);
+                    let handle = now.trim_end_matches(']').rsplit(' ').next().unwrap().to_owned();
+                    handles.insert(handle);
+                }
+                // One handle a call, holding its whole input.
+                prop_assert_eq!(handles.len(), 1);
+                let whole: serde_json::Value = serde_json::from_slice(&store.get(handles.first().unwrap()).unwrap()).unwrap();
+                prop_assert_eq!(&whole, &a.input);
+            }
+        }
+        prop_assert_eq!(calls, changed);
+        if calls > 0 {
+            prop_assert!(counter.count_conversation(&cut) < counter.count_conversation(&original));
+        }
+    }
+}
+
+/// The generator of [`cutting_inputs_keeps_what_it_must_keep`] makes every kind of call its
+/// checks tell apart, and with enough to free each is cut or left as it must be: a Write's
+/// content and a MultiEdit's edits cut, a protected tool's and an embedded call's left.
+#[test]
+fn the_input_generator_exercises_every_case() {
+    let sent = |tool, embedded, content, edits: &[usize]| Sent {
+        tool,
+        embedded,
+        content,
+        edits: edits.to_vec(),
+    };
+    let conversation = sending(&[
+        vec![sent(0, false, 30_000, &[]), sent(3, false, 30_000, &[])],
+        vec![
+            sent(1, false, 40, &[6_000, 6_000]),
+            sent(0, true, 30_000, &[]),
+        ],
+    ]);
+    let settings = PruneSettings::built_in().unwrap();
+    let counter = Tiktoken::default();
+    let store = MemoryStore::new();
+    let pruner = Pruner {
+        settings: &settings,
+        counter: &counter,
+        store: &store,
+        clock: &FixedClock(CLOCK_MS),
+    };
+    let mut cut = conversation.clone();
+    let end = cut.messages.len();
+    assert_eq!(pruner.preview_inputs(&mut cut, 0..end, 100_000).unwrap(), 2);
+    let input = |conversation: &Conversation, message: usize, part: usize| {
+        conversation.messages[message].parts[part]
+            .as_tool_call()
+            .unwrap()
+            .input
+            .clone()
+    };
+    // The Write's content, and both of the MultiEdit's edits.
+    assert_ne!(
+        input(&cut, 1, 1)["content"],
+        input(&conversation, 1, 1)["content"]
+    );
+    for edit in 0..2 {
+        assert_ne!(
+            input(&cut, 4, 1)["edits"][edit]["new_string"],
+            input(&conversation, 4, 1)["edits"][edit]["new_string"]
+        );
+    }
+    // Not the protected skill's, nor the call written in the text.
+    assert_eq!(input(&cut, 1, 2), input(&conversation, 1, 2));
+    assert_eq!(input(&cut, 4, 2), input(&conversation, 4, 2));
 }
