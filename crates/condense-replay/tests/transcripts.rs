@@ -873,15 +873,29 @@ fn a_subagent_under_other_policies_is_refused() {
 }
 
 /// What [`condense_is_on_the_frontier_and_keeps_what_matters_wherever_any_policy_finishes`]
-/// checks, at `windows` under both providers' prices: every breach of what must hold, the
-/// points where Claude Code's rules finish, and those of them where condense costs more.
-struct Frontier {
-    breaches: Vec<String>,
-    theirs_finish: usize,
-    dearer: Vec<String>,
+/// checks, at `windows` under both providers' prices: no breach of what must hold (all of them
+/// listed when there are any), Claude Code's rules finishing at `theirs_finish` points, and
+/// condense costing more than they do at no more than `dearer_at_most` of them. Cost at most
+/// theirs is the target not yet met everywhere: a floor, so that a change that makes condense
+/// dearer than their rules at one more point is seen (lowered as the count falls).
+fn assert_on_the_frontier(windows: &[usize], theirs_finish: usize, dearer_at_most: usize) {
+    let (breaches, finish, dearer) = frontier(windows);
+    assert!(breaches.is_empty(), "{}", breaches.join("\n"));
+    assert_eq!(
+        finish, theirs_finish,
+        "the points where Claude Code's rules finish"
+    );
+    assert!(
+        dearer.len() <= dearer_at_most,
+        "condense costs more than Claude Code's rules at {} points (at most {dearer_at_most}):\n{}",
+        dearer.len(),
+        dearer.join("\n")
+    );
 }
 
-fn frontier(windows: &[usize]) -> Frontier {
+/// Every breach at `windows`, the points where Claude Code's rules finish, and those of them
+/// where condense costs more ([`assert_on_the_frontier`]).
+fn frontier(windows: &[usize]) -> (Vec<String>, usize, Vec<String>) {
     // Every breach, so that one run shows them all.
     let mut breaches = Vec::new();
     // Where Claude Code's rules finish: the points, and those where condense costs more.
@@ -951,11 +965,7 @@ fn frontier(windows: &[usize]) -> Frontier {
             }
         }
     }
-    Frontier {
-        breaches,
-        theirs_finish,
-        dearer,
-    }
+    (breaches, theirs_finish, dearer)
 }
 
 /// What condense's defaults must hold on every shared session at 32K, 64K and 128K, priced
@@ -973,24 +983,7 @@ fn frontier(windows: &[usize]) -> Frontier {
 /// 49 requests, to be paid back by the 56th, and costs 3 % more than sending everything.)
 #[test]
 fn condense_is_on_the_frontier_and_keeps_what_matters_wherever_any_policy_finishes() {
-    let Frontier {
-        breaches,
-        theirs_finish,
-        dearer,
-    } = frontier(&[32_000, 64_000, 128_000]);
-    assert!(breaches.is_empty(), "{}", breaches.join("\n"));
-    // Cost at most theirs is the target not yet met everywhere: a floor, so that a change that
-    // makes condense dearer than their rules at one more point is seen (raise it as it falls).
-    assert_eq!(
-        theirs_finish, 120,
-        "the points where Claude Code's rules finish"
-    );
-    assert!(
-        dearer.len() <= DEARER_THAN_CLAUDE_CODE,
-        "condense costs more than Claude Code's rules at {} points (at most {DEARER_THAN_CLAUDE_CODE}):\n{}",
-        dearer.len(),
-        dearer.join("\n")
-    );
+    assert_on_the_frontier(&[32_000, 64_000, 128_000], 120, DEARER_THAN_CLAUDE_CODE);
 }
 
 /// The points of [`condense_is_on_the_frontier_and_keeps_what_matters_wherever_any_policy_finishes`]
@@ -1009,21 +1002,10 @@ const DEARER_THAN_CLAUDE_CODE: usize = 24;
 /// no more points than [`DEARER_AT_OTHER_WINDOWS`].
 #[test]
 fn condense_keeps_to_the_frontier_at_windows_its_defaults_were_not_chosen_at() {
-    let Frontier {
-        breaches,
-        theirs_finish,
-        dearer,
-    } = frontier(&[40_000, 48_000, 96_000, 200_000]);
-    assert!(breaches.is_empty(), "{}", breaches.join("\n"));
-    assert_eq!(
-        theirs_finish, 160,
-        "the points where Claude Code's rules finish"
-    );
-    assert!(
-        dearer.len() <= DEARER_AT_OTHER_WINDOWS,
-        "condense costs more than Claude Code's rules at {} points (at most {DEARER_AT_OTHER_WINDOWS}):\n{}",
-        dearer.len(),
-        dearer.join("\n")
+    assert_on_the_frontier(
+        &[40_000, 48_000, 96_000, 200_000],
+        160,
+        DEARER_AT_OTHER_WINDOWS,
     );
 }
 
