@@ -472,3 +472,101 @@ async fn a_prefix_that_changes_mid_session_is_parted_afresh() {
         "{due:?}"
     );
 }
+
+/// A Write of a whole file as the last exchange, beside a prefix of tools and system prompt
+/// that the messages do not show: the compaction cuts the file's text for the request to fit
+/// the window, and the provider counts that request as sent. The next request is the client's
+/// history with the file whole again plus one step, judged by that count: it must carry the
+/// same cut, byte for byte, or it goes out over the window with a count that said it fit.
+#[tokio::test]
+async fn an_input_cut_to_fit_the_window_is_cut_the_same_on_the_next_request() {
+    const PREFIX: usize = 15_000;
+    const WINDOW: usize = 32_000;
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "32000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+    ]);
+    let counter = Tiktoken::default();
+    let ours = |conversation: &Conversation| counter.count_conversation(conversation);
+    let mut history = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, "write the parser module"),
+    ];
+    shell_steps(&mut history, 0, 3, 300);
+    let mut state = SessionState::default();
+    let first = compactor
+        .prepare(Conversation::new(history.clone()), &mut state)
+        .await
+        .unwrap();
+    assert_eq!(first.report.compaction, CompactionOutcome::NotDue);
+
+    // The answer to request 1 is the Write; the provider counted request 1 with its prefix,
+    // and that answer.
+    let content: String = (0..1_800)
+        .map(|n| format!("line {n}: let x{n} = parse({n});\n"))
+        .collect();
+    let write = tool_step(
+        "write",
+        "Write",
+        serde_json::json!({"file_path": "/src/parser.rs", "content": content}),
+        "File created successfully at: /src/parser.rs",
+    );
+    state.reported_usage = Some(ReportedUsage {
+        message: history.len(),
+        tokens: ours(&first.conversation) + PREFIX + counter.count_message(&write[0]),
+    });
+    history.extend(write);
+    let second = compactor
+        .prepare(Conversation::new(history.clone()), &mut state)
+        .await
+        .unwrap();
+    let CompactionOutcome::Summarized {
+        previewed_inputs: 1,
+        ..
+    } = &second.report.compaction
+    else {
+        panic!("{:?}", second.report.compaction);
+    };
+    assert!(ours(&second.conversation) + PREFIX <= WINDOW);
+    let cut_input = |conversation: &Conversation| {
+        conversation
+            .messages
+            .iter()
+            .find_map(|message| {
+                message
+                    .parts
+                    .iter()
+                    .filter_map(condense_core::Part::as_tool_call)
+                    .find(|call| call.id == "write")
+            })
+            .map(|call| call.input.clone())
+    };
+
+    // The answer to request 2 is one more step; the provider counted request 2 as sent.
+    let answered = history.len();
+    shell_steps(&mut history, 1, 1, 100);
+    state.reported_usage = Some(ReportedUsage {
+        message: second.conversation.messages.len(),
+        tokens: ours(&second.conversation) + PREFIX + counter.count_message(&history[answered]),
+    });
+    let third = compactor
+        .prepare(Conversation::new(history), &mut state)
+        .await
+        .unwrap();
+    assert!(
+        ours(&third.conversation) + PREFIX <= WINDOW,
+        "{} tokens and the prefix, over the window: {:?}",
+        ours(&third.conversation),
+        third.report.compaction
+    );
+    assert_eq!(
+        cut_input(&third.conversation),
+        cut_input(&second.conversation)
+    );
+    // Nothing else to do: the request repeats the one before it, then the new step.
+    assert_eq!(third.report.compaction, CompactionOutcome::NotDue);
+    assert_eq!(
+        third.conversation.messages[..second.conversation.messages.len()],
+        second.conversation.messages[..]
+    );
+}

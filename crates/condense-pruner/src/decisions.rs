@@ -4,7 +4,9 @@
 //! yesterday is replaced today, or replaced by a different text, the prefix changes and the cache
 //! is lost from there on. So a replaced output gets the byte-identical replacement on every later
 //! call, and an output the per-turn budget kept is never cut by that rule later (Claude Code does
-//! the same). The log is keyed by tool-call id and can be saved between calls.
+//! the same). The log is keyed by tool-call id and can be saved between calls. A call's input
+//! cut for a request to fit the window ([`crate::Pruner::preview_inputs`]) is frozen the same
+//! way: the client resends it whole, and the next request carries the same cut.
 
 use std::collections::BTreeMap;
 
@@ -29,11 +31,26 @@ pub enum Decision {
     },
 }
 
+/// A call's input as a request that had to fit the window sent it: the texts cut to previews
+/// ([`crate::Pruner::preview_inputs`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputCut {
+    /// Where the whole input is stored: also what tells the call it was made for from another
+    /// under the same id (SWE-agent reuses ids), whose whole input has another handle.
+    pub handle: String,
+    /// The input as it was sent.
+    pub input: serde_json::Value,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 /// Every decision of a session, by call id.
 pub struct DecisionLog {
     version: u32,
     decisions: BTreeMap<String, Decision>,
+    /// Inputs cut, by call id. Absent from logs that have none (and from those written before
+    /// inputs were cut, which read as having none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    inputs: BTreeMap<String, InputCut>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +81,7 @@ impl DecisionLog {
         DecisionLog {
             version: LOG_VERSION,
             decisions: BTreeMap::new(),
+            inputs: BTreeMap::new(),
         }
     }
 
@@ -72,18 +90,27 @@ impl DecisionLog {
         self.decisions.get(call_id)
     }
 
-    /// How many decisions it holds.
+    /// The input cut for this call id, if any.
+    pub fn input_cut(&self, call_id: &str) -> Option<&InputCut> {
+        self.inputs.get(call_id)
+    }
+
+    /// How many decisions it holds, on outputs and inputs.
     pub fn len(&self) -> usize {
-        self.decisions.len()
+        self.decisions.len() + self.inputs.len()
     }
 
     /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
-        self.decisions.is_empty()
+        self.decisions.is_empty() && self.inputs.is_empty()
     }
 
     pub(crate) fn record(&mut self, call_id: String, decision: Decision) {
         self.decisions.insert(call_id, decision);
+    }
+
+    pub(crate) fn record_input(&mut self, call_id: String, cut: InputCut) {
+        self.inputs.insert(call_id, cut);
     }
 
     /// The log as JSON, keys sorted so the same log is always the same bytes.
@@ -91,6 +118,7 @@ impl DecisionLog {
         let log = DecisionLog {
             version: LOG_VERSION,
             decisions: self.decisions.clone(),
+            inputs: self.inputs.clone(),
         };
         serde_json::to_string_pretty(&log).unwrap_or_default()
     }
@@ -133,9 +161,23 @@ mod tests {
                 },
             },
         );
+        let without_inputs = log.to_json();
+        assert!(!without_inputs.contains("inputs"), "{without_inputs}");
+        log.record_input(
+            "c".into(),
+            InputCut {
+                handle: "fedcba9876543210fedcba9876543210".into(),
+                input: serde_json::json!({"file_path": "/a.rs", "content": "fn main() {}\n[cut]"}),
+            },
+        );
+        assert_eq!(log.len(), 3);
         let loaded = DecisionLog::from_json(&log.to_json()).unwrap();
         assert_eq!(loaded, log);
         assert_eq!(loaded.to_json(), log.to_json());
+        // A log written before inputs were cut reads as having none.
+        let older = DecisionLog::from_json(&without_inputs).unwrap();
+        assert_eq!(older.input_cut("c"), None);
+        assert_eq!(older.len(), 2);
     }
 
     #[test]

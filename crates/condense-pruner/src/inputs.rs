@@ -6,6 +6,11 @@
 //! than the request can carry however small the summary. The provider would refuse the request.
 //! Cutting that input's text (the file is on disk, the whole input stored) keeps the exchange,
 //! its call and its result, where the only other way is to summarize it away.
+//!
+//! A cut is logged ([`crate::DecisionLog::input_cut`]) and made again, byte for byte, on every
+//! later request that carries the call ([`Pruner::cut_inputs_again`]): the client resends its
+//! input whole, and the provider counted the request with the cut. Sent whole again, the next
+//! request would be over the window while that count said it fit.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -16,7 +21,7 @@ use condense_text::thousands;
 use serde_json::Value;
 
 use crate::note::preview;
-use crate::{PruneError, Pruner, handle_of};
+use crate::{DecisionLog, InputCut, PruneError, Pruner, handle_of};
 
 /// One text of a call's input that may be cut.
 struct Text {
@@ -56,13 +61,15 @@ impl Pruner<'_> {
     /// the whole input, stored first. A text is any string of an input longer than
     /// `prune.preview_bytes`, wherever it is (a MultiEdit's edits too); ids, names and every
     /// other value stay. Calls written inside the assistant's text and protected tools' calls
-    /// are left alone. Returns how many calls' inputs were cut. On error (an original that could
-    /// not be stored) nothing has changed.
+    /// are left alone, and so are calls cut before (`log` holds their cut). Each cut is logged in
+    /// `log`. Returns how many calls' inputs were cut. On error (an original that could not be
+    /// stored) nothing has changed.
     pub fn preview_inputs(
         &self,
         conversation: &mut Conversation,
         within: Range<usize>,
         excess: usize,
+        log: &mut DecisionLog,
     ) -> Result<usize, PruneError> {
         if excess == 0 {
             return Ok(0);
@@ -84,7 +91,9 @@ impl Pruner<'_> {
                 .enumerate()
                 .filter_map(|(at, part)| Some((at, part.as_tool_call()?)))
                 .filter(|(_, call)| {
-                    !call.embedded && !self.settings.rules.protected_tools.contains(&call.name)
+                    !call.embedded
+                        && !self.settings.rules.protected_tools.contains(&call.name)
+                        && log.input_cut(&call.id).is_none()
                 })
             {
                 let mut found = Vec::new();
@@ -133,33 +142,84 @@ impl Pruner<'_> {
         }
         // The share is reckoned in tokens a text keeps and cut in bytes: where that frees less
         // than `excess`, a smaller share, at most a few times.
+        let mut enough = None;
         for _ in 0..4 {
             let (edited, freed, calls) = self.cut_to(conversation, texts, share, &handles);
             if freed >= excess || share == 0 {
-                if calls > 0 {
-                    *conversation = edited;
-                }
-                return Ok(calls);
+                enough = Some((edited, calls));
+                break;
             }
             share = share.saturating_sub((excess - freed) / cut.max(1) + 1);
         }
-        let (edited, _, calls) = self.cut_to(conversation, texts, 0, &handles);
-        if calls > 0 {
+        let (edited, calls) = enough.unwrap_or_else(|| {
+            let (edited, _, calls) = self.cut_to(conversation, texts, 0, &handles);
+            (edited, calls)
+        });
+        for &(message, part) in &calls {
+            if let (Some(handle), Some(Part::ToolCall(call))) = (
+                handles.get(&(message, part)),
+                edited.messages[message].parts.get(part),
+            ) {
+                log.record_input(
+                    call.id.clone(),
+                    InputCut {
+                        handle: handle.clone(),
+                        input: call.input.clone(),
+                    },
+                );
+            }
+        }
+        if !calls.is_empty() {
             *conversation = edited;
         }
-        Ok(calls)
+        Ok(calls.len())
+    }
+
+    /// The cuts `log` holds made again on the calls of `conversation` they were made for (the
+    /// whole input's handle tells the call from another under the same id): returns the
+    /// messages changed. A call already as it was sent, written inside the assistant's text, or
+    /// of a protected tool is left as it is.
+    pub fn cut_inputs_again(
+        &self,
+        conversation: &mut Conversation,
+        log: &DecisionLog,
+    ) -> Vec<usize> {
+        let mut changed = Vec::new();
+        for (index, message) in conversation.messages.iter_mut().enumerate() {
+            for part in &mut message.parts {
+                let Part::ToolCall(call) = part else {
+                    continue;
+                };
+                let Some(cut) = log.input_cut(&call.id) else {
+                    continue;
+                };
+                if call.input == cut.input
+                    || call.embedded
+                    || self.settings.rules.protected_tools.contains(&call.name)
+                    || handle_of(call.input.to_string().as_bytes()) != cut.handle
+                {
+                    continue;
+                }
+                call.input = cut.input.clone();
+                call.raw_input = None;
+                if changed.last() != Some(&index) {
+                    changed.push(index);
+                }
+            }
+        }
+        changed
     }
 
     /// `conversation` with each of `texts` cut to a preview of about `share` tokens (at most
     /// `prune.preview_bytes`) and the note naming its call's stored input (`handles`), with the
-    /// tokens that freed and how many calls it cut.
+    /// tokens that freed and the calls it cut (message, part).
     fn cut_to(
         &self,
         conversation: &Conversation,
         texts: &[Text],
         share: usize,
         handles: &HashMap<(usize, usize), String>,
-    ) -> (Conversation, usize, usize) {
+    ) -> (Conversation, usize, Vec<(usize, usize)>) {
         let limit = self.settings.rules.preview_bytes;
         let mut edited = conversation.clone();
         let mut calls = HashSet::new();
@@ -195,7 +255,9 @@ impl Pruner<'_> {
             call.raw_input = None;
             calls.insert(key);
         }
-        (edited, freed, calls.len())
+        let mut calls: Vec<_> = calls.into_iter().collect();
+        calls.sort_unstable();
+        (edited, freed, calls)
     }
 }
 
@@ -226,7 +288,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{FixedClock, MemoryStore, PruneSettings, Store, StoreError};
+    use crate::{DecisionLog, FixedClock, MemoryStore, PruneSettings, Store, StoreError};
 
     /// A file of `lines` numbered lines, as an agent writes one.
     fn file(lines: usize) -> String {
@@ -282,8 +344,18 @@ mod tests {
 
         // Nothing to free, nothing cut; and a range without the call cuts nothing either.
         let mut same = conversation.clone();
-        assert_eq!(pruner.preview_inputs(&mut same, 0..3, 0).unwrap(), 0);
-        assert_eq!(pruner.preview_inputs(&mut same, 2..3, 5_000).unwrap(), 0);
+        assert_eq!(
+            pruner
+                .preview_inputs(&mut same, 0..3, 0, &mut DecisionLog::new())
+                .unwrap(),
+            0
+        );
+        assert_eq!(
+            pruner
+                .preview_inputs(&mut same, 2..3, 5_000, &mut DecisionLog::new())
+                .unwrap(),
+            0
+        );
         assert_eq!(same, conversation);
         // Nor a call written inside the assistant's text, which is what is sent of it.
         let mut embedded = conversation.clone();
@@ -292,7 +364,9 @@ mod tests {
         }
         let before_embedded = embedded.clone();
         assert_eq!(
-            pruner.preview_inputs(&mut embedded, 0..3, 5_000).unwrap(),
+            pruner
+                .preview_inputs(&mut embedded, 0..3, 5_000, &mut DecisionLog::new())
+                .unwrap(),
             0
         );
         assert_eq!(embedded, before_embedded);
@@ -304,13 +378,19 @@ mod tests {
             ..pruner
         };
         let mut kept = conversation.clone();
-        assert_eq!(guarded.preview_inputs(&mut kept, 0..3, 5_000).unwrap(), 0);
+        assert_eq!(
+            guarded
+                .preview_inputs(&mut kept, 0..3, 5_000, &mut DecisionLog::new())
+                .unwrap(),
+            0
+        );
         assert_eq!(kept, conversation);
 
         let excess = 3_000;
+        let mut log = DecisionLog::new();
         assert_eq!(
             pruner
-                .preview_inputs(&mut conversation, 0..3, excess)
+                .preview_inputs(&mut conversation, 0..3, excess, &mut log)
                 .unwrap(),
             1
         );
@@ -334,6 +414,27 @@ mod tests {
         // The result and the task are untouched.
         assert_eq!(conversation.messages[0], writing(&content).messages[0]);
         assert_eq!(conversation.messages[2], writing(&content).messages[2]);
+
+        // Logged, and made again on the next request, which carries the input whole: the same
+        // bytes; a call cut before is not cut again.
+        let logged = log.input_cut("w1").unwrap();
+        assert_eq!((&logged.handle, &logged.input), (&handle, &input));
+        let mut resent = writing(&content);
+        assert_eq!(pruner.cut_inputs_again(&mut resent, &log), vec![1]);
+        assert_eq!(resent, conversation);
+        assert!(pruner.cut_inputs_again(&mut resent, &log).is_empty());
+        assert_eq!(
+            pruner
+                .preview_inputs(&mut resent, 0..3, excess, &mut log)
+                .unwrap(),
+            0
+        );
+        assert_eq!(resent, conversation);
+        // Another input under the same id (SWE-agent reuses ids) is not the one cut.
+        let mut other = writing(&file(601));
+        let before_other = other.clone();
+        assert!(pruner.cut_inputs_again(&mut other, &log).is_empty());
+        assert_eq!(other, before_other);
     }
 
     #[test]
@@ -357,7 +458,7 @@ mod tests {
         let mut conversation = Conversation::new(messages);
         assert_eq!(
             pruner
-                .preview_inputs(&mut conversation, 0..3, 5_000)
+                .preview_inputs(&mut conversation, 0..3, 5_000, &mut DecisionLog::new())
                 .unwrap(),
             1
         );
@@ -395,8 +496,9 @@ mod tests {
         let pruner = pruner(&settings, &counter, &Full);
         let mut conversation = writing(&file(600));
         let before = conversation.clone();
+        let mut log = DecisionLog::new();
         let error = pruner
-            .preview_inputs(&mut conversation, 0..3, 3_000)
+            .preview_inputs(&mut conversation, 0..3, 3_000, &mut log)
             .unwrap_err();
         assert!(
             error
@@ -405,5 +507,6 @@ mod tests {
             "{error}"
         );
         assert_eq!(conversation, before);
+        assert!(log.is_empty());
     }
 }

@@ -37,7 +37,7 @@ mod trim;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use condense_defaults::DefaultsError;
-pub use decisions::{Decision, DecisionLog, DecisionLogError};
+pub use decisions::{Decision, DecisionLog, DecisionLogError, InputCut};
 pub use microcompact::{MicrocompactReport, MicrocompactSettings, PreviousRequest};
 pub use note::{Note, NoteError};
 pub use prune::{PruneError, PruneRequest, Pruner, boundary, boundary_by_calls, boundary_for};

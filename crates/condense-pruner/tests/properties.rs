@@ -511,8 +511,8 @@ proptest! {
     /// go: only texts longer than `prune.preview_bytes` of unprotected calls sent as calls, in
     /// the range asked, change, each to a start of itself (at most `preview_bytes`) and the
     /// note naming the whole input, which the store holds; ids, names, results, words and every
-    /// other value stay; the count is of the calls changed; and the same request gives the same
-    /// bytes.
+    /// other value stay; the count is of the calls changed; the same request gives the same
+    /// bytes; and the log makes the same cuts again on the request resent whole.
     #[test]
     fn cutting_inputs_keeps_what_it_must_keep(
         steps in sent_steps(),
@@ -527,9 +527,10 @@ proptest! {
         let pruner = Pruner { settings: &settings, counter: &counter, store: &store, clock: &FixedClock(CLOCK_MS) };
         let within = (from * 2).min(original.messages.len())..original.messages.len();
         let mut cut = original.clone();
-        let calls = pruner.preview_inputs(&mut cut, within.clone(), excess).unwrap();
+        let mut log = DecisionLog::new();
+        let calls = pruner.preview_inputs(&mut cut, within.clone(), excess, &mut log).unwrap();
         let mut again = original.clone();
-        pruner.preview_inputs(&mut again, within.clone(), excess).unwrap();
+        pruner.preview_inputs(&mut again, within.clone(), excess, &mut DecisionLog::new()).unwrap();
         prop_assert_eq!(bytes(&cut), bytes(&again));
         prop_assert_eq!(cut.validate(), original.validate());
         prop_assert_eq!(cut.messages.len(), original.messages.len());
@@ -577,6 +578,10 @@ proptest! {
             }
         }
         prop_assert_eq!(calls, changed);
+        // Logged, so that the next request, which carries the inputs whole, is cut the same.
+        let mut resent = original.clone();
+        pruner.cut_inputs_again(&mut resent, &log);
+        prop_assert_eq!(bytes(&resent), bytes(&cut));
         if calls > 0 {
             prop_assert!(counter.count_conversation(&cut) < counter.count_conversation(&original));
         }
@@ -612,7 +617,12 @@ fn the_input_generator_exercises_every_case() {
     };
     let mut cut = conversation.clone();
     let end = cut.messages.len();
-    assert_eq!(pruner.preview_inputs(&mut cut, 0..end, 100_000).unwrap(), 2);
+    assert_eq!(
+        pruner
+            .preview_inputs(&mut cut, 0..end, 100_000, &mut DecisionLog::new())
+            .unwrap(),
+        2
+    );
     let input = |conversation: &Conversation, message: usize, part: usize| {
         conversation.messages[message].parts[part]
             .as_tool_call()

@@ -498,16 +498,18 @@ fn failed_steps(policy: &condense_replay::PolicyResult) -> Vec<usize> {
         .collect()
 }
 
-/// At 24K and 20K, where Claude Code's system prompt and tools (about 15K provider tokens, which
-/// the log does not show) leave little room, condense still finishes every request of every
-/// session. It once failed dozens at 24K: it took outputs pruned by earlier requests off the
-/// provider's count a second time, sized the tail for the whole window, and, once a summary
+/// At 24K, 20K and 18K, where Claude Code's system prompt and tools (about 15K provider tokens,
+/// which the log does not show) leave little room, condense still finishes every request of
+/// every session. It once failed dozens at 24K: it took outputs pruned by earlier requests off
+/// the provider's count a second time, sized the tail for the whole window, and, once a summary
 /// could not get under, waited while the session grew past the window. At 20K it failed one,
 /// d7d349f9's request after its 3,831-token `Write`, until such an input could be cut to a
-/// preview where nothing else makes the request fit.
+/// preview where nothing else makes the request fit. At 18K it then failed two of d7d349f9's,
+/// the requests after such a cut: judged by the provider's count of the request as sent, with
+/// the input cut, they went out with it whole, until the cut was logged and made again.
 #[test]
-fn condense_finishes_every_session_at_20k_and_24k() {
-    for window in [20_000, 24_000] {
+fn condense_finishes_every_session_at_18k_20k_and_24k() {
+    for window in [18_000, 20_000, 24_000] {
         for path in transcripts() {
             let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
             let policies = vec![condense_policy("condense", window, None)];
