@@ -61,8 +61,8 @@ impl Pruner<'_> {
     /// the whole input, stored first. A text is any string of an input longer than
     /// `prune.preview_bytes`, wherever it is (a MultiEdit's edits too); ids, names and every
     /// other value stay. Calls written inside the assistant's text and protected tools' calls
-    /// are left alone, and so are calls cut before (`log` holds their cut). Each cut is logged in
-    /// `log`. Returns how many calls' inputs were cut. On error (an original that could not be
+    /// are left alone, and so are calls already cut as `log` says (a preview is not cut again).
+    /// Each cut is logged in `log`. Returns how many calls' inputs were cut. On error (an original that could not be
     /// stored) nothing has changed.
     pub fn preview_inputs(
         &self,
@@ -93,7 +93,9 @@ impl Pruner<'_> {
                 .filter(|(_, call)| {
                     !call.embedded
                         && !self.settings.rules.protected_tools.contains(&call.name)
-                        && log.input_cut(&call.id).is_none()
+                        && log
+                            .input_cut(&call.id)
+                            .is_none_or(|cut| cut.input != call.input)
                 })
             {
                 let mut found = Vec::new();
