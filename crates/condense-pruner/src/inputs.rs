@@ -437,6 +437,14 @@ mod tests {
         let before_other = other.clone();
         assert!(pruner.cut_inputs_again(&mut other, &log).is_empty());
         assert_eq!(other, before_other);
+        // and is cut where the window needs it, as any other.
+        assert_eq!(
+            pruner
+                .preview_inputs(&mut other, 0..3, excess, &mut log)
+                .unwrap(),
+            1
+        );
+        assert_ne!(log.input_cut("w1").unwrap().handle, handle);
     }
 
     #[test]
