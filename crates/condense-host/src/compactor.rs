@@ -526,29 +526,22 @@ impl Compactor {
             previous_request_ms: state.last_request_ms,
             skip_walk,
         };
-        let inputs_cut = self.inputs_cut_again(conversation, counts, &state.log);
         let prune = pruner.prune_counted(conversation, counts, &mut state.log, request)?;
-        let frozen_up_to = |message: usize| {
-            prune.frozen_tokens_up_to(message)
-                + inputs_cut
-                    .iter()
-                    .filter(|(at, _)| *at <= message)
-                    .map(|(_, freed)| freed)
-                    .sum::<usize>()
-        };
         let now = self.clock.now_ms();
         state.last_request_ms = Some(now);
         CacheUse::record(&mut state.caches, key, now);
-        let (measured, harness_figure) = measure(conversation, reported, counts, frozen_up_to);
+        let (measured, harness_figure) = measure(conversation, reported, counts, |message| {
+            prune.frozen_tokens_up_to(message)
+        });
         // Recounted only when something was replaced: on most requests of a long session
         // nothing is, and a recount of every message is a good part of a request's cost.
-        let counts_after = if prune.replaced() == 0 && inputs_cut.is_empty() {
+        let counts_after = if !prune.changed() {
             counts.to_vec()
         } else {
             counter.count_each(&conversation.messages)
         };
         let tokens = conversation_total(&counts_after);
-        let due_tokens = due_tokens(measured, frozen_up_to, tokens_in, tokens);
+        let due_tokens = due_tokens(measured, &prune, tokens_in, tokens);
         // The harness's figure against condense's count of the same messages, kept beside the
         // session's others: the room a request leaves is sized by the line through them.
         let sample = harness_figure
@@ -570,9 +563,8 @@ impl Compactor {
                 .tokens
                 .saturating_sub(prune.fresh_tokens_up_to(at_message));
         }
-        // Judged on the request as it came; the same request when nothing was replaced.
-        let early_unpruned =
-            early_as_it_came.filter(|_| prune.replaced() == 0 && inputs_cut.is_empty());
+        // Judged on the request as it came; the same request when pruning changed nothing.
+        let early_unpruned = early_as_it_came.filter(|_| !prune.changed());
         Ok(Pruned {
             prune,
             measured,
@@ -583,27 +575,6 @@ impl Compactor {
             early_unpruned,
             cold,
         })
-    }
-
-    /// Inputs cut for an earlier request to fit the window ([`Compactor::inputs_fitted`]), cut
-    /// the same again in `conversation`: the client sends them whole, and the provider's count
-    /// of that request had them cut. Each message changed, with the tokens that freed against
-    /// its count as it came (`counts`): like an output replaced again, already off that count.
-    fn inputs_cut_again(
-        &self,
-        conversation: &mut Conversation,
-        counts: &[usize],
-        log: &condense_pruner::DecisionLog,
-    ) -> Vec<(usize, usize)> {
-        self.pruner()
-            .cut_inputs_again(conversation, log)
-            .into_iter()
-            .map(|message| {
-                let now = self.counter.count_message(&conversation.messages[message]);
-                let whole = counts.get(message).copied().unwrap_or(now);
-                (message, whole.saturating_sub(now))
-            })
-            .collect()
     }
 
     /// Whether phase 2 runs: when the window is full, or earlier when that is cheaper
@@ -803,9 +774,9 @@ impl Compactor {
     /// what the agent itself sent in its last exchange (a whole file given to a Write, in a
     /// window its system prompt and tools nearly fill), cut with the whole input stored, rather
     /// than a request the provider refuses. With how many calls were cut. Each cut is logged
-    /// and made again on later requests ([`Compactor::prune_and_measure`]): the provider counts
-    /// this request with it, and the next one, which the client sends with the input whole,
-    /// is judged by that count.
+    /// and made again on later requests, with the outputs' frozen decisions (phase 1): the
+    /// provider counts this request with it, and the next one, which the client sends with the
+    /// input whole, is judged by that count.
     fn inputs_fitted(
         &self,
         compacted: &mut Conversation,
@@ -1566,13 +1537,13 @@ impl Due {
 }
 
 /// The trigger's measure of a pruned request: condense's count, or the provider's less what
-/// pruning just removed (by condense's count). Not less what it never counted
-/// (`frozen_up_to`): an output replaced by an earlier request (a frozen decision, applied again
-/// to the client's resent original), or an input cut by one, up to the reported message was a
-/// placeholder or a preview in the request the provider counted.
+/// pruning just removed (by condense's count). Not less what it never counted: an output
+/// replaced by an earlier request (a frozen decision, applied again to the client's resent
+/// original), or an input one cut, up to the reported message was a placeholder or a preview in
+/// the request the provider counted.
 fn due_tokens(
     measured: Measure,
-    frozen_up_to: impl Fn(usize) -> usize,
+    prune: &condense_pruner::PruneReport,
     tokens_in: usize,
     tokens: usize,
 ) -> usize {
@@ -1584,7 +1555,7 @@ fn due_tokens(
             ..
         } => {
             let freed = tokens_in.saturating_sub(tokens);
-            provider.saturating_sub(freed.saturating_sub(frozen_up_to(at_message)))
+            provider.saturating_sub(freed.saturating_sub(prune.frozen_tokens_up_to(at_message)))
         }
     }
 }

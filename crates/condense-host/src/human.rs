@@ -46,7 +46,7 @@ pub fn render_report(
         thousands(report.tokens_after)
     ));
     // Where the originals of what was replaced are: a placeholder names a handle, not a place.
-    let replaced = report.prune.replaced() > 0
+    let replaced = report.prune.changed()
         || matches!(report.compaction, CompactionOutcome::Summarized { previewed_outputs, previewed_inputs, .. } if previewed_outputs + previewed_inputs > 0);
     if let Some(store) = originals.filter(|_| replaced) {
         out.push_str(&format!("  originals: {store} (condense recall HANDLE)\n"));

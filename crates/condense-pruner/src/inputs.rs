@@ -8,7 +8,8 @@
 //! its call and its result, where the only other way is to summarize it away.
 //!
 //! A cut is logged ([`crate::DecisionLog::input_cut`]) and made again, byte for byte, on every
-//! later request that carries the call ([`Pruner::cut_inputs_again`]): the client resends its
+//! later request that carries the call ([`Pruner::prune`], with the other frozen decisions;
+//! [`crate::PruneReport::inputs`]): the client resends its
 //! input whole, and the provider counted the request with the cut. Sent whole again, the next
 //! request would be over the window while that count said it fit.
 
@@ -21,7 +22,7 @@ use condense_text::thousands;
 use serde_json::Value;
 
 use crate::note::preview;
-use crate::{DecisionLog, InputCut, PruneError, Pruner, handle_of};
+use crate::{DecisionLog, InputCut, InputReport, PruneError, Pruner, handle_of};
 
 /// One text of a call's input that may be cut.
 struct Text {
@@ -178,15 +179,16 @@ impl Pruner<'_> {
     }
 
     /// The cuts `log` holds made again on the calls of `conversation` they were made for (the
-    /// whole input's handle tells the call from another under the same id): returns the
-    /// messages changed. A call already as it was sent, written inside the assistant's text, or
-    /// of a protected tool is left as it is.
-    pub fn cut_inputs_again(
+    /// whole input's handle tells the call from another under the same id), as [`Pruner::prune`]
+    /// makes every frozen decision again: each call cut, with its input's tokens before and
+    /// after. A call already as it was sent, written inside the assistant's text, or of a
+    /// protected tool is left as it is.
+    pub(crate) fn cut_inputs_again(
         &self,
         conversation: &mut Conversation,
         log: &DecisionLog,
-    ) -> Vec<usize> {
-        let mut changed = Vec::new();
+    ) -> Vec<InputReport> {
+        let mut cut_again = Vec::new();
         for (index, message) in conversation.messages.iter_mut().enumerate() {
             for part in &mut message.parts {
                 let Part::ToolCall(call) = part else {
@@ -198,18 +200,24 @@ impl Pruner<'_> {
                 if call.input == cut.input
                     || call.embedded
                     || self.settings.rules.protected_tools.contains(&call.name)
-                    || handle_of(call.input.to_string().as_bytes()) != cut.handle
                 {
                     continue;
                 }
+                let whole = call.input.to_string();
+                if handle_of(whole.as_bytes()) != cut.handle {
+                    continue;
+                }
+                cut_again.push(InputReport {
+                    message: index,
+                    call_id: call.id.clone(),
+                    tokens_before: self.counter.count_text(&whole),
+                    tokens_after: self.counter.count_text(&cut.input.to_string()),
+                });
                 call.input = cut.input.clone();
                 call.raw_input = None;
-                if changed.last() != Some(&index) {
-                    changed.push(index);
-                }
             }
         }
-        changed
+        cut_again
     }
 
     /// `conversation` with each of `texts` cut to a preview of about `share` tokens (at most
@@ -422,7 +430,13 @@ mod tests {
         let logged = log.input_cut("w1").unwrap();
         assert_eq!((&logged.handle, &logged.input), (&handle, &input));
         let mut resent = writing(&content);
-        assert_eq!(pruner.cut_inputs_again(&mut resent, &log), vec![1]);
+        let again = pruner.cut_inputs_again(&mut resent, &log);
+        assert_eq!(again.len(), 1);
+        assert_eq!((again[0].message, again[0].call_id.as_str()), (1, "w1"));
+        assert_eq!(
+            again[0].tokens_before - again[0].tokens_after,
+            counter.count_text(&whole.to_string()) - counter.count_text(&input.to_string())
+        );
         assert_eq!(resent, conversation);
         assert!(pruner.cut_inputs_again(&mut resent, &log).is_empty());
         assert_eq!(

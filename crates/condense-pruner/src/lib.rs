@@ -41,7 +41,7 @@ pub use decisions::{Decision, DecisionLog, DecisionLogError, InputCut};
 pub use microcompact::{MicrocompactReport, MicrocompactSettings, PreviousRequest};
 pub use note::{Note, NoteError};
 pub use prune::{PruneError, PruneRequest, Pruner, boundary, boundary_by_calls, boundary_for};
-pub use report::{OutputReport, PruneReport, Reason};
+pub use report::{InputReport, OutputReport, PruneReport, Reason};
 pub use settings::{
     DUPLICATE_VARIABLES, PREVIEW_VARIABLES, PruneRules, PruneSettings, SUPERSEDED_VARIABLES,
     Thresholds, TrimRules, WalkWhen,

@@ -298,6 +298,12 @@ impl Pruner<'_> {
         let (outputs, tokens_freed) = self.report(&plan);
         let decided = Decided::from(plan);
         decided.apply(conversation, log);
+        let inputs = self.cut_inputs_again(conversation, log);
+        let tokens_freed = tokens_freed
+            + inputs
+                .iter()
+                .map(|input| input.tokens_before.saturating_sub(input.tokens_after))
+                .sum::<usize>();
 
         Ok(PruneReport {
             boundary,
@@ -308,6 +314,7 @@ impl Pruner<'_> {
             tokens_freed,
             outputs,
             trims,
+            inputs,
             microcompact,
         })
     }

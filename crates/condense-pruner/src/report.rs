@@ -85,6 +85,20 @@ pub struct OutputReport {
     pub tokens_after: usize,
 }
 
+/// A call's input cut again as the decision log says ([`crate::Pruner::prune`]): an earlier
+/// request sent it cut so that it fit the window, and the client resent it whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InputReport {
+    /// The message holding the call.
+    pub message: usize,
+    /// The call.
+    pub call_id: String,
+    /// The input's tokens whole.
+    pub tokens_before: usize,
+    /// Cut.
+    pub tokens_after: usize,
+}
+
 /// Every decision of one pruning call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PruneReport {
@@ -109,6 +123,9 @@ pub struct PruneReport {
     /// One entry per `trim_tool_result` call, in conversation order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trims: Vec<crate::TrimReport>,
+    /// The calls whose inputs were cut again, as frozen as the outputs replaced again.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<InputReport>,
     /// What time-based microcompact saw and did; absent when it is off or no previous request
     /// time is known.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,11 +133,18 @@ pub struct PruneReport {
 }
 
 impl PruneReport {
-    /// Tokens freed by replacing again, from the decision log, outputs in messages up to
-    /// `message`: outputs a request before this one already sent as placeholders, so a count
-    /// the provider made of that request never included them.
+    /// Tokens freed by replacing again, from the decision log, outputs (and cutting again
+    /// inputs) in messages up to `message`: a request before this one already sent them as
+    /// placeholders and previews, so a count the provider made of that request never included
+    /// them.
     pub fn frozen_tokens_up_to(&self, message: usize) -> usize {
         self.tokens_freed_up_to(message, |reason| *reason == Reason::Frozen)
+            + self
+                .inputs
+                .iter()
+                .filter(|input| input.message <= message)
+                .map(|input| input.tokens_before.saturating_sub(input.tokens_after))
+                .sum::<usize>()
     }
 
     /// Tokens freed by outputs replaced for the first time by this call, in messages up to
@@ -135,6 +159,11 @@ impl PruneReport {
             .filter(|output| output.message <= message && counted(&output.reason))
             .map(|output| output.tokens_before.saturating_sub(output.tokens_after))
             .sum()
+    }
+
+    /// Whether this call changed the request at all: an output replaced, an input cut again.
+    pub fn changed(&self) -> bool {
+        self.replaced() > 0 || !self.inputs.is_empty()
     }
 
     /// How many outputs were replaced by this call.

@@ -580,8 +580,12 @@ proptest! {
         prop_assert_eq!(calls, changed);
         // Logged, so that the next request, which carries the inputs whole, is cut the same.
         let mut resent = original.clone();
-        pruner.cut_inputs_again(&mut resent, &log);
+        let again = pruner
+            .prune(&mut resent, &mut log, PruneRequest { skip_walk: true, ..PruneRequest::default() })
+            .unwrap();
         prop_assert_eq!(bytes(&resent), bytes(&cut));
+        prop_assert_eq!(again.inputs.len(), calls);
+        prop_assert_eq!(again.changed(), calls > 0);
         if calls > 0 {
             prop_assert!(counter.count_conversation(&cut) < counter.count_conversation(&original));
         }

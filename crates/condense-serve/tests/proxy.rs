@@ -1472,3 +1472,145 @@ async fn each_request_is_sized_for_its_model() {
         }
     }
 }
+
+/// An upstream that answers the requests with `replies` in turn (assistant messages in Chat
+/// Completions' shape), each with the usage a provider reports: its count of the request
+/// (condense's tokenizer) plus `prefix` (tools and a system prompt the messages do not show),
+/// and of the answer. Returns its address and every body it received.
+async fn counting_upstream(
+    replies: Vec<Value>,
+    prefix: usize,
+) -> (SocketAddr, Arc<std::sync::Mutex<Vec<Value>>>) {
+    let received: Arc<std::sync::Mutex<Vec<Value>>> = Arc::default();
+    let bodies = received.clone();
+    let answer = move |body: axum::body::Bytes| {
+        let bodies = bodies.clone();
+        let replies = replies.clone();
+        async move {
+            let body: Value = serde_json::from_slice(&body).unwrap();
+            let turn = {
+                let mut bodies = bodies.lock().unwrap();
+                bodies.push(body.clone());
+                bodies.len() - 1
+            };
+            let reply = replies[turn.min(replies.len() - 1)].clone();
+            let prompt = tokens(body["messages"].as_array().unwrap()) + prefix;
+            let completion = tokens(std::slice::from_ref(&reply));
+            let answer = json!({
+                "id": format!("chatcmpl-{turn}"), "object": "chat.completion", "created": 1,
+                "model": "gpt-4.1",
+                "choices": [{"index": 0, "message": reply, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + completion},
+            });
+            (
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                answer.to_string(),
+            )
+        }
+    };
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(answer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (address, received)
+}
+
+/// Through the proxy, an agent whose tools and system prompt take 15K of a 32K window writes a
+/// whole file: that request is compacted with the file's text cut to a preview, and the
+/// provider reports its count of it. The client then sends its history with the file whole
+/// again, twice more: each request the upstream receives fits the window, and each carries the
+/// same cut, byte for byte (the one judged by the provider's count of the cut request went
+/// out with the file whole, over the window, before the cut was frozen).
+#[tokio::test]
+async fn the_requests_after_an_input_cut_carry_the_same_cut() {
+    const PREFIX: usize = 15_000;
+    const WINDOW: usize = 32_000;
+    let content: String = (0..1_800)
+        .map(|n| format!("line {n}: let x{n} = parse({n});\n"))
+        .collect();
+    let call = |id: &str, name: &str, input: Value| {
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+            "function": {"name": name, "arguments": input.to_string()}}]})
+    };
+    let write = call(
+        "write",
+        "Write",
+        json!({"file_path": "/src/parser.rs", "content": content}),
+    );
+    let check = call("check", "bash", json!({"command": "cargo check"}));
+    let (upstream, received) = counting_upstream(
+        vec![
+            write.clone(),
+            check.clone(),
+            json!({"role": "assistant", "content": "Done."}),
+        ],
+        PREFIX,
+    )
+    .await;
+    let running = proxy_to(upstream, WINDOW, |_| {}).await;
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are a careful agent."}),
+        json!({"role": "user", "content": "write the parser module"}),
+    ];
+    for step in 0..3 {
+        let output: String = (0..30)
+            .map(|line| format!("step {step} line {line} passed ok\n"))
+            .collect();
+        messages.push(call(
+            &format!("c{step}"),
+            "bash",
+            json!({"command": format!("run check {step}")}),
+        ));
+        messages
+            .push(json!({"role": "tool", "tool_call_id": format!("c{step}"), "content": output}));
+    }
+    let results = [
+        ("write", "File created successfully at: /src/parser.rs"),
+        ("check", "Finished `dev` profile"),
+        ("", ""),
+    ];
+    for (turn, (id, result)) in results.into_iter().enumerate() {
+        let response = client()
+            .post(format!("{}/v1/chat/completions", running.url))
+            .header("authorization", "Bearer sk-test")
+            .header("x-condense-session", "writer")
+            .json(&json!({"model": "gpt-4.1", "messages": messages}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "request {turn}");
+        let answer: Value = response.json().await.unwrap();
+        // The usage is recorded after the answer, in the background.
+        running.proxy.flushed().await;
+        messages.push(answer["choices"][0]["message"].clone());
+        if !id.is_empty() {
+            messages.push(json!({"role": "tool", "tool_call_id": id, "content": result}));
+        }
+    }
+    let bodies = received.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 3);
+    for (turn, body) in bodies.iter().enumerate() {
+        let sent = tokens(body["messages"].as_array().unwrap());
+        assert!(
+            sent + PREFIX <= WINDOW,
+            "request {turn}: {sent} tokens and the prefix, over the window"
+        );
+    }
+    let written = |body: &Value| {
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|message| message["tool_calls"][0]["id"] == "write")
+            .map(|message| message["tool_calls"][0]["function"]["arguments"].clone())
+    };
+    let cut = written(&bodies[1]).unwrap();
+    assert!(
+        cut.as_str()
+            .unwrap()
+            .contains("for the request to fit the window"),
+        "{cut}"
+    );
+    assert_eq!(written(&bodies[2]), Some(cut));
+}

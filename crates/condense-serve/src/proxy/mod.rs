@@ -766,7 +766,7 @@ impl Prepared {
     }
 }
 
-/// The body to send: the client's own bytes when nothing was replaced or summarized (as they
+/// The body to send: the client's own bytes when nothing was replaced, cut or summarized (as they
 /// came, without the cost of writing them again), else the compacted conversation written.
 fn body_of(
     format: condense_formats::Format,
@@ -777,7 +777,7 @@ fn body_of(
     let report = &compaction.report;
     let unchanged = !stood_in
         && !matches!(report.head, Some(HeadOutcome::Reused { .. }))
-        && report.prune.replaced() == 0
+        && !report.prune.changed()
         && !matches!(report.compaction, CompactionOutcome::Summarized { .. });
     if unchanged {
         return Ok(bytes.clone());
