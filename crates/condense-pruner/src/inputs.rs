@@ -63,8 +63,8 @@ impl Pruner<'_> {
     /// `prune.preview_bytes`, wherever it is (a MultiEdit's edits too); ids, names and every
     /// other value stay. Calls written inside the assistant's text and protected tools' calls
     /// are left alone, and so are calls already cut as `log` says (a preview is not cut again).
-    /// Each cut is logged in `log`. Returns how many calls' inputs were cut. On error (an original that could not be
-    /// stored) nothing has changed.
+    /// Each cut is logged in `log`. Returns how many calls' inputs were cut. On error (an
+    /// original that could not be stored) nothing has changed.
     pub fn preview_inputs(
         &self,
         conversation: &mut Conversation,
@@ -439,6 +439,30 @@ mod tests {
         );
         assert_eq!(resent, conversation);
         assert!(pruner.cut_inputs_again(&mut resent, &log).is_empty());
+        // As the pruner makes every frozen decision again: reported, and counted as frozen.
+        let mut pruned = writing(&content);
+        let report = pruner
+            .prune(
+                &mut pruned,
+                &mut log.clone(),
+                crate::PruneRequest {
+                    skip_walk: true,
+                    ..crate::PruneRequest::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(pruned, conversation);
+        assert!(report.changed() && report.replaced() == 0);
+        let freed = again[0].tokens_before - again[0].tokens_after;
+        assert_eq!(
+            (report.frozen_tokens_up_to(0), report.frozen_tokens_up_to(1)),
+            (0, freed)
+        );
+        assert!(
+            report
+                .to_string()
+                .contains("input cut again, as the log says  [w1]")
+        );
         assert_eq!(
             pruner
                 .preview_inputs(&mut resent, 0..3, excess, &mut log)

@@ -260,6 +260,17 @@ impl std::fmt::Display for PruneReport {
                 output.call_id
             )?;
         }
+        for input in &self.inputs {
+            writeln!(
+                f,
+                "  #{:<4} {:<16} {:>6} -> {:>6}  input cut again, as the log says  [{}]",
+                input.message,
+                "(call input)",
+                input.tokens_before,
+                input.tokens_after,
+                input.call_id
+            )?;
+        }
         Ok(())
     }
 }
