@@ -75,6 +75,39 @@ impl Pruner<'_> {
         if excess == 0 {
             return Ok(0);
         }
+        let texts = self.cuttable_texts(conversation, within, log);
+        let (cut, share) = shares(&texts, excess, self.note_tokens());
+        let texts = &texts[..cut];
+        let handles = self.inputs_stored(conversation, texts)?;
+        let (edited, calls) = self.cut_enough(conversation, texts, share, excess, &handles);
+        for &(message, part) in &calls {
+            if let (Some(handle), Some(Part::ToolCall(call))) = (
+                handles.get(&(message, part)),
+                edited.messages[message].parts.get(part),
+            ) {
+                log.record_input(
+                    call.id.clone(),
+                    InputCut {
+                        handle: handle.clone(),
+                        input: call.input.clone(),
+                    },
+                );
+            }
+        }
+        if !calls.is_empty() {
+            *conversation = edited;
+        }
+        Ok(calls.len())
+    }
+
+    /// The texts [`Pruner::preview_inputs`] may cut in `conversation.messages[within]`, the
+    /// largest first (among equals, the earliest: a stable sort keeps their order).
+    fn cuttable_texts(
+        &self,
+        conversation: &Conversation,
+        within: Range<usize>,
+        log: &DecisionLog,
+    ) -> Vec<Text> {
         let limit = self.settings.rules.preview_bytes;
         let mut texts = Vec::new();
         for (message, parts) in conversation
@@ -109,20 +142,29 @@ impl Pruner<'_> {
                 }));
             }
         }
-        // The largest first; among equals, the earliest (a stable sort keeps their order).
         texts.sort_by_key(|text| std::cmp::Reverse(text.tokens));
-        let note = self
-            .counter
+        texts
+    }
+
+    /// The tokens of `prune.input_note` at its longest: what each cut text gains back.
+    fn note_tokens(&self) -> usize {
+        self.counter
             .count_text(&self.settings.rules.input_note.render(&[
                 ("tool", "a_tool_name"),
                 ("tokens", "999,999"),
                 ("chars", "9,999,999"),
                 ("handle", &handle_of(b"")),
                 ("shown", "9,999,999"),
-            ]));
-        let (cut, mut share) = shares(&texts, excess, note);
-        let texts = &texts[..cut];
-        // Each call's whole input, stored before any of its texts is cut.
+            ]))
+    }
+
+    /// The whole input of each call `texts` are in, stored before any of its texts is cut: the
+    /// handle of each, by (message, part). A store that fails is an error, and nothing is cut.
+    fn inputs_stored(
+        &self,
+        conversation: &Conversation,
+        texts: &[Text],
+    ) -> Result<HashMap<(usize, usize), String>, PruneError> {
         let mut handles: HashMap<(usize, usize), String> = HashMap::new();
         for text in texts {
             if let Entry::Vacant(entry) = handles.entry((text.message, text.part)) {
@@ -143,39 +185,29 @@ impl Pruner<'_> {
                 entry.insert(handle);
             }
         }
-        // The share is reckoned in tokens a text keeps and cut in bytes: where that frees less
-        // than `excess`, a smaller share, at most a few times.
-        let mut enough = None;
+        Ok(handles)
+    }
+
+    /// `conversation` with `texts` cut to `share` tokens each, or less: the share is reckoned in
+    /// tokens a text keeps and cut in bytes, so where that frees less than `excess`, a smaller
+    /// share, at most a few times, then none. With the calls cut (message, part).
+    fn cut_enough(
+        &self,
+        conversation: &Conversation,
+        texts: &[Text],
+        mut share: usize,
+        excess: usize,
+        handles: &HashMap<(usize, usize), String>,
+    ) -> (Conversation, Vec<(usize, usize)>) {
         for _ in 0..4 {
-            let (edited, freed, calls) = self.cut_to(conversation, texts, share, &handles);
+            let (edited, freed, calls) = self.cut_to(conversation, texts, share, handles);
             if freed >= excess || share == 0 {
-                enough = Some((edited, calls));
-                break;
+                return (edited, calls);
             }
-            share = share.saturating_sub((excess - freed) / cut.max(1) + 1);
+            share = share.saturating_sub((excess - freed) / texts.len().max(1) + 1);
         }
-        let (edited, calls) = enough.unwrap_or_else(|| {
-            let (edited, _, calls) = self.cut_to(conversation, texts, 0, &handles);
-            (edited, calls)
-        });
-        for &(message, part) in &calls {
-            if let (Some(handle), Some(Part::ToolCall(call))) = (
-                handles.get(&(message, part)),
-                edited.messages[message].parts.get(part),
-            ) {
-                log.record_input(
-                    call.id.clone(),
-                    InputCut {
-                        handle: handle.clone(),
-                        input: call.input.clone(),
-                    },
-                );
-            }
-        }
-        if !calls.is_empty() {
-            *conversation = edited;
-        }
-        Ok(calls.len())
+        let (edited, _, calls) = self.cut_to(conversation, texts, 0, handles);
+        (edited, calls)
     }
 
     /// The cuts `log` holds made again on the calls of `conversation` they were made for (the
