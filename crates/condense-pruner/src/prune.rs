@@ -280,7 +280,7 @@ impl Pruner<'_> {
 
         let messages = &conversation.messages;
         let mut plan = self.plan(messages);
-        self.apply_log(&mut plan, log);
+        self.apply_log(&mut plan, log, context_window);
         let trims = self.agent_trims(&mut plan, messages, log, now)?;
         let microcompact = self.microcompact(&mut plan, messages, boundary, request, now)?;
         let walk = if microcompact.as_ref().is_some_and(|micro| micro.cleared > 0) {
@@ -451,15 +451,17 @@ impl Pruner<'_> {
 
     /// Frozen decisions: outputs already replaced stay as they are; outputs the log says were
     /// replaced get the same replacement again. Protected outputs are never touched, whatever an
-    /// older log says.
-    fn apply_log(&self, plan: &mut Plan<'_>, log: &DecisionLog) {
+    /// older log says, but for one larger than the whole `context_window`, which no request can
+    /// carry ([`Pruner::turn_budget`]).
+    fn apply_log(&self, plan: &mut Plan<'_>, log: &DecisionLog, context_window: Option<usize>) {
         for index in 0..plan.outputs.len() {
             let output = &mut plan.outputs[index];
             if output.result.compacted.is_some() {
                 output.reason = Some(Reason::AlreadyReplaced);
                 continue;
             }
-            if output.protected {
+            let unsendable = context_window.is_some_and(|window| output.tokens > window);
+            if output.protected && !unsendable {
                 output.reason = Some(Reason::Protected);
                 continue;
             }
@@ -689,7 +691,9 @@ impl Pruner<'_> {
 
     /// Claude Code's per-turn budget over the outputs seen for the first time, before the skip
     /// boundary. After it nothing is touched, with one exception: an output whose tokens alone
-    /// exceed the context window could never be sent, so it becomes a preview there too.
+    /// exceed the context window could never be sent, so it becomes a preview there too, and
+    /// wherever it is, even a protected tool's (protection keeps what can be sent; a request the
+    /// provider refuses keeps nothing).
     fn turn_budget(
         &self,
         plan: &mut Plan<'_>,
@@ -708,11 +712,10 @@ impl Pruner<'_> {
             let mut fresh: Vec<(usize, usize)> = (start..end)
                 .filter(|&index| {
                     let output = &plan.outputs[index];
+                    let unsendable = context_window.is_some_and(|window| output.tokens > window);
                     output.reason.is_none()
-                        && !output.protected
                         && log.get(&output.result.call_id).is_none()
-                        && (output.message < boundary
-                            || context_window.is_some_and(|window| output.tokens > window))
+                        && (unsendable || !output.protected && output.message < boundary)
                 })
                 .map(|index| {
                     (
@@ -726,9 +729,10 @@ impl Pruner<'_> {
             fresh.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             for &(index, chars) in &fresh {
                 // Inside the boundary only the output larger than the window is here, and it
-                // is cut whatever the turn's total.
-                let inside = plan.outputs[index].message >= boundary;
-                if total <= budget && !inside {
+                // is cut whatever the turn's total; so is a protected one, wherever it is.
+                let output = &plan.outputs[index];
+                let unsendable = output.message >= boundary || output.protected;
+                if total <= budget && !unsendable {
                     plan.kept_fresh.push(index);
                     continue;
                 }
