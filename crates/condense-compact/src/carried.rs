@@ -51,3 +51,110 @@ pub fn carried(
     }
     out
 }
+
+/// `carried` with its oldest tool pairs left out, as few as bring it within `room` tokens
+/// (`count` gives the tokens of a list of messages), and how many were left out. Protection
+/// keeps a tool's outputs from being pruned as a saving and carries them past a summary; it
+/// cannot make the provider take a request larger than its window. Where the protected pairs
+/// are more than the room the tail leaves, the newest are carried and the older ones go to the
+/// summary with the rest of the head (they stay in the client's history and in the summary's
+/// account of the calls).
+pub fn newest_within(
+    mut carried: Vec<Message>,
+    room: usize,
+    count: impl Fn(&[Message]) -> usize,
+) -> (Vec<Message>, usize) {
+    let oldest_first: Vec<String> = carried
+        .iter()
+        .flat_map(|message| &message.parts)
+        .filter_map(Part::as_tool_call)
+        .map(|call| call.id.clone())
+        .collect();
+    let mut left_out = 0;
+    for id in oldest_first {
+        if count(&carried) <= room {
+            break;
+        }
+        for message in &mut carried {
+            let before = message.parts.len();
+            message.parts.retain(|part| match part {
+                Part::ToolCall(call) => call.id != id,
+                Part::ToolResult(result) => result.call_id != id,
+                _ => true,
+            });
+            if message.parts.len() != before {
+                message.wire.clear();
+            }
+        }
+        carried.retain(|message| !message.parts.is_empty());
+        left_out += 1;
+    }
+    (carried, left_out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use condense_core::testing::tool_step;
+    use condense_core::{Message, Role};
+
+    use super::*;
+
+    /// A session of `steps` calls of `memory_store`, each output `size` characters.
+    fn stored(steps: usize, size: usize) -> Vec<Message> {
+        let mut messages = vec![
+            Message::text(Role::System, "agent"),
+            Message::text(Role::User, "remember things"),
+        ];
+        for step in 0..steps {
+            messages.extend(tool_step(
+                &format!("call_{step}"),
+                "memory_store",
+                serde_json::json!({"key": step}),
+                "x".repeat(size),
+            ));
+        }
+        messages.push(Message::text(Role::User, "go on"));
+        messages
+    }
+
+    fn chars(messages: &[Message]) -> usize {
+        messages
+            .iter()
+            .flat_map(|message| &message.parts)
+            .map(|part| match part {
+                Part::ToolResult(result) => result.content.text().len(),
+                _ => 0,
+            })
+            .sum()
+    }
+
+    #[test]
+    fn the_newest_protected_pairs_that_fit_are_carried_whole() {
+        let messages = stored(5, 100);
+        let protected = BTreeSet::from(["memory_store".to_owned()]);
+        let all = carried(&messages, 1, messages.len() - 1, &protected, 0);
+        assert_eq!(chars(&all), 500);
+
+        let (kept, left_out) = newest_within(all.clone(), 250, chars);
+        assert_eq!(left_out, 3);
+        assert_eq!(chars(&kept), 200);
+        let ids: Vec<&str> = kept
+            .iter()
+            .flat_map(|message| &message.parts)
+            .filter_map(|part| match part {
+                Part::ToolCall(call) => Some(call.id.as_str()),
+                Part::ToolResult(result) => Some(result.call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, ["call_3", "call_3", "call_4", "call_4"]);
+        assert!(condense_core::validate(&kept).is_empty());
+
+        // Room for all: nothing left out, the messages as they were.
+        assert_eq!(newest_within(all.clone(), 500, chars), (all.clone(), 0));
+        // Room for none: none carried.
+        assert_eq!(newest_within(all, 50, chars), (Vec::new(), 5));
+    }
+}

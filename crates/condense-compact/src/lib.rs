@@ -21,7 +21,7 @@ pub use budget::{
     CompactionRules, EarlyCompaction, TailSettings, is_due, pays_at_a_cold_cache, pays_to_compact,
     tail_budget, usable, wider_tail_pays,
 };
-pub use carried::carried;
+pub use carried::{carried, newest_within};
 pub use reassemble::{
     OPENCODE_CONTINUATION, previous_summary, reassemble, reposition_side, summary_message,
     summary_message_continued,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use condense_compact::{
-    Split, TailSettings, carried, previous_summary, reassemble, reposition_side,
+    Split, TailSettings, carried, newest_within, previous_summary, reassemble, reposition_side,
 };
 use condense_core::{Conversation, LiveView, Memos, Message, Role};
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
@@ -703,7 +703,7 @@ impl Compactor {
         // do not.
         let usable = condense_compact::usable(&room);
         let summary_room = self.summary_room(usable, cut.kept_tokens);
-        let carried = self.carried_past(
+        let (carried, protected_summarized) = self.carried_past(
             messages,
             &cut,
             due.tail.rules.min_tail_turns,
@@ -758,6 +758,7 @@ impl Compactor {
             summarizer: name,
             split: cut,
             carried_messages: carried.len(),
+            protected_summarized,
             previewed_outputs,
             previewed_inputs,
             summary_tokens,
@@ -808,14 +809,16 @@ impl Compactor {
     /// What the head holds that outlives the summary, verbatim ([`carried`]): protected tools'
     /// calls and outputs, and the person's last `min_turns` messages the tail could not hold
     /// where they fit beside the tail in `room` (what the summary's room leaves), else none of
-    /// the person's: the summary quotes them.
+    /// the person's: the summary quotes them. Protected pairs that are more than that room
+    /// even so are carried from the newest back as far as they fit, the older ones left to
+    /// the summary ([`newest_within`]): with how many were left.
     fn carried_past(
         &self,
         messages: &[Message],
         cut: &Split,
         min_turns: usize,
         room: usize,
-    ) -> Vec<Message> {
+    ) -> (Vec<Message>, usize) {
         let carry = |turns| {
             carried(
                 messages,
@@ -825,11 +828,12 @@ impl Compactor {
                 turns,
             )
         };
+        let tokens = |carried: &[Message]| conversation_total(&self.counter.count_each(carried));
         let carried = carry(min_turns);
-        if cut.kept_tokens + conversation_total(&self.counter.count_each(&carried)) > room {
-            return carry(0);
+        if cut.kept_tokens + tokens(&carried) <= room {
+            return (carried, 0);
         }
-        carried
+        newest_within(carry(0), room.saturating_sub(cut.kept_tokens), tokens)
     }
 
     /// Where a compaction cuts `messages` in `room`: as the budget does, but for an early

@@ -147,6 +147,7 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
             summarizer,
             split,
             carried_messages,
+            protected_summarized,
             previewed_outputs,
             previewed_inputs,
             summary_tokens,
@@ -182,6 +183,11 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
                         "; the last exchange is over the tail budget, {previewed_outputs} of its outputs cut to previews"
                     ),
                 });
+            }
+            if *protected_summarized > 0 {
+                line.push_str(&format!(
+                    "; {protected_summarized} of the protected tools' oldest calls summarized: more than the room beside the tail"
+                ));
             }
             if *previewed_inputs > 0 {
                 line.push_str(&format!(

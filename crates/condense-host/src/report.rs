@@ -47,6 +47,11 @@ pub enum CompactionOutcome {
         split: Split,
         /// Protected outputs and recent user turns from the head, kept verbatim after the summary.
         carried_messages: usize,
+        /// Protected tools' calls of the head left to the summary: more than the room the tail
+        /// leaves, the newest were carried and these, the oldest, were not (a request the
+        /// provider refuses keeps nothing; [`condense_compact::newest_within`]).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        protected_summarized: usize,
         /// Outputs of the tail cut to previews for it to fit its budget ([`Split::previews`]):
         /// the last exchange's, each alone over the budget (the tail always holds the last
         /// exchange), or the recent calls' over their share ([`condense_compact::TailRule`]).

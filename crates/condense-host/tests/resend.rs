@@ -185,11 +185,13 @@ async fn a_client_that_clears_its_own_old_results_keeps_the_summary() {
     }
 }
 
-/// A session whose protected outputs alone are over the threshold (the fuzzer's `prepare`
-/// target found it): the first request's summary cannot get under, so every resend met a head
-/// that was that summary and the outputs it carried, and summarized it again, a new summary and
-/// a rewritten cached prefix on every request. Now the resend is told there is nothing new, and
-/// a retry of that very request is sent the same bytes, continuation message included.
+/// A session whose last request is over the threshold by itself (the fuzzer's `prepare` target
+/// found the case with protected outputs that were, which are now carried past the summary only
+/// as far as they fit; here both): the first request's summary cannot get under, so every
+/// resend met a head that was that summary and the messages it carried, and summarized it
+/// again, a new summary and a rewritten cached prefix on every request. Now the resend is told
+/// there is nothing new, and a retry of that very request is sent the same bytes, continuation
+/// message included.
 #[tokio::test]
 async fn a_summary_that_cannot_get_under_is_not_made_again_on_a_resend() {
     let mut messages = vec![
@@ -204,6 +206,15 @@ async fn a_summary_that_cannot_get_under_is_not_made_again_on_a_resend() {
             format!("skill {step} says: ") + &"the rule to keep, word by word. ".repeat(40),
         ));
     }
+    // The person's own message, which nothing may cut: about 10,000 tokens of a log, over the
+    // threshold (10,000) with the call before it, under the window.
+    messages.push(Message::text(
+        Role::User,
+        "why does it fail?\n".to_owned()
+            + &(0..2_200)
+                .map(|line| format!("E{line} failed\n"))
+                .collect::<String>(),
+    ));
     let history = Conversation::new(messages);
     let config = condense_host::Config::load(&condense_host::Sources {
         env: vec![
@@ -222,10 +233,16 @@ async fn a_summary_that_cannot_get_under_is_not_made_again_on_a_resend() {
         .prepare(history.clone(), &mut state)
         .await
         .unwrap();
+    // The skills' outputs do not fit beside that message: all but the one in the tail are
+    // left to the summary.
     assert!(
         matches!(
             first.report.compaction,
-            CompactionOutcome::Summarized { .. }
+            CompactionOutcome::Summarized {
+                protected_summarized: 39,
+                carried_messages: 0,
+                ..
+            }
         ),
         "{:?} {} tokens, {} usable",
         first.report.compaction,
@@ -234,7 +251,8 @@ async fn a_summary_that_cannot_get_under_is_not_made_again_on_a_resend() {
     );
     assert!(
         !first.report.under_threshold,
-        "the protected outputs do not fit"
+        "the person's last message does not fit: {} tokens",
+        first.report.tokens_after
     );
     let again = compactor
         .prepare(history.clone(), &mut state)

@@ -167,3 +167,119 @@ proptest! {
         );
     }
 }
+
+/// A longer session than [`session`]'s: one to four of the person's turns of up to forty steps,
+/// outputs from a line to several times a small window (the protected `skill` among the tools).
+fn long_session() -> impl Strategy<Value = Vec<(bool, Vec<(usize, usize)>)>> {
+    let step = (
+        0..TOOLS.len(),
+        prop_oneof![
+            Just(40usize),
+            Just(400),
+            Just(1_500),
+            Just(4_000),
+            Just(12_000),
+            Just(60_000)
+        ],
+    );
+    let turn = (
+        prop::bool::weighted(0.5),
+        prop::collection::vec(step, 1..40),
+    );
+    prop::collection::vec(turn, 1..5)
+}
+
+/// What must hold of condense's defaults on sessions it was never measured on: no failed
+/// request where another policy has none, and at least what Claude Code's rules keep where
+/// both finish. The shared sessions' check
+/// (`transcripts.rs`, `condense_is_on_the_frontier_and_keeps_what_matters_wherever_any_policy_finishes`)
+/// on shapes they do not have: a protected tool's outputs larger than the window, or more
+/// together than the room a summary leaves, a run of outputs each several times the window.
+fn assert_finishes_and_keeps(replay: &Replay) -> Result<(), TestCaseError> {
+    let named = |wanted: &str| {
+        replay
+            .policies
+            .iter()
+            .find(|policy| policy.name == wanted)
+            .unwrap()
+    };
+    let (ours, theirs) = (named("condense"), named("claude-code"));
+    let figures: Vec<String> = replay
+        .policies
+        .iter()
+        .map(|policy| {
+            format!(
+                "{} failed {} keeps {:.3}",
+                policy.name, policy.failures, policy.retention
+            )
+        })
+        .collect();
+    if replay.policies.iter().any(|policy| policy.failures == 0) {
+        prop_assert_eq!(ours.failures, 0, "{:?}", figures);
+    }
+    if theirs.failures == 0 {
+        prop_assert!(ours.retention >= theirs.retention - 1e-9, "{:?}", figures);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn condense_finishes_where_another_policy_does_and_keeps_what_claude_codes_rules_keep(
+        turns in long_session(),
+        window in prop_oneof![Just(8_000usize), Just(16_000), Just(32_000), Just(64_000)],
+        openai in any::<bool>(),
+    ) {
+        let provider = if openai { Provider::OpenAi } else { Provider::Anthropic };
+        assert_finishes_and_keeps(&run(&build(&turns), provider, window))?;
+    }
+}
+
+/// A `skill` (protected) whose output is about 23,000 tokens, in an 8,000-token window: no
+/// request can carry it, so it becomes a preview as an unprotected one would (before, condense
+/// sent it whole and failed where Claude Code's rules, summarizing it away, finished).
+#[test]
+fn a_protected_output_larger_than_the_window_becomes_a_preview() {
+    let replay = run(
+        &build(&[(false, vec![(2, 60_000)])]),
+        Provider::Anthropic,
+        8_000,
+    );
+    assert_finishes_and_keeps(&replay).unwrap();
+}
+
+/// Protected outputs that are each smaller than the window and together more than the room a
+/// summary leaves beside the tail (about 13,000 tokens of `skill` in a 16,000-token window):
+/// the newest are carried past the summary, the older ones summarized (before, all were
+/// carried and the request went out over the window).
+#[test]
+fn protected_outputs_more_than_the_room_are_carried_from_the_newest() {
+    let mut first = vec![(2, 4_000); 3];
+    first.extend([(0, 40); 7]);
+    let mut second = vec![(0, 40), (0, 40), (0, 40), (2, 40), (2, 1_500), (2, 4_000)];
+    second.extend([(0, 40); 8]);
+    second.extend([
+        (2, 1_500),
+        (0, 40),
+        (0, 40),
+        (2, 1_500),
+        (2, 4_000),
+        (0, 40),
+        (2, 1_500),
+    ]);
+    let third = vec![
+        (0, 40),
+        (0, 400),
+        (0, 1_500),
+        (2, 40),
+        (0, 12_000),
+        (2, 12_000),
+        (0, 1_500),
+        (0, 4_000),
+    ];
+    let turns = [(false, first), (true, second), (true, third)];
+    let replay = run(&build(&turns), Provider::Anthropic, 16_000);
+    assert_finishes_and_keeps(&replay).unwrap();
+}
