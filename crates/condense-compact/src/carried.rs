@@ -52,44 +52,74 @@ pub fn carried(
     out
 }
 
-/// `carried` with its oldest tool pairs left out, as few as bring it within `room` tokens
-/// (`count` gives the tokens of a list of messages), and how many were left out. Protection
-/// keeps a tool's outputs from being pruned as a saving and carries them past a summary; it
-/// cannot make the provider take a request larger than its window. Where the protected pairs
-/// are more than the room the tail leaves, the newest are carried and the older ones go to the
-/// summary with the rest of the head (they stay in the client's history and in the summary's
-/// account of the calls).
+/// `carried` within `room` tokens (`count` gives the tokens of a list of messages): its tool
+/// pairs taken from the newest back, each that fits beside those taken, the others left out;
+/// with how many were left out. Protection keeps a tool's outputs from being pruned as a saving
+/// and carries them past a summary; it cannot make the provider take a request larger than its
+/// window. Where the protected pairs are more than the room the tail leaves, the newest that
+/// fit are carried and the rest go to the summary with the rest of the head (they stay in the
+/// client's history and in the summary's account of the calls).
 pub fn newest_within(
-    mut carried: Vec<Message>,
+    carried: Vec<Message>,
     room: usize,
     count: impl Fn(&[Message]) -> usize,
 ) -> (Vec<Message>, usize) {
-    let oldest_first: Vec<String> = carried
+    if count(&carried) <= room {
+        return (carried, 0);
+    }
+    let oldest_first: Vec<&str> = carried
         .iter()
         .flat_map(|message| &message.parts)
         .filter_map(Part::as_tool_call)
-        .map(|call| call.id.clone())
+        .map(|call| call.id.as_str())
         .collect();
-    let mut left_out = 0;
-    for id in oldest_first {
-        if count(&carried) <= room {
-            break;
-        }
-        for message in &mut carried {
-            let before = message.parts.len();
-            message.parts.retain(|part| match part {
-                Part::ToolCall(call) => call.id != id,
-                Part::ToolResult(result) => result.call_id != id,
-                _ => true,
-            });
-            if message.parts.len() != before {
+    let only = |kept: &BTreeSet<&str>| -> Vec<Message> {
+        let mut out = Vec::new();
+        for message in &carried {
+            let parts: Vec<Part> = message
+                .parts
+                .iter()
+                .filter(|part| match part {
+                    Part::ToolCall(call) => kept.contains(call.id.as_str()),
+                    Part::ToolResult(result) => kept.contains(result.call_id.as_str()),
+                    _ => true,
+                })
+                .cloned()
+                .collect();
+            if parts.is_empty() {
+                continue;
+            }
+            let mut message = message.clone();
+            if parts.len() != message.parts.len() {
+                message.parts = parts;
                 message.wire.clear();
             }
+            out.push(message);
         }
-        carried.retain(|message| !message.parts.is_empty());
-        left_out += 1;
+        out
+    };
+    let mut kept = BTreeSet::new();
+    let mut taken = 0;
+    for &id in oldest_first.iter().rev() {
+        let tokens = count(&only(&BTreeSet::from([id])));
+        if taken + tokens <= room {
+            kept.insert(id);
+            taken += tokens;
+        }
     }
-    (carried, left_out)
+    // Each pair was counted in messages of its own; together they may share one, or not: the
+    // oldest kept leave until the whole is within the room.
+    let mut out = only(&kept);
+    for id in &oldest_first {
+        if count(&out) <= room {
+            break;
+        }
+        if kept.remove(id) {
+            out = only(&kept);
+        }
+    }
+    let left_out = oldest_first.len() - kept.len();
+    (out, left_out)
 }
 
 #[cfg(test)]
@@ -156,5 +186,25 @@ mod tests {
         assert_eq!(newest_within(all.clone(), 500, chars), (all.clone(), 0));
         // Room for none: none carried.
         assert_eq!(newest_within(all, 50, chars), (Vec::new(), 5));
+    }
+
+    /// A newest pair larger than the room is left out, and an older one that fits is carried.
+    #[test]
+    fn an_older_pair_that_fits_is_carried_where_a_newer_one_does_not() {
+        let mut messages = stored(2, 100);
+        let last = messages.len() - 1;
+        messages.splice(
+            last..last,
+            tool_step(
+                "call_big",
+                "memory_store",
+                serde_json::json!({}),
+                "y".repeat(1_000),
+            ),
+        );
+        let protected = BTreeSet::from(["memory_store".to_owned()]);
+        let all = carried(&messages, 1, messages.len() - 1, &protected, 0);
+        let (kept, left_out) = newest_within(all, 250, chars);
+        assert_eq!((chars(&kept), left_out), (200, 1));
     }
 }

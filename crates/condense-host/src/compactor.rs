@@ -700,8 +700,11 @@ impl Compactor {
         let head = &messages[cut.head()];
         // The person's latest requests the tail could not hold are carried whole as far as
         // they fit beside the summary and the tail, and left to the summary's quotes where they
-        // do not.
-        let usable = condense_compact::usable(&room);
+        // do not. The room is what the pinned messages leave (a system prompt sent as a message,
+        // as Chat Completions agents send it, is no less part of the request than one sent
+        // apart, which `room` has taken off already).
+        let pinned: usize = counter.count_each(&messages[..cut.pinned]).iter().sum();
+        let usable = condense_compact::usable(&room).saturating_sub(pinned);
         let summary_room = self.summary_room(usable, cut.kept_tokens);
         let (carried, protected_summarized) = self.carried_past(
             messages,
@@ -752,7 +755,10 @@ impl Compactor {
         let continuation = self.continuation_for(Phases::Both { automatic }, messages);
         let mut compacted = reassembled(conversation, &cut, &carried, &parsed.text, continuation);
         let tail = (cut.pinned + 1 + carried.len())..compacted.messages.len();
-        let previewed_inputs = self.inputs_fitted(&mut compacted, tail, &due, &mut state.log)?;
+        let previewed_inputs =
+            self.inputs_fitted(&mut compacted, tail.clone(), &due, &mut state.log)?;
+        let previewed_protected =
+            self.protected_fitted(&mut compacted, tail, &due, &mut state.log)?;
         let summary_tokens = counter.count_message(&compacted.messages[cut.pinned]);
         let outcome = CompactionOutcome::Summarized {
             summarizer: name,
@@ -761,6 +767,7 @@ impl Compactor {
             protected_summarized,
             previewed_outputs,
             previewed_inputs,
+            previewed_protected,
             summary_tokens,
             missing_sections: parsed.missing_sections,
             rejected,
@@ -785,14 +792,37 @@ impl Compactor {
         due: &Due,
         log: &mut condense_pruner::DecisionLog,
     ) -> Result<usize, HostError> {
+        let excess = self.over_the_window(compacted, due);
+        Ok(self.pruner().preview_inputs(compacted, tail, excess, log)?)
+    }
+
+    /// `compacted` with the outputs of protected tools in its `tail` cut to previews where it
+    /// is still more than the window holds, everything else that may be cut cut (the summary
+    /// shrunk, the other outputs and the calls' inputs previewed), then, where it is still
+    /// over, their calls' inputs: a request the provider refuses keeps nothing, protected or
+    /// not. With how many outputs and inputs were cut, each logged and made again on later
+    /// requests ([`condense_pruner::Pruner::preview_protected_to_fit`],
+    /// [`condense_pruner::Pruner::preview_protected_inputs`]).
+    fn protected_fitted(
+        &self,
+        compacted: &mut Conversation,
+        tail: std::ops::Range<usize>,
+        due: &Due,
+        log: &mut condense_pruner::DecisionLog,
+    ) -> Result<usize, HostError> {
+        let pruner = self.pruner();
+        let excess = self.over_the_window(compacted, due);
+        let outputs = pruner.preview_protected_to_fit(compacted, tail.clone(), excess, log)?;
+        let excess = self.over_the_window(compacted, due);
+        let inputs = pruner.preview_protected_inputs(compacted, tail, excess, log)?;
+        Ok(outputs + inputs)
+    }
+
+    /// The tokens by which `compacted` is more than the window holds of the request `due`
+    /// measured (in condense's count, [`in_ours`]); 0 where it fits.
+    fn over_the_window(&self, compacted: &Conversation, due: &Due) -> usize {
         let limit = in_ours(due.tail.context_window, due.tokens, due.counted, due.line);
-        let total = conversation_total(&self.counter.count_each(&compacted.messages));
-        if total <= limit {
-            return Ok(0);
-        }
-        Ok(self
-            .pruner()
-            .preview_inputs(compacted, tail, total - limit, log)?)
+        conversation_total(&self.counter.count_each(&compacted.messages)).saturating_sub(limit)
     }
 
     /// The most the summary may take of `usable` beside a tail of `kept` tokens: its budget, at
@@ -809,9 +839,9 @@ impl Compactor {
     /// What the head holds that outlives the summary, verbatim ([`carried`]): protected tools'
     /// calls and outputs, and the person's last `min_turns` messages the tail could not hold
     /// where they fit beside the tail in `room` (what the summary's room leaves), else none of
-    /// the person's: the summary quotes them. Protected pairs that are more than that room
-    /// even so are carried from the newest back as far as they fit, the older ones left to
-    /// the summary ([`newest_within`]): with how many were left.
+    /// the person's: the summary quotes them. Of protected pairs that are more than that room
+    /// even so, the newest that fit are carried and the others left to the summary
+    /// ([`newest_within`]): with how many were left.
     fn carried_past(
         &self,
         messages: &[Message],

@@ -150,6 +150,7 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
             protected_summarized,
             previewed_outputs,
             previewed_inputs,
+            previewed_protected,
             summary_tokens,
             missing_sections,
             rejected,
@@ -192,6 +193,11 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
             if *previewed_inputs > 0 {
                 line.push_str(&format!(
                     "; still over the window with the summary shrunk, so {previewed_inputs} of the last exchange's tool call inputs cut to previews (prune.input_note)"
+                ));
+            }
+            if *previewed_protected > 0 {
+                line.push_str(&format!(
+                    "; still over the window, so {previewed_protected} of the protected tools' outputs or inputs in the tail cut to previews"
                 ));
             }
             if let Some(reason) = rejected {

@@ -64,6 +64,12 @@ pub enum CompactionOutcome {
         /// nearly fill.
         #[serde(default, skip_serializing_if = "is_zero")]
         previewed_inputs: usize,
+        /// Outputs of protected tools in the tail, and then their calls' inputs, cut to previews,
+        /// everything else that may be cut cut, for the request to fit the window at all
+        /// ([`condense_pruner::Pruner::preview_protected_to_fit`],
+        /// [`condense_pruner::Pruner::preview_protected_inputs`]).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        previewed_protected: usize,
         /// The summary's tokens.
         summary_tokens: usize,
         /// Template sections the summary lacked.

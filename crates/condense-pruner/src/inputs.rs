@@ -62,7 +62,8 @@ impl Pruner<'_> {
     /// the whole input, stored first. A text is any string of an input longer than
     /// `prune.preview_bytes`, wherever it is (a MultiEdit's edits too); ids, names and every
     /// other value stay. Calls written inside the assistant's text and protected tools' calls
-    /// are left alone, and so are calls already cut as `log` says (a preview is not cut again).
+    /// ([`Pruner::preview_protected_inputs`]) are left alone, and so are calls already cut as
+    /// `log` says (a preview is not cut again).
     /// Each cut is logged in `log`. Returns how many calls' inputs were cut. On error (an
     /// original that could not be stored) nothing has changed.
     pub fn preview_inputs(
@@ -72,11 +73,39 @@ impl Pruner<'_> {
         excess: usize,
         log: &mut DecisionLog,
     ) -> Result<usize, PruneError> {
+        self.inputs_previewed(conversation, within, excess, false, log)
+    }
+
+    /// [`Pruner::preview_inputs`] for the calls of protected tools alone: the last resort of a
+    /// request still over the window with everything else cut (a memory the agent stores, larger
+    /// than the window leaves). Protection keeps a call from being cut as a saving; a request the
+    /// provider refuses keeps nothing.
+    pub fn preview_protected_inputs(
+        &self,
+        conversation: &mut Conversation,
+        within: Range<usize>,
+        excess: usize,
+        log: &mut DecisionLog,
+    ) -> Result<usize, PruneError> {
+        self.inputs_previewed(conversation, within, excess, true, log)
+    }
+
+    /// [`Pruner::preview_inputs`] of the protected tools' calls alone when `protected`, else of
+    /// the others'.
+    fn inputs_previewed(
+        &self,
+        conversation: &mut Conversation,
+        within: Range<usize>,
+        excess: usize,
+        protected: bool,
+        log: &mut DecisionLog,
+    ) -> Result<usize, PruneError> {
         if excess == 0 {
             return Ok(0);
         }
-        let texts = self.cuttable_texts(conversation, within, log);
-        let (cut, share) = shares(&texts, excess, self.note_tokens());
+        let texts = self.cuttable_texts(conversation, within, protected, log);
+        let sizes: Vec<usize> = texts.iter().map(|text| text.tokens).collect();
+        let (cut, share) = shares(&sizes, excess, self.note_tokens());
         let texts = &texts[..cut];
         let handles = self.inputs_stored(conversation, texts)?;
         let (edited, calls) = self.cut_enough(conversation, texts, share, excess, &handles);
@@ -106,6 +135,7 @@ impl Pruner<'_> {
         &self,
         conversation: &Conversation,
         within: Range<usize>,
+        protected: bool,
         log: &DecisionLog,
     ) -> Vec<Text> {
         let limit = self.settings.rules.preview_bytes;
@@ -119,14 +149,15 @@ impl Pruner<'_> {
         {
             // A call written inside the assistant's text (mini-swe-agent's fenced blocks) is
             // written as that text: cutting its input would change nothing sent. A protected
-            // tool's call (a memory the agent stores) is never touched, as its output is not.
+            // tool's call (a memory the agent stores) is cut only by the last resort, with the
+            // protected tools' calls alone.
             for (part, call) in parts
                 .iter()
                 .enumerate()
                 .filter_map(|(at, part)| Some((at, part.as_tool_call()?)))
                 .filter(|(_, call)| {
                     !call.embedded
-                        && !self.settings.rules.protected_tools.contains(&call.name)
+                        && self.settings.rules.protected_tools.contains(&call.name) == protected
                         && log
                             .input_cut(&call.id)
                             .is_none_or(|cut| cut.input != call.input)
@@ -213,8 +244,8 @@ impl Pruner<'_> {
     /// The cuts `log` holds made again on the calls of `conversation` they were made for (the
     /// whole input's handle tells the call from another under the same id), as [`Pruner::prune`]
     /// makes every frozen decision again: each call cut, with its input's tokens before and
-    /// after. A call already as it was sent, written inside the assistant's text, or of a
-    /// protected tool is left as it is.
+    /// after. A call already as it was sent, or written inside the assistant's text, is left as
+    /// it is.
     pub(crate) fn cut_inputs_again(
         &self,
         conversation: &mut Conversation,
@@ -229,10 +260,8 @@ impl Pruner<'_> {
                 let Some(cut) = log.input_cut(&call.id) else {
                     continue;
                 };
-                if call.input == cut.input
-                    || call.embedded
-                    || self.settings.rules.protected_tools.contains(&call.name)
-                {
+                // A protected tool's call is in the log only as the last resort cut it.
+                if call.input == cut.input || call.embedded {
                     continue;
                 }
                 let whole = call.input.to_string();
@@ -303,21 +332,21 @@ impl Pruner<'_> {
     }
 }
 
-/// How many of `texts` (the largest first) are cut, and the tokens each keeps, for about
-/// `excess` tokens to be freed with a note of `note` tokens after each: the same share for each
-/// text cut, the largest that frees enough (the tail's outputs share their room so too), so that
-/// no text is cut to nothing while another keeps more than it.
-fn shares(texts: &[Text], excess: usize, note: usize) -> (usize, usize) {
+/// How many of the texts of `tokens` tokens (the largest first) are cut, and the tokens each
+/// keeps, for about `excess` tokens to be freed with a note of `note` tokens after each: the same
+/// share for each text cut, the largest that frees enough (the tail's outputs share their room
+/// so too), so that no text is cut to nothing while another keeps more than it.
+pub(crate) fn shares(tokens: &[usize], excess: usize, note: usize) -> (usize, usize) {
     let mut sum = 0;
-    for (index, text) in texts.iter().enumerate() {
-        sum += text.tokens;
+    for (index, size) in tokens.iter().enumerate() {
+        sum += size;
         let cut = index + 1;
         let share = sum.saturating_sub(excess + cut * note) / cut;
-        if texts.get(cut).is_none_or(|next| share >= next.tokens) {
+        if tokens.get(cut).is_none_or(|next| share >= *next) {
             return (cut, share);
         }
     }
-    (texts.len(), 0)
+    (tokens.len(), 0)
 }
 
 #[cfg(test)]
@@ -427,6 +456,21 @@ mod tests {
             0
         );
         assert_eq!(kept, conversation);
+        // But by the last resort, the protected tools' calls alone, cut as any other would be.
+        let mut last_resort = conversation.clone();
+        assert_eq!(
+            guarded
+                .preview_protected_inputs(&mut last_resort, 0..3, 3_000, &mut DecisionLog::new())
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            pruner
+                .preview_protected_inputs(&mut kept, 0..3, 3_000, &mut DecisionLog::new())
+                .unwrap(),
+            0,
+            "a tool not protected is not the last resort's"
+        );
 
         let excess = 3_000;
         let mut log = DecisionLog::new();

@@ -332,12 +332,63 @@ impl Pruner<'_> {
         limit: usize,
         log: &mut DecisionLog,
     ) -> Result<usize, PruneError> {
+        self.previewed_over(conversation, within, limit, false, log)
+    }
+
+    /// The last resort of a request still over the window when everything else that may be cut
+    /// was: the outputs of protected tools in the messages `within` cut to previews, the largest
+    /// first and each to the same share of tokens, until about `excess` tokens are freed
+    /// (originals stored, every cut logged and made again on later requests). Protection keeps an
+    /// output from being pruned as a saving; it cannot make the provider take a request larger
+    /// than its window, which would keep nothing. Returns how many outputs were cut.
+    pub fn preview_protected_to_fit(
+        &self,
+        conversation: &mut Conversation,
+        within: std::ops::Range<usize>,
+        excess: usize,
+        log: &mut DecisionLog,
+    ) -> Result<usize, PruneError> {
+        if excess == 0 {
+            return Ok(0);
+        }
+        let plan = self.plan(&conversation.messages);
+        let mut sizes: Vec<usize> = plan
+            .outputs
+            .iter()
+            .filter(|output| {
+                within.contains(&output.message)
+                    && output.protected
+                    && output.result.compacted.is_none()
+            })
+            .map(|output| output.tokens)
+            .collect();
+        sizes.sort_unstable_by(|a, b| b.cmp(a));
+        let note = self.counter.count_text(&self.preview_note_of(
+            "a_tool_name",
+            999_999,
+            9_999_999,
+            9_999_999,
+            &handle_of(b""),
+        ));
+        let (_, share) = crate::inputs::shares(&sizes, excess, note);
+        self.previewed_over(conversation, within, share, true, log)
+    }
+
+    /// [`Pruner::preview_oversized`], of the protected tools' outputs alone when `protected`.
+    fn previewed_over(
+        &self,
+        conversation: &mut Conversation,
+        within: std::ops::Range<usize>,
+        limit: usize,
+        protected: bool,
+        log: &mut DecisionLog,
+    ) -> Result<usize, PruneError> {
         let now = self.clock.now_ms();
         let mut plan = self.plan(&conversation.messages);
         for index in 0..plan.outputs.len() {
             let output = &plan.outputs[index];
             if !within.contains(&output.message)
-                || output.protected
+                || output.protected != protected
                 || output.result.compacted.is_some()
                 || output.tokens <= limit
             {
@@ -460,7 +511,15 @@ impl Pruner<'_> {
                 output.reason = Some(Reason::AlreadyReplaced);
                 continue;
             }
-            let unsendable = context_window.is_some_and(|window| output.tokens > window);
+            // A protected output is left alone but where it could not be sent whole: larger
+            // than the whole window, or cut by the last resort of a compaction that could not
+            // fit the window otherwise ([`Pruner::preview_protected_to_fit`], logged as a
+            // preview).
+            let unsendable = context_window.is_some_and(|window| output.tokens > window)
+                || matches!(
+                    log.get(&output.result.call_id),
+                    Some(Decision::Replaced { marker, .. }) if marker.phase == Phase::TurnBudget
+                );
             if output.protected && !unsendable {
                 output.reason = Some(Reason::Protected);
                 continue;

@@ -976,3 +976,58 @@ fn a_preview_within_a_limit_stays_within_it_and_is_counted_as_made() {
     assert!((150..=315).contains(&tokens), "{tokens} tokens");
     assert_eq!(planned, tokens);
 }
+
+/// The last resort of a request still over the window: protected outputs cut to the same
+/// share, the largest first, as far as frees what is asked (the unprotected output beside them
+/// left to the other rules), and the cuts repeated on the next request, which carries them
+/// whole again; an unprotected preview never is. Nothing asked, nothing cut.
+#[test]
+fn protected_outputs_are_cut_to_fit_only_as_the_last_resort_and_the_cut_repeats() {
+    let mut settings = budget_only();
+    settings.rules.protected_tools.insert("memory".into());
+    let (counter, store) = (Tiktoken::default(), MemoryStore::new());
+    let pruner = pruner(&settings, &counter, &store);
+    let originals = Conversation::new(vec![
+        user("go"),
+        call("small", "memory"),
+        result("small", &words(50, "small")),
+        call("large", "memory"),
+        result("large", &words(20_000, "large")),
+        call("plain", "bash"),
+        result("plain", &words(2_000, "plain")),
+    ]);
+    let tokens = |conversation: &Conversation, at: usize| {
+        counter.count_text(&output_text(&conversation.messages[at]))
+    };
+    let mut log = DecisionLog::new();
+    let mut untouched = originals.clone();
+    assert_eq!(
+        pruner
+            .preview_protected_to_fit(&mut untouched, 0..7, 0, &mut log)
+            .unwrap(),
+        0
+    );
+    assert_eq!(untouched, originals);
+
+    let mut cut = originals.clone();
+    let freed = 5_000;
+    let made = pruner
+        .preview_protected_to_fit(&mut cut, 0..7, freed, &mut log)
+        .unwrap();
+    assert_eq!(made, 1, "the large one frees enough alone");
+    assert_eq!(cut.messages[2], originals.messages[2]);
+    assert_eq!(
+        cut.messages[6], originals.messages[6],
+        "not a protected output"
+    );
+    assert!(tokens(&originals, 4) - tokens(&cut, 4) >= freed);
+    assert!(output_text(&cut.messages[4]).starts_with("large\nline 0 of large"));
+
+    let mut again = originals.clone();
+    let report = pruner
+        .prune(&mut again, &mut log, PruneRequest::default())
+        .unwrap();
+    assert_eq!(again.messages[4], cut.messages[4], "the cut repeats");
+    assert_eq!(again.messages[2], originals.messages[2]);
+    assert_eq!(reason_of(&report, "small"), Reason::Protected);
+}

@@ -168,11 +168,26 @@ proptest! {
     }
 }
 
-/// A longer session than [`session`]'s: one to four of the person's turns of up to forty steps,
-/// outputs from a line to several times a small window (the protected `skill` among the tools).
-fn long_session() -> impl Strategy<Value = Vec<(bool, Vec<(usize, usize)>)>> {
+/// One step of a longer session: the tool called (of [`LONG_TOOLS`]), the characters of its
+/// output and of the text its input gives (a file for a Write; 0 for a path alone).
+#[derive(Debug, Clone)]
+struct LongStep {
+    tool: usize,
+    output: usize,
+    input: usize,
+}
+
+/// The tools of [`long_session`]: `skill` is protected, `Write` is given whole files.
+const LONG_TOOLS: [&str; 5] = ["Read", "Bash", "skill", "grep", "Write"];
+
+/// A longer session than [`session`]'s, in shapes the shared ones do not have: a system prompt
+/// of up to about 17,000 tokens, one to four of the person's turns (each message up to 2,000
+/// characters) of up to thirty steps, outputs and inputs from a line to several times a small
+/// window, the protected `skill` among the tools. Each turn's characters of the person's
+/// message (0: no message, the run goes on) and its steps; with the system prompt's.
+fn long_session() -> impl Strategy<Value = (usize, Vec<(usize, Vec<LongStep>)>)> {
     let step = (
-        0..TOOLS.len(),
+        0..LONG_TOOLS.len(),
         prop_oneof![
             Just(40usize),
             Just(400),
@@ -181,12 +196,69 @@ fn long_session() -> impl Strategy<Value = Vec<(bool, Vec<(usize, usize)>)>> {
             Just(12_000),
             Just(60_000)
         ],
-    );
+        prop_oneof![
+            4 => Just(0usize),
+            1 => Just(2_000),
+            1 => Just(12_000),
+            1 => Just(40_000)
+        ],
+    )
+        .prop_map(|(tool, output, input)| LongStep {
+            tool,
+            output,
+            input,
+        });
     let turn = (
-        prop::bool::weighted(0.5),
-        prop::collection::vec(step, 1..40),
+        prop_oneof![Just(0usize), Just(20), Just(2_000)],
+        prop::collection::vec(step, 1..30),
     );
-    prop::collection::vec(turn, 1..5)
+    (
+        prop_oneof![Just(0usize), Just(8_000), Just(30_000), Just(60_000)],
+        prop::collection::vec(turn, 1..5),
+    )
+}
+
+fn build_long(system: usize, turns: &[(usize, Vec<LongStep>)]) -> Conversation {
+    let mut messages = vec![Message::text(
+        Role::System,
+        format!(
+            "You are a coding agent.\n{}",
+            "Rule: be careful.\n".repeat(system / 18)
+        ),
+    )];
+    let mut id = 0;
+    for (index, (person, steps)) in turns.iter().enumerate() {
+        if *person > 0 || index == 0 {
+            messages.push(Message::text(
+                Role::User,
+                format!(
+                    "task {index}: fix it\n{}",
+                    "details here\n".repeat(person / 13)
+                ),
+            ));
+        }
+        for step in steps {
+            id += 1;
+            let call = format!("call_{id}");
+            let mut input = serde_json::json!({"path": format!("f{id}.rs")});
+            if step.input > 0 {
+                input["content"] = format!("fn f{id}() {{}}\n")
+                    .repeat(step.input / 12 + 1)
+                    .into();
+            }
+            messages.push(Message::new(
+                Role::Assistant,
+                vec![
+                    Part::text(format!("step {id}")),
+                    tool_call(&call, LONG_TOOLS[step.tool], input),
+                ],
+            ));
+            let output = format!("line {id} of the output\n").repeat(step.output / 20 + 1);
+            messages.push(Message::new(Role::Tool, vec![tool_result(&call, output)]));
+        }
+        messages.push(Message::text(Role::Assistant, format!("done with {index}")));
+    }
+    Conversation::new(messages)
 }
 
 /// What must hold of condense's defaults on sessions it was never measured on: no failed
@@ -224,16 +296,16 @@ fn assert_finishes_and_keeps(replay: &Replay) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(16))]
+    #![proptest_config(ProptestConfig::with_cases(24))]
 
     #[test]
     fn condense_finishes_where_another_policy_does_and_keeps_what_claude_codes_rules_keep(
-        turns in long_session(),
+        (system, turns) in long_session(),
         window in prop_oneof![Just(8_000usize), Just(16_000), Just(32_000), Just(64_000)],
         openai in any::<bool>(),
     ) {
         let provider = if openai { Provider::OpenAi } else { Provider::Anthropic };
-        assert_finishes_and_keeps(&run(&build(&turns), provider, window))?;
+        assert_finishes_and_keeps(&run(&build_long(system, &turns), provider, window))?;
     }
 }
 
@@ -252,10 +324,10 @@ fn a_protected_output_larger_than_the_window_becomes_a_preview() {
 
 /// Protected outputs that are each smaller than the window and together more than the room a
 /// summary leaves beside the tail (about 13,000 tokens of `skill` in a 16,000-token window):
-/// the newest are carried past the summary, the older ones summarized (before, all were
+/// the newest that fit are carried past the summary, the others summarized (before, all were
 /// carried and the request went out over the window).
 #[test]
-fn protected_outputs_more_than_the_room_are_carried_from_the_newest() {
+fn of_protected_outputs_more_than_the_room_the_newest_that_fit_are_carried() {
     let mut first = vec![(2, 4_000); 3];
     first.extend([(0, 40); 7]);
     let mut second = vec![(0, 40), (0, 40), (0, 40), (2, 40), (2, 1_500), (2, 4_000)];
@@ -282,4 +354,43 @@ fn protected_outputs_more_than_the_room_are_carried_from_the_newest() {
     let turns = [(false, first), (true, second), (true, third)];
     let replay = run(&build(&turns), Provider::Anthropic, 16_000);
     assert_finishes_and_keeps(&replay).unwrap();
+}
+
+/// A step of [`long_session`]'s: `tool` (of [`LONG_TOOLS`]) with `output` characters returned
+/// and `input` given.
+fn step(tool: usize, output: usize, input: usize) -> LongStep {
+    LongStep {
+        tool,
+        output,
+        input,
+    }
+}
+
+/// The room for what is carried past a summary is what the pinned messages leave: a system
+/// prompt sent as a message (about 8,300 tokens), two `skill` outputs of about 1,400 and 21,000
+/// tokens in a 32,000-token window. Before, the room did not count the system prompt, both were
+/// carried, and the compacted request was larger than the one it replaced and over the window;
+/// now the one that fits is carried.
+#[test]
+fn protected_outputs_are_carried_in_the_room_a_system_prompt_leaves() {
+    let steps = vec![step(2, 4_000, 0), step(2, 60_000, 0), step(0, 400, 2_000)];
+    let replay = run(
+        &build_long(30_000, &[(0, steps)]),
+        Provider::Anthropic,
+        32_000,
+    );
+    assert_finishes_and_keeps(&replay).unwrap();
+}
+
+/// The last exchange's `skill` output (about 21,000 tokens) is smaller than the window and
+/// more than the room a system prompt of about 16,700 tokens leaves: cut to a preview, the last
+/// resort once everything else that may be cut is, where before the request went out over the
+/// window. So is a protected call's input larger than the window (a `skill` given about 13,000
+/// tokens in an 8,000-token window).
+#[test]
+fn a_protected_output_or_input_more_than_the_room_is_cut_as_the_last_resort() {
+    let output = build_long(60_000, &[(0, vec![step(2, 60_000, 0)])]);
+    assert_finishes_and_keeps(&run(&output, Provider::Anthropic, 32_000)).unwrap();
+    let input = build_long(0, &[(0, vec![step(2, 60_000, 40_000)])]);
+    assert_finishes_and_keeps(&run(&input, Provider::Anthropic, 8_000)).unwrap();
 }
