@@ -698,20 +698,8 @@ impl Compactor {
         let conversation = previewed.as_ref();
         let messages = &conversation.messages;
         let head = &messages[cut.head()];
-        // The person's latest requests the tail could not hold are carried whole as far as
-        // they fit beside the summary and the tail, and left to the summary's quotes where they
-        // do not. The room is what the pinned messages leave (a system prompt sent as a message,
-        // as Chat Completions agents send it, is no less part of the request than one sent
-        // apart, which `room` has taken off already).
-        let pinned: usize = counter.count_each(&messages[..cut.pinned]).iter().sum();
-        let usable = condense_compact::usable(&room).saturating_sub(pinned);
-        let summary_room = self.summary_room(usable, cut.kept_tokens);
-        let (carried, protected_summarized) = self.carried_past(
-            messages,
-            &cut,
-            due.tail.rules.min_tail_turns,
-            usable.saturating_sub(summary_room),
-        );
+        let (summary_room, carried, protected_summarized) =
+            self.beside_the_tail(messages, &cut, &room, due.tail.rules.min_tail_turns);
         // A head that is an earlier summary and the very messages it carried: a compaction that
         // could not get under the threshold, met again. Summarizing it again would make a new
         // summary of the old one on every request, each rewriting the provider's cached prefix.
@@ -834,6 +822,36 @@ impl Compactor {
         self.summary_tokens
             .min(usable / 2)
             .min(usable.saturating_sub(kept))
+    }
+
+    /// The room the summary may take of `room`'s window beside the tail of `cut` and what is
+    /// carried past it ([`Compactor::carried_past`]), with what is carried and how many
+    /// protected pairs were left to the summary. The person's latest requests the tail could
+    /// not hold are carried whole as far as they fit beside the summary and the tail, and left
+    /// to the summary's quotes where they do not. The room is what the pinned messages leave (a
+    /// system prompt sent as a message, as Chat Completions agents send it, is no less part of
+    /// the request than one sent apart, which [`room`] has taken off already).
+    fn beside_the_tail(
+        &self,
+        messages: &[Message],
+        cut: &Split,
+        room: &TailSettings,
+        min_turns: usize,
+    ) -> (usize, Vec<Message>, usize) {
+        let pinned: usize = self
+            .counter
+            .count_each(&messages[..cut.pinned])
+            .iter()
+            .sum();
+        let usable = condense_compact::usable(room).saturating_sub(pinned);
+        let summary_room = self.summary_room(usable, cut.kept_tokens);
+        let (carried, protected_summarized) = self.carried_past(
+            messages,
+            cut,
+            min_turns,
+            usable.saturating_sub(summary_room),
+        );
+        (summary_room, carried, protected_summarized)
     }
 
     /// What the head holds that outlives the summary, verbatim ([`carried`]): protected tools'
