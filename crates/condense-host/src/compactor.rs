@@ -743,10 +743,8 @@ impl Compactor {
         let continuation = self.continuation_for(Phases::Both { automatic }, messages);
         let mut compacted = reassembled(conversation, &cut, &carried, &parsed.text, continuation);
         let tail = (cut.pinned + 1 + carried.len())..compacted.messages.len();
-        let previewed_inputs =
-            self.inputs_fitted(&mut compacted, tail.clone(), &due, &mut state.log)?;
-        let previewed_protected =
-            self.protected_fitted(&mut compacted, tail, &due, &mut state.log)?;
+        let (previewed_inputs, previewed_protected) =
+            self.fitted(&mut compacted, tail, &due, &mut state.log)?;
         let summary_tokens = counter.count_message(&compacted.messages[cut.pinned]);
         let outcome = CompactionOutcome::Summarized {
             summarizer: name,
@@ -765,45 +763,38 @@ impl Compactor {
         Ok((outcome, Some(compacted)))
     }
 
-    /// `compacted` with the texts of its `tail`'s call inputs cut to previews where it is still
-    /// more than the window holds, the summary shrunk and the last exchange's outputs cut:
-    /// what the agent itself sent in its last exchange (a whole file given to a Write, in a
-    /// window its system prompt and tools nearly fill), cut with the whole input stored, rather
-    /// than a request the provider refuses. With how many calls were cut. Each cut is logged
-    /// and made again on later requests, with the outputs' frozen decisions (phase 1): the
-    /// provider counts this request with it, and the next one, which the client sends with the
-    /// input whole, is judged by that count.
-    fn inputs_fitted(
+    /// `compacted` fitted to the window where it is still more than the window holds, the
+    /// summary shrunk and the last exchange's outputs cut: first the texts of its `tail`'s call
+    /// inputs cut to previews, what the agent itself sent in its last exchange (a whole file
+    /// given to a Write, in a window its system prompt and tools nearly fill), cut with the
+    /// whole input stored, rather than a request the provider refuses; then, the last resort,
+    /// the outputs of protected tools in the tail and then their calls' inputs, since a request
+    /// the provider refuses keeps nothing, protected or not
+    /// ([`condense_pruner::Pruner::preview_protected_to_fit`],
+    /// [`condense_pruner::Pruner::preview_protected_inputs`]). With how many calls' inputs, and
+    /// how many protected outputs and inputs, were cut. Each cut is logged and made again on
+    /// later requests, with the outputs' frozen decisions (phase 1): the provider counts this
+    /// request with it, and the next one, which the client sends whole, is judged by that
+    /// count. The request is counted again only after a step that cut something.
+    fn fitted(
         &self,
         compacted: &mut Conversation,
         tail: std::ops::Range<usize>,
         due: &Due,
         log: &mut condense_pruner::DecisionLog,
-    ) -> Result<usize, HostError> {
-        let excess = self.over_the_window(compacted, due);
-        Ok(self.pruner().preview_inputs(compacted, tail, excess, log)?)
-    }
-
-    /// `compacted` with the outputs of protected tools in its `tail` cut to previews where it
-    /// is still more than the window holds, everything else that may be cut cut (the summary
-    /// shrunk, the other outputs and the calls' inputs previewed), then, where it is still
-    /// over, their calls' inputs: a request the provider refuses keeps nothing, protected or
-    /// not. With how many outputs and inputs were cut, each logged and made again on later
-    /// requests ([`condense_pruner::Pruner::preview_protected_to_fit`],
-    /// [`condense_pruner::Pruner::preview_protected_inputs`]).
-    fn protected_fitted(
-        &self,
-        compacted: &mut Conversation,
-        tail: std::ops::Range<usize>,
-        due: &Due,
-        log: &mut condense_pruner::DecisionLog,
-    ) -> Result<usize, HostError> {
+    ) -> Result<(usize, usize), HostError> {
         let pruner = self.pruner();
-        let excess = self.over_the_window(compacted, due);
+        let mut excess = self.over_the_window(compacted, due);
+        let inputs = pruner.preview_inputs(compacted, tail.clone(), excess, log)?;
+        if inputs > 0 {
+            excess = self.over_the_window(compacted, due);
+        }
         let outputs = pruner.preview_protected_to_fit(compacted, tail.clone(), excess, log)?;
-        let excess = self.over_the_window(compacted, due);
-        let inputs = pruner.preview_protected_inputs(compacted, tail, excess, log)?;
-        Ok(outputs + inputs)
+        if outputs > 0 {
+            excess = self.over_the_window(compacted, due);
+        }
+        let protected_inputs = pruner.preview_protected_inputs(compacted, tail, excess, log)?;
+        Ok((inputs, outputs + protected_inputs))
     }
 
     /// The tokens by which `compacted` is more than the window holds of the request `due`

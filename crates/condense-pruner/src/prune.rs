@@ -502,8 +502,11 @@ impl Pruner<'_> {
 
     /// Frozen decisions: outputs already replaced stay as they are; outputs the log says were
     /// replaced get the same replacement again. Protected outputs are never touched, whatever an
-    /// older log says, but for one larger than the whole `context_window`, which no request can
-    /// carry ([`Pruner::turn_budget`]).
+    /// older log says, but where no request could carry them whole: one larger than the whole
+    /// `context_window` ([`Pruner::turn_budget`]), and one the log has cut to a preview, which
+    /// only the per-turn budget and the last resort of a compaction over the window do
+    /// ([`Pruner::preview_protected_to_fit`]; a preview the per-turn budget made before the
+    /// tool was protected is repeated too, as the prefix the provider cached holds it).
     fn apply_log(&self, plan: &mut Plan<'_>, log: &DecisionLog, context_window: Option<usize>) {
         for index in 0..plan.outputs.len() {
             let output = &mut plan.outputs[index];
@@ -515,12 +518,12 @@ impl Pruner<'_> {
             // than the whole window, or cut by the last resort of a compaction that could not
             // fit the window otherwise ([`Pruner::preview_protected_to_fit`], logged as a
             // preview).
-            let unsendable = context_window.is_some_and(|window| output.tokens > window)
+            let cut_to_fit = context_window.is_some_and(|window| output.tokens > window)
                 || matches!(
                     log.get(&output.result.call_id),
                     Some(Decision::Replaced { marker, .. }) if marker.phase == Phase::TurnBudget
                 );
-            if output.protected && !unsendable {
+            if output.protected && !cut_to_fit {
                 output.reason = Some(Reason::Protected);
                 continue;
             }
