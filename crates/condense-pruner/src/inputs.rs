@@ -63,7 +63,8 @@ impl Pruner<'_> {
     /// `prune.preview_bytes`, wherever it is (a MultiEdit's edits too); ids, names and every
     /// other value stay. Calls written inside the assistant's text and protected tools' calls
     /// ([`Pruner::preview_protected_inputs`]) are left alone, and so are calls already cut as
-    /// `log` says (a preview is not cut again).
+    /// `log` says and texts that are a preview with its note (`prune.input_note`, as a file
+    /// condense wrote keeps them): a preview is not cut again.
     /// Each cut is logged in `log`. Returns how many calls' inputs were cut. On error (an
     /// original that could not be stored) nothing has changed.
     pub fn preview_inputs(
@@ -165,6 +166,10 @@ impl Pruner<'_> {
             {
                 let mut found = Vec::new();
                 long_texts(&call.input, String::new(), limit, &mut found);
+                // A text cut before and written to a file (which keeps no log) is a preview
+                // and its note: never cut again, which would store the preview as the "whole"
+                // and bury the first note's handle under a second.
+                found.retain(|(_, text)| !self.settings.rules.input_note.recognises(text));
                 texts.extend(found.into_iter().map(|(at, text)| Text {
                     message,
                     part,
@@ -515,6 +520,16 @@ mod tests {
         );
         assert_eq!(resent, conversation);
         assert!(pruner.cut_inputs_again(&mut resent, &log).is_empty());
+        // Nor by a fresh log (a file `condense compact` wrote, resumed): the preview and its
+        // note are recognised, never stored as a "whole" under a second note.
+        let mut resumed = conversation.clone();
+        assert_eq!(
+            pruner
+                .preview_inputs(&mut resumed, 0..3, excess, &mut DecisionLog::new())
+                .unwrap(),
+            0
+        );
+        assert_eq!(resumed, conversation);
         // As the pruner makes every frozen decision again: reported, and counted as frozen.
         let mut pruned = writing(&content);
         let report = pruner
