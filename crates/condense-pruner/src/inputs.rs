@@ -106,7 +106,11 @@ impl Pruner<'_> {
         }
         let texts = self.cuttable_texts(conversation, within, protected, log);
         let sizes: Vec<usize> = texts.iter().map(|text| text.tokens).collect();
-        let (cut, share) = shares(&sizes, excess, self.note_tokens());
+        let (cut, share) = shares(
+            &sizes,
+            excess,
+            self.note_tokens(&self.settings.rules.input_note),
+        );
         let texts = &texts[..cut];
         let handles = self.inputs_stored(conversation, texts)?;
         let (edited, calls) = self.cut_enough(conversation, texts, share, excess, &handles);
@@ -182,16 +186,16 @@ impl Pruner<'_> {
         texts
     }
 
-    /// The tokens of `prune.input_note` at its longest: what each cut text gains back.
-    fn note_tokens(&self) -> usize {
-        self.counter
-            .count_text(&self.settings.rules.input_note.render(&[
-                ("tool", "a_tool_name"),
-                ("tokens", "999,999"),
-                ("chars", "9,999,999"),
-                ("handle", &handle_of(b"")),
-                ("shown", "9,999,999"),
-            ]))
+    /// The tokens of `note` (the input note, or the preview note) at its longest: what each
+    /// cut gains back.
+    pub(crate) fn note_tokens(&self, note: &crate::note::Note) -> usize {
+        self.counter.count_text(&note.render(&[
+            ("tool", "a_tool_name"),
+            ("tokens", "999,999"),
+            ("chars", "9,999,999"),
+            ("handle", &handle_of(b"")),
+            ("shown", "9,999,999"),
+        ]))
     }
 
     /// The whole input of each call `texts` are in, stored before any of its texts is cut: the

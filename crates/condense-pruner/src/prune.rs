@@ -363,13 +363,7 @@ impl Pruner<'_> {
             .map(|output| output.tokens)
             .collect();
         sizes.sort_unstable_by(|a, b| b.cmp(a));
-        let note = self.counter.count_text(&self.preview_note_of(
-            "a_tool_name",
-            999_999,
-            9_999_999,
-            9_999_999,
-            &handle_of(b""),
-        ));
+        let note = self.note_tokens(&self.settings.rules.preview_note);
         let (_, share) = crate::inputs::shares(&sizes, excess, note);
         self.previewed_over(conversation, within, share, true, log)
     }
