@@ -67,12 +67,18 @@ pub fn newest_within(
     if count(&carried) <= room {
         return (carried, 0);
     }
-    let oldest_first: Vec<&str> = carried
+    // Each id once: a harness that reuses ids (SWE-agent) has its pairs under one id kept or
+    // left together.
+    let mut oldest_first: Vec<&str> = Vec::new();
+    for call in carried
         .iter()
         .flat_map(|message| &message.parts)
         .filter_map(Part::as_tool_call)
-        .map(|call| call.id.as_str())
-        .collect();
+    {
+        if !oldest_first.contains(&call.id.as_str()) {
+            oldest_first.push(call.id.as_str());
+        }
+    }
     let only = |kept: &BTreeSet<&str>| -> Vec<Message> {
         let mut out = Vec::new();
         for message in &carried {
