@@ -926,6 +926,57 @@ fn run_of(steps: usize) -> Conversation {
     Conversation::new(messages)
 }
 
+/// The request of `run` at which condense first compacts early at a 128K window (a fresh
+/// session state, each request prepared in turn), if any.
+async fn first_early_compaction(run: &Conversation) -> Option<usize> {
+    let ours = compactor(&config_at("128000", "4096"));
+    let mut state = SessionState::default();
+    for end in (1..run.messages.len()).filter(|&end| run.messages[end].role == Role::Assistant) {
+        let request = Conversation::new(run.messages[..end].to_vec());
+        let prepared = ours.prepare(request, &mut state).await.unwrap();
+        if matches!(
+            prepared.report.compaction,
+            CompactionOutcome::Summarized { early: true, .. }
+        ) {
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// A protected tool's output in the head is carried past the summary: an early compaction saves
+/// none of it and rewrites it with the tail. So a run that loaded a skill of about 13,400 tokens
+/// at its start compacts early no sooner than the same run without it (it was counted as a
+/// saving, and the run compacted early sooner, rewriting the skill each time).
+#[tokio::test]
+async fn a_protected_output_is_no_saving_to_an_early_compaction() {
+    let plain = run_of(120);
+    let without = first_early_compaction(&plain).await;
+    assert!(
+        without.is_some(),
+        "the run compacts early without the skill"
+    );
+    let mut with = plain.clone();
+    let skill: String = (0..1_800)
+        .map(|line| format!("rule {line}: keep it\n"))
+        .collect();
+    with.messages.splice(
+        2..2,
+        condense_core::testing::tool_step(
+            "skill_0",
+            "skill",
+            serde_json::json!({"name": "rules"}),
+            skill,
+        ),
+    );
+    // Two messages more before each request of the plain run.
+    let with_skill = first_early_compaction(&with).await.map(|end| end - 2);
+    assert!(
+        with_skill.is_none_or(|end| end >= without.unwrap()),
+        "with the skill at {with_skill:?}, without at {without:?}"
+    );
+}
+
 /// condense's own summary tells how a call ended from what its tool returned, where the agent
 /// now sees the note that replaced it: a failed build by its exit code and its first error (a
 /// mini-swe-agent output holds its exit code alone), not "ok" or the placeholder's words.
