@@ -39,17 +39,23 @@ pub fn carried(
             })
             .cloned()
             .collect();
-        if keep.is_empty() {
-            continue;
-        }
-        let mut kept = message.clone();
-        if keep.len() != message.parts.len() {
-            kept.parts = keep;
-            kept.wire.clear();
-        }
-        out.push(kept);
+        out.extend(holding(message, keep));
     }
     out
+}
+
+/// `message` holding only `parts` (some of its own, in order), none when they are none; its
+/// wire records go when parts went, as they no longer account for what it holds.
+fn holding(message: &Message, parts: Vec<Part>) -> Option<Message> {
+    if parts.is_empty() {
+        return None;
+    }
+    let mut kept = message.clone();
+    if parts.len() != message.parts.len() {
+        kept.parts = parts;
+        kept.wire.clear();
+    }
+    Some(kept)
 }
 
 /// `carried` within `room` tokens (`count` gives the tokens of a list of messages): its tool
@@ -92,15 +98,7 @@ pub fn newest_within(
                 })
                 .cloned()
                 .collect();
-            if parts.is_empty() {
-                continue;
-            }
-            let mut message = message.clone();
-            if parts.len() != message.parts.len() {
-                message.parts = parts;
-                message.wire.clear();
-            }
-            out.push(message);
+            out.extend(holding(message, parts));
         }
         out
     };
