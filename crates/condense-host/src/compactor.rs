@@ -58,6 +58,17 @@ pub struct Compactor {
     fail_on_bad_answer: bool,
 }
 
+/// What [`Compactor::fitted`] cut for a compacted request to fit the window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Fitted {
+    /// Calls whose inputs were cut.
+    inputs: usize,
+    /// Protected tools' outputs and inputs cut.
+    protected: usize,
+    /// Messages of the person's cut.
+    person: usize,
+}
+
 impl std::fmt::Debug for Compactor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Compactor")
@@ -638,8 +649,13 @@ impl Compactor {
         let (outcome, compacted) = self
             .summarize(conversation, state, automatic, summarizer, due)
             .await?;
-        if let (Some(previewed), CompactionOutcome::NothingNew { .. }) = (&compacted, &outcome) {
-            // The earlier summary stands as it was frozen; only the tail's previews are new.
+        if let (
+            Some(previewed),
+            CompactionOutcome::NothingNew { .. } | CompactionOutcome::NothingToCompact { .. },
+        ) = (&compacted, &outcome)
+        {
+            // Nothing summarized (the earlier summary stands as it was frozen); only the tail's
+            // previews, or the cuts that make it fit the window, are new.
             *conversation = previewed.clone();
         }
         if let (
@@ -692,7 +708,9 @@ impl Compactor {
         let whole = conversation;
         let cut = self.due_cut(&conversation.messages, &room, due.early);
         if cut.nothing_to_compact() {
-            return Ok((CompactionOutcome::NothingToCompact, None));
+            let (fitted, cut_to_fit) =
+                self.fitted_as_it_is(conversation, cut.pinned, &due, &mut state.log)?;
+            return Ok((CompactionOutcome::NothingToCompact { cut_to_fit }, fitted));
         }
         let (previewed, previewed_outputs) = self.tail_previewed(conversation, &cut, state)?;
         let conversation = previewed.as_ref();
@@ -743,8 +761,7 @@ impl Compactor {
         let continuation = self.continuation_for(Phases::Both { automatic }, messages);
         let mut compacted = reassembled(conversation, &cut, &carried, &parsed.text, continuation);
         let tail = (cut.pinned + 1 + carried.len())..compacted.messages.len();
-        let (previewed_inputs, previewed_protected) =
-            self.fitted(&mut compacted, tail, &due, &mut state.log)?;
+        let fitted = self.fitted(&mut compacted, tail, &due, &mut state.log)?;
         let summary_tokens = counter.count_message(&compacted.messages[cut.pinned]);
         let outcome = CompactionOutcome::Summarized {
             summarizer: name,
@@ -752,8 +769,9 @@ impl Compactor {
             carried_messages: carried.len(),
             protected_summarized,
             previewed_outputs,
-            previewed_inputs,
-            previewed_protected,
+            previewed_inputs: fitted.inputs,
+            previewed_protected: fitted.protected,
+            cut_person: fitted.person,
             summary_tokens,
             missing_sections: parsed.missing_sections,
             rejected,
@@ -771,8 +789,10 @@ impl Compactor {
     /// the outputs of protected tools in the tail and then their calls' inputs, since a request
     /// the provider refuses keeps nothing, protected or not
     /// ([`condense_pruner::Pruner::preview_protected_to_fit`],
-    /// [`condense_pruner::Pruner::preview_protected_inputs`]). With how many calls' inputs, and
-    /// how many protected outputs and inputs, were cut. Each cut is logged and made again on
+    /// [`condense_pruner::Pruner::preview_protected_inputs`]); and last of all the person's own
+    /// messages in the tail, their images left out and then their longest texts cut
+    /// ([`condense_pruner::Pruner::preview_person_to_fit`]): a screenshot in a window the
+    /// system prompt and tools nearly fill. With what each step cut. Each cut is logged and made again on
     /// later requests, with the outputs' frozen decisions (phase 1): the provider counts this
     /// request with it, and the next one, which the client sends whole, is judged by that
     /// count. The request is counted again only after a step that cut something.
@@ -782,7 +802,7 @@ impl Compactor {
         tail: std::ops::Range<usize>,
         due: &Due,
         log: &mut condense_pruner::DecisionLog,
-    ) -> Result<(usize, usize), HostError> {
+    ) -> Result<Fitted, HostError> {
         let pruner = self.pruner();
         let mut excess = self.over_the_window(compacted, due);
         let inputs = pruner.preview_inputs(compacted, tail.clone(), excess, log)?;
@@ -793,8 +813,37 @@ impl Compactor {
         if outputs > 0 {
             excess = self.over_the_window(compacted, due);
         }
-        let protected_inputs = pruner.preview_protected_inputs(compacted, tail, excess, log)?;
-        Ok((inputs, outputs + protected_inputs))
+        let protected_inputs =
+            pruner.preview_protected_inputs(compacted, tail.clone(), excess, log)?;
+        if protected_inputs > 0 {
+            excess = self.over_the_window(compacted, due);
+        }
+        let person = pruner.preview_person_to_fit(compacted, tail, excess, log)?;
+        Ok(Fitted {
+            inputs,
+            protected: outputs + protected_inputs,
+            person,
+        })
+    }
+
+    /// `conversation`, which has nothing to summarize, fitted to the window where it is more
+    /// than the window holds ([`Compactor::fitted`], on everything after its `pinned` messages):
+    /// the fitted conversation where something was cut, and how many things were.
+    fn fitted_as_it_is(
+        &self,
+        conversation: &Conversation,
+        pinned: usize,
+        due: &Due,
+        log: &mut condense_pruner::DecisionLog,
+    ) -> Result<(Option<Conversation>, usize), HostError> {
+        if self.over_the_window(conversation, due) == 0 {
+            return Ok((None, 0));
+        }
+        let mut fitted = conversation.clone();
+        let tail = pinned..fitted.messages.len();
+        let cut = self.fitted(&mut fitted, tail, due, log)?;
+        let count = cut.inputs + cut.protected + cut.person;
+        Ok(((count > 0).then_some(fitted), count))
     }
 
     /// The tokens by which `compacted` is more than the window holds of the request `due`
@@ -1494,7 +1543,7 @@ fn due_after(pruned: &Pruned, tokens_after: usize) -> usize {
 /// Why a result is still at or over the `usable` threshold.
 fn over_threshold_note(compaction: &CompactionOutcome, usable: usize) -> String {
     match compaction {
-        CompactionOutcome::NothingToCompact => "the recent turns alone are over the threshold: there is no older part to summarize".to_owned(),
+        CompactionOutcome::NothingToCompact { .. } => "the recent turns alone are over the threshold: there is no older part to summarize".to_owned(),
         CompactionOutcome::NothingNew { .. } => "what is older than the kept turns is the earlier summary and what it carries: summarizing it again would change nothing".to_owned(),
         CompactionOutcome::CircuitOpen { .. } => "automatic compaction is stopped for this session after repeated summarizer failures".to_owned(),
         CompactionOutcome::Failed { error, .. } => format!("the summarizer failed: {error}"),

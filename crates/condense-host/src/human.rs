@@ -47,7 +47,7 @@ pub fn render_report(
     ));
     // Where the originals of what was replaced are: a placeholder names a handle, not a place.
     let replaced = report.prune.changed()
-        || matches!(report.compaction, CompactionOutcome::Summarized { previewed_outputs, previewed_inputs, .. } if previewed_outputs + previewed_inputs > 0);
+        || matches!(report.compaction, CompactionOutcome::Summarized { previewed_outputs, previewed_inputs, previewed_protected, cut_person, .. } if previewed_outputs + previewed_inputs + previewed_protected + cut_person > 0);
     if let Some(store) = originals.filter(|_| replaced) {
         out.push_str(&format!("  originals: {store} (condense recall HANDLE)\n"));
     }
@@ -124,9 +124,15 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
         CompactionOutcome::NotDue => {
             Some("not needed: under the threshold after pruning".to_owned())
         }
-        CompactionOutcome::NothingToCompact => {
-            Some("nothing to summarize: the recent turns are all there is".to_owned())
-        }
+        CompactionOutcome::NothingToCompact { cut_to_fit } => Some(format!(
+            "nothing to summarize: the recent turns are all there is{}",
+            match cut_to_fit {
+                0 => String::new(),
+                n => format!(
+                    "; over the window, so {n} inputs, protected outputs or messages of the person's cut to fit"
+                ),
+            }
+        )),
         CompactionOutcome::NothingNew { previewed_outputs } => Some(format!(
             "nothing new to summarize: before the recent turns are only the earlier summary and what it carries{}",
             match previewed_outputs {
@@ -151,6 +157,7 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
             previewed_outputs,
             previewed_inputs,
             previewed_protected,
+            cut_person,
             summary_tokens,
             missing_sections,
             rejected,
@@ -198,6 +205,11 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
             if *previewed_protected > 0 {
                 line.push_str(&format!(
                     "; still over the window, so {previewed_protected} of the protected tools' outputs or inputs in the tail cut to previews"
+                ));
+            }
+            if *cut_person > 0 {
+                line.push_str(&format!(
+                    "; still over the window, so {cut_person} of the person's messages in the tail cut, images left out first (prune.image_note, prune.message_note)"
                 ));
             }
             if let Some(reason) = rejected {

@@ -14,7 +14,14 @@ pub enum CompactionOutcome {
     /// After pruning the conversation is under the threshold.
     NotDue,
     /// Due, but the tail is everything after the pinned messages: there is no head.
-    NothingToCompact,
+    NothingToCompact {
+        /// What was cut, the request being over the window with nothing to summarize: calls'
+        /// inputs, protected tools' outputs and inputs, the person's messages, as a compaction
+        /// still over the window cuts them (the person's first message, a pasted report and a
+        /// screenshot, more than a window its system prompt nearly fills holds).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cut_to_fit: usize,
+    },
     /// Due, but the head is only an earlier summary and the messages it carries (protected
     /// outputs, recent user turns): a new summary would fold the old one into itself and change
     /// the bytes of every request after it for nothing.
@@ -70,6 +77,11 @@ pub enum CompactionOutcome {
         /// [`condense_pruner::Pruner::preview_protected_inputs`]).
         #[serde(default, skip_serializing_if = "is_zero")]
         previewed_protected: usize,
+        /// Messages of the person's in the tail cut, with everything else cut, for the request
+        /// to fit the window at all: their images left out, then their longest texts cut to
+        /// previews, the whole message stored ([`condense_pruner::Pruner::preview_person_to_fit`]).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cut_person: usize,
         /// The summary's tokens.
         summary_tokens: usize,
         /// Template sections the summary lacked.

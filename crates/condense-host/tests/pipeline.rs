@@ -1267,3 +1267,110 @@ async fn a_last_exchange_over_the_window_goes_out_with_its_input_cut() {
         .unwrap();
     assert_eq!(last_call.input, input);
 }
+
+/// A screenshot the person sends, in a window its system prompt nearly fills (a Chat
+/// Completions agent's 6,500-token prompt in 8K): with the summary shrunk and nothing else left
+/// to cut, the image is left out for a note naming the whole message, stored first; the person's
+/// words stay. Not a request the provider refuses, and not the message summarized away. The next
+/// request, which the client sends with the image whole, carries the same cut (phase 1, from the
+/// session's log), so it fits, as the provider's count of this one said it would.
+#[tokio::test]
+async fn a_screenshot_the_window_cannot_hold_is_left_out_as_the_last_resort() {
+    use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total};
+    let prompt: String = (0..720)
+        .map(|n| format!("Rule {n}: keep the change small.\n"))
+        .collect();
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": prompt}),
+        serde_json::json!({"role": "user", "content": "fix the commit author"}),
+    ];
+    for step in 0..3 {
+        let output: String = (0..60)
+            .map(|line| format!("commit {step}{line:02} author old <old@example.com>\n"))
+            .collect();
+        messages.extend([
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{step}"), "type": "function", "function": {"name": "bash", "arguments": format!("{{\"command\": \"git log {step}\"}}")}}]}),
+            serde_json::json!({"role": "tool", "tool_call_id": format!("c{step}"), "content": output}),
+        ]);
+    }
+    let words = "[Image #1] the page still shows the old author";
+    messages.extend([
+        serde_json::json!({"role": "assistant", "content": "Done: every commit has the new author."}),
+        serde_json::json!({"role": "user", "content": [
+            {"type": "text", "text": words},
+            {"type": "image_url", "image_url": {"url": "https://example.com/shot.png"}},
+        ]}),
+    ]);
+    let read = |messages: &[serde_json::Value]| {
+        let body = serde_json::json!({"model": "gpt-4.1", "messages": messages});
+        condense_formats::read_json(condense_formats::Format::OpenAi, body).unwrap()
+    };
+    let conversation = read(&messages);
+    let counter = Tiktoken::default();
+    let total = |conversation: &Conversation| {
+        conversation_total(&counter.count_each(&conversation.messages))
+    };
+    let system = counter.count_message(&conversation.messages[0]);
+    assert!((6_000..7_000).contains(&system), "{system}");
+
+    let ours = compactor(&config_at("8000", "1024"));
+    let mut state = SessionState::default();
+    let first = ours
+        .prepare(conversation.clone(), &mut state)
+        .await
+        .unwrap();
+    let out = &first.conversation;
+    assert!(total(out) <= 8_000, "{} tokens", total(out));
+    let CompactionOutcome::Summarized { cut_person: 1, .. } = &first.report.compaction else {
+        panic!("{:?}", first.report.compaction);
+    };
+    let asked = out.messages.last().unwrap();
+    let note = note_of(asked);
+    assert_eq!(asked.plain_text(), format!("{words}\n{note}"));
+    assert!(
+        note.starts_with("[condense: an image (1,600 tokens) left out of this message"),
+        "{note}"
+    );
+    // The whole message, from the handle the note names.
+    let handle = note.trim_end_matches(']').rsplit(' ').next().unwrap();
+    let whole: Vec<Part> = serde_json::from_slice(&ours.store().get(handle).unwrap()).unwrap();
+    assert_eq!(&whole, &conversation.messages.last().unwrap().parts);
+    // On the wire, a text block where the image was.
+    let written = condense_formats::to_value(condense_formats::Format::OpenAi, out).unwrap();
+    let content = &written["messages"].as_array().unwrap().last().unwrap()["content"];
+    assert_eq!(content[1]["type"], "text");
+    assert_eq!(content[1]["text"].as_str(), Some(note.as_str()));
+
+    // The next request, the image sent whole again: the same cut, nothing summarized anew.
+    messages.extend([
+        serde_json::json!({"role": "assistant", "content": "I see the old author on the page."}),
+        serde_json::json!({"role": "user", "content": "then rewrite the history again"}),
+    ]);
+    let second = ours.prepare(read(&messages), &mut state).await.unwrap();
+    assert_eq!(
+        second.report.prune.messages.len(),
+        1,
+        "{:?}",
+        second.report.prune
+    );
+    assert!(
+        !matches!(
+            second.report.compaction,
+            CompactionOutcome::Summarized { .. }
+        ),
+        "{:?}",
+        second.report.compaction
+    );
+    let out = &second.conversation;
+    assert!(total(out) <= 8_000, "{} tokens", total(out));
+    let resent = &out.messages[out.messages.len() - 3];
+    assert_eq!(note_of(resent), note);
+}
+
+/// The text of `message`'s last part: the note where its image was.
+fn note_of(message: &Message) -> String {
+    match message.parts.last() {
+        Some(Part::Text(text)) => text.text.clone(),
+        other => panic!("{other:?}"),
+    }
+}

@@ -6,7 +6,9 @@
 //! call, and an output the per-turn budget kept is never cut by that rule later (Claude Code does
 //! the same). The log is keyed by tool-call id and can be saved between calls. A call's input
 //! cut for a request to fit the window ([`crate::Pruner::preview_inputs`]) is frozen the same
-//! way: the client resends it whole, and the next request carries the same cut.
+//! way: the client resends it whole, and the next request carries the same cut. So is a message
+//! of the person's cut as the very last resort ([`crate::Pruner::preview_person_to_fit`]),
+//! logged by what it says and shows.
 
 use std::collections::BTreeMap;
 
@@ -42,6 +44,27 @@ pub struct InputCut {
     pub input: serde_json::Value,
 }
 
+/// A message of the person's as a request that had to fit the window sent it
+/// ([`crate::Pruner::preview_person_to_fit`]): which of its parts were cut, and to what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageCut {
+    /// Where the whole message is stored.
+    pub handle: String,
+    /// Each part cut, in order.
+    pub parts: Vec<PartCut>,
+}
+
+/// One part of a [`MessageCut`]: an image left out, or a text cut to a preview, for the text
+/// sent in its place. Only the text is kept: a part's wire fields (the `cache_control` a client
+/// moves to its latest message on every request) are taken from the request it is sent in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartCut {
+    /// The part's place in the message.
+    pub part: usize,
+    /// What is sent in its place.
+    pub text: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 /// Every decision of a session, by call id.
 pub struct DecisionLog {
@@ -51,6 +74,10 @@ pub struct DecisionLog {
     /// inputs were cut, which read as having none).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     inputs: BTreeMap<String, InputCut>,
+    /// Messages of the person's cut, by what they say and show ([`crate::person_key`]).
+    /// Absent from logs that have none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    messages: BTreeMap<String, MessageCut>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +109,7 @@ impl DecisionLog {
             version: LOG_VERSION,
             decisions: BTreeMap::new(),
             inputs: BTreeMap::new(),
+            messages: BTreeMap::new(),
         }
     }
 
@@ -95,14 +123,24 @@ impl DecisionLog {
         self.inputs.get(call_id)
     }
 
-    /// How many decisions it holds, on outputs and inputs.
+    /// The cut of the person's message whose key ([`crate::person_key`]) is `key`, if any.
+    pub fn message_cut(&self, key: &str) -> Option<&MessageCut> {
+        self.messages.get(key)
+    }
+
+    /// Whether it holds a cut of a message of the person's: only then are messages looked up.
+    pub fn has_message_cuts(&self) -> bool {
+        !self.messages.is_empty()
+    }
+
+    /// How many decisions it holds, on outputs, inputs and the person's messages.
     pub fn len(&self) -> usize {
-        self.decisions.len() + self.inputs.len()
+        self.decisions.len() + self.inputs.len() + self.messages.len()
     }
 
     /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
-        self.decisions.is_empty() && self.inputs.is_empty()
+        self.decisions.is_empty() && self.inputs.is_empty() && self.messages.is_empty()
     }
 
     pub(crate) fn record(&mut self, call_id: String, decision: Decision) {
@@ -113,12 +151,17 @@ impl DecisionLog {
         self.inputs.insert(call_id, cut);
     }
 
+    pub(crate) fn record_message(&mut self, key: String, cut: MessageCut) {
+        self.messages.insert(key, cut);
+    }
+
     /// The log as JSON, keys sorted so the same log is always the same bytes.
     pub fn to_json(&self) -> String {
         let log = DecisionLog {
             version: LOG_VERSION,
             decisions: self.decisions.clone(),
             inputs: self.inputs.clone(),
+            messages: self.messages.clone(),
         };
         serde_json::to_string_pretty(&log).unwrap_or_default()
     }
@@ -171,6 +214,19 @@ mod tests {
             },
         );
         assert_eq!(log.len(), 3);
+        let without_messages = log.to_json();
+        assert!(!without_messages.contains("messages"), "{without_messages}");
+        log.record_message(
+            "d".into(),
+            MessageCut {
+                handle: "00112233445566778899aabbccddeeff".into(),
+                parts: vec![PartCut {
+                    part: 1,
+                    text: "[an image left out]".into(),
+                }],
+            },
+        );
+        assert_eq!(log.len(), 4);
         let loaded = DecisionLog::from_json(&log.to_json()).unwrap();
         assert_eq!(loaded, log);
         assert_eq!(loaded.to_json(), log.to_json());
@@ -178,6 +234,10 @@ mod tests {
         let older = DecisionLog::from_json(&without_inputs).unwrap();
         assert_eq!(older.input_cut("c"), None);
         assert_eq!(older.len(), 2);
+        let older = DecisionLog::from_json(&without_messages).unwrap();
+        assert!(!older.has_message_cuts());
+        assert_eq!(older.message_cut("d"), None);
+        assert_eq!(loaded.message_cut("d").unwrap().parts[0].part, 1);
     }
 
     #[test]

@@ -368,7 +368,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{DecisionLog, FixedClock, MemoryStore, PruneSettings, Store, StoreError};
+    use crate::test_support::pruner;
+    use crate::{DecisionLog, MemoryStore, PruneSettings, Store};
 
     /// A file of `lines` numbered lines, as an agent writes one.
     fn file(lines: usize) -> String {
@@ -387,20 +388,6 @@ mod tests {
             "File created successfully at: /src/big.rs",
         ));
         Conversation::new(messages)
-    }
-
-    /// A pruner of `settings` keeping originals in `store`.
-    fn pruner<'a>(
-        settings: &'a PruneSettings,
-        counter: &'a Tiktoken,
-        store: &'a dyn Store,
-    ) -> Pruner<'a> {
-        Pruner {
-            settings,
-            counter,
-            store,
-            clock: &FixedClock(0),
-        }
     }
 
     fn input_of(conversation: &Conversation) -> serde_json::Value {
@@ -621,22 +608,9 @@ mod tests {
 
     #[test]
     fn an_input_is_not_cut_when_its_original_cannot_be_stored() {
-        struct Full;
-        impl Store for Full {
-            fn put(&self, handle: &str, _: &[u8]) -> Result<(), StoreError> {
-                Err(StoreError::Write {
-                    handle: handle.to_owned(),
-                    path: "/full".into(),
-                    source: std::io::Error::other("no space left on device"),
-                })
-            }
-            fn get(&self, handle: &str) -> Result<Vec<u8>, StoreError> {
-                Err(StoreError::NotFound(handle.to_owned()))
-            }
-        }
         let settings = PruneSettings::built_in().unwrap();
         let counter = Tiktoken::default();
-        let pruner = pruner(&settings, &counter, &Full);
+        let pruner = pruner(&settings, &counter, &crate::test_support::Full);
         let mut conversation = writing(&file(600));
         let before = conversation.clone();
         let mut log = DecisionLog::new();

@@ -29,19 +29,24 @@ mod decisions;
 mod inputs;
 mod microcompact;
 mod note;
+mod person;
 mod prune;
 mod report;
 mod settings;
 mod store;
 mod trim;
 
+#[cfg(test)]
+mod test_support;
+
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use condense_defaults::DefaultsError;
-pub use decisions::{Decision, DecisionLog, DecisionLogError, InputCut};
+pub use decisions::{Decision, DecisionLog, DecisionLogError, InputCut, MessageCut, PartCut};
 pub use microcompact::{MicrocompactReport, MicrocompactSettings, PreviousRequest};
 pub use note::{Note, NoteError};
+pub use person::person_key;
 pub use prune::{PruneError, PruneRequest, Pruner, boundary, boundary_by_calls, boundary_for};
-pub use report::{InputReport, OutputReport, PruneReport, Reason};
+pub use report::{InputReport, MessageReport, OutputReport, PruneReport, Reason};
 pub use settings::{
     DUPLICATE_VARIABLES, PREVIEW_VARIABLES, PruneRules, PruneSettings, SUPERSEDED_VARIABLES,
     Thresholds, TrimRules, WalkWhen,

@@ -47,6 +47,25 @@ pub enum PruneError {
         source: StoreError,
     },
     #[error(
+        "could not store the whole of the person's message {message}, so it was not cut: {source}"
+    )]
+    /// The whole of a message of the person's about to be cut could not be stored.
+    StoreMessage {
+        /// The message.
+        message: usize,
+        #[source]
+        /// The store's error.
+        source: StoreError,
+    },
+    #[error("cannot serialise the person's message {message} to store it: {reason}")]
+    /// A message of the person's could not be serialized.
+    SerializeMessage {
+        /// The message.
+        message: usize,
+        /// Why.
+        reason: String,
+    },
+    #[error(
         "cannot serialise the original of tool output `{call_id}` (message {message}): {reason}"
     )]
     /// An output of blocks could not be serialized.
@@ -299,10 +318,15 @@ impl Pruner<'_> {
         let decided = Decided::from(plan);
         decided.apply(conversation, log);
         let inputs = self.cut_inputs_again(conversation, log);
+        let messages = self.cut_person_again(conversation, log);
         let tokens_freed = tokens_freed
             + inputs
                 .iter()
                 .map(|input| input.tokens_before.saturating_sub(input.tokens_after))
+                .sum::<usize>()
+            + messages
+                .iter()
+                .map(|cut| cut.tokens_before.saturating_sub(cut.tokens_after))
                 .sum::<usize>();
 
         Ok(PruneReport {
@@ -315,6 +339,7 @@ impl Pruner<'_> {
             outputs,
             trims,
             inputs,
+            messages,
             microcompact,
         })
     }

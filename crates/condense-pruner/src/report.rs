@@ -99,6 +99,18 @@ pub struct InputReport {
     pub tokens_after: usize,
 }
 
+/// A message of the person's cut again as the decision log says
+/// ([`crate::Pruner::preview_person_to_fit`] made the cut).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MessageReport {
+    /// The message.
+    pub message: usize,
+    /// Its tokens whole.
+    pub tokens_before: usize,
+    /// Cut.
+    pub tokens_after: usize,
+}
+
 /// Every decision of one pruning call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PruneReport {
@@ -126,6 +138,9 @@ pub struct PruneReport {
     /// The calls whose inputs were cut again, as frozen as the outputs replaced again.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub inputs: Vec<InputReport>,
+    /// The person's messages cut again, as frozen as the rest.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<MessageReport>,
     /// What time-based microcompact saw and did; absent when it is off or no previous request
     /// time is known.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -134,16 +149,23 @@ pub struct PruneReport {
 
 impl PruneReport {
     /// Tokens freed by replacing again, from the decision log, outputs (and cutting again
-    /// inputs) in messages up to `message`: a request before this one already sent them as
-    /// placeholders and previews, so a count the provider made of that request never included
-    /// them.
+    /// inputs and the person's messages) in messages up to `message`: a request before this one
+    /// already sent them as placeholders and previews, so a count the provider made of that
+    /// request never included them.
     pub fn frozen_tokens_up_to(&self, message: usize) -> usize {
+        let inputs = self
+            .inputs
+            .iter()
+            .map(|input| (input.message, input.tokens_before, input.tokens_after));
+        let messages = self
+            .messages
+            .iter()
+            .map(|cut| (cut.message, cut.tokens_before, cut.tokens_after));
         self.tokens_freed_up_to(message, |reason| *reason == Reason::Frozen)
-            + self
-                .inputs
-                .iter()
-                .filter(|input| input.message <= message)
-                .map(|input| input.tokens_before.saturating_sub(input.tokens_after))
+            + inputs
+                .chain(messages)
+                .filter(|(at, _, _)| *at <= message)
+                .map(|(_, before, after)| before.saturating_sub(after))
                 .sum::<usize>()
     }
 
@@ -161,9 +183,10 @@ impl PruneReport {
             .sum()
     }
 
-    /// Whether this call changed the request at all: an output replaced, an input cut again.
+    /// Whether this call changed the request at all: an output replaced, an input or a message
+    /// cut again.
     pub fn changed(&self) -> bool {
-        self.replaced() > 0 || !self.inputs.is_empty()
+        self.replaced() > 0 || !self.inputs.is_empty() || !self.messages.is_empty()
     }
 
     /// How many outputs were replaced by this call.
@@ -269,6 +292,13 @@ impl std::fmt::Display for PruneReport {
                 input.tokens_before,
                 input.tokens_after,
                 input.call_id
+            )?;
+        }
+        for cut in &self.messages {
+            writeln!(
+                f,
+                "  #{:<4} {:<16} {:>6} -> {:>6}  the person's message cut again, as the log says",
+                cut.message, "(message)", cut.tokens_before, cut.tokens_after
             )?;
         }
         Ok(())

@@ -79,6 +79,14 @@ pub struct PruneRules {
     /// ([`crate::Pruner::preview_inputs`]).
     #[serde(deserialize_with = "preview_note")]
     pub input_note: Note,
+    /// Stands in for an image of the person's left out so that a request fits the window
+    /// ([`crate::Pruner::preview_person_to_fit`]).
+    #[serde(deserialize_with = "plain_note")]
+    pub image_note: Note,
+    /// Appended to a text of the person's cut to a preview so that a request fits the window
+    /// ([`crate::Pruner::preview_person_to_fit`]).
+    #[serde(deserialize_with = "preview_note")]
+    pub message_note: Note,
     /// Stands in for an output identical to a newer one.
     #[serde(deserialize_with = "duplicate_note")]
     pub duplicate_note: Note,

@@ -181,11 +181,11 @@ struct LongStep {
 const LONG_TOOLS: [&str; 5] = ["Read", "Bash", "skill", "grep", "Write"];
 
 /// A longer session than [`session`]'s, in shapes the shared ones do not have: a system prompt
-/// of up to about 17,000 tokens, one to four of the person's turns (each message up to 2,000
-/// characters) of up to thirty steps, outputs and inputs from a line to several times a small
-/// window, the protected `skill` among the tools. Each turn's characters of the person's
-/// message (0: no message, the run goes on) and its steps; with the system prompt's.
-fn long_session() -> impl Strategy<Value = (usize, Vec<(usize, Vec<LongStep>)>)> {
+/// of up to about 17,000 tokens, one to four of the person's turns (each message up to 20,000
+/// characters, a pasted report, and one in five with a screenshot) of up to thirty steps,
+/// outputs and inputs from a line to several times a small window, the protected `skill` among
+/// the tools. Each turn ([`LongTurn`]), with the system prompt's characters.
+fn long_session() -> impl Strategy<Value = (usize, Vec<LongTurn>)> {
     let step = (
         0..LONG_TOOLS.len(),
         prop_oneof![
@@ -209,16 +209,22 @@ fn long_session() -> impl Strategy<Value = (usize, Vec<(usize, Vec<LongStep>)>)>
             input,
         });
     let turn = (
-        prop_oneof![Just(0usize), Just(20), Just(2_000)],
+        prop_oneof![Just(0usize), Just(20), Just(2_000), Just(20_000)],
+        prop_oneof![4 => Just(false), 1 => Just(true)],
         prop::collection::vec(step, 1..30),
-    );
+    )
+        .prop_map(|(person, screenshot, steps)| LongTurn {
+            person,
+            screenshot,
+            steps,
+        });
     (
         prop_oneof![Just(0usize), Just(8_000), Just(30_000), Just(60_000)],
         prop::collection::vec(turn, 1..5),
     )
 }
 
-fn build_long(system: usize, turns: &[(usize, Vec<LongStep>)]) -> Conversation {
+fn build_long(system: usize, turns: &[LongTurn]) -> Conversation {
     let mut messages = vec![Message::text(
         Role::System,
         format!(
@@ -227,17 +233,22 @@ fn build_long(system: usize, turns: &[(usize, Vec<LongStep>)]) -> Conversation {
         ),
     )];
     let mut id = 0;
-    for (index, (person, steps)) in turns.iter().enumerate() {
-        if *person > 0 || index == 0 {
-            messages.push(Message::text(
-                Role::User,
-                format!(
-                    "task {index}: fix it\n{}",
-                    "details here\n".repeat(person / 13)
-                ),
-            ));
+    for (index, turn) in turns.iter().enumerate() {
+        if turn.person > 0 || turn.screenshot || index == 0 {
+            let mut said = vec![Part::text(format!(
+                "task {index}: fix it\n{}",
+                "details here\n".repeat(turn.person / 13)
+            ))];
+            if turn.screenshot {
+                // Of a size the tokenizer cannot read: charged the most an image costs (1,600).
+                said.push(Part::Image(condense_core::Image {
+                    source: serde_json::json!({"type": "url", "url": format!("https://example.com/{index}.png")}),
+                    extra: condense_core::JsonMap::new(),
+                }));
+            }
+            messages.push(Message::new(Role::User, said));
         }
-        for step in steps {
+        for step in &turn.steps {
             id += 1;
             let call = format!("call_{id}");
             let mut input = serde_json::json!({"path": format!("f{id}.rs")});
@@ -356,6 +367,24 @@ fn of_protected_outputs_more_than_the_room_the_newest_that_fit_are_carried() {
     assert_finishes_and_keeps(&replay).unwrap();
 }
 
+/// A turn of [`long_session`]'s: the person's message of about `person` characters (the
+/// first turn always has one), with a screenshot or not, then the agent's `steps`.
+#[derive(Debug, Clone)]
+struct LongTurn {
+    person: usize,
+    screenshot: bool,
+    steps: Vec<LongStep>,
+}
+
+/// A turn of the agent's `steps` alone, after the task.
+fn agent(steps: Vec<LongStep>) -> LongTurn {
+    LongTurn {
+        person: 0,
+        screenshot: false,
+        steps,
+    }
+}
+
 /// A step of [`long_session`]'s: `tool` (of [`LONG_TOOLS`]) with `output` characters returned
 /// and `input` given.
 fn step(tool: usize, output: usize, input: usize) -> LongStep {
@@ -375,7 +404,7 @@ fn step(tool: usize, output: usize, input: usize) -> LongStep {
 fn protected_outputs_are_carried_in_the_room_a_system_prompt_leaves() {
     let steps = vec![step(2, 4_000, 0), step(2, 60_000, 0), step(0, 400, 2_000)];
     let replay = run(
-        &build_long(30_000, &[(0, steps)]),
+        &build_long(30_000, &[agent(steps)]),
         Provider::Anthropic,
         32_000,
     );
@@ -389,8 +418,24 @@ fn protected_outputs_are_carried_in_the_room_a_system_prompt_leaves() {
 /// tokens in an 8,000-token window).
 #[test]
 fn a_protected_output_or_input_more_than_the_room_is_cut_as_the_last_resort() {
-    let output = build_long(60_000, &[(0, vec![step(2, 60_000, 0)])]);
+    let output = build_long(60_000, &[agent(vec![step(2, 60_000, 0)])]);
     assert_finishes_and_keeps(&run(&output, Provider::Anthropic, 32_000)).unwrap();
-    let input = build_long(0, &[(0, vec![step(2, 60_000, 40_000)])]);
+    let input = build_long(0, &[agent(vec![step(2, 60_000, 40_000)])]);
     assert_finishes_and_keeps(&run(&input, Provider::Anthropic, 8_000)).unwrap();
+}
+
+/// The person's first message, a pasted report of about 4,600 tokens with a screenshot (1,600),
+/// beside a system prompt of about 1,800 in an 8,000-token window: nothing to summarize, and
+/// more than the window holds. Its screenshot is left out and its text cut to a preview (the
+/// whole message stored), where before condense sent it whole and failed where Claude Code's
+/// rules, summarizing it away, finished.
+#[test]
+fn a_persons_message_more_than_the_room_is_cut_as_the_very_last_resort() {
+    let turn = LongTurn {
+        person: 20_000,
+        screenshot: true,
+        steps: vec![step(0, 40, 0)],
+    };
+    let replay = run(&build_long(8_000, &[turn]), Provider::Anthropic, 8_000);
+    assert_finishes_and_keeps(&replay).unwrap();
 }

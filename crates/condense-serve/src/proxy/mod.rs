@@ -658,7 +658,7 @@ impl Proxy {
             CompactionOutcome::NothingNew { .. } => {
                 fired.push("nothing new to summarize".into());
             }
-            CompactionOutcome::NothingToCompact => {
+            CompactionOutcome::NothingToCompact { .. } => {
                 fired.push("nothing to summarize".into());
             }
             CompactionOutcome::CircuitOpen {
