@@ -59,9 +59,9 @@ impl Pruner<'_> {
     /// Cuts the texts of the tool calls' inputs in `conversation.messages[within]` until about
     /// `excess` tokens are freed: the largest first, each cut to the same share of tokens
     /// (never more than `prune.preview_bytes`) and followed by `prune.input_note`, which names
-    /// the whole input, stored first. A text is any string of an input longer than
-    /// `prune.preview_bytes`, wherever it is (a MultiEdit's edits too); ids, names and every
-    /// other value stay. Calls written inside the assistant's text and protected tools' calls
+    /// the whole input, stored first. A text is any string of an input longer than that note,
+    /// wherever it is (a MultiEdit's edits too, an Edit's old and new strings); ids, names and
+    /// every other value stay. Calls written inside the assistant's text and protected tools' calls
     /// ([`Pruner::preview_protected_inputs`]) are left alone, and so are calls already cut as
     /// `log` says and texts that are a preview with its note (`prune.input_note`, as a file
     /// condense wrote keeps them): a preview is not cut again.
@@ -143,7 +143,11 @@ impl Pruner<'_> {
         protected: bool,
         log: &DecisionLog,
     ) -> Vec<Text> {
-        let limit = self.settings.rules.preview_bytes;
+        // A text is worth cutting where it is longer than the note that would follow its
+        // preview: the largest are cut first, and a smaller one only where the larger, cut to
+        // nothing, would not free enough ([`shares`]). (Fewer bytes than the note's tokens are
+        // fewer tokens too.)
+        let note = self.note_tokens(&self.settings.rules.input_note);
         let mut texts = Vec::new();
         for (message, parts) in conversation
             .messages
@@ -169,17 +173,22 @@ impl Pruner<'_> {
                 })
             {
                 let mut found = Vec::new();
-                long_texts(&call.input, String::new(), limit, &mut found);
+                long_texts(&call.input, String::new(), note, &mut found);
                 // A text cut before and written to a file (which keeps no log) is a preview
                 // and its note: never cut again, which would store the preview as the "whole"
                 // and bury the first note's handle under a second.
                 found.retain(|(_, text)| !self.settings.rules.input_note.recognises(text));
-                texts.extend(found.into_iter().map(|(at, text)| Text {
-                    message,
-                    part,
-                    at,
-                    tokens: self.counter.count_text(text),
-                }));
+                texts.extend(
+                    found
+                        .into_iter()
+                        .map(|(at, text)| Text {
+                            message,
+                            part,
+                            at,
+                            tokens: self.counter.count_text(text),
+                        })
+                        .filter(|text| text.tokens > note),
+                );
             }
         }
         texts.sort_by_key(|text| std::cmp::Reverse(text.tokens));
@@ -565,6 +574,45 @@ mod tests {
             1
         );
         assert_ne!(log.input_cut("w1").unwrap().handle, handle);
+    }
+
+    /// An Edit's strings, each under `prune.preview_bytes` (d7d349f9's edits of a header, in a
+    /// 16K window its prefix nearly fills): cut where nothing else frees enough, the largest
+    /// first; a string no longer than the note that would follow it never.
+    #[test]
+    fn texts_shorter_than_a_preview_are_cut_where_nothing_larger_frees_enough() {
+        let settings = PruneSettings::built_in().unwrap();
+        let counter = Tiktoken::default();
+        let store = MemoryStore::new();
+        let pruner = pruner(&settings, &counter, &store);
+        let (old, new) = (file(40), file(60));
+        assert!(new.len() < settings.rules.preview_bytes, "{}", new.len());
+        let input = json!({"file_path": "/src/tensor.h", "old_string": old, "new_string": new});
+        let mut messages = vec![Message::text(Role::User, "add the GPU fields")];
+        messages.extend(tool_step(
+            "e1",
+            "Edit",
+            input.clone(),
+            "The file was updated.",
+        ));
+        let mut conversation = Conversation::new(messages);
+        let before = counter.count_conversation(&conversation);
+        let excess = 100;
+        let calls = pruner.preview_inputs(&mut conversation, 0..3, excess, &mut DecisionLog::new());
+        assert_eq!(calls.unwrap(), 1);
+        assert!(counter.count_conversation(&conversation) + excess <= before);
+        let cut = input_of(&conversation);
+        // The larger string cut to what the smaller keeps frees enough: the smaller stays.
+        assert_eq!(cut["old_string"], input["old_string"]);
+        let text = cut["new_string"].as_str().unwrap();
+        assert!(text.starts_with("line 0: ") && text.contains("Whole input: condense recall"));
+        // A string no longer than the note is never cut, whatever must go.
+        let short = json!({"file_path": "/src/tensor.h", "old_string": "a", "new_string": "b"});
+        let mut messages = vec![Message::text(Role::User, "rename it")];
+        messages.extend(tool_step("e2", "Edit", short, "The file was updated."));
+        let mut conversation = Conversation::new(messages);
+        let calls = pruner.preview_inputs(&mut conversation, 0..3, 500, &mut DecisionLog::new());
+        assert_eq!(calls.unwrap(), 0);
     }
 
     #[test]

@@ -50,8 +50,8 @@ struct Piece {
 impl Pruner<'_> {
     /// Cuts the person's messages in `conversation.messages[within]` until about `excess` tokens
     /// are freed: their images left out first, the largest first, each for `prune.image_note`;
-    /// then, where that is not enough, their texts longer than `prune.preview_bytes`, the
-    /// largest first, each cut to the same share of tokens and followed by `prune.message_note`.
+    /// then, where that is not enough, their texts longer than that note, the largest first,
+    /// each cut to the same share of tokens and followed by `prune.message_note`.
     /// The whole message is stored before any part of it is cut, and each cut logged in `log`.
     /// The last resort of a request still over the window with everything else cut: the
     /// provider would refuse it, and a refused request shows the model nothing. Where all of
@@ -187,6 +187,7 @@ impl Pruner<'_> {
         conversation: &Conversation,
         within: Range<usize>,
     ) -> (Vec<Piece>, Vec<Piece>) {
+        let note = self.note_tokens(&self.settings.rules.message_note);
         let (mut images, mut texts) = (Vec::new(), Vec::new());
         for (message, held) in conversation
             .messages
@@ -202,8 +203,10 @@ impl Pruner<'_> {
                 };
                 match content {
                     Part::Image(_) => images.push(piece),
+                    // Longer than the note that would follow its preview (the largest are
+                    // cut first, a smaller one only where they do not free enough).
                     Part::Text(text)
-                        if text.text.len() > self.settings.rules.preview_bytes
+                        if piece.tokens > note
                             && !self.settings.rules.message_note.recognises(&text.text) =>
                     {
                         texts.push(piece);

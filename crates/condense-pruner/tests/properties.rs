@@ -511,9 +511,9 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// The agent's own inputs cut to fit a window, whatever the request and however much must
-    /// go: only texts longer than `prune.preview_bytes` of unprotected calls sent as calls, in
-    /// the range asked, change, each to a start of itself (at most `preview_bytes`) and the
-    /// note naming the whole input, which the store holds; ids, names, results, words and every
+    /// go: only texts longer than the note that follows a preview, of unprotected calls sent
+    /// as calls, in the range asked, change, each to a shorter start of itself (at most
+    /// `prune.preview_bytes`) and the note naming the whole input, which the store holds; ids, names, results, words and every
     /// other value stay; the count is of the calls changed; the same request gives the same
     /// bytes; and the log makes the same cuts again on the request resent whole.
     #[test]
@@ -565,11 +565,15 @@ proptest! {
                     if was == now {
                         continue;
                     }
-                    prop_assert!(was.len() > limit, "{}: a text of {} bytes cut", at, was.len());
                     let Some(note_at) = now.rfind("\n[condense: this input to ") else {
                         return Err(TestCaseError::fail(format!("{at}: no note in {now:?}")));
                     };
-                    let shown = &now[..note_at];
+                    let (shown, note) = now.split_at(note_at);
+                    prop_assert!(
+                        counter.count_text(was) > counter.count_text(note),
+                        "{}: a text of {} bytes, no longer than its note, cut", at, was.len()
+                    );
+                    prop_assert!(now.len() < was.len(), "{}: cut to something longer", at);
                     prop_assert!(shown.len() <= limit && was.starts_with(shown), "{}: {:?} is not a preview", at, shown);
                     let handle = now.trim_end_matches(']').rsplit(' ').next().unwrap().to_owned();
                     handles.insert(handle);
