@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use condense_core::testing::tool_step;
-use condense_core::{Conversation, Message, Role};
+use condense_core::{Conversation, Message, Part, Role};
 use condense_host::{CompactionOutcome, Compactor, Config, ReportedUsage, SessionState, Sources};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 
@@ -569,4 +569,92 @@ async fn an_input_cut_to_fit_the_window_is_cut_the_same_on_the_next_request() {
         third.conversation.messages[..second.conversation.messages.len()],
         second.conversation.messages[..]
     );
+}
+
+/// A screenshot the person sends, in a 32K window its system prompt (29,500 tokens, as
+/// Chat Completions agents send it) and tools (1,000, which the messages do not show) nearly
+/// fill, with nothing older than the recent turns to summarize: the image is left out for the
+/// request to fit, and the provider counts that request as sent. The next request is the client's history with the image whole again
+/// plus one step, judged by that count: it must carry the same cut, byte for byte, or it goes
+/// out over the window with a count that said it fit.
+#[tokio::test]
+async fn a_screenshot_left_out_to_fit_the_window_is_left_out_on_the_next_request() {
+    const PREFIX: usize = 1_000;
+    const WINDOW: usize = 32_000;
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "32000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+    ]);
+    let counter = Tiktoken::default();
+    let ours = |conversation: &Conversation| counter.count_conversation(conversation);
+    let prompt: String = (0..3_040)
+        .map(|n| format!("Rule {n}: keep the change small.\n"))
+        .collect();
+    let mut history = vec![
+        Message::text(Role::System, prompt),
+        Message::text(Role::User, "fix the commit author"),
+    ];
+    shell_steps(&mut history, 0, 3, 150);
+    history.push(Message::text(Role::Assistant, "Done: the author is fixed."));
+    let system = counter.count_message(&history[0]);
+    assert!((29_000..30_000).contains(&system), "{system}");
+    let mut state = SessionState::default();
+    let first = compactor
+        .prepare(Conversation::new(history.clone()), &mut state)
+        .await
+        .unwrap();
+    // The provider counted request 1 with its prefix; the person answers with a screenshot.
+    state.reported_usage = Some(ReportedUsage {
+        message: history.len(),
+        tokens: ours(&first.conversation) + PREFIX,
+    });
+    history.push(Message::new(
+        Role::User,
+        vec![
+            Part::text("[Image #1] the page still shows the old author"),
+            Part::Image(condense_core::Image {
+                source: serde_json::json!({"type": "url", "url": "https://example.com/1.png"}),
+                extra: condense_core::JsonMap::new(),
+            }),
+        ],
+    ));
+    let second = compactor
+        .prepare(Conversation::new(history.clone()), &mut state)
+        .await
+        .unwrap();
+    // Nothing older than the recent turns to summarize: the cut alone makes it fit.
+    assert_eq!(
+        second.report.compaction,
+        CompactionOutcome::NothingToCompact { cut_to_fit: 1 }
+    );
+    assert!(ours(&second.conversation) + PREFIX <= WINDOW);
+    let screenshot = |conversation: &Conversation| {
+        conversation
+            .messages
+            .iter()
+            .find(|message| message.plain_text().starts_with("[Image #1]"))
+            .map(|message| message.parts.clone())
+    };
+    let sent = screenshot(&second.conversation).unwrap();
+    assert!(!sent.iter().any(|part| matches!(part, Part::Image(_))));
+
+    // The answer to request 2 is one step; the provider counted request 2 as sent.
+    let answered = history.len();
+    shell_steps(&mut history, 1, 1, 100);
+    state.reported_usage = Some(ReportedUsage {
+        message: second.conversation.messages.len(),
+        tokens: ours(&second.conversation) + PREFIX + counter.count_message(&history[answered]),
+    });
+    let third = compactor
+        .prepare(Conversation::new(history), &mut state)
+        .await
+        .unwrap();
+    assert!(
+        ours(&third.conversation) + PREFIX <= WINDOW,
+        "{} tokens and the prefix, over the window: {:?}",
+        ours(&third.conversation),
+        third.report.compaction
+    );
+    assert_eq!(screenshot(&third.conversation), Some(sent));
+    assert_eq!(third.report.prune.messages.len(), 1);
 }
