@@ -792,10 +792,10 @@ impl Compactor {
     /// [`condense_pruner::Pruner::preview_protected_inputs`]); and last of all the person's own
     /// messages in the tail, their images left out and then their longest texts cut
     /// ([`condense_pruner::Pruner::preview_person_to_fit`]): a screenshot in a window the
-    /// system prompt and tools nearly fill. With what each step cut. Each cut is logged and made again on
-    /// later requests, with the outputs' frozen decisions (phase 1): the provider counts this
-    /// request with it, and the next one, which the client sends whole, is judged by that
-    /// count. The request is counted again only after a step that cut something.
+    /// system prompt and tools nearly fill. With what each step cut. Each cut is logged and
+    /// made again on later requests, with the outputs' frozen decisions (phase 1): the provider
+    /// counts this request with it, and the next one, which the client sends whole, is judged
+    /// by that count. The request is counted again only after a step that cut something.
     fn fitted(
         &self,
         compacted: &mut Conversation,

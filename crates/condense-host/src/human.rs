@@ -129,7 +129,7 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
             match cut_to_fit {
                 0 => String::new(),
                 n => format!(
-                    "; over the window, so {n} inputs, protected outputs or messages of the person's cut to fit"
+                    "; over the window, so {n} cut to fit (calls' inputs, protected outputs, the person's messages)"
                 ),
             }
         )),
@@ -149,83 +149,91 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
         CompactionOutcome::Failed {
             summarizer, error, ..
         } => Some(format!("{summarizer} failed: {error}")),
-        CompactionOutcome::Summarized {
-            summarizer,
-            split,
-            carried_messages,
-            protected_summarized,
-            previewed_outputs,
-            previewed_inputs,
-            previewed_protected,
-            cut_person,
-            summary_tokens,
-            missing_sections,
-            rejected,
-            early,
-            cache_cold,
-        } => {
-            let mut line = format!(
-                "messages {}..{} summarized by {summarizer} ({} tokens -> a {}-token summary); {} kept",
-                split.pinned,
-                split.tail_start,
-                thousands(split.head_tokens),
-                thousands(*summary_tokens),
-                report_kept(split.tail_start, *carried_messages)
-            );
-            if *cache_cold {
-                line.push_str(
-                    "; early, the provider's cache holding nothing of the request (expired since the previous one, or another model or system prompt): nothing it held to rewrite (compaction.cache_lifetime_minutes)",
-                );
-            } else if *early {
-                line.push_str(
-                    "; early, before the window is full: cheaper than carrying the head (compaction.cache_rewrite_cost)",
-                );
-            }
-            if *previewed_outputs > 0 {
-                line.push_str(&match split.rule {
-                    TailRule::RecentCalls => format!(
-                        "; the tail holds the last {} tool calls, {previewed_outputs} of their outputs cut to previews",
-                        split.tail_calls
-                    ),
-                    _ => format!(
-                        "; the last exchange is over the tail budget, {previewed_outputs} of its outputs cut to previews"
-                    ),
-                });
-            }
-            if *protected_summarized > 0 {
-                line.push_str(&format!(
-                    "; {protected_summarized} of the protected tools' oldest calls summarized: more than the room beside the tail"
-                ));
-            }
-            if *previewed_inputs > 0 {
-                line.push_str(&format!(
-                    "; still over the window with the summary shrunk, so {previewed_inputs} of the last exchange's tool call inputs cut to previews (prune.input_note)"
-                ));
-            }
-            if *previewed_protected > 0 {
-                line.push_str(&format!(
-                    "; still over the window, so {previewed_protected} of the protected tools' outputs or inputs in the tail cut to previews"
-                ));
-            }
-            if *cut_person > 0 {
-                line.push_str(&format!(
-                    "; still over the window, so {cut_person} of the person's messages in the tail cut, images left out first (prune.image_note, prune.message_note)"
-                ));
-            }
-            if let Some(reason) = rejected {
-                line.push_str(&format!(
-                    "; the model's answer was rejected twice ({reason}): the extractive summary stands in"
-                ));
-            }
-            if !missing_sections.is_empty() {
-                line.push_str(&format!(
-                    "; missing sections: {}",
-                    missing_sections.join(", ")
-                ));
-            }
-            Some(line)
-        }
+        CompactionOutcome::Summarized { .. } => summarized(outcome),
     }
+}
+
+/// What a summary did, in one line: what it replaced, why then, and what else was cut or left
+/// to it for the request to fit.
+fn summarized(outcome: &CompactionOutcome) -> Option<String> {
+    let CompactionOutcome::Summarized {
+        summarizer,
+        split,
+        carried_messages,
+        protected_summarized,
+        previewed_outputs,
+        previewed_inputs,
+        previewed_protected,
+        cut_person,
+        summary_tokens,
+        missing_sections,
+        rejected,
+        early,
+        cache_cold,
+    } = outcome
+    else {
+        return None;
+    };
+    let mut line = format!(
+        "messages {}..{} summarized by {summarizer} ({} tokens -> a {}-token summary); {} kept",
+        split.pinned,
+        split.tail_start,
+        thousands(split.head_tokens),
+        thousands(*summary_tokens),
+        report_kept(split.tail_start, *carried_messages)
+    );
+    if *cache_cold {
+        line.push_str(
+            "; early, the provider's cache holding nothing of the request (expired since the previous one, or another model or system prompt): nothing it held to rewrite (compaction.cache_lifetime_minutes)",
+        );
+    } else if *early {
+        line.push_str(
+            "; early, before the window is full: cheaper than carrying the head (compaction.cache_rewrite_cost)",
+        );
+    }
+    if *previewed_outputs > 0 {
+        line.push_str(&match split.rule {
+            TailRule::RecentCalls => format!(
+                "; the tail holds the last {} tool calls, {previewed_outputs} of their outputs cut to previews",
+                split.tail_calls
+            ),
+            _ => format!(
+                "; the last exchange is over the tail budget, {previewed_outputs} of its outputs cut to previews"
+            ),
+        });
+    }
+    if *protected_summarized > 0 {
+        line.push_str(&format!(
+            "; {protected_summarized} of the protected tools' oldest calls summarized: more than the room beside the tail"
+        ));
+    }
+    if *previewed_inputs > 0 {
+        line.push_str(&format!(
+            "; still over the window with the summary shrunk, so {previewed_inputs} of the last exchange's tool call inputs cut to previews (prune.input_note)"
+        ));
+    }
+    if *previewed_protected > 0 {
+        line.push_str(&format!(
+            "; still over the window, so {previewed_protected} of the protected tools' outputs or inputs in the tail cut to previews"
+        ));
+    }
+    if *cut_person > 0 {
+        line.push_str(&format!(
+            "; still over the window, so {cut_person} of the person's messages in the tail cut, images left out first (prune.image_note, prune.message_note)"
+        ));
+    }
+    if let Some(reason) = rejected {
+        line.push_str(&format!(
+            "; the model's answer was rejected twice ({reason}): the extractive summary stands in"
+        ));
+    }
+    if !missing_sections.is_empty() {
+        line.push_str(&format!(
+            "; missing sections: {}",
+            missing_sections.join(", ")
+        ));
+    }
+    Some(line)
 }
 
 fn report_kept(tail_start: usize, carried: usize) -> String {

@@ -1313,12 +1313,27 @@ async fn a_screenshot_the_window_cannot_hold_is_left_out_as_the_last_resort() {
     let system = counter.count_message(&conversation.messages[0]);
     assert!((6_000..7_000).contains(&system), "{system}");
 
-    let ours = compactor(&config_at("8000", "1024"));
+    let config = config_at("8000", "1024");
+    let ours = compactor(&config);
     let mut state = SessionState::default();
     let first = ours
         .prepare(conversation.clone(), &mut state)
         .await
         .unwrap();
+    // The report says so, and where the whole message is.
+    let shown = condense_host::render_report(
+        "run.json",
+        "openai",
+        &config,
+        &first.report,
+        false,
+        Some("/tmp/originals"),
+    );
+    assert!(
+        shown.contains("1 of the person's messages in the tail cut, images left out first"),
+        "{shown}"
+    );
+    assert!(shown.contains("originals: /tmp/originals"), "{shown}");
     let out = &first.conversation;
     assert!(total(out) <= 8_000, "{} tokens", total(out));
     let CompactionOutcome::Summarized { cut_person: 1, .. } = &first.report.compaction else {

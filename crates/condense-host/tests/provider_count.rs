@@ -622,10 +622,25 @@ async fn a_screenshot_left_out_to_fit_the_window_is_left_out_on_the_next_request
         .prepare(Conversation::new(history.clone()), &mut state)
         .await
         .unwrap();
-    // Nothing older than the recent turns to summarize: the cut alone makes it fit.
+    // Nothing older than the recent turns to summarize: the cut alone makes it fit, and the
+    // report says so.
     assert_eq!(
         second.report.compaction,
         CompactionOutcome::NothingToCompact { cut_to_fit: 1 }
+    );
+    let shown = condense_host::render_report(
+        "run.json",
+        "openai",
+        &condense_host::Config::built_in().unwrap(),
+        &second.report,
+        false,
+        None,
+    );
+    assert!(
+        shown.contains(
+            "nothing to summarize: the recent turns are all there is; over the window, so 1 cut to fit"
+        ),
+        "{shown}"
     );
     assert!(ours(&second.conversation) + PREFIX <= WINDOW);
     let screenshot = |conversation: &Conversation| {

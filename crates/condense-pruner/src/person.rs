@@ -50,13 +50,14 @@ struct Piece {
 impl Pruner<'_> {
     /// Cuts the person's messages in `conversation.messages[within]` until about `excess` tokens
     /// are freed: their images left out first, the largest first, each for `prune.image_note`;
-    /// then, where that is not enough, their texts longer than that note, the largest first,
-    /// each cut to the same share of tokens and followed by `prune.message_note`.
-    /// The whole message is stored before any part of it is cut, and each cut logged in `log`.
+    /// then, where that is not enough, their texts longer than `prune.message_note`, the
+    /// largest first, each cut to the same share of tokens and followed by that note. The
+    /// whole message is stored before any part of it is cut, and each cut logged in `log`.
     /// The last resort of a request still over the window with everything else cut: the
     /// provider would refuse it, and a refused request shows the model nothing. Where all of
     /// them cut would not free `excess`, nothing is cut (the request fails either way). Returns
-    /// how many messages were cut. On error (a message that could not be stored) nothing has changed.
+    /// how many messages were cut. On error (a message that could not be stored) nothing has
+    /// changed.
     pub fn preview_person_to_fit(
         &self,
         conversation: &mut Conversation,
@@ -207,7 +208,8 @@ impl Pruner<'_> {
                     // cut first, a smaller one only where they do not free enough).
                     Part::Text(text)
                         if piece.tokens > note
-                            && !self.settings.rules.message_note.recognises(&text.text) =>
+                            && !self.settings.rules.message_note.recognises(&text.text)
+                            && !self.settings.rules.image_note.recognises(&text.text) =>
                     {
                         texts.push(piece);
                     }
