@@ -28,10 +28,14 @@ use crate::{DecisionLog, MessageCut, MessageReport, PartCut, PruneError, Pruner,
 pub fn person_key(message: &Message) -> String {
     let mut bytes = Vec::new();
     for part in &message.parts {
+        let source;
         let (kind, content) = match part {
-            Part::Text(text) => (0u8, text.text.clone()),
-            Part::Image(image) => (1u8, image.source.to_string()),
-            _ => (2u8, String::new()),
+            Part::Text(text) => (0u8, text.text.as_str()),
+            Part::Image(image) => {
+                source = image.source.to_string();
+                (1u8, source.as_str())
+            }
+            _ => (2u8, ""),
         };
         bytes.push(kind);
         bytes.extend_from_slice(&content.len().to_le_bytes());
@@ -283,19 +287,17 @@ impl Pruner<'_> {
 /// holds neither an image nor a text is left as it is.
 fn cut_parts(message: &mut Message, cuts: &[PartCut]) {
     for cut in cuts {
-        match message.parts.get_mut(cut.part) {
-            Some(Part::Text(text)) => text.text.clone_from(&cut.text),
-            Some(part @ Part::Image(_)) => {
-                let extra = match part {
-                    Part::Image(image) => std::mem::take(&mut image.extra),
-                    _ => continue,
-                };
-                *part = Part::Text(Text {
-                    text: cut.text.clone(),
-                    extra,
-                });
-            }
-            _ => {}
+        let Some(part) = message.parts.get_mut(cut.part) else {
+            continue;
+        };
+        if let Part::Text(text) = part {
+            text.text.clone_from(&cut.text);
+        } else if let Part::Image(image) = part {
+            let extra = std::mem::take(&mut image.extra);
+            *part = Part::Text(Text {
+                text: cut.text.clone(),
+                extra,
+            });
         }
     }
 }
