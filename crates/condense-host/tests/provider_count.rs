@@ -39,6 +39,39 @@ fn shell_steps(messages: &mut Vec<Message>, turn: usize, steps: usize, tokens: u
     }
 }
 
+/// The request after `sent`: the client's `history` with one more shell step, its answer, the
+/// provider having counted `sent` as it went out with `prefix` tokens beside its messages;
+/// checked to fit the `window` with that prefix.
+async fn after_one_step(
+    compactor: &Compactor,
+    mut history: Vec<Message>,
+    state: &mut SessionState,
+    sent: &condense_host::Compaction,
+    prefix: usize,
+    window: usize,
+) -> condense_host::Compaction {
+    let counter = Tiktoken::default();
+    let answered = history.len();
+    shell_steps(&mut history, 1, 1, 100);
+    state.reported_usage = Some(ReportedUsage {
+        message: sent.conversation.messages.len(),
+        tokens: counter.count_conversation(&sent.conversation)
+            + prefix
+            + counter.count_message(&history[answered]),
+    });
+    let next = compactor
+        .prepare(Conversation::new(history), state)
+        .await
+        .unwrap();
+    let tokens = counter.count_conversation(&next.conversation);
+    assert!(
+        tokens + prefix <= window,
+        "{tokens} tokens and the prefix, over the window: {:?}",
+        next.report.compaction
+    );
+    next
+}
+
 /// A 20K window where the old outputs of [`thirty_steps`] are pruned on the first request.
 const PRUNING_AT_20K: [(&str, &str); 4] = [
     ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
@@ -543,22 +576,7 @@ async fn an_input_cut_to_fit_the_window_is_cut_the_same_on_the_next_request() {
     };
 
     // The answer to request 2 is one more step; the provider counted request 2 as sent.
-    let answered = history.len();
-    shell_steps(&mut history, 1, 1, 100);
-    state.reported_usage = Some(ReportedUsage {
-        message: second.conversation.messages.len(),
-        tokens: ours(&second.conversation) + PREFIX + counter.count_message(&history[answered]),
-    });
-    let third = compactor
-        .prepare(Conversation::new(history), &mut state)
-        .await
-        .unwrap();
-    assert!(
-        ours(&third.conversation) + PREFIX <= WINDOW,
-        "{} tokens and the prefix, over the window: {:?}",
-        ours(&third.conversation),
-        third.report.compaction
-    );
+    let third = after_one_step(&compactor, history, &mut state, &second, PREFIX, WINDOW).await;
     assert_eq!(
         cut_input(&third.conversation),
         cut_input(&second.conversation)
@@ -654,22 +672,7 @@ async fn a_screenshot_left_out_to_fit_the_window_is_left_out_on_the_next_request
     assert!(!sent.iter().any(|part| matches!(part, Part::Image(_))));
 
     // The answer to request 2 is one step; the provider counted request 2 as sent.
-    let answered = history.len();
-    shell_steps(&mut history, 1, 1, 100);
-    state.reported_usage = Some(ReportedUsage {
-        message: second.conversation.messages.len(),
-        tokens: ours(&second.conversation) + PREFIX + counter.count_message(&history[answered]),
-    });
-    let third = compactor
-        .prepare(Conversation::new(history), &mut state)
-        .await
-        .unwrap();
-    assert!(
-        ours(&third.conversation) + PREFIX <= WINDOW,
-        "{} tokens and the prefix, over the window: {:?}",
-        ours(&third.conversation),
-        third.report.compaction
-    );
+    let third = after_one_step(&compactor, history, &mut state, &second, PREFIX, WINDOW).await;
     assert_eq!(screenshot(&third.conversation), Some(sent));
     assert_eq!(third.report.prune.messages.len(), 1);
 }
