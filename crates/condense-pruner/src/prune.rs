@@ -357,7 +357,10 @@ impl Pruner<'_> {
         limit: usize,
         log: &mut DecisionLog,
     ) -> Result<usize, PruneError> {
-        self.previewed_over(conversation, within, limit, false, log)
+        let plan = self.plan(&conversation.messages);
+        let (decided, cut) = self.previews_over(plan, within, limit, false)?;
+        decided.apply(conversation, log);
+        Ok(cut)
     }
 
     /// The last resort of a request still over the window when everything else that may be cut
@@ -390,20 +393,22 @@ impl Pruner<'_> {
         sizes.sort_unstable_by(|a, b| b.cmp(a));
         let note = self.note_tokens(&self.settings.rules.preview_note);
         let (_, share) = crate::inputs::shares(&sizes, excess, note);
-        self.previewed_over(conversation, within, share, true, log)
+        let (decided, cut) = self.previews_over(plan, within, share, true)?;
+        decided.apply(conversation, log);
+        Ok(cut)
     }
 
-    /// [`Pruner::preview_oversized`], of the protected tools' outputs alone when `protected`.
-    fn previewed_over(
+    /// [`Pruner::preview_oversized`] decided on `plan` (the conversation's, made once by the
+    /// caller), of the protected tools' outputs alone when `protected`: what to apply, and how
+    /// many outputs it cuts. The originals are stored before anything is decided.
+    fn previews_over(
         &self,
-        conversation: &mut Conversation,
+        mut plan: Plan<'_>,
         within: std::ops::Range<usize>,
         limit: usize,
         protected: bool,
-        log: &mut DecisionLog,
-    ) -> Result<usize, PruneError> {
+    ) -> Result<(Decided, usize), PruneError> {
         let now = self.clock.now_ms();
-        let mut plan = self.plan(&conversation.messages);
         for index in 0..plan.outputs.len() {
             let output = &plan.outputs[index];
             if !within.contains(&output.message)
@@ -423,8 +428,7 @@ impl Pruner<'_> {
         }
         self.store_originals(&plan)?;
         let cut = plan.replacements.len();
-        Decided::from(plan).apply(conversation, log);
-        Ok(cut)
+        Ok((Decided::from(plan), cut))
     }
 
     /// The tokens `result` would take as the preview [`Pruner::preview_oversized`] makes of it
