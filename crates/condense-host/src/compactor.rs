@@ -436,7 +436,10 @@ impl Compactor {
         let compaction = match self.trigger(&conversation, state, &pruned, &asked) {
             Trigger::Skip(outcome) => *outcome,
             Trigger::Summarize { early } => {
-                let due = Due::of(&pruned, &counts, tail, early);
+                // What the provider has cached is what it was sent: the messages as phase 1
+                // left them (frozen previews and cuts made again), not as the client sent them.
+                let sent = counter.count_each(&conversation.messages);
+                let due = Due::of(&pruned, &sent, tail, early);
                 let automatic = phases == Phases::Both { automatic: true };
                 self.summarize_and_freeze(
                     &mut conversation,
@@ -712,6 +715,15 @@ impl Compactor {
                 self.fitted_as_it_is(conversation, cut.pinned, &due, &mut state.log)?;
             return Ok((CompactionOutcome::NothingToCompact { cut_to_fit }, fitted));
         }
+        let (inputs_first, cut, tail_inputs) =
+            match self.inputs_first(conversation, &cut, &room, &due, &state.log)? {
+                Some(first) => {
+                    state.log = first.log;
+                    (Some(first.conversation), first.cut, first.inputs)
+                }
+                None => (None, cut, 0),
+            };
+        let conversation = inputs_first.as_ref().unwrap_or(conversation);
         let (previewed, previewed_outputs) = self.tail_previewed(conversation, &cut, state)?;
         let conversation = previewed.as_ref();
         let messages = &conversation.messages;
@@ -769,6 +781,7 @@ impl Compactor {
             carried_messages: carried.len(),
             protected_summarized,
             previewed_outputs,
+            tail_inputs,
             previewed_inputs: fitted.inputs,
             previewed_protected: fitted.protected,
             cut_person: fitted.person,
@@ -1036,6 +1049,66 @@ impl Compactor {
             store: self.store.as_ref(),
             clock: self.clock.as_ref(),
         }
+    }
+
+    /// Where `cut`'s tail would have outputs cut to previews to fit its budget (a compaction the
+    /// window forces, not an early one), the conversation with the long texts of the inputs of
+    /// the tail's calls before its last exchange cut to previews first, the largest first, as
+    /// far as the tail is over ([`condense_pruner::Pruner::preview_inputs`]), and the
+    /// conversation cut again as those previews leave it: its outputs are then previewed only
+    /// for what the inputs did not free, or the tail holds more of the agent's calls whole.
+    /// What the agent wrote (a Write's file, an Edit's strings) is applied, on disk and stored,
+    /// where what it read can be had again only by calling again; the last exchange, what the
+    /// agent has just done, stays whole (its input is cut only for the request to fit the
+    /// window, [`Compactor::fitted`]). `None` where nothing is cut, where the new cut holds fewer
+    /// of the agent's calls, or where it would summarize nothing new (the head an earlier
+    /// summary and what it carried): the compaction is then made as it was, on `log` as it was.
+    /// The cuts are logged in the returned log, made again on later requests.
+    fn inputs_first(
+        &self,
+        conversation: &Conversation,
+        cut: &Split,
+        room: &TailSettings,
+        due: &Due,
+        log: &condense_pruner::DecisionLog,
+    ) -> Result<Option<InputsFirst>, HostError> {
+        let messages = &conversation.messages;
+        let last_exchange = messages
+            .iter()
+            .rposition(|message| message.role == Role::Assistant)
+            .unwrap_or(messages.len());
+        if due.early || cut.previews.is_none() || cut.tail_start >= last_exchange {
+            return Ok(None);
+        }
+        let mut first = conversation.clone();
+        let mut log = log.clone();
+        let inputs = self.pruner().preview_inputs(
+            &mut first,
+            cut.tail_start..last_exchange,
+            cut.tail_tokens - cut.budget,
+            &mut log,
+        )?;
+        if inputs == 0 {
+            return Ok(None);
+        }
+        // Never a tail that shows fewer of the agent's calls than it would have.
+        let held = cut.tail_calls;
+        let cut = self.due_cut(&first.messages, room, false);
+        if cut.nothing_to_compact() || cut.tail_calls < held {
+            return Ok(None);
+        }
+        let (_, carried, _) =
+            self.beside_the_tail(&first.messages, &cut, room, due.tail.rules.min_tail_turns);
+        let head = &first.messages[cut.head()];
+        if head.first().is_some_and(Message::is_compaction_summary) && head[1..] == carried[..] {
+            return Ok(None);
+        }
+        Ok(Some(InputsFirst {
+            conversation: first,
+            cut,
+            log,
+            inputs,
+        }))
     }
 
     /// The conversation with the tail's previews made ([`Split::previews`]): the last exchange
@@ -1620,12 +1693,27 @@ fn reassembled(
     }
 }
 
+/// A tail's earlier inputs cut before its outputs ([`Compactor::inputs_first`]).
+struct InputsFirst {
+    /// The conversation with the inputs cut.
+    conversation: Conversation,
+    /// Where it is cut now.
+    cut: Split,
+    /// The session's decisions with the cuts logged.
+    log: condense_pruner::DecisionLog,
+    /// How many calls' inputs were cut.
+    inputs: usize,
+}
+
 impl Due {
     /// The request as phase 1 left it, due for phase 2.
     fn of(pruned: &Pruned, counts: &[usize], tail: TailSettings, early: bool) -> Due {
         // What the provider most likely has cached: what the previous request sent, up to the
-        // first output this one replaced for the first time.
+        // first output this one replaced for the first time; nothing where its cache holds
+        // nothing of the request (a pause past its lifetime, another model), where a fork would
+        // write all it reads at a premium.
         let previous_end = match pruned.measured {
+            _ if pruned.cold => 0,
             Measure::ProviderUsage { at_message, .. } => at_message,
             Measure::Tokenizer { .. } => counts.len(),
         };

@@ -47,7 +47,7 @@ pub fn render_report(
     ));
     // Where the originals of what was replaced are: a placeholder names a handle, not a place.
     let replaced = report.prune.changed()
-        || matches!(report.compaction, CompactionOutcome::Summarized { previewed_outputs, previewed_inputs, previewed_protected, cut_person, .. } if previewed_outputs + previewed_inputs + previewed_protected + cut_person > 0);
+        || matches!(report.compaction, CompactionOutcome::Summarized { previewed_outputs, tail_inputs, previewed_inputs, previewed_protected, cut_person, .. } if previewed_outputs + tail_inputs + previewed_inputs + previewed_protected + cut_person > 0);
     if let Some(store) = originals.filter(|_| replaced) {
         out.push_str(&format!("  originals: {store} (condense recall HANDLE)\n"));
     }
@@ -162,6 +162,7 @@ fn summarized(outcome: &CompactionOutcome) -> Option<String> {
         carried_messages,
         protected_summarized,
         previewed_outputs,
+        tail_inputs,
         previewed_inputs,
         previewed_protected,
         cut_person,
@@ -190,6 +191,11 @@ fn summarized(outcome: &CompactionOutcome) -> Option<String> {
         line.push_str(
             "; early, before the window is full: cheaper than carrying the head (compaction.cache_rewrite_cost)",
         );
+    }
+    if *tail_inputs > 0 {
+        line.push_str(&format!(
+            "; the tail over its budget, so first {tail_inputs} of its earlier tool calls' inputs cut to previews (prune.input_note)"
+        ));
     }
     if *previewed_outputs > 0 {
         line.push_str(&match split.rule {

@@ -64,6 +64,12 @@ pub enum CompactionOutcome {
         /// exchange), or the recent calls' over their share ([`condense_compact::TailRule`]).
         #[serde(skip_serializing_if = "is_zero")]
         previewed_outputs: usize,
+        /// Tool calls of the tail before its last exchange whose inputs were cut to previews
+        /// for the tail to fit its budget, before any output was: what the agent wrote (a Write's
+        /// file, an Edit's strings) is on disk and stored, what it read is not
+        /// ([`condense_pruner::Pruner::preview_inputs`]).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        tail_inputs: usize,
         /// Tool calls of the tail whose inputs were cut to previews, the summary shrunk and the
         /// outputs cut, for the request to fit the window at all
         /// ([`condense_pruner::Pruner::preview_inputs`]): what the agent itself sent in its last

@@ -1301,11 +1301,7 @@ async fn a_screenshot_the_window_cannot_hold_is_left_out_as_the_last_resort() {
             {"type": "image_url", "image_url": {"url": "https://example.com/shot.png"}},
         ]}),
     ]);
-    let read = |messages: &[serde_json::Value]| {
-        let body = serde_json::json!({"model": "gpt-4.1", "messages": messages});
-        condense_formats::read_json(condense_formats::Format::OpenAi, body).unwrap()
-    };
-    let conversation = read(&messages);
+    let conversation = chat(&messages);
     let counter = Tiktoken::default();
     let total = |conversation: &Conversation| {
         conversation_total(&counter.count_each(&conversation.messages))
@@ -1361,7 +1357,7 @@ async fn a_screenshot_the_window_cannot_hold_is_left_out_as_the_last_resort() {
         serde_json::json!({"role": "assistant", "content": "I see the old author on the page."}),
         serde_json::json!({"role": "user", "content": "then rewrite the history again"}),
     ]);
-    let second = ours.prepare(read(&messages), &mut state).await.unwrap();
+    let second = ours.prepare(chat(&messages), &mut state).await.unwrap();
     assert_eq!(
         second.report.prune.messages.len(),
         1,
@@ -1382,10 +1378,151 @@ async fn a_screenshot_the_window_cannot_hold_is_left_out_as_the_last_resort() {
     assert_eq!(note_of(resent), note);
 }
 
+/// A Chat Completions request of `messages` to gpt-4.1, read.
+fn chat(messages: &[serde_json::Value]) -> Conversation {
+    let body = serde_json::json!({"model": "gpt-4.1", "messages": messages});
+    condense_formats::read_json(condense_formats::Format::OpenAi, body).unwrap()
+}
+
 /// The text of `message`'s last part: the note where its image was.
 fn note_of(message: &Message) -> String {
     match message.parts.last() {
         Some(Part::Text(text)) => text.text.clone(),
         other => panic!("{other:?}"),
     }
+}
+
+/// A compaction the window forces, whose tail is over its budget with a Write of a whole file
+/// among the agent's last ten calls: that input is cut to a preview first (the file is on disk,
+/// the whole input stored), and the tail then holds all ten calls, where with the input whole it
+/// held eight. The last exchange stays as it was, and the next request, the input sent whole
+/// again, carries the same cut.
+#[tokio::test]
+async fn a_tail_over_its_budget_cuts_what_the_agent_wrote_before_what_it_read() {
+    let lines = |what: &str, count: usize| -> String {
+        (0..count)
+            .map(|n| format!("{what} line {n}: ok\n"))
+            .collect()
+    };
+    let content: String = (0..100)
+        .map(|n| format!("pub fn f{n}() -> u32 {{ {n} }}\n"))
+        .collect();
+    let input = serde_json::json!({"file_path": "/src/gen.rs", "content": content});
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": "You are a careful agent."}),
+        serde_json::json!({"role": "user", "content": "generate the functions and test them"}),
+    ];
+    let step = |id: &str, name: &str, arguments: String, output: String| {
+        [
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}]}),
+            serde_json::json!({"role": "tool", "tool_call_id": id, "content": output}),
+        ]
+    };
+    for n in 0..14 {
+        messages.extend(step(
+            &format!("old{n}"),
+            "bash",
+            format!("{{\"command\": \"survey {n}\"}}"),
+            lines(&format!("survey {n}"), 120),
+        ));
+    }
+    messages.extend(step(
+        "write",
+        "Write",
+        input.to_string(),
+        "File created successfully at: /src/gen.rs".into(),
+    ));
+    for n in 0..3 {
+        messages.extend(step(
+            &format!("test{n}"),
+            "bash",
+            format!("{{\"command\": \"cargo test part{n}\"}}"),
+            lines(&format!("test part{n}"), 40),
+        ));
+    }
+    messages.extend(step(
+        "last",
+        "bash",
+        "{\"command\": \"git status\"}".into(),
+        "nothing to commit".into(),
+    ));
+    let conversation = chat(&messages);
+    let config = config_at("16000", "1024");
+    let ours = compactor(&config);
+    let mut state = SessionState::default();
+    let first = ours
+        .prepare(conversation.clone(), &mut state)
+        .await
+        .unwrap();
+    let CompactionOutcome::Summarized {
+        split,
+        tail_inputs: 1,
+        early: false,
+        ..
+    } = &first.report.compaction
+    else {
+        panic!("{:?}", first.report.compaction);
+    };
+    assert_eq!(split.tail_calls, 10, "{split:?}");
+    let shown =
+        condense_host::render_report("run.json", "openai", &config, &first.report, false, None);
+    assert!(
+        shown.contains("so first 1 of its earlier tool calls' inputs cut to previews"),
+        "{shown}"
+    );
+    let out = &first.conversation;
+    let calls: Vec<&condense_core::ToolCall> = out
+        .messages
+        .iter()
+        .flat_map(|message| message.parts.iter().filter_map(Part::as_tool_call))
+        .collect();
+    let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "old9", "old10", "old11", "old12", "old13", "write", "test0", "test1", "test2", "last"
+        ]
+    );
+    // The file's text cut (here to nothing but the note: the tail was over by more than it),
+    // the path kept; the whole input from the handle the note names.
+    let write = calls[5];
+    assert_eq!(write.input["file_path"], "/src/gen.rs");
+    let cut = write.input["content"].as_str().unwrap();
+    assert!(
+        cut.starts_with("\n[condense: this input to Write cut to its first 0 of 2,680 characters"),
+        "{cut}"
+    );
+    let handle = cut.trim_end_matches(']').rsplit(' ').next().unwrap();
+    let whole: serde_json::Value =
+        serde_json::from_slice(&ours.store().get(handle).unwrap()).unwrap();
+    assert_eq!(whole, input);
+    // What the agent read after it is whole, and so is the last exchange.
+    for (at, message) in out.messages.iter().enumerate().rev().take(8) {
+        let original =
+            &conversation.messages[conversation.messages.len() - out.messages.len() + at];
+        assert_eq!(message, original, "message {at}");
+    }
+
+    // The next request, the file's text sent whole again: the same cut, from the session's log.
+    messages.extend(step(
+        "next",
+        "bash",
+        "{\"command\": \"git diff\"}".into(),
+        "diff --git a/src/gen.rs".into(),
+    ));
+    let second = ours.prepare(chat(&messages), &mut state).await.unwrap();
+    assert_eq!(
+        second.report.prune.inputs.len(),
+        1,
+        "{:?}",
+        second.report.prune
+    );
+    let again = second
+        .conversation
+        .messages
+        .iter()
+        .flat_map(|message| message.parts.iter().filter_map(Part::as_tool_call))
+        .find(|call| call.id == "write")
+        .unwrap();
+    assert_eq!(again.input["content"].as_str(), Some(cut));
 }

@@ -1,11 +1,15 @@
-//! A tool call's input cut to a preview: the last resort of a request the window cannot hold.
+//! A tool call's input cut to a preview: the last resort of a request the window cannot hold,
+//! and, at a compaction whose tail is over its budget, what is cut of the tail's earlier calls
+//! before their outputs are.
 //!
-//! Everything else condense replaces is what a tool returned. A call's input is what the agent
-//! itself sent, and the last exchange is kept whole wherever it can be; but a Write that gave a
-//! whole file, in a window whose system prompt and tools leave a few thousand tokens, is more
-//! than the request can carry however small the summary. The provider would refuse the request.
-//! Cutting that input's text (the file is on disk, the whole input stored) keeps the exchange,
-//! its call and its result, where the only other way is to summarize it away.
+//! A call's input is what the agent itself sent, and the last exchange is kept whole wherever
+//! it can be; but a Write that gave a whole file, in a window whose system prompt and tools
+//! leave a few thousand tokens, is more than the request can carry however small the summary.
+//! The provider would refuse the request. Cutting that input's text (the file is on disk, the
+//! whole input stored) keeps the exchange, its call and its result, where the only other way is
+//! to summarize it away. Of the calls before the last exchange, what the agent wrote is applied
+//! and on disk where what it read can be had again only by calling again: a tail over its budget
+//! has their inputs cut first (`condense-host`'s compactor decides where).
 //!
 //! A cut is logged ([`crate::DecisionLog::input_cut`]) and made again, byte for byte, on every
 //! later request that carries the call ([`Pruner::prune`], with the other frozen decisions;
@@ -495,7 +499,7 @@ mod tests {
         let handle = handle_of(whole.to_string().as_bytes());
         assert!(
             cut.ends_with(&format!(
-                "for the request to fit the window. Whole input: condense recall {handle}]"
+                "tokens in all). Whole input: condense recall {handle}]"
             )),
             "{cut}"
         );

@@ -692,6 +692,52 @@ fn forking_never_makes_a_session_dearer() {
     }
 }
 
+/// A summary is never forked at a request the provider's cache holds nothing of (the pause
+/// before it past the cache's lifetime): the fork's estimate counted what the previous request
+/// sent as cached, and such a fork writes all it reads at the write price. 5f8cbb78 at 32K with
+/// ten minutes between its lines (where, as recorded, summaries are forked): every summary goes
+/// as a prompt of its own, nothing read from the cache or written to it.
+#[test]
+fn no_summary_is_forked_at_a_cold_cache() {
+    let path = condense_core::testing::transcripts_dir()
+        .join("claude-code/5f8cbb78-38d3-47e9-9504-baa93bb166c9.jsonl");
+    let mut line = 0u64;
+    let recording = edited_log(&path, |value| {
+        if let Some(time) = value.get_mut("timestamp") {
+            let minutes = line * 10;
+            *time = serde_json::json!(format!(
+                "2025-07-{:02}T{:02}:{:02}:00.000Z",
+                1 + minutes / 1440,
+                minutes / 60 % 24,
+                minutes % 60
+            ));
+            line += 1;
+        }
+    });
+    let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+    let mut policies = vec![condense_policy("forked", 32_000, Some(true))];
+    let replay = replay(
+        &recording,
+        &mut policies,
+        &settings(Provider::Anthropic, 32_000),
+        counter,
+        &mut |_| {},
+    )
+    .unwrap();
+    let summaries: Vec<&condense_replay::Row> = replay.policies[0]
+        .rows
+        .iter()
+        .filter(|row| row.kind == condense_replay::RowKind::Summarizer)
+        .collect();
+    assert!(summaries.len() > 3, "{summaries:?}");
+    assert!(
+        summaries
+            .iter()
+            .all(|row| row.usage.cache_read == 0 && row.usage.cache_write == 0),
+        "{summaries:?}"
+    );
+}
+
 /// The condense policy twice on `path` at `window`: summaries asked separately, then forked.
 fn separate_and_forked(path: &PathBuf, window: usize) -> Replay {
     let recording = recording(path);
