@@ -716,13 +716,7 @@ impl Compactor {
             return Ok((CompactionOutcome::NothingToCompact { cut_to_fit }, fitted));
         }
         let (inputs_first, cut, tail_inputs) =
-            match self.inputs_first(conversation, &cut, &room, &due, &state.log)? {
-                Some(first) => {
-                    state.log = first.log;
-                    (Some(first.conversation), first.cut, first.inputs)
-                }
-                None => (None, cut, 0),
-            };
+            self.inputs_first(conversation, cut, &room, &due, &mut state.log)?;
         let conversation = inputs_first.as_ref().unwrap_or(conversation);
         let (previewed, previewed_outputs) = self.tail_previewed(conversation, &cut, state)?;
         let conversation = previewed.as_ref();
@@ -1060,55 +1054,51 @@ impl Compactor {
     /// What the agent wrote (a Write's file, an Edit's strings) is applied, on disk and stored,
     /// where what it read can be had again only by calling again; the last exchange, what the
     /// agent has just done, stays whole (its input is cut only for the request to fit the
-    /// window, [`Compactor::fitted`]). `None` where nothing is cut, where the new cut holds fewer
-    /// of the agent's calls, or where it would summarize nothing new (the head an earlier
-    /// summary and what it carried): the compaction is then made as it was, on `log` as it was.
-    /// The cuts are logged in the returned log, made again on later requests.
+    /// window, [`Compactor::fitted`]). The conversation with the cuts, the new cut and how many
+    /// calls' inputs were cut, the cuts logged in `log` (made again on later requests); or no
+    /// conversation, `cut` and nothing logged where nothing is cut, where the new cut holds
+    /// fewer of the agent's calls, or where it would summarize nothing new (the head an earlier
+    /// summary and what it carried).
     fn inputs_first(
         &self,
         conversation: &Conversation,
-        cut: &Split,
+        cut: Split,
         room: &TailSettings,
         due: &Due,
-        log: &condense_pruner::DecisionLog,
-    ) -> Result<Option<InputsFirst>, HostError> {
+        log: &mut condense_pruner::DecisionLog,
+    ) -> Result<(Option<Conversation>, Split, usize), HostError> {
         let messages = &conversation.messages;
         let last_exchange = messages
             .iter()
             .rposition(|message| message.role == Role::Assistant)
             .unwrap_or(messages.len());
         if due.early || cut.previews.is_none() || cut.tail_start >= last_exchange {
-            return Ok(None);
+            return Ok((None, cut, 0));
         }
         let mut first = conversation.clone();
-        let mut log = log.clone();
+        let mut first_log = log.clone();
         let inputs = self.pruner().preview_inputs(
             &mut first,
             cut.tail_start..last_exchange,
             cut.tail_tokens - cut.budget,
-            &mut log,
+            &mut first_log,
         )?;
         if inputs == 0 {
-            return Ok(None);
+            return Ok((None, cut, 0));
         }
+        let recut = self.due_cut(&first.messages, room, false);
         // Never a tail that shows fewer of the agent's calls than it would have.
-        let held = cut.tail_calls;
-        let cut = self.due_cut(&first.messages, room, false);
-        if cut.nothing_to_compact() || cut.tail_calls < held {
-            return Ok(None);
+        if recut.nothing_to_compact() || recut.tail_calls < cut.tail_calls {
+            return Ok((None, cut, 0));
         }
         let (_, carried, _) =
-            self.beside_the_tail(&first.messages, &cut, room, due.tail.rules.min_tail_turns);
-        let head = &first.messages[cut.head()];
+            self.beside_the_tail(&first.messages, &recut, room, due.tail.rules.min_tail_turns);
+        let head = &first.messages[recut.head()];
         if head.first().is_some_and(Message::is_compaction_summary) && head[1..] == carried[..] {
-            return Ok(None);
+            return Ok((None, cut, 0));
         }
-        Ok(Some(InputsFirst {
-            conversation: first,
-            cut,
-            log,
-            inputs,
-        }))
+        *log = first_log;
+        Ok((Some(first), recut, inputs))
     }
 
     /// The conversation with the tail's previews made ([`Split::previews`]): the last exchange
@@ -1691,18 +1681,6 @@ fn reassembled(
         envelope: conversation.envelope.clone(),
         side,
     }
-}
-
-/// A tail's earlier inputs cut before its outputs ([`Compactor::inputs_first`]).
-struct InputsFirst {
-    /// The conversation with the inputs cut.
-    conversation: Conversation,
-    /// Where it is cut now.
-    cut: Split,
-    /// The session's decisions with the cuts logged.
-    log: condense_pruner::DecisionLog,
-    /// How many calls' inputs were cut.
-    inputs: usize,
 }
 
 impl Due {
