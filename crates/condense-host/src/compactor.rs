@@ -1080,7 +1080,7 @@ impl Compactor {
         let inputs = self.pruner().preview_inputs(
             &mut first,
             cut.tail_start..last_exchange,
-            cut.tail_tokens - cut.budget,
+            cut.tail_tokens.saturating_sub(cut.budget),
             &mut first_log,
         )?;
         if inputs == 0 {

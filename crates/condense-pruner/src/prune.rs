@@ -400,7 +400,7 @@ impl Pruner<'_> {
 
     /// [`Pruner::preview_oversized`] decided on `plan` (the conversation's, made once by the
     /// caller), of the protected tools' outputs alone when `protected`: what to apply, and how
-    /// many outputs it cuts. The originals are stored before anything is decided.
+    /// many outputs it cuts, the originals stored first.
     fn previews_over(
         &self,
         mut plan: Plan<'_>,
