@@ -1609,7 +1609,7 @@ async fn the_requests_after_an_input_cut_carry_the_same_cut() {
     assert!(
         cut.as_str()
             .unwrap()
-            .contains("for the request to fit the window"),
+            .contains("[condense: this input to Write cut to its first"),
         "{cut}"
     );
     assert_eq!(written(&bodies[2]), Some(cut));
