@@ -71,6 +71,13 @@ pub struct Split {
     /// The tail's tokens once those previews are made (as [`split_counted`]'s caller sized
     /// them); `tail_tokens` without previews.
     pub kept_tokens: usize,
+    /// The first message of the last exchange: the last assistant message, moved back past any
+    /// earlier call whose result comes after it, so that no result in it answers a call before
+    /// it. Never in the head. What a caller that must leave the agent's latest step whole
+    /// (an input cut before it, [`TailPreviews`] of older outputs) stops at. Not in a report:
+    /// it says nothing the tail's own fields do not.
+    #[serde(skip)]
+    pub last_exchange: usize,
 }
 
 impl Split {
@@ -206,6 +213,7 @@ pub fn split_counted(
         tail_calls: calls_from(messages, tail_start),
         previews,
         kept_tokens,
+        last_exchange,
     }
 }
 

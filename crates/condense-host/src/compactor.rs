@@ -1067,11 +1067,7 @@ impl Compactor {
         due: &Due,
         log: &mut condense_pruner::DecisionLog,
     ) -> Result<(Option<Conversation>, Split, usize), HostError> {
-        let messages = &conversation.messages;
-        let last_exchange = messages
-            .iter()
-            .rposition(|message| message.role == Role::Assistant)
-            .unwrap_or(messages.len());
+        let last_exchange = cut.last_exchange;
         if due.early || cut.previews.is_none() || cut.tail_start >= last_exchange {
             return Ok((None, cut, 0));
         }

@@ -1399,48 +1399,16 @@ fn note_of(message: &Message) -> String {
 /// again, carries the same cut.
 #[tokio::test]
 async fn a_tail_over_its_budget_cuts_what_the_agent_wrote_before_what_it_read() {
-    let lines = |what: &str, count: usize| -> String {
-        (0..count)
-            .map(|n| format!("{what} line {n}: ok\n"))
-            .collect()
-    };
-    let content: String = (0..100)
-        .map(|n| format!("pub fn f{n}() -> u32 {{ {n} }}\n"))
-        .collect();
-    let input = serde_json::json!({"file_path": "/src/gen.rs", "content": content});
-    let mut messages = vec![
-        serde_json::json!({"role": "system", "content": "You are a careful agent."}),
-        serde_json::json!({"role": "user", "content": "generate the functions and test them"}),
-    ];
-    let step = |id: &str, name: &str, arguments: String, output: String| {
-        [
-            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}]}),
-            serde_json::json!({"role": "tool", "tool_call_id": id, "content": output}),
-        ]
-    };
-    for n in 0..14 {
-        messages.extend(step(
-            &format!("old{n}"),
-            "bash",
-            format!("{{\"command\": \"survey {n}\"}}"),
-            lines(&format!("survey {n}"), 120),
-        ));
-    }
-    messages.extend(step(
+    let input = generated_file();
+    let mut messages = surveyed();
+    messages.extend(chat_step(
         "write",
         "Write",
         input.to_string(),
         "File created successfully at: /src/gen.rs".into(),
     ));
-    for n in 0..3 {
-        messages.extend(step(
-            &format!("test{n}"),
-            "bash",
-            format!("{{\"command\": \"cargo test part{n}\"}}"),
-            lines(&format!("test part{n}"), 40),
-        ));
-    }
-    messages.extend(step(
+    messages.extend(tested());
+    messages.extend(chat_step(
         "last",
         "bash",
         "{\"command\": \"git status\"}".into(),
@@ -1504,7 +1472,7 @@ async fn a_tail_over_its_budget_cuts_what_the_agent_wrote_before_what_it_read() 
     }
 
     // The next request, the file's text sent whole again: the same cut, from the session's log.
-    messages.extend(step(
+    messages.extend(chat_step(
         "next",
         "bash",
         "{\"command\": \"git diff\"}".into(),
@@ -1517,12 +1485,109 @@ async fn a_tail_over_its_budget_cuts_what_the_agent_wrote_before_what_it_read() 
         "{:?}",
         second.report.prune
     );
-    let again = second
-        .conversation
+    let again = the_call(&second.conversation, "write");
+    assert_eq!(again.input["content"].as_str(), Some(cut));
+}
+
+/// A Write whose call begins the last exchange, its result after the call the agent made beside
+/// it: what the agent has just done, so its input is not cut to make the tail fit, though the
+/// last assistant message comes after it. (Where the input cut stopped at the last assistant
+/// message, it cut the Write's text.)
+#[tokio::test]
+async fn the_inputs_cut_first_stop_where_the_last_exchange_begins() {
+    let input = generated_file();
+    let mut messages = surveyed();
+    messages.extend(tested());
+    let [write_call, write_result] = chat_step(
+        "write",
+        "Write",
+        input.to_string(),
+        "File created successfully at: /src/gen.rs".into(),
+    );
+    let [status_call, status_result] = chat_step(
+        "last",
+        "bash",
+        "{\"command\": \"git status\"}".into(),
+        "nothing to commit".into(),
+    );
+    messages.extend([write_call, status_call, write_result, status_result]);
+    let config = config_at("16000", "1024");
+    let out = compactor(&config)
+        .prepare(chat(&messages), &mut SessionState::default())
+        .await
+        .unwrap();
+    let CompactionOutcome::Summarized {
+        tail_inputs: 0,
+        previewed_outputs,
+        ..
+    } = &out.report.compaction
+    else {
+        panic!("{:?}", out.report.compaction);
+    };
+    assert!(*previewed_outputs > 0, "{:?}", out.report.compaction);
+    assert_eq!(the_call(&out.conversation, "write").input, input);
+}
+
+/// The tool call `id` in `conversation`.
+fn the_call<'c>(conversation: &'c Conversation, id: &str) -> &'c condense_core::ToolCall {
+    conversation
         .messages
         .iter()
         .flat_map(|message| message.parts.iter().filter_map(Part::as_tool_call))
-        .find(|call| call.id == "write")
-        .unwrap();
-    assert_eq!(again.input["content"].as_str(), Some(cut));
+        .find(|call| call.id == id)
+        .unwrap()
+}
+
+/// The file the Write of the input-cut tests creates: 100 short functions, 2,680 characters.
+fn generated_file() -> serde_json::Value {
+    let content: String = (0..100)
+        .map(|n| format!("pub fn f{n}() -> u32 {{ {n} }}\n"))
+        .collect();
+    serde_json::json!({"file_path": "/src/gen.rs", "content": content})
+}
+
+/// `count` lines of a command's output.
+fn output_lines(what: &str, count: usize) -> String {
+    (0..count)
+        .map(|n| format!("{what} line {n}: ok\n"))
+        .collect()
+}
+
+/// One call of the agent's and its result, as Chat Completions messages.
+fn chat_step(id: &str, name: &str, arguments: String, output: String) -> [serde_json::Value; 2] {
+    [
+        serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}]}),
+        serde_json::json!({"role": "tool", "tool_call_id": id, "content": output}),
+    ]
+}
+
+/// The input-cut tests' session before the Write: the task, then fourteen surveys of 120 lines.
+fn surveyed() -> Vec<serde_json::Value> {
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": "You are a careful agent."}),
+        serde_json::json!({"role": "user", "content": "generate the functions and test them"}),
+    ];
+    for n in 0..14 {
+        messages.extend(chat_step(
+            &format!("old{n}"),
+            "bash",
+            format!("{{\"command\": \"survey {n}\"}}"),
+            output_lines(&format!("survey {n}"), 120),
+        ));
+    }
+    messages
+}
+
+/// Three test runs of 40 lines.
+fn tested() -> Vec<serde_json::Value> {
+    (0..3)
+        .flat_map(|n| {
+            chat_step(
+                &format!("test{n}"),
+                "bash",
+                format!("{{\"command\": \"cargo test part{n}\"}}"),
+                output_lines(&format!("test part{n}"), 40),
+            )
+        })
+        .collect()
 }
