@@ -57,19 +57,30 @@ pub(crate) struct Line {
 impl Line {
     /// The line through `sample` (this request's, whose system prompt and tools hash to
     /// `prefix`) and whichever of the session's counted requests of the same prefix is farther
-    /// from it. `None` when they are too close in size for the slope to
-    /// mean anything (within a quarter of the larger, or [`MIN_SPREAD`] tokens), when the slope
-    /// is not a tokenizer's ([`SCALES`]), or when the line puts less than nothing beyond the
-    /// messages: then the provider's count is taken as condense's scaled, as from one request.
+    /// from it; where that one is too close in size for the slope to mean anything (within a
+    /// quarter of the larger, or [`MIN_SPREAD`] tokens), the line through the session's
+    /// smallest and largest, the farthest apart of its requests. (A session that compacts
+    /// often sends requests of much the same size: its line was lost on every request between
+    /// two far apart.) `None` when no two are apart, when the slope is not a tokenizer's
+    /// ([`SCALES`]), or when the line puts less than nothing beyond the messages: then the
+    /// provider's count is taken as condense's scaled, as from one request.
     pub fn through(counted: Option<&Counted>, sample: Sample, prefix: u64) -> Option<Line> {
         let counted = counted.filter(|counted| counted.prefix == prefix)?;
         let other = [counted.smallest, counted.largest]
             .into_iter()
             .max_by_key(|other| other.ours.abs_diff(sample.ours))?;
-        let spread = other.ours.abs_diff(sample.ours);
-        if spread < MIN_SPREAD || spread.saturating_mul(4) < other.ours.max(sample.ours) {
-            return None;
+        if apart(other, sample) {
+            Line::between(other, sample)
+        } else if apart(counted.smallest, counted.largest) {
+            Line::between(counted.smallest, counted.largest)
+        } else {
+            None
         }
+    }
+
+    /// The line through two requests apart in size ([`apart`]), where its slope is a
+    /// tokenizer's and it puts something beyond the messages.
+    fn between(other: Sample, sample: Sample) -> Option<Line> {
         let scale = (sample.provider as f64 - other.provider as f64)
             / (sample.ours as f64 - other.ours as f64);
         if !SCALES.contains(&scale) {
@@ -108,6 +119,13 @@ pub(crate) const CONVERSATION_SHARE: f64 = 0.75;
 /// Requests closer in size than this are not taken to fit a [`Line`]: one message's tokenizer
 /// ratio would be the slope.
 const MIN_SPREAD: usize = 500;
+
+/// Whether two requests are far enough apart in size for the line through them to be the
+/// provider's: [`MIN_SPREAD`] tokens and a quarter of the larger.
+fn apart(one: Sample, other: Sample) -> bool {
+    let spread = one.ours.abs_diff(other.ours);
+    spread >= MIN_SPREAD && spread.saturating_mul(4) >= one.ours.max(other.ours)
+}
 /// The provider's tokens per condense token a [`Line`] may have: the tokenizers of the models
 /// condense sizes for differ by well under twice (o200k against Claude's: 1.45 on the shared
 /// sessions); a slope outside this is noise, or a system prompt that changed between them.
@@ -358,6 +376,25 @@ mod tests {
             assert!((line.fixed - 14_000.0).abs() < 1e-6, "{line:?}");
             assert!((line.scale - 1.5).abs() < 1e-9, "{line:?}");
         }
+    }
+
+    /// A request too close in size to both the session's smallest and largest (2,500 between
+    /// 2,000 and 3,000, as a session that compacts often sends them) is sized by the line through
+    /// those two, which are apart; with them too close as well, by none.
+    #[test]
+    fn a_request_between_two_apart_is_sized_by_their_line() {
+        let provider = |ours: usize| 16_000 + ours * 3 / 2;
+        let counted = Counted::with(None, at(2_000, provider(2_000)), 7);
+        let counted = Counted::with(Some(counted), at(3_000, provider(3_000)), 7);
+        let line = Line::through(Some(&counted), at(2_500, provider(2_500)), 7).unwrap();
+        assert!((line.fixed - 16_000.0).abs() < 1e-6, "{line:?}");
+        assert!((line.scale - 1.5).abs() < 1e-9, "{line:?}");
+        let close = Counted::with(None, at(2_000, provider(2_000)), 7);
+        let close = Counted::with(Some(close), at(2_400, provider(2_400)), 7);
+        assert_eq!(
+            Line::through(Some(&close), at(2_200, provider(2_200)), 7),
+            None
+        );
     }
 
     /// No line from one request, from two too close in size for the slope to be the
