@@ -83,7 +83,8 @@ pub fn is_due(tokens: usize, settings: &TailSettings) -> bool {
 pub struct EarlyCompaction {
     /// Tokens of the part the summary would replace.
     pub head_tokens: usize,
-    /// Tokens the summary will take (its budget).
+    /// Tokens the summary will take: as written, where the summarizer can tell before writing
+    /// it, else its budget.
     pub summary_tokens: usize,
     /// Tokens of the turns kept after it.
     pub tail_tokens: usize,

@@ -51,8 +51,9 @@ pub struct Compactor {
     team_lifetime: bool,
     /// What stands in for a model's rejected answer (the gate, [`crate::gate`]).
     extractive: Extractive,
-    /// What a summary is expected to take (`summarizer.budget_tokens`): what compacting early
-    /// weighs against the head it replaces.
+    /// What a summary may take (`summarizer.budget_tokens`): the room a compaction leaves it,
+    /// and what compacting early weighs against the head it replaces where the summarizer
+    /// cannot tell its summary before writing it ([`Summarizer::local_summary`]).
     summary_tokens: usize,
     /// `summarizer.on_bad_answer = "fail"`.
     fail_on_bad_answer: bool,
@@ -1195,8 +1196,9 @@ impl Compactor {
 
     /// Whether summarizing now, before the window needs it, costs less than carrying the head
     /// ([`condense_compact::pays_to_compact`]): the head and tail as the cut would make them in
-    /// `tail` (the [`room`] the request leaves, as the compaction itself cuts), the summary at
-    /// its budget, and the session's growth per request as it has gone since its last summary
+    /// `tail` (the [`room`] the request leaves, as the compaction itself cuts), the summary the
+    /// summarizer would write where it can say so before writing it (condense's own,
+    /// [`Summarizer::local_summary`]), else at its budget, and the session's growth per request as it has gone since its last summary
     /// (or its start): the tokens after it over the answers among them. When that cut would
     /// take the agent's recent work ([`keeps_recent_work`]), the cut of the wider tail that
     /// holds it whole ([`holding_recent_work`]), if that also costs less than the budget's tail
@@ -1231,11 +1233,16 @@ impl Compactor {
         }
         let growth = counts[since..].iter().sum::<usize>() / answers;
         // The most a cut could make of it (everything after the pinned messages summarized,
-        // nothing kept, no summarizer to pay) first: on most requests even that does not pay,
-        // and the cut itself, which indexes every tool call, is not made.
+        // nothing kept, no summarizer to pay, a summary written here as small as can be)
+        // first: on most requests even that does not pay, and the cut itself, which indexes
+        // every tool call, is not made.
         let best = condense_compact::EarlyCompaction {
             head_tokens: counts[pinned.min(counts.len())..].iter().sum(),
-            summary_tokens: self.summary_tokens,
+            summary_tokens: if summarizer.runs_locally() {
+                0
+            } else {
+                self.summary_tokens
+            },
             tail_tokens: 0,
             growth_tokens: growth,
             summarizer_input_tokens: None,
@@ -1256,10 +1263,17 @@ impl Compactor {
                 &self.prune.rules.protected_tools,
                 0,
             );
+            // The summary as the summarizer would write it where it can say so (condense's
+            // own), else its budget.
+            let summary_tokens = summarizer
+                .local_summary(&messages[cut.head()], &carried)
+                .map_or(self.summary_tokens, |summary| {
+                    self.counter.count_text(&summary).min(self.summary_tokens)
+                });
             let carried: usize = self.counter.count_each(&carried).iter().sum();
             condense_compact::EarlyCompaction {
                 head_tokens: cut.head_tokens.saturating_sub(carried),
-                summary_tokens: self.summary_tokens,
+                summary_tokens,
                 tail_tokens: cut.kept_tokens + carried,
                 growth_tokens: growth,
                 summarizer_input_tokens: (!summarizer.runs_locally()).then_some(cut.head_tokens),

@@ -944,6 +944,66 @@ async fn first_early_compaction(run: &Conversation) -> Option<usize> {
     None
 }
 
+/// condense's own summarizer, weighed as if it could not say what it would write: the
+/// extractive summary, offered only by writing it.
+struct UnweighedExtractive(condense_summarize::Extractive);
+
+#[async_trait]
+impl Summarizer for UnweighedExtractive {
+    fn name(&self) -> &str {
+        "extractive"
+    }
+
+    fn runs_locally(&self) -> bool {
+        true
+    }
+
+    async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError> {
+        self.0.summarize(head, prompt).await
+    }
+}
+
+/// An early compaction weighs the summary condense's own summarizer would write (a few hundred
+/// tokens for the autonomous run), not the 3,000 tokens of its budget: the run compacts early
+/// requests sooner than with the same summaries weighed at the budget, where the saving it
+/// waited for was the budget's less what the summary takes.
+#[tokio::test]
+async fn an_early_compaction_weighs_the_summary_condense_would_write() {
+    let run = run_of(120);
+    let first_with = async |summarizer: &dyn Summarizer| -> Option<(usize, usize)> {
+        let ours = compactor(&config_at("128000", "4096"));
+        let mut state = SessionState::default();
+        for end in (1..run.messages.len()).filter(|&end| run.messages[end].role == Role::Assistant)
+        {
+            let request = Conversation::new(run.messages[..end].to_vec());
+            let prepared = ours
+                .prepare_with(request, &mut state, summarizer)
+                .await
+                .unwrap();
+            if let CompactionOutcome::Summarized {
+                early: true,
+                summary_tokens,
+                ..
+            } = prepared.report.compaction
+            {
+                return Some((end, summary_tokens));
+            }
+        }
+        None
+    };
+    let extractive = condense_summarize::Extractive::new(
+        condense_template::Template::builtin("structured").unwrap(),
+        condense_summarize::ExtractiveSettings::built_in().unwrap(),
+    );
+    let (weighed, written) = first_with(&extractive).await.unwrap();
+    let (at_the_budget, _) = first_with(&UnweighedExtractive(extractive)).await.unwrap();
+    assert!(written < 1_000, "{written} tokens");
+    assert!(
+        weighed < at_the_budget,
+        "as written: at message {weighed}; at the budget: {at_the_budget}"
+    );
+}
+
 /// A protected tool's output in the head is carried past the summary: an early compaction saves
 /// none of it and rewrites it with the tail. So a run that loaded a skill of about 13,400 tokens
 /// at its start compacts early no sooner than the same run without it (it was counted as a
@@ -1050,14 +1110,14 @@ async fn a_request_after_the_cache_expired_is_compacted_where_that_saves_what_it
     let at = |ms: u64| at_time(&config, ms);
     let start = 1_763_700_000_000;
     let mut state = SessionState::default();
-    let first = at(start).prepare(run_of(27), &mut state).await.unwrap();
+    let first = at(start).prepare(run_of(22), &mut state).await.unwrap();
     assert!(
         matches!(first.report.compaction, CompactionOutcome::NotDue),
         "{:?}",
         first.report.compaction
     );
     let warm = at(start + 2 * 60_000)
-        .prepare(run_of(28), &mut state.clone())
+        .prepare(run_of(23), &mut state.clone())
         .await
         .unwrap();
     assert!(
@@ -1066,7 +1126,7 @@ async fn a_request_after_the_cache_expired_is_compacted_where_that_saves_what_it
         warm.report.compaction
     );
     let cold = at(start + 10 * 60_000)
-        .prepare(run_of(28), &mut state)
+        .prepare(run_of(23), &mut state)
         .await
         .unwrap();
     let CompactionOutcome::Summarized {
@@ -1140,28 +1200,28 @@ async fn a_request_to_another_model_or_prefix_is_compacted_as_at_an_expired_cach
     let not_due = |outcome: &CompactionOutcome| matches!(outcome, CompactionOutcome::NotDue);
     let mut opus = SessionState::default();
     assert!(not_due(
-        &send(0, 27, "claude-opus-4", None, &mut opus).await
+        &send(0, 22, "claude-opus-4", None, &mut opus).await
     ));
 
-    let same = send(2, 28, "claude-opus-4", None, &mut opus.clone()).await;
+    let same = send(2, 23, "claude-opus-4", None, &mut opus.clone()).await;
     assert!(not_due(&same), "{same:?}");
-    let switched = send(2, 28, "claude-sonnet-4", None, &mut opus.clone()).await;
+    let switched = send(2, 23, "claude-sonnet-4", None, &mut opus.clone()).await;
     assert!(cold(&switched), "{switched:?}");
     let moved = Some("You are a careful agent in /repo/build.");
-    let prefixed = send(2, 28, "claude-opus-4", moved, &mut opus.clone()).await;
+    let prefixed = send(2, 23, "claude-opus-4", moved, &mut opus.clone()).await;
     assert!(cold(&prefixed), "{prefixed:?}");
 
     // The session went to Sonnet (a request too small to compact), then back to Opus: warm
     // within the lifetime, cold past it.
     let mut both = opus.clone();
     send(3, 1, "claude-sonnet-4", None, &mut both).await;
-    let back = send(4, 28, "claude-opus-4", None, &mut both).await;
+    let back = send(4, 23, "claude-opus-4", None, &mut both).await;
     assert!(not_due(&back), "{back:?}");
     let mut sonnet_since = opus;
     for minutes in [2, 4, 6] {
         send(minutes, 1, "claude-sonnet-4", None, &mut sonnet_since).await;
     }
-    let late = send(7, 28, "claude-opus-4", None, &mut sonnet_since).await;
+    let late = send(7, 23, "claude-opus-4", None, &mut sonnet_since).await;
     assert!(cold(&late), "{late:?}");
 }
 

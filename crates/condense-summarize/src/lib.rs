@@ -42,6 +42,16 @@ pub trait Summarizer: Send + Sync {
         false
     }
 
+    /// The summary it would write of `head` (`carried`: the head's messages a compaction keeps
+    /// whole after it), where it can be had without a model's request: the extractive
+    /// summarizer's. What an early compaction weighs as the summary's size, in place of the
+    /// budget: a summary written here takes a few hundred tokens of a 3,000-token budget, and
+    /// weighed at the budget every early compaction waited for a head larger than it needed.
+    /// `None` (the default) for a model, whose summary is known only once asked.
+    fn local_summary(&self, _head: &[Message], _carried: &[Message]) -> Option<String> {
+        None
+    }
+
     /// The summary text, or an error that says what failed. An empty summary is an error.
     async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError>;
 

@@ -70,6 +70,16 @@ impl Summarizer for Noting<'_> {
         self.requests.local
     }
 
+    /// The configured summarizer's, where it writes summaries here: a remote one's would be
+    /// another size than the local summary the replay writes in its place.
+    fn local_summary(&self, head: &[Message], carried: &[Message]) -> Option<String> {
+        if self.requests.local {
+            self.inner.local_summary(head, carried)
+        } else {
+            None
+        }
+    }
+
     async fn summarize(&self, head: &[Message], prompt: &str) -> Result<String, SummarizeError> {
         self.inner.summarize(head, prompt).await
     }

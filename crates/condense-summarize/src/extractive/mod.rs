@@ -560,6 +560,10 @@ impl Summarizer for Extractive {
         true
     }
 
+    fn local_summary(&self, head: &[Message], carried: &[Message]) -> Option<String> {
+        self.summary_carrying(head, carried).ok()
+    }
+
     async fn summarize(&self, head: &[Message], _prompt: &str) -> Result<String, SummarizeError> {
         self.summary_of(head)
     }
