@@ -730,11 +730,18 @@ impl Compactor {
         // summary of the old one on every request, each rewriting the provider's cached prefix.
         // The tail's previews made above still go out: they are logged, so every later request
         // repeats them, and this one, which may be over the window without them, has them too.
+        // Over the window even so (the earlier summary cannot shrink, the tail holds the last
+        // exchange whole), the request is fitted as one with nothing to summarize is.
         if head.first().is_some_and(Message::is_compaction_summary) && head[1..] == carried[..] {
-            let previewed = (previewed_outputs > 0).then(|| previewed.into_owned());
+            let (fitted, cut_to_fit) =
+                self.fitted_as_it_is(conversation, cut.pinned, &due, &mut state.log)?;
+            let sent = fitted.or_else(|| (previewed_outputs > 0).then(|| previewed.into_owned()));
             return Ok((
-                CompactionOutcome::NothingNew { previewed_outputs },
-                previewed,
+                CompactionOutcome::NothingNew {
+                    previewed_outputs,
+                    cut_to_fit,
+                },
+                sent,
             ));
         }
         // A summary written here (condense's own) tells how each call of the head ended from

@@ -117,6 +117,17 @@ fn pruned(report: &CompactReport) -> String {
     out
 }
 
+/// What a request with nothing (new) to summarize had cut to fit the window, as the end of its
+/// line; nothing where nothing was.
+fn over_the_window(cut_to_fit: usize) -> String {
+    match cut_to_fit {
+        0 => String::new(),
+        n => format!(
+            "; over the window, so {n} cut to fit (calls' inputs, protected outputs, the person's messages)"
+        ),
+    }
+}
+
 /// What the summary did, in one line; `None` when only pruning was asked.
 fn compacted(outcome: &CompactionOutcome) -> Option<String> {
     match outcome {
@@ -126,20 +137,19 @@ fn compacted(outcome: &CompactionOutcome) -> Option<String> {
         }
         CompactionOutcome::NothingToCompact { cut_to_fit } => Some(format!(
             "nothing to summarize: the recent turns are all there is{}",
-            match cut_to_fit {
-                0 => String::new(),
-                n => format!(
-                    "; over the window, so {n} cut to fit (calls' inputs, protected outputs, the person's messages)"
-                ),
-            }
+            over_the_window(*cut_to_fit)
         )),
-        CompactionOutcome::NothingNew { previewed_outputs } => Some(format!(
-            "nothing new to summarize: before the recent turns are only the earlier summary and what it carries{}",
+        CompactionOutcome::NothingNew {
+            previewed_outputs,
+            cut_to_fit,
+        } => Some(format!(
+            "nothing new to summarize: before the recent turns are only the earlier summary and what it carries{}{}",
             match previewed_outputs {
                 0 => String::new(),
                 1 => "; 1 output of the tail cut to a preview".to_owned(),
                 n => format!("; {n} outputs of the tail cut to previews"),
-            }
+            },
+            over_the_window(*cut_to_fit)
         )),
         CompactionOutcome::CircuitOpen {
             consecutive_failures,
@@ -247,5 +257,39 @@ fn report_kept(tail_start: usize, carried: usize) -> String {
         format!("the tail from message {tail_start}")
     } else {
         format!("the tail from message {tail_start} and {carried} carried message(s)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request with nothing to summarize, or nothing new, says what it had cut to fit the
+    /// window, and says nothing of it where nothing was.
+    #[test]
+    fn nothing_to_summarize_says_what_was_cut_to_fit() {
+        let line = |outcome: CompactionOutcome| compacted(&outcome).unwrap();
+        assert_eq!(
+            line(CompactionOutcome::NothingNew {
+                previewed_outputs: 1,
+                cut_to_fit: 2,
+            }),
+            "nothing new to summarize: before the recent turns are only the earlier summary and \
+             what it carries; 1 output of the tail cut to a preview; over the window, so 2 cut to \
+             fit (calls' inputs, protected outputs, the person's messages)"
+        );
+        assert_eq!(
+            line(CompactionOutcome::NothingNew {
+                previewed_outputs: 0,
+                cut_to_fit: 0,
+            }),
+            "nothing new to summarize: before the recent turns are only the earlier summary and \
+             what it carries"
+        );
+        assert_eq!(
+            line(CompactionOutcome::NothingToCompact { cut_to_fit: 1 }),
+            "nothing to summarize: the recent turns are all there is; over the window, so 1 cut \
+             to fit (calls' inputs, protected outputs, the person's messages)"
+        );
     }
 }

@@ -29,6 +29,10 @@ pub enum CompactionOutcome {
         /// Outputs of the tail cut to previews for it to fit its budget, as a summary's tail
         /// would have them ([`Split::previews`]); the earlier summary stands.
         previewed_outputs: usize,
+        /// What was cut besides, the request being over the window even so: as
+        /// [`CompactionOutcome::NothingToCompact`]'s `cut_to_fit`.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cut_to_fit: usize,
     },
     /// Due, but automatic compaction stopped for this session after repeated failures.
     CircuitOpen {

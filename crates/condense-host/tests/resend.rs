@@ -261,7 +261,8 @@ async fn a_summary_that_cannot_get_under_is_not_made_again_on_a_resend() {
     assert_eq!(
         again.report.compaction,
         CompactionOutcome::NothingNew {
-            previewed_outputs: 0
+            previewed_outputs: 0,
+            cut_to_fit: 0,
         }
     );
     assert!(matches!(

@@ -383,6 +383,30 @@ fn of_protected_outputs_more_than_the_room_the_newest_that_fit_are_carried() {
     assert_finishes_and_keeps(&replay).unwrap();
 }
 
+/// A request over the window whose head is only the earlier summary and what it carries (a
+/// system prompt of about 15,000 tokens, a search with a 12,000-character pattern and a
+/// 60,000-character output previewed by the first summary, then the person's message with a
+/// screenshot and two more calls, at 32K under OpenAI's prices): nothing new to summarize, but
+/// the request is still fitted to the window, its calls' inputs cut. (Drawn by a random run on
+/// 2026-11-28: it went out 61 tokens over the window, where Claude Code's rules finished.)
+#[test]
+fn a_request_with_nothing_new_to_summarize_is_still_fitted_to_the_window() {
+    let turns = [
+        LongTurn {
+            person: 0,
+            screenshot: false,
+            steps: vec![step(3, 60_000, 12_000), step(0, 40, 2_000)],
+        },
+        LongTurn {
+            person: 2_000,
+            screenshot: true,
+            steps: vec![step(0, 12_000, 2_000), step(2, 400, 0)],
+        },
+    ];
+    let replay = run(&build_long(60_000, &turns), Provider::OpenAi, 32_000);
+    assert_finishes_and_keeps(&replay).unwrap();
+}
+
 /// A turn of [`long_session`]'s: the person's message of about `person` characters (the
 /// first turn always has one), with a screenshot or not, then the agent's `steps`.
 #[derive(Debug, Clone)]
