@@ -733,16 +733,7 @@ impl Compactor {
         // Over the window even so (the earlier summary cannot shrink, the tail holds the last
         // exchange whole), the request is fitted as one with nothing to summarize is.
         if head.first().is_some_and(Message::is_compaction_summary) && head[1..] == carried[..] {
-            let (fitted, cut_to_fit) =
-                self.fitted_as_it_is(conversation, cut.pinned, &due, &mut state.log)?;
-            let sent = fitted.or_else(|| (previewed_outputs > 0).then(|| previewed.into_owned()));
-            return Ok((
-                CompactionOutcome::NothingNew {
-                    previewed_outputs,
-                    cut_to_fit,
-                },
-                sent,
-            ));
+            return self.nothing_new(previewed, previewed_outputs, cut.pinned, &due, state);
         }
         // A summary written here (condense's own) tells how each call of the head ended from
         // what its tool returned, not from the note that replaced it (an exit code is in the
@@ -839,6 +830,30 @@ impl Compactor {
             protected: outputs + protected_inputs,
             person,
         })
+    }
+
+    /// The outcome of a compaction with nothing new to summarize, and what goes out: the
+    /// conversation with its tail's `previewed_outputs` (`previewed`), fitted to the window
+    /// where it is still over it ([`Compactor::fitted_as_it_is`]); nothing where neither cut
+    /// anything.
+    fn nothing_new(
+        &self,
+        previewed: Cow<'_, Conversation>,
+        previewed_outputs: usize,
+        pinned: usize,
+        due: &Due,
+        state: &mut SessionState,
+    ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
+        let (fitted, cut_to_fit) =
+            self.fitted_as_it_is(previewed.as_ref(), pinned, due, &mut state.log)?;
+        let sent = fitted.or_else(|| (previewed_outputs > 0).then(|| previewed.into_owned()));
+        Ok((
+            CompactionOutcome::NothingNew {
+                previewed_outputs,
+                cut_to_fit,
+            },
+            sent,
+        ))
     }
 
     /// `conversation`, which has nothing to summarize, fitted to the window where it is more
@@ -1257,41 +1272,22 @@ impl Compactor {
         if !pays(&best, tail) {
             return false;
         }
-        // The protected tools' pairs in the head are carried past the summary: not saved by it,
-        // and rewritten with the tail. (The person's last requests the tail does not hold are
-        // carried only as far as they fit beside it, and are left out here: counted, the rule
-        // compacted later and cost more on the shared sessions, $45.29 against $44.93 over
-        // the 120 points.)
-        let early = |cut: &Split| {
-            let carried = carried(
-                messages,
-                cut.pinned,
-                cut.tail_start,
-                &self.prune.rules.protected_tools,
-                0,
-            );
-            // The summary as the summarizer would write it where it can say so (condense's
-            // own), else its budget.
-            let summary_tokens = summarizer
-                .local_summary(&messages[cut.head()], &carried)
-                .map_or(self.summary_tokens, |summary| {
-                    self.counter.count_text(&summary).min(self.summary_tokens)
-                });
-            let carried: usize = self.counter.count_each(&carried).iter().sum();
-            condense_compact::EarlyCompaction {
-                head_tokens: cut.head_tokens.saturating_sub(carried),
-                summary_tokens,
-                tail_tokens: cut.kept_tokens + carried,
-                growth_tokens: growth,
-                summarizer_input_tokens: (!summarizer.runs_locally()).then_some(cut.head_tokens),
-            }
+        let weigh = Weighing {
+            compactor: self,
+            messages,
+            summarizer,
+            growth,
         };
         let cut = self.cut_unpreviewed(messages, counts, tail);
         if cut.nothing_to_compact() {
             return false;
         }
         if keeps_recent_work(messages, &cut, tail) {
-            return pays(&early(&cut), tail);
+            let (carried, carried_tokens) = weigh.carried(&cut);
+            let at = |summary_tokens| pays(&weigh.at(&cut, carried_tokens, summary_tokens), tail);
+            // The smaller the summary, the more it pays: where it pays at the budget, or not
+            // even with no summary at all, the summary need not be written to know.
+            return at(self.summary_tokens) || at(0) && at(weigh.written(&cut, &carried));
         }
         // The budget would cut the recent work to previews: kept whole in a wider tail instead,
         // where that costs less than waiting for the window with the budget's tail.
@@ -1302,7 +1298,8 @@ impl Compactor {
         if cut.nothing_to_compact() || !keeps_recent_work(messages, &cut, &wider) {
             return false;
         }
-        let early = early(&cut);
+        let (carried, carried_tokens) = weigh.carried(&cut);
+        let early = weigh.at(&cut, carried_tokens, weigh.written(&cut, &carried));
         condense_compact::pays_to_compact(&early, &wider)
             && condense_compact::wider_tail_pays(&early, tail)
             || cold && condense_compact::pays_at_a_cold_cache(&early, &wider)
@@ -1806,6 +1803,63 @@ fn room(
 fn keeps_recent_work(messages: &[Message], cut: &Split, tail: &TailSettings) -> bool {
     let calls: usize = messages[cut.pinned..].iter().map(tool_calls).sum();
     cut.previews.is_none() && cut.tail_calls >= calls.min(tail.rules.min_tail_calls)
+}
+
+/// An early compaction at a cut of `messages` as the cost model weighs it
+/// ([`Compactor::pays_to_compact`]), the session growing `growth` tokens a request.
+struct Weighing<'a> {
+    compactor: &'a Compactor,
+    messages: &'a [Message],
+    summarizer: &'a dyn Summarizer,
+    growth: usize,
+}
+
+impl Weighing<'_> {
+    /// The protected tools' pairs of `cut`'s head, carried past the summary, and their tokens:
+    /// not saved by it, and rewritten with the tail. (The person's last requests the tail does
+    /// not hold are carried only as far as they fit beside it, and are left out here: counted,
+    /// the rule compacted later and cost more on the shared sessions, $45.29 against $44.93
+    /// over the 120 points.)
+    fn carried(&self, cut: &Split) -> (Vec<Message>, usize) {
+        let carried = carried(
+            self.messages,
+            cut.pinned,
+            cut.tail_start,
+            &self.compactor.prune.rules.protected_tools,
+            0,
+        );
+        let tokens = self.compactor.counter.count_each(&carried).iter().sum();
+        (carried, tokens)
+    }
+
+    /// The compaction at `cut`, `carried` tokens of its head carried past a summary of
+    /// `summary_tokens`.
+    fn at(
+        &self,
+        cut: &Split,
+        carried: usize,
+        summary_tokens: usize,
+    ) -> condense_compact::EarlyCompaction {
+        condense_compact::EarlyCompaction {
+            head_tokens: cut.head_tokens.saturating_sub(carried),
+            summary_tokens,
+            tail_tokens: cut.kept_tokens + carried,
+            growth_tokens: self.growth,
+            summarizer_input_tokens: (!self.summarizer.runs_locally()).then_some(cut.head_tokens),
+        }
+    }
+
+    /// The tokens of the summary of `cut`'s head as the summarizer would write it where it can
+    /// say so (condense's own, [`Summarizer::local_summary`]), at most its budget; else the
+    /// budget.
+    fn written(&self, cut: &Split, carried: &[Message]) -> usize {
+        let budget = self.compactor.summary_tokens;
+        self.summarizer
+            .local_summary(&self.messages[cut.head()], carried)
+            .map_or(budget, |summary| {
+                self.compactor.counter.count_text(&summary).min(budget)
+            })
+    }
 }
 
 /// The tool calls `message` makes.
