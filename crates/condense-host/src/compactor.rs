@@ -1220,8 +1220,9 @@ impl Compactor {
     /// ([`condense_compact::pays_to_compact`]): the head and tail as the cut would make them in
     /// `tail` (the [`room`] the request leaves, as the compaction itself cuts), the summary the
     /// summarizer would write where it can say so before writing it (condense's own,
-    /// [`Summarizer::local_summary`]), else at its budget, and the session's growth per request as it has gone since its last summary
-    /// (or its start): the tokens after it over the answers among them. When that cut would
+    /// [`Summarizer::local_summary`]), else at its budget, and the session's growth per request
+    /// as it has gone since its last summary (or its start): the tokens after it over the
+    /// answers among them ([`Weighing`]). When that cut would
     /// take the agent's recent work ([`keeps_recent_work`]), the cut of the wider tail that
     /// holds it whole ([`holding_recent_work`]), if that also costs less than the budget's tail
     /// carried to a full window ([`condense_compact::wider_tail_pays`]); never a cut that takes it.
