@@ -126,6 +126,7 @@ fn apart(one: Sample, other: Sample) -> bool {
     let spread = one.ours.abs_diff(other.ours);
     spread >= MIN_SPREAD && spread.saturating_mul(4) >= one.ours.max(other.ours)
 }
+
 /// The provider's tokens per condense token a [`Line`] may have: the tokenizers of the models
 /// condense sizes for differ by well under twice (o200k against Claude's: 1.45 on the shared
 /// sessions); a slope outside this is noise, or a system prompt that changed between them.
