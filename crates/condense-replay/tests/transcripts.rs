@@ -532,7 +532,9 @@ fn condense_finishes_every_session_at_18k_20k_and_24k() {
 /// everything else cut, leaves its image out (the whole message stored, the person's words
 /// kept). Before that, it failed more: each output of a last exchange over the tail's budget
 /// kept the whole budget (6dc88126's request 10), and the summary kept its half of the room
-/// beside a tail over its own.
+/// beside a tail over its own. On those two sessions condense finishes whatever their rules do:
+/// their compaction request, the screenshot and the summary before it in it, is more than this
+/// window holds even with its oldest rounds dropped, and the requests sent without it fail.
 #[test]
 fn at_16k_condense_fails_no_request_where_claude_code_s_rules_fail_none() {
     let window = 16_384;
@@ -544,16 +546,17 @@ fn at_16k_condense_fails_no_request_where_claude_code_s_rules_fail_none() {
         let recording = recording(path);
         let replay = beside_claude_code(&recording, window);
         let (theirs, ours) = (&replay.policies[0], &replay.policies[1]);
-        if theirs.failures != 0 || ours.requests == 0 {
+        let name = path.file_name().unwrap().to_string_lossy();
+        let screenshot = name.starts_with("dc7e9081") || name.starts_with("6dc88126");
+        if (theirs.failures != 0 && !screenshot) || ours.requests == 0 {
             continue;
         }
-        let name = path.file_name().unwrap().to_string_lossy();
         let failed = failed_steps(ours);
         assert!(
             failed.is_empty(),
             "{name}: requests {failed:?} over the window"
         );
-        if name.starts_with("dc7e9081") || name.starts_with("6dc88126") {
+        if screenshot {
             person_cut += 1;
             // Leaving the image out keeps more than their summary does.
             assert!(ours.retention > theirs.retention, "{name}");

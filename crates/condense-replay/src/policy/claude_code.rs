@@ -8,6 +8,12 @@
 //! 2. Autocompact: when the request would be at least `window − min(max_output, 20,000) −
 //!    13,000` tokens, the whole conversation is summarized (a call that forks the agent's own
 //!    request, so it reads the agent's cached prefix) and the request carries the summary alone.
+//!    A fork larger than the window is refused by the provider (billed nothing); Claude Code
+//!    then drops the oldest rounds of the conversation, enough to cover what the refusal says it
+//!    was over, and asks again, at most [`MAX_PTL_RETRIES`] times (`truncateHeadForPTLRetry`
+//!    in its `compact.ts`): the summary is of what was left, and the request that succeeded
+//!    reads only the system prompt from the cache. When no retry fits, the compaction fails and
+//!    the request goes as it is.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -17,6 +23,7 @@ use condense_tokenizer::TokenCounter;
 
 use super::{Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, outputs, summary_of};
 use crate::ReplayError;
+use crate::prompt::Prompt;
 
 /// `MAX_OUTPUT_TOKENS_FOR_SUMMARY`: the reply reserve is `min(max_output, this)` (p99.99 of a
 /// compact summary's length, 17,387 tokens, rounded up).
@@ -30,6 +37,12 @@ pub const IDLE_MINUTES: u64 = 60;
 pub const KEEP_RECENT: usize = 5;
 /// `TIME_BASED_MC_CLEARED_MESSAGE`.
 pub const CLEARED: &str = "[Old tool result content cleared]";
+/// How many times a compaction refused as too long is asked again with its oldest rounds
+/// dropped (`MAX_PTL_RETRIES`).
+pub const MAX_PTL_RETRIES: usize = 3;
+/// The user line a retried compaction starts with when what is left begins with the assistant
+/// (the API takes no conversation that does): it stands for the rounds dropped.
+const RETRY_MARKER: &str = "[earlier conversation truncated for compaction retry]";
 /// What the conversation after a compaction starts with (Claude Code's summary message).
 pub const SUMMARY_INTRO: &str = "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n";
 
@@ -153,7 +166,14 @@ impl Policy for ClaudeCode {
                 pruned_outputs,
             });
         }
-        let Some(summary) = summary_of(&input, "detailed", self.counter.clone())? else {
+        let Some((summarized, forked)) = fork_that_fits(input.to_vec(), model) else {
+            return Ok(Prepared {
+                input,
+                summarizer: None,
+                pruned_outputs,
+            });
+        };
+        let Some(summary) = summary_of(&summarized, "detailed", self.counter.clone())? else {
             return Ok(Prepared {
                 input,
                 summarizer: None,
@@ -162,8 +182,6 @@ impl Policy for ClaudeCode {
         };
         let summary_message = Message::text(Role::User, format!("{SUMMARY_INTRO}{summary}"));
         let output_tokens = self.counter.count_message(&summary_message);
-        let mut forked = input.into_owned();
-        forked.push(Message::text(Role::User, COMPACT_PROMPT));
         self.live.summarized(history, vec![summary_message]);
         Ok(Prepared {
             input: self.live.input(history),
@@ -176,6 +194,205 @@ impl Policy for ClaudeCode {
     }
 }
 
+/// The compaction request Claude Code gets the provider to take for `input` (the agent's
+/// messages): the fork itself, or, where the provider refuses it as over the window, the fork
+/// of what is left once the oldest rounds are dropped (at most [`MAX_PTL_RETRIES`] times).
+/// Returns the messages summarized (the marker left out) and the request sent; `None` when no
+/// retry fits.
+fn fork_that_fits(
+    mut input: Vec<Message>,
+    model: &Model<'_>,
+) -> Option<(Vec<Message>, Vec<Message>)> {
+    for retry in 0..=MAX_PTL_RETRIES {
+        let mut forked = input.clone();
+        forked.push(Message::text(Role::User, COMPACT_PROMPT));
+        let tokens = Prompt::of(&forked, model.counter, &model.calibration, 0).tokens();
+        let Some(over) = tokens
+            .checked_sub(model.context_window as u64)
+            .filter(|over| *over > 0)
+        else {
+            let summarized = input
+                .into_iter()
+                .filter(|message| !is_marker(message))
+                .collect();
+            return Some((summarized, forked));
+        };
+        if retry == MAX_PTL_RETRIES {
+            return None;
+        }
+        input = without_oldest_rounds(input, over, model)?;
+    }
+    None
+}
+
+/// `input` without its oldest rounds (a response of the assistant's, in one message or a run
+/// of them, and what answers it; the messages before the first response are a round too), as
+/// many as make up `over` tokens, the leading system messages kept and at least one round left,
+/// every result kept with its call; `None` with fewer than two rounds. A conversation left
+/// starting with the assistant gets [`RETRY_MARKER`] in front.
+fn without_oldest_rounds(
+    input: Vec<Message>,
+    over: u64,
+    model: &Model<'_>,
+) -> Option<Vec<Message>> {
+    let (mut kept, rest): (Vec<Message>, Vec<Message>) = {
+        let system = input
+            .iter()
+            .take_while(|message| message.role == Role::System)
+            .count();
+        let mut input = input;
+        let rest = input.split_off(system);
+        // The marker of an earlier retry goes: the rounds are counted afresh.
+        (input, rest.into_iter().filter(|m| !is_marker(m)).collect())
+    };
+    let starts: Vec<usize> = (0..rest.len())
+        .filter(|&at| {
+            at == 0 || rest[at].role == Role::Assistant && rest[at - 1].role != Role::Assistant
+        })
+        .collect();
+    if starts.len() < 2 {
+        return None;
+    }
+    let tokens = |message: &Message| {
+        model
+            .calibration
+            .scaled(model.counter.count_message(message))
+    };
+    let mut round = 0;
+    let mut covered = 0u64;
+    while round < starts.len() - 1 && covered < over {
+        covered += rest[starts[round]..starts[round + 1]]
+            .iter()
+            .map(tokens)
+            .sum::<u64>();
+        round += 1;
+    }
+    let cut = super::pair_safe_start(&rest, starts[round]);
+    if cut == 0 {
+        return None;
+    }
+    if rest[cut].role == Role::Assistant {
+        kept.push(Message::text(Role::User, RETRY_MARKER));
+    }
+    kept.extend(rest.into_iter().skip(cut));
+    Some(kept)
+}
+
+fn is_marker(message: &Message) -> bool {
+    message.role == Role::User
+        && matches!(message.parts.as_slice(), [condense_core::Part::Text(said)] if said.text == RETRY_MARKER)
+}
+
 /// The request the fork appends: condense's `detailed` template, written after Claude Code's
 /// nine-section compact prompt and about as long (the replay prices its length, not its words).
 const COMPACT_PROMPT: &str = include_str!("../../../condense-template/templates/detailed.md");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prompt::Calibration;
+    use condense_tokenizer::Tiktoken;
+
+    fn model(counter: &dyn TokenCounter, context_window: usize) -> Model<'_> {
+        Model {
+            counter,
+            context_window,
+            max_output_tokens: 1_000,
+            calibration: Calibration::default(),
+            prices: condense_host::CachePrices::default(),
+            cache_lifetime_minutes: 5,
+            answering: None,
+        }
+    }
+
+    /// A system prompt, the task, then `rounds` of the agent reading a file, each output
+    /// `output_chars` long.
+    fn session(rounds: usize, output_chars: usize) -> Vec<Message> {
+        let mut messages = vec![
+            Message::text(Role::System, "You are a coding agent."),
+            Message::text(Role::User, "fix the parser in src/old_task.rs"),
+        ];
+        for round in 0..rounds {
+            messages.push(Message::text(
+                Role::Assistant,
+                format!("reading file {round}"),
+            ));
+            messages.push(Message::text(
+                Role::User,
+                format!(
+                    "contents of round{round}.rs\n{}",
+                    "x = 1\n".repeat(output_chars / 6)
+                ),
+            ));
+        }
+        messages
+    }
+
+    /// What Claude Code's rules send for `history` in a `window`: the compaction request they
+    /// fork, if any, and the agent's request.
+    fn compaction(history: &[Message], window: usize) -> (Option<Vec<Message>>, Vec<Message>) {
+        let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+        let mut policy = ClaudeCode::new(counter.clone());
+        let asked = model(counter.as_ref(), window);
+        let prepared = policy.prepare(history, None, &asked).unwrap();
+        let forked = prepared.summarizer.map(|call| match call.input {
+            SummarizerInput::Forked(forked) => forked,
+            other => panic!("Claude Code forks its summary request, not {other:?}"),
+        });
+        (forked, prepared.input.into_owned())
+    }
+
+    /// Tokens of `messages` as the replay bills them.
+    fn tokens(messages: &[Message]) -> usize {
+        Prompt::of(messages, &Tiktoken::default(), &Calibration::default(), 0).tokens() as usize
+    }
+
+    /// Tokens the compact prompt adds to a fork.
+    fn prompt_tokens() -> usize {
+        tokens(&[Message::text(Role::User, COMPACT_PROMPT)])
+    }
+
+    /// A compaction request over the window is refused; the one Claude Code asks again drops
+    /// the oldest rounds, fits, and the summary is of what is left.
+    #[test]
+    fn a_compaction_request_over_the_window_is_asked_again_without_its_oldest_rounds() {
+        let history = session(6, 4_000);
+        // The request fits, its fork (with the compact prompt) does not; the threshold is
+        // 14,000 under the window.
+        let window = tokens(&history) + prompt_tokens() / 2;
+        let (forked, sent) = compaction(&history, window);
+        let forked = forked.expect("the compaction succeeds on a retry");
+        assert!(tokens(&forked) <= window, "the request sent fits");
+        assert_eq!(forked[0], history[0], "the system prompt stays");
+        assert_eq!(forked[1], Message::text(Role::User, RETRY_MARKER));
+        let text: String = forked.iter().map(Message::plain_text).collect();
+        assert!(!text.contains("old_task") && !text.contains("round0.rs"));
+        assert!(text.contains("round5.rs"));
+        // The summary the request then carries is of what was left.
+        let summary = sent[1].plain_text();
+        assert!(summary.starts_with(SUMMARY_INTRO), "{summary}");
+        assert!(!summary.contains("round0.rs") && summary.contains("round5.rs"));
+    }
+
+    /// A compaction request that fits is sent whole, the first round and all.
+    #[test]
+    fn a_compaction_request_that_fits_is_sent_whole() {
+        let history = session(6, 4_000);
+        let (forked, sent) = compaction(&history, tokens(&history) + 20_000);
+        assert!(forked.is_none(), "not due at this window");
+        assert_eq!(sent, history);
+        let (forked, _) = compaction(&history, tokens(&history) + prompt_tokens() + 100);
+        let forked = forked.expect("due at this one");
+        assert_eq!(&forked[..history.len()], history.as_slice());
+    }
+
+    /// When no retry fits (one round larger than the window), nothing is summarized and the
+    /// request goes as it is.
+    #[test]
+    fn a_compaction_no_retry_can_fit_fails_and_the_request_goes_as_it_is() {
+        let history = session(1, 80_000);
+        let (forked, sent) = compaction(&history, 16_000);
+        assert!(forked.is_none());
+        assert_eq!(sent, history);
+    }
+}
