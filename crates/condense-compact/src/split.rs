@@ -197,6 +197,7 @@ pub fn split_counted(
         pinned,
         last_exchange,
         budget,
+        cap,
         within: settings.previews_within,
         wanted: settings.rules.min_tail_calls,
     };
@@ -225,6 +226,9 @@ struct RecentCalls<'a> {
     pinned: usize,
     last_exchange: usize,
     budget: usize,
+    /// The most the tail may take: the budget, or half the usable room where that is more (the
+    /// summary's is the other half).
+    cap: usize,
     /// [`TailSettings::previews_within`].
     within: usize,
     /// `min_tail_calls`.
@@ -293,7 +297,11 @@ impl RecentCalls<'_> {
     /// fit the budget: the budget less what is not an output (the assistant's words and calls),
     /// in equal shares, and never more than the budget. A last exchange of several outputs, each
     /// cut to the whole budget, would be several budgets; in a room that a system prompt and
-    /// tools leave small, that is a request over the window.
+    /// tools leave small, that is a request over the window. But never less than a whole
+    /// preview (`prune.preview_bytes`) of the largest, as far as the tail's cap holds them: where
+    /// the calls take the budget (a Write's whole file), a share of next to nothing would bring
+    /// the tail no nearer it, and cut the result the agent is acting on (150 tokens of a grep)
+    /// to its note, for a saving of a hundred tokens.
     fn shared_by_outputs(
         &self,
         cut: Range<usize>,
@@ -301,19 +309,30 @@ impl RecentCalls<'_> {
         pairs: &ToolPairs,
         sizes: OutputSizes<'_>,
     ) -> usize {
-        let outputs: Vec<usize> = self.messages[cut]
+        let outputs: Vec<(usize, usize)> = self.messages[cut]
             .iter()
             .flat_map(|message| &message.parts)
             .filter_map(|part| match part {
                 Part::ToolResult(result) => {
                     let tool = pairs.tool_name(self.messages, result).unwrap_or_default();
-                    Some(sizes(result, tool, self.budget).0)
+                    Some((
+                        sizes(result, tool, self.budget).0,
+                        sizes(result, tool, usize::MAX).1,
+                    ))
                 }
                 _ => None,
             })
             .collect();
-        let fixed = whole.saturating_sub(outputs.iter().sum());
-        (self.budget.saturating_sub(fixed) / outputs.len().max(1)).clamp(1, self.budget.max(1))
+        let count = outputs.len().max(1);
+        let fixed = whole.saturating_sub(outputs.iter().map(|(tokens, _)| tokens).sum());
+        let share = self.budget.saturating_sub(fixed) / count;
+        let preview = outputs
+            .iter()
+            .map(|(_, preview)| *preview)
+            .max()
+            .unwrap_or(0);
+        let floor = preview.min(self.cap.saturating_sub(fixed) / count);
+        share.max(floor).clamp(1, self.budget.max(1))
     }
 
     /// The earliest start before `tail_start`, one step of calls at a time, that holds no more

@@ -230,13 +230,16 @@ fn with_tail_budget(tokens: usize) -> TailSettings {
     squeezed
 }
 
-/// `split_counted` with previews that keep an output's first `limit` tokens (as the host's
-/// pruner sizes them, its note aside).
+/// The tokens of a whole preview: `prune.preview_bytes` (2 KB) at about four bytes a token.
+const WHOLE_PREVIEW: usize = 512;
+
+/// `split_counted` with previews that keep an output's first `limit` tokens, never more than
+/// [`WHOLE_PREVIEW`] (as the host's pruner sizes them, its note aside).
 fn split_previewing(messages: &[Message], settings: &TailSettings) -> condense_compact::Split {
     let counter = Tiktoken::default();
     let sizes = |result: &condense_core::ToolResult, _: &str, limit: usize| {
         let whole = counter.count_output(&result.content);
-        (whole, whole.min(limit))
+        (whole, whole.min(limit).min(WHOLE_PREVIEW))
     };
     condense_compact::split_counted(messages, &counter.count_each(messages), &sizes, settings)
 }
@@ -312,7 +315,8 @@ fn a_last_exchange_over_the_budget_leaves_the_calls_before_it_as_previews_within
 /// A last exchange of several calls over the budget (Claude Code runs calls in parallel) is cut
 /// so that the whole of it fits: the budget less the assistant's own words and calls, in equal
 /// shares among its outputs, not the budget each (three outputs would then keep three budgets,
-/// a request over the window where a large system prompt leaves a small room).
+/// a request over the window where a large system prompt leaves a small room). Where half the
+/// room is more than the budget, each keeps a whole preview as far as that half holds them.
 #[test]
 fn a_last_exchange_of_several_outputs_over_the_budget_fits_it_once_cut() {
     let mut messages = run_of([300, 300]);
@@ -332,14 +336,56 @@ fn a_last_exchange_of_several_outputs_over_the_budget_fits_it_once_cut() {
             vec![tool_result(format!("p{id}"), "out ".repeat(1_500))],
         ));
     }
-    let squeezed = with_tail_budget(1_000);
-    let split = split_previewing(&messages, &squeezed);
+    // A room whose half is the budget: 6,000 less the 4,096 reserved for the reply.
+    let mut small = settings(6_000);
+    small.rules.min_tail_tokens = 1_000;
+    small.rules.max_tail_tokens = 1_000;
+    let split = split_previewing(&messages, &small);
     assert_eq!(split.rule, condense_compact::TailRule::LastExchange);
     assert_eq!(split.tail_calls, 3, "{split:?}");
     let previews = split.previews.as_ref().unwrap();
     assert!(previews.over * 3 < 1_000, "{previews:?}");
     assert!(split.kept_tokens <= 1_000, "{split:?}");
     assert_pairs_whole(&messages, split.tail_start);
+
+    // At 32,000 the same budget leaves each output its whole preview, the tail within half the
+    // room.
+    let split = split_previewing(&messages, &with_tail_budget(1_000));
+    let previews = split.previews.as_ref().unwrap();
+    assert_eq!(previews.over, WHOLE_PREVIEW, "{previews:?}");
+    assert!(split.kept_tokens > 1_000, "{split:?}");
+    assert!(split.kept_tokens <= 3 * WHOLE_PREVIEW + 100, "{split:?}");
+    assert_pairs_whole(&messages, split.tail_start);
+}
+
+/// A last exchange whose calls alone are over the budget (a Write given a whole file) keeps
+/// its small output whole: cut to the share the budget leaves it (none), it would be its note
+/// alone, and the tail no nearer the budget.
+#[test]
+fn a_last_exchange_whose_calls_fill_the_budget_keeps_a_small_output_whole() {
+    let mut messages = run_of([300, 300]);
+    messages.push(Message::new(
+        Role::Assistant,
+        vec![tool_call(
+            "w",
+            "Write",
+            serde_json::json!({"file_path": "big.rs", "content": "fn f() {}\n".repeat(1_000)}),
+        )],
+    ));
+    messages.push(Message::new(
+        Role::Tool,
+        vec![tool_result(
+            "w",
+            "File created successfully at: big.rs ".repeat(10),
+        )],
+    ));
+    let split = split_previewing(&messages, &with_tail_budget(2_000));
+    assert_eq!(split.rule, condense_compact::TailRule::LastExchange);
+    assert!(split.tail_tokens > 2_000, "{split:?}");
+    assert_eq!(
+        split.kept_tokens, split.tail_tokens,
+        "nothing cut: {split:?}"
+    );
 }
 
 proptest! {

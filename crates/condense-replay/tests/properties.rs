@@ -325,7 +325,12 @@ fn assert_finishes_and_keeps(replay: &Replay) -> Result<(), TestCaseError> {
     // never billed over the window.
     let window = replay.context_window as u64;
     for row in theirs.rows.iter().filter(|row| !row.failed) {
-        prop_assert!(row.context_tokens <= window, "{:?} at {}", row.kind, row.step);
+        prop_assert!(
+            row.context_tokens <= window,
+            "{:?} at {}",
+            row.kind,
+            row.step
+        );
     }
     Ok(())
 }
