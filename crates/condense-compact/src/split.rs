@@ -294,14 +294,16 @@ impl RecentCalls<'_> {
     }
 
     /// What each output of `messages[cut]` (`whole` tokens in all) may keep for the whole to
-    /// fit the budget: the budget less what is not an output (the assistant's words and calls),
-    /// in equal shares, and never more than the budget. A last exchange of several outputs, each
-    /// cut to the whole budget, would be several budgets; in a room that a system prompt and
-    /// tools leave small, that is a request over the window. But never less than a whole
-    /// preview (`prune.preview_bytes`) of the largest, as far as the tail's cap holds them: where
-    /// the calls take the budget (a Write's whole file), a share of next to nothing would bring
-    /// the tail no nearer it, and cut the result the agent is acting on (150 tokens of a grep)
-    /// to its note, for a saving of a hundred tokens.
+    /// fit the budget: the budget less what nothing cuts (the assistant's words and calls, a
+    /// protected tool's output), in equal shares among the outputs a preview makes smaller, and
+    /// never more than the budget. A last exchange of several outputs, each cut to the whole
+    /// budget, would be several budgets; in a room that a system prompt and tools leave small,
+    /// that is a request over the window. But never less than a whole preview
+    /// (`prune.preview_bytes`) of the largest, as far as the tail's cap holds them: where the
+    /// calls take the budget (a Write's whole file), a share of next to nothing would bring the
+    /// tail no nearer it, and cut the result the agent is acting on (150 tokens of a grep) to
+    /// its note, for a saving of a hundred tokens. The budget where no output is made smaller
+    /// by a preview (a caller that makes none, [`split`]).
     fn shared_by_outputs(
         &self,
         cut: Range<usize>,
@@ -309,24 +311,27 @@ impl RecentCalls<'_> {
         pairs: &ToolPairs,
         sizes: OutputSizes<'_>,
     ) -> usize {
-        let outputs: Vec<(usize, usize)> = self.messages[cut]
+        // Each output that a preview makes smaller: whole, and as a whole preview (the most a
+        // preview keeps).
+        let cuttable: Vec<(usize, usize)> = self.messages[cut]
             .iter()
             .flat_map(|message| &message.parts)
             .filter_map(|part| match part {
                 Part::ToolResult(result) => {
                     let tool = pairs.tool_name(self.messages, result).unwrap_or_default();
-                    Some((
-                        sizes(result, tool, self.budget).0,
-                        sizes(result, tool, usize::MAX).1,
-                    ))
+                    let (tokens, preview) = sizes(result, tool, usize::MAX);
+                    (sizes(result, tool, 1).1 < tokens).then_some((tokens, preview))
                 }
                 _ => None,
             })
             .collect();
-        let count = outputs.len().max(1);
-        let fixed = whole.saturating_sub(outputs.iter().map(|(tokens, _)| tokens).sum());
+        if cuttable.is_empty() {
+            return self.budget.max(1);
+        }
+        let count = cuttable.len();
+        let fixed = whole.saturating_sub(cuttable.iter().map(|(tokens, _)| tokens).sum());
         let share = self.budget.saturating_sub(fixed) / count;
-        let preview = outputs
+        let preview = cuttable
             .iter()
             .map(|(_, preview)| *preview)
             .max()
