@@ -1073,7 +1073,11 @@ impl Compactor {
     /// the tail's calls before its last exchange cut to previews first, the largest first, as
     /// far as the tail is over ([`condense_pruner::Pruner::preview_inputs`]), and the
     /// conversation cut again as those previews leave it: its outputs are then previewed only
-    /// for what the inputs did not free, or the tail holds more of the agent's calls whole.
+    /// for what the inputs did not free, or the tail holds more of the agent's calls whole. The
+    /// same where the tail holds fewer than the last `min_tail_calls` calls with no output cut,
+    /// the inputs of the calls it did not hold being what kept them out
+    /// ([`Compactor::recent_calls_over`]): the new cut is then taken only where it holds more of
+    /// them.
     /// What the agent wrote (a Write's file, an Edit's strings) is applied, on disk and stored,
     /// where what it read can be had again only by calling again; the last exchange, what the
     /// agent has just done, stays whole (its input is cut only for the request to fit the
@@ -1091,23 +1095,36 @@ impl Compactor {
         log: &mut condense_pruner::DecisionLog,
     ) -> Result<(Option<Conversation>, Split, usize), HostError> {
         let last_exchange = cut.last_exchange;
-        if due.early || cut.previews.is_none() || cut.tail_start >= last_exchange {
+        if due.early || cut.tail_start >= last_exchange {
             return Ok((None, cut, 0));
         }
+        let (within, over) = if cut.previews.is_some() {
+            (
+                cut.tail_start..last_exchange,
+                cut.tail_tokens.saturating_sub(cut.budget),
+            )
+        } else {
+            match self.recent_calls_over(conversation, &cut, room) {
+                Some(found) => found,
+                None => return Ok((None, cut, 0)),
+            }
+        };
         let mut first = conversation.clone();
         let mut first_log = log.clone();
-        let inputs = self.pruner().preview_inputs(
-            &mut first,
-            cut.tail_start..last_exchange,
-            cut.tail_tokens.saturating_sub(cut.budget),
-            &mut first_log,
-        )?;
+        let inputs = self
+            .pruner()
+            .preview_inputs(&mut first, within, over, &mut first_log)?;
         if inputs == 0 {
             return Ok((None, cut, 0));
         }
         let recut = self.due_cut(&first.messages, room, false);
-        // Never a tail that shows fewer of the agent's calls than it would have.
-        if recut.nothing_to_compact() || recut.tail_calls < cut.tail_calls {
+        // Never a tail that shows fewer of the agent's calls than it would have; and, where the
+        // cut was for the calls the tail did not hold, one that holds more of them (their larger
+        // outputs as previews where the budget needs it, as a tail that goes back for the recent
+        // calls shows them).
+        let fewer = recut.tail_calls < cut.tail_calls
+            || cut.previews.is_none() && recut.tail_calls == cut.tail_calls;
+        if recut.nothing_to_compact() || fewer {
             return Ok((None, cut, 0));
         }
         let (_, carried, _) =
@@ -1118,6 +1135,41 @@ impl Compactor {
         }
         *log = first_log;
         Ok((Some(first), recut, inputs))
+    }
+
+    /// Where `cut`'s tail holds fewer than the last `min_tail_calls` calls with no output cut
+    /// (the calls before it too large for the budget, their inputs being what makes them so:
+    /// outputs alone would have been previewed to hold them), the messages from the first of
+    /// those calls to the last exchange, and by how much they are more than the budget: the
+    /// inputs [`Compactor::inputs_first`] cuts for the tail to hold them. `None` where the tail
+    /// holds them, or they fit the budget as they are.
+    fn recent_calls_over(
+        &self,
+        conversation: &Conversation,
+        cut: &Split,
+        room: &TailSettings,
+    ) -> Option<(std::ops::Range<usize>, usize)> {
+        let wanted = room.rules.min_tail_calls;
+        if cut.tail_calls >= wanted {
+            return None;
+        }
+        let messages = &conversation.messages;
+        let mut calls = 0;
+        let mut start = cut.tail_start;
+        while start > cut.pinned && calls + cut.tail_calls < wanted {
+            start -= 1;
+            calls += messages[start]
+                .parts
+                .iter()
+                .filter(|part| part.as_tool_call().is_some())
+                .count();
+        }
+        if calls == 0 {
+            return None;
+        }
+        let counts = self.counter.count_each(&messages[start..]);
+        let over = counts.iter().sum::<usize>().checked_sub(cut.budget)?;
+        (over > 0).then_some((start..cut.last_exchange, over))
     }
 
     /// The conversation with the tail's previews made ([`Split::previews`]): the last exchange

@@ -1452,6 +1452,62 @@ fn note_of(message: &Message) -> String {
     }
 }
 
+/// A compaction the window forces whose tail, with no output to cut, holds only the last few of
+/// the agent's ten latest calls: six Writes of whole files before three tests, their inputs
+/// taking the budget. Those inputs are cut to previews (the files are on disk, the whole inputs
+/// stored), and the tail then holds all ten calls, where with the inputs whole it held fewer.
+#[tokio::test]
+async fn a_tail_that_holds_few_calls_for_their_inputs_cuts_them_to_hold_ten() {
+    let mut messages = surveyed();
+    for n in 0..6 {
+        let mut input = generated_file();
+        input["file_path"] = format!("/src/gen{n}.rs").into();
+        messages.extend(chat_step(
+            &format!("write{n}"),
+            "Write",
+            input.to_string(),
+            format!("File created successfully at: /src/gen{n}.rs"),
+        ));
+    }
+    messages.extend(tested());
+    messages.extend(chat_step(
+        "last",
+        "bash",
+        "{\"command\": \"git status\"}".into(),
+        "nothing to commit".into(),
+    ));
+    let conversation = chat(&messages);
+    let config = config_at("16000", "1024");
+    let ours = compactor(&config);
+    let mut state = SessionState::default();
+    let first = ours
+        .prepare(conversation.clone(), &mut state)
+        .await
+        .unwrap();
+    let CompactionOutcome::Summarized {
+        split,
+        tail_inputs,
+        early: false,
+        ..
+    } = &first.report.compaction
+    else {
+        panic!("{:?}", first.report.compaction);
+    };
+    assert_eq!(split.tail_calls, 10, "{split:?}");
+    assert!(*tail_inputs > 0, "{:?}", first.report.compaction);
+    let out = &first.conversation;
+    for n in 0..6 {
+        let write = the_call(out, &format!("write{n}"));
+        assert_eq!(write.input["file_path"], format!("/src/gen{n}.rs"));
+    }
+    // The last exchange goes out as it came.
+    let last = conversation.messages.len() - 2;
+    assert_eq!(
+        out.messages[out.messages.len() - 2..],
+        conversation.messages[last..]
+    );
+}
+
 /// A compaction the window forces, whose tail is over its budget with a Write of a whole file
 /// among the agent's last ten calls: that input is cut to a preview first (the file is on disk,
 /// the whole input stored), and the tail then holds all ten calls, where with the input whole it

@@ -340,10 +340,10 @@ fn assert_finishes_and_keeps(replay: &Replay) -> Result<(), TestCaseError> {
 // compaction request as taken where the provider would refuse it as over the window, and a last
 // exchange whose calls filled the tail's budget had its outputs cut to their notes. After them,
 // three random runs of 3,000 cases each (the last with pasted reports among the person's
-// messages) found none, and a fourth found one of another kind after 1,583 cases, not mended:
-// a compaction the window forces whose tail holds two of the last ten calls, the inputs of the
+// messages) found none, and a fourth found one of another kind after 1,583 cases, mended too:
+// a compaction the window forces whose tail held two of the last ten calls, the inputs of the
 // calls before them (12,000 characters given to a Read) taking the budget where only outputs
-// are cut to hold more (90.15 % against 90.16 %, a 30,000-character system prompt at 64K).
+// were cut to hold more (90.15 % against 90.16 %, a 30,000-character system prompt at 64K).
 proptest! {
     #![proptest_config(ProptestConfig {
         rng_seed: proptest::test_runner::RngSeed::Fixed(20_261_128),
