@@ -490,9 +490,9 @@ fn a_compacted_anthropic_request_starts_with_the_summary_as_a_user_message() {
 }
 
 /// A Responses body (the OpenHands run as Codex would send it) is detected, compacted and
-/// written back as a Responses body: the instructions stay `instructions`, the summary is the
-/// first item, the last items are the session's own, and a forced format that contradicts the
-/// content is refused.
+/// written back as a Responses body: the instructions stay `instructions`, the run's task stays
+/// the first item, as it came, with the summary after it, the last items are the session's own,
+/// and a forced format that contradicts the content is refused.
 #[test]
 fn a_compacted_responses_body_is_still_a_responses_body() {
     let dir = tempfile::tempdir().unwrap();
@@ -526,8 +526,9 @@ fn a_compacted_responses_body_is_still_a_responses_body() {
         before["input"].as_array().unwrap(),
     );
     assert!(items.len() < original.len());
+    assert_eq!(items[0], original[0]);
     assert!(
-        items[0]["content"]
+        items[1]["content"]
             .to_string()
             .contains("<prior-conversation-summary>")
     );

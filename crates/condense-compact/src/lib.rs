@@ -9,7 +9,9 @@
 //! `tokens >= usable`, `usable = context_window - reserved`, `reserved = min(20,000,
 //! max_output_tokens)` (`>=`: the next call must still fit). The cut keeps a tail of recent whole
 //! user turns within a budget and hands everything before it, the head, to the summarizer. The
-//! leading System messages (the agent's instructions) are pinned: never summarized, kept in front.
+//! leading System messages (the agent's instructions) are pinned: never summarized, kept in front;
+//! so is an autonomous run's task once a compaction has kept it in front of its summary
+//! ([`leads_the_summary`]).
 
 #![warn(missing_docs)]
 mod budget;
@@ -26,4 +28,4 @@ pub use reassemble::{
     OPENCODE_CONTINUATION, previous_summary, reassemble, reposition_side, summary_message,
     summary_message_continued,
 };
-pub use split::{Split, TailPreviews, TailRule, pinned, split, split_counted};
+pub use split::{Split, TailPreviews, TailRule, leads_the_summary, pinned, split, split_counted};

@@ -94,13 +94,15 @@ impl Split {
 
 /// How many leading messages are never summarized: the System messages, then a provider's own
 /// compaction right after them ([`condense_core::LiveView`] puts it there), which stands for
-/// everything before it and must reach the provider as it came, ahead of any summary.
+/// everything before it and must reach the provider as it came, ahead of any summary; then the
+/// person's opening request where an earlier compaction kept it in front of its summary
+/// ([`leads_the_summary`]): it stays there, whole, as the system prompt does.
 pub fn pinned(messages: &[Message]) -> usize {
     let systems = messages
         .iter()
         .take_while(|message| message.role == Role::System && !message.is_compaction_summary())
         .count();
-    systems
+    let native = systems
         + messages.get(systems).map_or(0, |message| {
             usize::from(
                 message.role != Role::System
@@ -109,7 +111,45 @@ pub fn pinned(messages: &[Message]) -> usize {
                         .last()
                         .is_some_and(condense_core::is_native_compaction),
             )
-        })
+        });
+    native
+        + usize::from(
+            messages.get(native).is_some_and(Message::is_user_turn)
+                && messages
+                    .get(native + 1)
+                    .is_some_and(Message::is_compaction_summary),
+        )
+}
+
+/// Whether a compaction at `split` keeps the head's first message in front of its summary
+/// instead of carrying it after: where that message is the person's opening request, the only
+/// request of theirs the head holds, and the compaction keeps it whole (`carried` starts with
+/// it: it is among the person's last requests, which the tail did not hold), at most
+/// `most_tokens` (`tokens`, its count). An autonomous run's task then stays where the system
+/// prompt left it, so every request after the compaction shares that prefix, byte for byte, with
+/// every request before it, and a provider that caches prefixes (OpenAI's automatically) reads
+/// it from its cache at each compaction where it would rewrite it after a summary. Once there,
+/// [`pinned`] keeps it there. `most_tokens`: a request larger than the summary it would
+/// otherwise be quoted in (a pasted log) is carried as before, and goes into the summary once
+/// newer requests leave it behind.
+pub fn leads_the_summary(
+    messages: &[Message],
+    split: &Split,
+    carried: &[Message],
+    tokens: usize,
+    most_tokens: usize,
+) -> bool {
+    let Some(first) = messages.get(split.pinned) else {
+        return false;
+    };
+    first.is_user_turn()
+        && tokens <= most_tokens
+        && carried.first() == Some(first)
+        && messages[split.head()]
+            .iter()
+            .filter(|message| message.is_user_turn())
+            .count()
+            == 1
 }
 
 /// Cuts `messages` into pinned, head and tail.

@@ -424,3 +424,76 @@ proptest! {
         assert_pairs_whole(&messages, after.tail_start);
     }
 }
+
+/// An autonomous run's task, the only request of the person's in the head, leads the summary
+/// where the compaction keeps it whole; once it stands in front of a summary, `pinned` keeps it
+/// there, so every later compaction leaves the prefix (system prompt, task) as it was.
+#[test]
+fn an_autonomous_runs_task_leads_the_summary_and_stays_pinned() {
+    let counter = Tiktoken::default();
+    let messages = run_of([400; 40]);
+    let settings = settings(16_000);
+    let cut = split(&messages, &counter, &settings);
+    assert_eq!(cut.pinned, 1, "the system prompt alone, before any summary");
+    let task = counter.count_message(&messages[1]);
+    let carried = condense_compact::carried(
+        &messages,
+        cut.pinned,
+        cut.tail_start,
+        &Default::default(),
+        2,
+    );
+    assert_eq!(
+        carried.first(),
+        Some(&messages[1]),
+        "the task is carried whole"
+    );
+    assert!(condense_compact::leads_the_summary(
+        &messages, &cut, &carried, task, 3_000
+    ));
+    // Larger than a summary would quote it, or not carried: carried after the summary as before.
+    assert!(!condense_compact::leads_the_summary(
+        &messages,
+        &cut,
+        &carried,
+        task,
+        task - 1
+    ));
+    assert!(!condense_compact::leads_the_summary(
+        &messages,
+        &cut,
+        &carried[1..],
+        task,
+        3_000
+    ));
+    // A second request of the person's in the head: both are quoted or carried as before.
+    let mut two = messages.clone();
+    two.insert(4, Message::text(Role::User, "and the other one"));
+    let cut_two = split(&two, &counter, &settings);
+    let carried_two = condense_compact::carried(
+        &two,
+        cut_two.pinned,
+        cut_two.tail_start,
+        &Default::default(),
+        2,
+    );
+    assert!(!condense_compact::leads_the_summary(
+        &two,
+        &cut_two,
+        &carried_two,
+        task,
+        3_000
+    ));
+
+    // The compacted run: system prompt, task, summary, tail. The task stays pinned.
+    let mut compacted = condense_compact::reassemble(&messages, 2, cut.tail_start, "done", None);
+    assert!(compacted[2].is_compaction_summary());
+    assert_eq!(condense_compact::pinned(&compacted), 2);
+    compacted.extend(run_of([400; 30]).into_iter().skip(2));
+    let again = split(&compacted, &counter, &settings);
+    assert_eq!(again.pinned, 2);
+    assert!(compacted[again.head()][0].is_compaction_summary());
+    // A summary right after the system prompt: that alone is pinned, as before.
+    let moved = condense_compact::reassemble(&messages, 1, cut.tail_start, "done", None);
+    assert_eq!(condense_compact::pinned(&moved), 1);
+}

@@ -125,9 +125,77 @@ pub(crate) fn to_value(conversation: &Conversation) -> Value {
     if let Some(value) = system_value(system) {
         body.insert("system".into(), value);
     }
-    let messages = rest.iter().map(message_to_value).collect();
+    let mut messages: Vec<Value> = rest.iter().map(message_to_value).collect();
+    if leads_a_summary_written_here(rest) {
+        mark_the_task(&body, &mut messages);
+    }
     body.insert("messages".into(), Value::Array(messages));
     Value::Object(body)
+}
+
+/// Whether `messages` (after the system prompt) start with the person's request that a summary
+/// condense wrote for this request follows: an autonomous run's task, kept in front of the
+/// summary (`condense_compact::leads_the_summary`).
+fn leads_a_summary_written_here(messages: &[Message]) -> bool {
+    matches!(messages, [task, summary, ..] if task.is_user_turn() && summary.is_summary_written_here())
+}
+
+/// The most `cache_control` marks Anthropic takes in one request.
+const MOST_MARKS: usize = 4;
+
+/// A `cache_control` mark on the task's last block, where the request has room for one more.
+///
+/// Anthropic reads a cached prefix only where a request marks one (or within 20 blocks before a
+/// mark). A client marks its system prompt and its latest messages; after a summary, nothing it
+/// marks ends where the task does, so each compaction would write the task to the cache again
+/// behind the system prompt, though every request since the run began has sent it there. Marked,
+/// it is read instead. The mark is the client's own next one (its `ttl` with it: a mark may not
+/// outlive one before it), else its system prompt's, else the default five-minute one.
+fn mark_the_task(body: &JsonMap, messages: &mut [Value]) {
+    let marks = |value: &Value| -> Vec<Value> {
+        let blocks = match value {
+            Value::Array(blocks) => blocks.iter().collect(),
+            Value::Object(_) => vec![value],
+            _ => Vec::new(),
+        };
+        blocks
+            .into_iter()
+            .filter_map(|block| block.get("cache_control").filter(|mark| !mark.is_null()))
+            .cloned()
+            .collect()
+    };
+    let before: Vec<Value> = ["tools", "system"]
+        .iter()
+        .filter_map(|key| body.get(*key))
+        .flat_map(marks)
+        .collect();
+    let after: Vec<Value> = messages
+        .iter()
+        .skip(1)
+        .filter_map(|message| message.get("content"))
+        .flat_map(marks)
+        .collect();
+    let Some(task) = messages.first_mut() else {
+        return;
+    };
+    let own = task.get("content").map(marks).unwrap_or_default();
+    if !own.is_empty() || before.len() + after.len() >= MOST_MARKS {
+        return;
+    }
+    let mark = after
+        .first()
+        .or(before.last())
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({"type": "ephemeral"}));
+    let Some(content) = task.get_mut("content") else {
+        return;
+    };
+    if let Value::String(text) = content {
+        *content = serde_json::json!([{"type": "text", "text": text}]);
+    }
+    if let Some(Value::Object(last)) = content.as_array_mut().and_then(|blocks| blocks.last_mut()) {
+        last.insert("cache_control".into(), mark);
+    }
 }
 
 /// The leading System messages as `system`: one message keeps its own shape, several become one
@@ -184,6 +252,63 @@ fn shape_of(message: &Message) -> condense_core::ContentShape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An autonomous run's task kept in front of condense's summary gets a `cache_control` mark
+    /// of its own, the same as the client's next one, so Anthropic reads it from its cache after
+    /// each compaction; never where the request has four marks already, where the task has one,
+    /// or where no summary written for this request follows it.
+    #[test]
+    fn a_task_kept_in_front_of_a_summary_is_marked_for_the_cache() {
+        let hour = serde_json::json!({"type": "ephemeral", "ttl": "1h"});
+        let body = |last_mark: Value, tools: usize| {
+            let tool = serde_json::json!({"name": "bash", "input_schema": {},
+                "cache_control": {"type": "ephemeral"}});
+            serde_json::json!({
+                "model": "claude-sonnet-4-5",
+                "system": [{"type": "text", "text": "Solve the task.",
+                    "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+                "tools": vec![tool; tools],
+                "messages": [
+                    {"role": "user", "content": "Fix the parser."},
+                    {"role": "assistant", "content": [{"type": "text", "text": "Looking."}]},
+                    {"role": "user", "content": [{"type": "text", "text": "go on",
+                        "cache_control": last_mark}]},
+                ],
+            })
+        };
+        let compacted = |value: Value| {
+            let mut conversation = from_value(value).unwrap();
+            let summary = Message::text(
+                Role::System,
+                format!(
+                    "{}\nwork so far\n{}",
+                    condense_core::SUMMARY_OPEN,
+                    condense_core::SUMMARY_CLOSE
+                ),
+            );
+            conversation.messages.insert(2, summary);
+            to_value(&conversation)
+        };
+        let out = compacted(body(hour.clone(), 0));
+        assert_eq!(
+            out["messages"][0]["content"],
+            serde_json::json!([{"type": "text", "text": "Fix the parser.", "cache_control": hour}])
+        );
+        assert!(
+            out["messages"][1]["content"]
+                .to_string()
+                .contains(condense_core::SUMMARY_OPEN)
+        );
+        // No client mark after it: the system prompt's.
+        let unmarked = compacted(body(Value::Null, 0));
+        assert_eq!(unmarked["messages"][0]["content"][0]["cache_control"], hour);
+        // Four marks already (the system prompt's, two tools', the last message's): none added.
+        let full = compacted(body(hour.clone(), 2));
+        assert_eq!(full["messages"][0]["content"], "Fix the parser.");
+        // Without a summary after it, the body is the client's own.
+        let plain = body(hour, 0);
+        assert_eq!(to_value(&from_value(plain.clone()).unwrap()), plain);
+    }
 
     /// What Claude Code 2 sends: a `system` prompt, and a `system` message of its own among the
     /// others (here at the end, as it puts the agent types its Agent tool can start).

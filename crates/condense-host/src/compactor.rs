@@ -764,10 +764,25 @@ impl Compactor {
             Err(failed) => return Ok((failed, None)),
         };
         let continuation = self.continuation_for(Phases::Both { automatic }, messages);
-        let mut compacted = reassembled(conversation, &cut, &carried, &parsed.text, continuation);
+        let lead = messages.get(cut.pinned).is_some_and(|first| {
+            condense_compact::leads_the_summary(
+                messages,
+                &cut,
+                &carried,
+                counter.count_message(first),
+                self.summary_tokens,
+            )
+        });
+        let summary = Summary {
+            text: &parsed.text,
+            continuation,
+            lead,
+        };
+        let mut compacted = reassembled(conversation, &cut, &carried, &summary);
         let tail = (cut.pinned + 1 + carried.len())..compacted.messages.len();
         let fitted = self.fitted(&mut compacted, tail, &due, &mut state.log)?;
-        let summary_tokens = counter.count_message(&compacted.messages[cut.pinned]);
+        let summary_tokens =
+            counter.count_message(&compacted.messages[cut.pinned + usize::from(lead)]);
         let outcome = CompactionOutcome::Summarized {
             summarizer: name,
             split: cut,
@@ -1723,20 +1738,40 @@ fn in_ours(limit: usize, due: usize, ours: usize, line: Option<Line>) -> usize {
     }
 }
 
+/// The summary a compaction puts in, and where.
+struct Summary<'a> {
+    /// Its text.
+    text: &'a str,
+    /// What the agent is told after it, in the same message.
+    continuation: Option<&'a str>,
+    /// Whether the first message carried (the person's opening request) goes in front of it
+    /// ([`condense_compact::leads_the_summary`]).
+    lead: bool,
+}
+
 /// The compacted conversation: what is pinned, the summary message (with the continuation),
 /// the messages carried past it, the tail; side records moved with the messages they stood
-/// before.
+/// before. The person's opening request, where it leads the summary, comes before it instead.
 fn reassembled(
     conversation: &Conversation,
     cut: &Split,
     carried: &[Message],
-    summary: &str,
-    continuation: Option<&str>,
+    summary: &Summary<'_>,
 ) -> Conversation {
     let messages = &conversation.messages;
-    let mut out = reassemble(messages, cut.pinned, cut.tail_start, summary, continuation);
+    let mut out = reassemble(
+        messages,
+        cut.pinned,
+        cut.tail_start,
+        summary.text,
+        summary.continuation,
+    );
     let summary_at = cut.pinned + 1;
     out.splice(summary_at..summary_at, carried.iter().cloned());
+    if summary.lead {
+        // The opening request, carried first, goes back in front of the summary.
+        out[cut.pinned..=summary_at].rotate_left(1);
+    }
     let side = reposition_side(
         &conversation.side,
         cut.pinned,

@@ -1707,3 +1707,52 @@ fn tested() -> Vec<serde_json::Value> {
         })
         .collect()
 }
+
+/// An autonomous run's task stays where it came, after the system prompt, through every
+/// compaction of the run, request by request in one session: each compacted request starts
+/// with the very messages the run's first request was (so a provider that caches prefixes
+/// reads them at each compaction, where it would rewrite them after a summary), the summary
+/// comes next, and each summary still says what the task is.
+#[tokio::test]
+async fn an_autonomous_runs_task_stays_in_front_through_every_compaction() {
+    let ours = compactor(&config());
+    let mut runs = 0;
+    for name in [
+        "openai/mini-swe-agent-pylint-dev__pylint-6528",
+        "openai/openhands-ponylang__ponyc-4588",
+    ] {
+        let transcript = condense_core::testing::transcript(name).unwrap();
+        let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        let front = &conversation.messages[..2];
+        assert_eq!(front[0].role, Role::System, "{name}");
+        assert!(front[1].is_user_turn(), "{name}");
+        let task: String = front[1].plain_text().chars().take(60).collect();
+        let mut state = SessionState::default();
+        let mut compactions = 0;
+        for end in 1..conversation.messages.len() {
+            if conversation.messages[end].role != Role::Assistant {
+                continue;
+            }
+            let request = Conversation {
+                messages: conversation.messages[..end].to_vec(),
+                ..conversation.clone()
+            };
+            let sent = ours.prepare(request, &mut state).await.unwrap();
+            let messages = &sent.conversation.messages;
+            assert_eq!(&messages[..2], front, "{name}: request {end}");
+            if !matches!(sent.report.compaction, CompactionOutcome::Summarized { .. }) {
+                continue;
+            }
+            compactions += 1;
+            assert!(messages[2].is_compaction_summary(), "{name}: request {end}");
+            let summary = messages[2].plain_text();
+            assert!(
+                summary.contains(&task),
+                "{name}: request {end}: the summary does not say what the task is\n{summary}"
+            );
+        }
+        assert!(compactions >= 2, "{name}: {compactions} compactions");
+        runs += 1;
+    }
+    assert_eq!(runs, 2);
+}

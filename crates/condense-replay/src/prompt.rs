@@ -199,9 +199,15 @@ impl Prompt {
             })
             .count();
         let system_end = hidden_points + leading_system;
-        let mut breakpoints = Vec::with_capacity(2);
+        let mut breakpoints = Vec::with_capacity(3);
         if system_end > 0 {
             breakpoints.push(system_end - 1);
+        }
+        // An autonomous run's task kept in front of condense's summary: the Anthropic writer
+        // marks its end as well (`condense-formats`' `mark_the_task`).
+        if matches!(&messages[leading_system..], [task, summary, ..] if task.is_user_turn() && summary.is_summary_written_here())
+        {
+            breakpoints.push(system_end);
         }
         if let Some(last) = points.len().checked_sub(1)
             && breakpoints.last() != Some(&last)
@@ -308,9 +314,22 @@ mod tests {
         let plain = Prompt::of(&[system.clone(), ask.clone()], &counter, &calibration, 1);
         assert_eq!(plain.breakpoints, vec![1, 2]);
 
-        let summarized = Prompt::of(&[system, summary, ask], &counter, &calibration, 1);
+        let summarized = Prompt::of(
+            &[system.clone(), summary.clone(), ask.clone()],
+            &counter,
+            &calibration,
+            1,
+        );
         assert_eq!(summarized.breakpoints, vec![1, 3]);
         assert_eq!(summarized.points[1], plain.points[1]);
+
+        // An autonomous run's task kept in front of the summary: marked as the Anthropic writer
+        // marks it, the prefix through it shared with the run's first request.
+        let task = Message::text(Role::User, "fix the parser");
+        let first = Prompt::of(&[system.clone(), task.clone()], &counter, &calibration, 1);
+        let led = Prompt::of(&[system, task, summary, ask], &counter, &calibration, 1);
+        assert_eq!(led.breakpoints, vec![1, 2, 4]);
+        assert_eq!(led.points[2], first.points[2]);
 
         let two_system = Prompt::of(
             &[

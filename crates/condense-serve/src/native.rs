@@ -258,9 +258,11 @@ pub fn compaction_answer(
     Some(answer.to_string())
 }
 
-/// The summary of `compacted` (condense's compaction of a request) and what it kept after it
+/// The summary of `compacted` (condense's compaction of a request) and what it kept beside it
 /// (the input's own System items before the summary, not the request's `instructions` or
-/// `system`, which stay its own field; then the tail), as the items of `format`.
+/// `system`, which stay its own field; an autonomous run's task, which the compaction kept in
+/// front of the summary; then the tail), as the items of `format`, to follow the one item that
+/// stands for the summary.
 fn summary_and_kept(
     compacted: &Conversation,
     format: condense_formats::Format,
@@ -283,7 +285,9 @@ fn summary_and_kept(
         .messages
         .iter()
         .enumerate()
-        .filter(|(index, message)| *index > at || input_item(message))
+        .filter(|(index, message)| {
+            *index > at || input_item(message) || (*index + 1 == at && message.is_user_turn())
+        })
         .map(|(_, message)| message.clone())
         .collect();
     let written = condense_formats::write_compact(format, &Conversation::new(kept))

@@ -76,6 +76,10 @@ async fn condense_answers_responses_compact_where_the_upstream_has_none() {
         .collect();
     assert_eq!(items.len(), 1, "exactly one compaction item");
     assert_eq!(&output[0], items[0], "first: nothing before it");
+    // The run's task, which the compaction kept whole, is among the items kept after it.
+    let task = &body["input"][0];
+    assert_eq!(task["role"], "user");
+    assert!(output.contains(task), "the run's task is kept");
     let envelope = items[0]["encrypted_content"].as_str().unwrap();
     assert!(envelope.starts_with("condense.v1."), "{envelope}");
     assert!(answer["usage"]["input_tokens"].as_u64().unwrap() > 0);

@@ -325,7 +325,7 @@ fn summary_message(summary: &str) -> Message {
     )
 }
 
-/// A request the compaction keeps whole after the summary is named by its start, not quoted a
+/// A request the compaction keeps whole beside the summary is named by its start, not quoted a
 /// second time (every later request would read it twice); and a later summary, which meets it
 /// again after this one, still lists it once, quoted again once it is no longer kept.
 #[test]
@@ -338,13 +338,22 @@ fn a_request_kept_after_the_summary_is_named_not_quoted_and_listed_once_after() 
     let carried = std::slice::from_ref(&request);
     let first = summarizer.summary_carrying(&head, carried).unwrap();
     assert!(first.contains("Fix the parser."), "{first}");
-    assert!(first.contains("(kept whole after this summary)"), "{first}");
+    assert!(
+        first.contains("(kept whole in the conversation)"),
+        "{first}"
+    );
     assert!(!first.contains("FAR_IN_THE_REQUEST"), "{first}");
     // Quoted, the request is there up to `quote_chars`.
     let quoted = summarizer.summary_of(&head).unwrap();
     assert!(quoted.contains("FAR_IN_THE_REQUEST"), "{quoted}");
 
-    for earlier in [first, quoted] {
+    // A summary written before the task could come first named it so: still read as the same
+    // request.
+    let older = first.replace(
+        "(kept whole in the conversation)",
+        "(kept whole after this summary)",
+    );
+    for earlier in [first, quoted, older] {
         let (_, steps) = long_request_and_steps(&["cargo test"]);
         let mut next = vec![summary_message(&earlier), request.clone()];
         next.extend(steps.into_iter().skip(1));

@@ -4,7 +4,7 @@ use condense_core::{Message, Part, Role, ToolOutput, ToolPairs, harness_summary_
 
 use condense_core::tool_paths as paths;
 
-use super::layout::{CUT_MARK, KEPT_WHOLE};
+use super::layout::{CUT_MARK, KEPT_WHOLE, KEPT_WHOLE_AFTER};
 use super::previous::EarlierSummary;
 
 /// One tool call and how it ended.
@@ -172,7 +172,7 @@ impl Facts {
 
 impl Facts {
     /// A request of the person's: in place of an earlier summary's quote of it (cut, or named
-    /// as kept whole after that summary), which it completes; nothing when it is itself such a
+    /// as kept whole beside that summary), which it completes; nothing when it is itself such a
     /// quote of one already known, or known as it is; else after the others.
     fn add_request(&mut self, text: String) {
         if let Some(quote) = self
@@ -268,10 +268,13 @@ fn request_text(parts: &[Part]) -> String {
 }
 
 /// Whether `quote` is a summary's shortened quote of `request`: its start, cut (a quote, a
-/// ledger's one-line form) or naming a request kept whole after the summary, the same words
+/// ledger's one-line form) or naming a request kept whole beside the summary, the same words
 /// whatever the line breaks.
 fn abbreviates(quote: &str, request: &str) -> bool {
-    let shortened = quote.strip_suffix(KEPT_WHOLE).unwrap_or(quote);
+    let shortened = quote
+        .strip_suffix(KEPT_WHOLE)
+        .or_else(|| quote.strip_suffix(KEPT_WHOLE_AFTER))
+        .unwrap_or(quote);
     let Some(start) = shortened.strip_suffix(CUT_MARK) else {
         return false;
     };

@@ -13,8 +13,11 @@ pub(crate) const EARLIER_BY: &str = "Earlier summary by ";
 pub(crate) const IN_FULL: &str = "quoted in full";
 /// Where a quote was cut.
 pub(crate) const CUT_MARK: &str = " […]";
-/// What follows the start of a request that the compaction keeps whole after the summary: the
-/// summary quotes only enough of it to say which request it is.
-pub(crate) const KEPT_WHOLE: &str = " (kept whole after this summary)";
+/// What follows the start of a request that the compaction keeps whole beside the summary (after
+/// it, or, an autonomous run's task, before it): the summary quotes only enough of it to say
+/// which request it is.
+pub(crate) const KEPT_WHOLE: &str = " (kept whole in the conversation)";
+/// [`KEPT_WHOLE`] as summaries said it before the task could come first, still read in theirs.
+pub(crate) const KEPT_WHOLE_AFTER: &str = " (kept whole after this summary)";
 /// The line the agent's plan follows, one `- [status] step` line a step.
 pub(crate) const PLAN: &str = "Plan:";
