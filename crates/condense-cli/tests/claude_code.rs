@@ -115,8 +115,8 @@ async fn claude_code_resumes_a_log_condense_compacted_from_its_summary() {
     let recorded = std::sync::Arc::new(Recorded::new(claude).await);
     // Compacted in place (pruning off, and the tail by whole turns, `min_tail_calls = 0`: the
     // summary, standing for the calls, is what is checked here). The session's
-    // one prompt is carried whole after the summary, and both are on the chain Claude Code
-    // follows back from the last line, so the resumed request opens with them.
+    // one prompt stays whole where it was, in front of the summary, and both are on the chain
+    // Claude Code follows back from the last line, so the resumed request opens with them.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("compact.toml"),
@@ -142,13 +142,12 @@ async fn claude_code_resumes_a_log_condense_compacted_from_its_summary() {
     let texts = texts_of(&resumed);
     let summary = |text: &&String| text.starts_with("<prior-conversation-summary>");
     assert_eq!(texts.iter().filter(summary).count(), 1, "{texts:#?}");
-    let at = |wanted: &str| texts.iter().position(|text| text == wanted);
+    // Claude Code sends the session's first prompt back with a line break after it.
+    let at = |wanted: &str| texts.iter().position(|text| text.trim_end() == wanted);
     let prompt = at("count to a few thousand, three times");
-    assert!(
-        texts.iter().position(|text| summary(&text)) < prompt,
-        "{texts:#?}"
-    );
-    assert!(prompt.is_some() && prompt < at("and now?"), "{texts:#?}");
+    let summarized = texts.iter().position(|text| summary(&text));
+    assert!(prompt.is_some() && prompt < summarized, "{texts:#?}");
+    assert!(summarized < at("and now?"), "{texts:#?}");
     // What the summary stands for is not sent again.
     assert!(!resumed.to_string().contains("toolu_000"), "{resumed}");
 }
