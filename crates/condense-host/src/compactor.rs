@@ -698,7 +698,6 @@ impl Compactor {
         summarizer: &dyn Summarizer,
         due: Due,
     ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
-        let counter = self.counter.as_ref();
         let room = room(
             &due.tail,
             due.tokens,
@@ -725,14 +724,9 @@ impl Compactor {
         let head = &messages[cut.head()];
         let (summary_room, carried, protected_summarized) =
             self.beside_the_tail(messages, &cut, &room, due.tail.rules.min_tail_turns);
-        // A head that is an earlier summary and the very messages it carried: a compaction that
-        // could not get under the threshold, met again. Summarizing it again would make a new
-        // summary of the old one on every request, each rewriting the provider's cached prefix.
         // The tail's previews made above still go out: they are logged, so every later request
         // repeats them, and this one, which may be over the window without them, has them too.
-        // Over the window even so (the earlier summary cannot shrink, the tail holds the last
-        // exchange whole), the request is fitted as one with nothing to summarize is.
-        if head.first().is_some_and(Message::is_compaction_summary) && head[1..] == carried[..] {
+        if nothing_new(head, &carried) {
             return self.nothing_new(previewed, previewed_outputs, cut.pinned, &due, state);
         }
         // A summary written here (condense's own) tells how each call of the head ended from
@@ -763,26 +757,16 @@ impl Compactor {
             Ok(written) => written,
             Err(failed) => return Ok((failed, None)),
         };
-        let continuation = self.continuation_for(Phases::Both { automatic }, messages);
-        let lead = messages.get(cut.pinned).is_some_and(|first| {
-            condense_compact::leads_the_summary(
-                messages,
-                &cut,
-                &carried,
-                counter.count_message(first),
-                self.summary_tokens,
-            )
-        });
         let summary = Summary {
             text: &parsed.text,
-            continuation,
-            lead,
+            continuation: self.continuation_for(Phases::Both { automatic }, messages),
+            lead: self.task_leads(messages, &cut, &carried),
         };
         let mut compacted = reassembled(conversation, &cut, &carried, &summary);
         let tail = (cut.pinned + 1 + carried.len())..compacted.messages.len();
         let fitted = self.fitted(&mut compacted, tail, &due, &mut state.log)?;
-        let summary_tokens =
-            counter.count_message(&compacted.messages[cut.pinned + usize::from(lead)]);
+        let summary_at = summary.at(&cut);
+        let summary_tokens = self.counter.count_message(&compacted.messages[summary_at]);
         let outcome = CompactionOutcome::Summarized {
             summarizer: name,
             split: cut,
@@ -800,6 +784,20 @@ impl Compactor {
             cache_cold: due.early && due.cache_cold,
         };
         Ok((outcome, Some(compacted)))
+    }
+
+    /// Whether the compaction at `cut` keeps the person's opening request in front of its
+    /// summary ([`condense_compact::leads_the_summary`], at most a summary's budget).
+    fn task_leads(&self, messages: &[Message], cut: &Split, carried: &[Message]) -> bool {
+        messages.get(cut.pinned).is_some_and(|first| {
+            condense_compact::leads_the_summary(
+                messages,
+                cut,
+                carried,
+                self.counter.count_message(first),
+                self.summary_tokens,
+            )
+        })
     }
 
     /// `compacted` fitted to the window where it is still more than the window holds, the
@@ -1144,8 +1142,7 @@ impl Compactor {
         }
         let (_, carried, _) =
             self.beside_the_tail(&first.messages, &recut, room, due.tail.rules.min_tail_turns);
-        let head = &first.messages[recut.head()];
-        if head.first().is_some_and(Message::is_compaction_summary) && head[1..] == carried[..] {
+        if nothing_new(&first.messages[recut.head()], &carried) {
             return Ok((None, cut, 0));
         }
         *log = first_log;
@@ -1738,6 +1735,15 @@ fn in_ours(limit: usize, due: usize, ours: usize, line: Option<Line>) -> usize {
     }
 }
 
+/// Whether `head` is an earlier summary and the very messages it carried (`carried` again): a
+/// compaction that could not get under the threshold, met again. Summarizing it again would
+/// make a new summary of the old one on every request, each rewriting the provider's cached
+/// prefix. Over the window even so (the earlier summary cannot shrink, the tail holds the last
+/// exchange whole), the request is fitted as one with nothing to summarize is.
+fn nothing_new(head: &[Message], carried: &[Message]) -> bool {
+    head.first().is_some_and(Message::is_compaction_summary) && head[1..] == carried[..]
+}
+
 /// The summary a compaction puts in, and where.
 struct Summary<'a> {
     /// Its text.
@@ -1747,6 +1753,13 @@ struct Summary<'a> {
     /// Whether the first message carried (the person's opening request) goes in front of it
     /// ([`condense_compact::leads_the_summary`]).
     lead: bool,
+}
+
+impl Summary<'_> {
+    /// Where its message stands in the conversation compacted at `cut`.
+    fn at(&self, cut: &Split) -> usize {
+        cut.pinned + usize::from(self.lead)
+    }
 }
 
 /// The compacted conversation: what is pinned, the summary message (with the continuation),
