@@ -46,11 +46,12 @@ pub struct TailPreviews {
     pub over: usize,
 }
 
-/// Where a conversation is cut: `pinned` leading System messages, then the head to summarize,
-/// then the tail to keep.
+/// Where a conversation is cut: `pinned` leading messages ([`pinned`]), then the head to
+/// summarize, then the tail to keep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Split {
-    /// Leading System messages kept in front, never summarized.
+    /// Leading messages kept in front, never summarized ([`pinned`]): the System messages, a
+    /// provider's own compaction, an autonomous run's task an earlier compaction kept there.
     pub pinned: usize,
     /// The first message of the tail.
     pub tail_start: usize,
