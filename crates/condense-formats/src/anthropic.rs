@@ -140,6 +140,27 @@ fn leads_a_summary_written_here(messages: &[Message]) -> bool {
     matches!(messages, [task, summary, ..] if task.is_user_turn() && summary.is_summary_written_here())
 }
 
+/// The `cache_control` marks of `value` (a `system`, `tools` or a message's `content`: a block,
+/// a list of blocks, or text), in order, those of the blocks a tool result holds among them:
+/// Anthropic counts every one.
+fn marks(value: &Value) -> Vec<Value> {
+    let blocks: Vec<&Value> = match value {
+        Value::Array(blocks) => blocks.iter().collect(),
+        Value::Object(_) => vec![value],
+        _ => Vec::new(),
+    };
+    let mut found = Vec::new();
+    for block in blocks {
+        if let Some(mark) = block.get("cache_control").filter(|mark| !mark.is_null()) {
+            found.push(mark.clone());
+        }
+        if let Some(inner @ Value::Array(_)) = block.get("content") {
+            found.extend(marks(inner));
+        }
+    }
+    found
+}
+
 /// The most `cache_control` marks Anthropic takes in one request.
 const MOST_MARKS: usize = 4;
 
@@ -152,18 +173,6 @@ const MOST_MARKS: usize = 4;
 /// it is read instead. The mark is the client's own next one (its `ttl` with it: a mark may not
 /// outlive one before it), else its system prompt's, else the default five-minute one.
 fn mark_the_task(body: &JsonMap, messages: &mut [Value]) {
-    let marks = |value: &Value| -> Vec<Value> {
-        let blocks = match value {
-            Value::Array(blocks) => blocks.iter().collect(),
-            Value::Object(_) => vec![value],
-            _ => Vec::new(),
-        };
-        blocks
-            .into_iter()
-            .filter_map(|block| block.get("cache_control").filter(|mark| !mark.is_null()))
-            .cloned()
-            .collect()
-    };
     let before: Vec<Value> = ["tools", "system"]
         .iter()
         .filter_map(|key| body.get(*key))
@@ -305,6 +314,14 @@ mod tests {
         // Four marks already (the system prompt's, two tools', the last message's): none added.
         let full = compacted(body(hour.clone(), 2));
         assert_eq!(full["messages"][0]["content"], "Fix the parser.");
+        // A mark inside a tool result's blocks counts as well.
+        let mut nested = body(hour.clone(), 1);
+        nested["messages"][2]["content"] = serde_json::json!([{"type": "tool_result",
+            "tool_use_id": "t1", "content": [{"type": "text", "text": "ok",
+                "cache_control": {"type": "ephemeral"}}]},
+            {"type": "text", "text": "go on", "cache_control": hour.clone()}]);
+        let nested = compacted(nested);
+        assert_eq!(nested["messages"][0]["content"], "Fix the parser.");
         // Without a summary after it, the body is the client's own.
         let plain = body(hour, 0);
         assert_eq!(to_value(&from_value(plain.clone()).unwrap()), plain);
