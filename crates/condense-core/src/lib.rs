@@ -28,6 +28,7 @@ pub use memo::{Memos, MessageMemo};
 pub use message::{
     ContentShape, HARNESS_SUMMARY_OPENINGS, HarnessSummary, Message, OPENCODE_SUMMARY_REQUEST,
     Role, SUMMARY_CLOSE, SUMMARY_OPEN, WireRecord, harness_summary_at,
+    task_leads_a_summary_written_here,
 };
 pub use native::{
     LiveView, NATIVE_COMPACTION_TYPE, has_native_compaction, is_native_compaction,

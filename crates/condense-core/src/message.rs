@@ -52,6 +52,14 @@ impl HarnessSummary {
     }
 }
 
+/// Whether `messages` (what follows the system prompt) open with the person's request and then a
+/// summary condense wrote for this request: an autonomous run's task kept in front of its
+/// summary. The Anthropic writer marks that task for the provider's cache, and the replay's
+/// model of a request marks it where the writer does, by this same test.
+pub fn task_leads_a_summary_written_here(messages: &[Message]) -> bool {
+    matches!(messages, [task, summary, ..] if task.is_user_turn() && summary.is_summary_written_here())
+}
+
 /// The summary an agent's own compaction left as `messages[index]`: a user message opening with
 /// one of [`HARNESS_SUMMARY_OPENINGS`], or opencode's assistant answer to
 /// [`OPENCODE_SUMMARY_REQUEST`] (its leading text). `None` for any other message, and past the

@@ -126,18 +126,11 @@ pub(crate) fn to_value(conversation: &Conversation) -> Value {
         body.insert("system".into(), value);
     }
     let mut messages: Vec<Value> = rest.iter().map(message_to_value).collect();
-    if leads_a_summary_written_here(rest) {
+    if condense_core::task_leads_a_summary_written_here(rest) {
         mark_the_task(&body, &mut messages);
     }
     body.insert("messages".into(), Value::Array(messages));
     Value::Object(body)
-}
-
-/// Whether `messages` (after the system prompt) start with the person's request that a summary
-/// condense wrote for this request follows: an autonomous run's task, kept in front of the
-/// summary (`condense_compact::leads_the_summary`).
-fn leads_a_summary_written_here(messages: &[Message]) -> bool {
-    matches!(messages, [task, summary, ..] if task.is_user_turn() && summary.is_summary_written_here())
 }
 
 /// The `cache_control` marks of `value` (a `system`, `tools` or a message's `content`: a block,

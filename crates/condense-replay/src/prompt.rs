@@ -205,8 +205,7 @@ impl Prompt {
         }
         // An autonomous run's task kept in front of condense's summary: the Anthropic writer
         // marks its end as well (`condense-formats`' `mark_the_task`).
-        if matches!(&messages[leading_system..], [task, summary, ..] if task.is_user_turn() && summary.is_summary_written_here())
-        {
+        if condense_core::task_leads_a_summary_written_here(&messages[leading_system..]) {
             breakpoints.push(system_end);
         }
         if let Some(last) = points.len().checked_sub(1)
