@@ -612,3 +612,137 @@ proptest::proptest! {
         proptest::prop_assert!(!told.is_empty());
     }
 }
+
+/// A budget smaller than what every summary holds (the person's requests, the files): the room
+/// a request has left when its system prompt and tools take nearly all of the window. The
+/// summary keeps within it, for the request to fit at all: the files read give way first,
+/// then the files changed, then the requests, shortened and then dropped, the earliest first,
+/// the latest kept longest; and it says where.
+#[test]
+fn a_budget_under_the_requests_and_files_sheds_them_and_keeps_within_it() {
+    use condense_tokenizer::TokenCounter;
+    let transcript = condense_core::testing::transcript("claude-code/5f8cbb78").unwrap();
+    let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+    let head = head_at_32k(&conversation.messages);
+    let summary_within = |budget_tokens| {
+        Extractive::new(
+            Template::builtin("structured").unwrap(),
+            ExtractiveSettings::built_in().unwrap(),
+        )
+        .strictly_within(budget_tokens)
+        .summary_of(&head)
+        .unwrap()
+    };
+    let counter = Tiktoken::default();
+    // The files the summary lists, changed and read, in its order.
+    let files = |summary: &str| {
+        let (mut modified, mut read, mut list) = (Vec::new(), Vec::new(), None);
+        for line in summary.lines() {
+            match line {
+                "Modified:" => list = Some(true),
+                "Read:" => list = Some(false),
+                _ => match (line.strip_prefix("- "), list) {
+                    (Some(path), Some(true)) => modified.push(path.to_owned()),
+                    (Some(path), Some(false)) => read.push(path.to_owned()),
+                    _ => list = None,
+                },
+            }
+        }
+        (modified, read)
+    };
+    let whole = summary_within(3_000);
+    let needed = counter.count_text(&whole);
+    let (all_modified, all_read) = files(&whole);
+    assert!(!all_modified.is_empty() && !all_read.is_empty());
+    let request = "1. Look at status.md and lets keep working on getting to 100% please.";
+    assert!(whole.contains(request));
+    let mut shed_requests = false;
+    // (150: about the least a summary of this template can be, its headings, the goal and
+    // one note a section.)
+    for budget in [needed * 3 / 4, needed / 2, needed / 4, 150] {
+        let summary = summary_within(budget);
+        assert!(
+            counter.count_text(&summary) <= budget,
+            "{budget}: {summary}"
+        );
+        assert!(
+            summary.contains(&format!(
+                "cut here: the summary is kept within {budget} tokens"
+            )),
+            "{summary}"
+        );
+        let (modified, read) = files(&summary);
+        // What is left of each list is its latest entries, and a changed file goes only once
+        // no file read is left.
+        assert!(all_read.ends_with(&read), "{budget}: {read:?}");
+        assert!(all_modified.ends_with(&modified), "{budget}: {modified:?}");
+        assert!(read.is_empty() || modified == all_modified, "{budget}");
+        // The request goes only once the files have, and the goal still names it.
+        if !summary.contains(request) {
+            shed_requests = true;
+            assert!(modified.is_empty() && read.is_empty(), "{summary}");
+        }
+        assert!(summary.contains("## Goal\nLook at status.md"), "{summary}");
+    }
+    assert!(shed_requests, "the smallest budget sheds the request too");
+    // A budget alone, not strict, never cuts them: it is reckoned before the request is
+    // measured, and a summary over it most often still fits.
+    let mut settings = ExtractiveSettings::built_in().unwrap();
+    settings.budget_tokens = 150;
+    let soft = Extractive::new(Template::builtin("structured").unwrap(), settings)
+        .summary_of(&head)
+        .unwrap();
+    assert_eq!(files(&soft), (all_modified.clone(), all_read.clone()));
+    assert!(soft.contains(request));
+    assert!(files(&summary_within(needed / 4)).1.len() < all_read.len());
+}
+
+/// An earlier summary that lists files alone (its requests shed to fit a window a system prompt
+/// nearly filled, or never made) still has them to hand on: summarized again, for a request
+/// with nothing new that its summary alone keeps over the window, it gives a summary of them,
+/// not "nothing to summarize" (which counted as a failed compaction, and three of them in a
+/// row stopped compacting for the session).
+#[test]
+fn a_summary_of_files_alone_is_summarized_again() {
+    let summarizer = Extractive::new(
+        Template::builtin("structured").unwrap(),
+        ExtractiveSettings::built_in().unwrap(),
+    );
+    let read: Vec<String> = (1..=8).map(|n| format!("docs/chapter-{n}.md")).collect();
+    let earlier = format!(
+        "## Goal\nNone recorded.\n\n## Relevant files / directories\nModified:\n- src/lib.rs\n- src/main.rs\nRead:\n{}",
+        read.iter()
+            .map(|path| format!("- {path}\n"))
+            .collect::<String>()
+    );
+    let again = summarizer.summary_of(&[summary_message(&earlier)]).unwrap();
+    let listed =
+        |summary: &str, path: &str| summary.lines().any(|line| line == format!("- {path}"));
+    for path in ["src/lib.rs", "src/main.rs"]
+        .into_iter()
+        .chain(read.iter().map(String::as_str))
+    {
+        assert!(listed(&again, path), "{again}");
+    }
+    // Within 30 tokens less, the earliest files read go first (the note that says so costs
+    // some of the room), and the files changed stay.
+    let budget = counter_of(&again) - 30;
+    let shed = summarizer
+        .strictly_within(budget)
+        .summary_of(&[summary_message(&earlier)])
+        .unwrap();
+    assert!(counter_of(&shed) <= budget, "{shed}");
+    assert!(
+        shed.contains("- src/lib.rs\n- src/main.rs\nRead:\n"),
+        "{shed}"
+    );
+    assert!(
+        !listed(&shed, "docs/chapter-1.md") && listed(&shed, "docs/chapter-8.md"),
+        "{shed}"
+    );
+}
+
+fn counter_of(text: &str) -> usize {
+    use condense_tokenizer::TokenCounter;
+    Tiktoken::default().count_text(text)
+}

@@ -4,7 +4,8 @@
 //! messages quoted, the tool calls made and how each ended, the errors seen, the files read and
 //! changed, and the assistant's last statement of intent. What the person asked and which files
 //! were involved are always kept whole; the rest is cut, item by item, at the token budget, and
-//! the summary says where.
+//! the summary says where. (Only a request that would otherwise be over the window has them cut
+//! too: [`Extractive::strictly_within`].)
 
 mod facts;
 mod layout;
@@ -39,7 +40,7 @@ const GIST_CHARS: usize = 200;
 #[derive(Clone, Deserialize)]
 pub struct ExtractiveSettings {
     /// The summary, as written, stays within this many tokens, but for the quoted requests and
-    /// the file lists, which are never cut. (The host gives it its `summarizer.budget_tokens`
+    /// the file lists, which only a strict budget cuts ([`Extractive::strictly_within`]). (The host gives it its `summarizer.budget_tokens`
     /// less what wraps the summary in its message, so that the message stays within the
     /// setting.)
     pub budget_tokens: usize,
@@ -71,6 +72,9 @@ impl ExtractiveSettings {
 pub struct Extractive {
     template: Template,
     settings: ExtractiveSettings,
+    /// Whether the lines every summary holds give way too where the budget cannot hold them
+    /// ([`Extractive::strictly_within`]).
+    strict: bool,
 }
 
 /// What a section is filled with, decided from its heading's words.
@@ -129,7 +133,11 @@ struct Layout<'t> {
 impl Extractive {
     /// The summarizer for `template`.
     pub fn new(template: Template, settings: ExtractiveSettings) -> Self {
-        Extractive { template, settings }
+        Extractive {
+            template,
+            settings,
+            strict: false,
+        }
     }
 
     /// The tokens its summaries keep within (but for what is never cut).
@@ -151,6 +159,22 @@ impl Extractive {
         }
     }
 
+    /// This summarizer keeping within `room` tokens even where the person's requests and the
+    /// files are more than that: for a request that is over the window with the summary as
+    /// [`Extractive::within`] wrote it, and so would keep nothing. What the agent is least
+    /// likely to miss gives way first: a path listed relative to the working directory and
+    /// also whole; the requests' quotes, cut to the start that names each, the earliest first;
+    /// the files read, then the files changed, the earliest first; then the requests, the
+    /// earliest first, the opening one and the latest last of all. Within a budget alone they
+    /// are never cut: the budget is reckoned before the request is measured, and a summary a
+    /// little over it most often still fits.
+    pub fn strictly_within(&self, room: usize) -> Extractive {
+        let mut strict = self.clone();
+        strict.settings.budget_tokens = room;
+        strict.strict = true;
+        strict
+    }
+
     /// The summary of `head`, synchronously (the trait method only wraps this): what must be
     /// in it first, whole, then the rest item by item while the budget lasts, then fitted to
     /// the budget as written.
@@ -168,10 +192,15 @@ impl Extractive {
     ) -> Result<String, SummarizeError> {
         let mut facts = Facts::of(head);
         facts.mark_carried(carried);
+        // (An earlier summary that kept only files, its requests long shed or never made,
+        // still has them to hand on.)
         if facts.requests.is_empty()
             && facts.calls.is_empty()
             && facts.last_intent.is_none()
             && facts.earlier.is_none()
+            && facts.files_read.is_empty()
+            && facts.files_modified.is_empty()
+            && facts.plan.is_empty()
         {
             return Err(SummarizeError::NothingToSummarize);
         }
@@ -272,13 +301,18 @@ impl Extractive {
 
     /// The summary as written within the budget, headings and line breaks included: the items'
     /// own counts add up to a little less, so the last optional items taken go back out until
-    /// it fits (never the `required` lines at the top of each section).
+    /// it fits; where the `required` lines at the top of each section are more than the budget
+    /// even then, and the budget is strict ([`Extractive::strictly_within`]), they give way
+    /// too ([`shed_required`]): the budget is then the room a request has left (a system prompt
+    /// and tools that take nearly all of the window), and a summary over it would make the
+    /// request fail, which keeps nothing.
     fn fitted(
         &self,
         layout: &Layout<'_>,
         mut bodies: Vec<Vec<String>>,
         required: &[usize],
     ) -> String {
+        let mut required = required.to_vec();
         let budget = self.settings.budget_tokens;
         let counter = self.settings.counter.as_ref();
         let mut taken: Vec<(usize, usize)> = bodies
@@ -295,6 +329,17 @@ impl Extractive {
                 continue;
             }
             bodies[index].remove(line);
+            if !bodies[index].iter().any(|line| line.starts_with(CUT_NOTE)) {
+                bodies[index].push(format!(
+                    "{CUT_NOTE} more item(s) cut here: the summary is kept within {budget} tokens]"
+                ));
+            }
+            out = render(layout.sections, &bodies, layout.source);
+        }
+        while self.strict && counter.count_text(&out) > budget {
+            let Some(index) = shed_required(&mut bodies, &mut required) else {
+                break;
+            };
             if !bodies[index].iter().any(|line| line.starts_with(CUT_NOTE)) {
                 bodies[index].push(format!(
                     "{CUT_NOTE} more item(s) cut here: the summary is kept within {budget} tokens]"
@@ -481,6 +526,102 @@ fn file_lines(facts: &Facts) -> Vec<String> {
         lines.extend(facts.files_read.iter().map(|path| format!("- {path}")));
     }
     lines
+}
+
+/// Takes one of the lines every summary holds out of `bodies` (or shortens it), for a summary
+/// whose budget cannot hold them all, and gives its section: what the agent is least likely to
+/// miss goes first. A path listed both relative to the working directory and whole goes in its
+/// relative form (the whole one names it). Each of the person's requests is shortened to the start that names it, the
+/// earliest first; then the files the agent read go, the earliest first (it can read them
+/// again), then the files it changed, the earliest first (they are on disk as changed); then
+/// the requests, the earliest first, their opening request (the task) and their latest last
+/// of all.
+/// `None`: nothing is left to take. (`required[i]`: how many of section `i`'s lines, at its
+/// top, are such lines.)
+fn shed_required(bodies: &mut [Vec<String>], required: &mut [usize]) -> Option<usize> {
+    // A path listed relative to the working directory and also whole: the whole one names it.
+    let listed: Vec<&str> = bodies
+        .iter()
+        .zip(required.iter())
+        .flat_map(|(body, &top)| body[..top].iter())
+        .filter_map(|line| line.strip_prefix("- "))
+        .collect();
+    let named_whole = |path: &str| {
+        listed
+            .iter()
+            .any(|other| other.len() > path.len() && other.ends_with(&format!("/{path}")))
+    };
+    let repeated = bodies.iter().enumerate().find_map(|(index, body)| {
+        body[..required[index]]
+            .iter()
+            .position(|line| line.strip_prefix("- ").is_some_and(named_whole))
+            .map(|line| (index, line))
+    });
+    if let Some((index, line)) = repeated {
+        bodies[index].remove(line);
+        required[index] -= 1;
+        return Some(index);
+    }
+    let listed = request_lines(bodies, required);
+    for &(index, line) in &listed {
+        let Some((number, text)) = numbered(&bodies[index][line]) else {
+            continue;
+        };
+        if text.chars().count() > GIST_CHARS + layout::CUT_MARK.chars().count() {
+            bodies[index][line] = format!("{number}. {}", cut(text, GIST_CHARS));
+            return Some(index);
+        }
+    }
+    for list in ["Read:", "Modified:"] {
+        for (index, body) in bodies.iter_mut().enumerate() {
+            let top = &body[..required[index]];
+            let Some(header) = top.iter().position(|line| line == list) else {
+                continue;
+            };
+            let entries = top[header + 1..]
+                .iter()
+                .take_while(|line| line.starts_with("- "))
+                .count();
+            // The earliest entry, or the heading once it has none left.
+            let at = if entries == 0 { header } else { header + 1 };
+            body.remove(at);
+            required[index] -= 1;
+            return Some(index);
+        }
+    }
+    let listed = request_lines(bodies, required);
+    // The earliest first, but for the first and the last, which go last (the last of all).
+    let order = match listed.len() {
+        0 => None,
+        1 | 2 => listed.first(),
+        _ => listed.get(1),
+    };
+    let &(index, line) = order?;
+    bodies[index].remove(line);
+    required[index] -= 1;
+    Some(index)
+}
+
+/// Where the quoted requests are among the `required` lines of `bodies`: (section, line).
+fn request_lines(bodies: &[Vec<String>], required: &[usize]) -> Vec<(usize, usize)> {
+    bodies
+        .iter()
+        .enumerate()
+        .flat_map(|(index, lines)| {
+            lines[..required[index]]
+                .iter()
+                .enumerate()
+                .filter(|(_, line)| numbered(line).is_some())
+                .map(move |(line, _)| (index, line))
+        })
+        .collect()
+}
+
+/// A quoted request's line, `N. text`, as its number and its text.
+fn numbered(line: &str) -> Option<(&str, &str)> {
+    let (number, text) = line.split_once(". ")?;
+    (!number.is_empty() && number.bytes().all(|byte| byte.is_ascii_digit()))
+        .then_some((number, text))
 }
 
 /// The summary's text: each section under its heading (at the template's level), "None
