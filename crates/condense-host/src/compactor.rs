@@ -726,9 +726,24 @@ impl Compactor {
             self.beside_the_tail(messages, &cut, &room, due.tail.rules.min_tail_turns);
         // The tail's previews made above still go out: they are logged, so every later request
         // repeats them, and this one, which may be over the window without them, has them too.
+        // With nothing new, condense's own summary is written again only where the request is
+        // over the window even with the cuts made to fit it: smaller (below), or not at all.
+        let mut again = None;
         if nothing_new(head, &carried) {
-            return self.nothing_new(previewed, previewed_outputs, cut.pinned, &due, state);
+            let earlier =
+                previous_summary(head).filter(|_| summarizer.name() == self.extractive.name());
+            match earlier {
+                Some(text)
+                    if !self.fits_as_it_is(previewed.as_ref(), cut.pinned, &due, state)? =>
+                {
+                    again = Some(text);
+                }
+                _ => {
+                    return self.nothing_new(previewed, previewed_outputs, cut.pinned, &due, state);
+                }
+            }
         }
+        let shrinking_only = again.is_some();
         // A summary written here (condense's own) tells how each call of the head ended from
         // what its tool returned, not from the note that replaced it (an exit code is in the
         // output alone); a model reads what the agent's request holds, and is paid by the token.
@@ -750,21 +765,59 @@ impl Compactor {
                     .saturating_sub(self.summary_tokens - summary_room)
             }),
         };
-        let written = self
-            .written_summary(summarizer, fork, head, cut.head_tokens, &due, state)
-            .await?;
-        let (name, parsed, rejected) = match written {
+        let written = match again {
+            Some(text) => Ok((
+                self.extractive.name().to_owned(),
+                condense_template::ParsedSummary {
+                    text,
+                    missing_sections: Vec::new(),
+                },
+                None,
+            )),
+            None => {
+                self.written_summary(summarizer, fork, head, cut.head_tokens, &due, state)
+                    .await?
+            }
+        };
+        let (name, mut parsed, rejected) = match written {
             Ok(written) => written,
             Err(failed) => return Ok((failed, None)),
         };
-        let summary = Summary {
-            text: &parsed.text,
+        let assembly = Assembly {
+            conversation,
+            cut: &cut,
+            carried: &carried,
             continuation: self.continuation_for(Phases::Both { automatic }, messages),
             lead: self.task_leads(messages, &cut, &carried),
+            due: &due,
         };
-        let mut compacted = reassembled(conversation, &cut, &carried, &summary);
-        let tail = (cut.pinned + 1 + carried.len())..compacted.messages.len();
-        let fitted = self.fitted(&mut compacted, tail, &due, &mut state.log)?;
+        let mut request = self.assembled(&assembly, &parsed.text, state)?;
+        if name == self.extractive.name() {
+            let head = &restored.as_ref().unwrap_or(whole).messages[cut.head()];
+            let excess = self.over_the_window(&request.conversation, &due);
+            match self.shrunk_to_fit(&assembly, head, &parsed.text, excess, state)? {
+                Some((text, fits)) => {
+                    parsed.text = text;
+                    request = fits;
+                }
+                None if shrinking_only && excess > 0 => {
+                    let previewed = previewed.clone();
+                    return self.nothing_new(previewed, previewed_outputs, cut.pinned, &due, state);
+                }
+                None => {}
+            }
+        }
+        let Assembled {
+            conversation: compacted,
+            fitted,
+            log,
+        } = request;
+        state.log = log;
+        let summary = Summary {
+            text: &parsed.text,
+            continuation: assembly.continuation,
+            lead: assembly.lead,
+        };
         let summary_at = summary.at(&cut);
         let summary_tokens = self.counter.count_message(&compacted.messages[summary_at]);
         let outcome = CompactionOutcome::Summarized {
@@ -887,6 +940,89 @@ impl Compactor {
         let cut = self.fitted(&mut fitted, tail, due, log)?;
         let count = cut.inputs + cut.protected + cut.person;
         Ok(((count > 0).then_some(fitted), count))
+    }
+
+    /// The conversation `assembly` makes with the summary `text`, fitted to the window
+    /// ([`Compactor::fitted`]), with what that cut and the session's decisions as they would
+    /// then stand (`state`'s are left as they are, for the caller to keep the one it sends).
+    fn assembled(
+        &self,
+        assembly: &Assembly<'_>,
+        text: &str,
+        state: &SessionState,
+    ) -> Result<Assembled, HostError> {
+        let summary = Summary {
+            text,
+            continuation: assembly.continuation,
+            lead: assembly.lead,
+        };
+        let mut compacted = reassembled(
+            assembly.conversation,
+            assembly.cut,
+            assembly.carried,
+            &summary,
+        );
+        let tail = (assembly.cut.pinned + 1 + assembly.carried.len())..compacted.messages.len();
+        let mut log = state.log.clone();
+        let fitted = self.fitted(&mut compacted, tail, assembly.due, &mut log)?;
+        Ok(Assembled {
+            conversation: compacted,
+            fitted,
+            log,
+        })
+    }
+
+    /// condense's own summary of `head`, written again smaller than `text` each time, as
+    /// strictly within what the window leaves it as it must be ([`Extractive::strictly_within`])
+    /// for the request `assembly` makes, `excess` tokens over the window with `text`, to fit:
+    /// the summary that makes it fit and that request, or `None` where none does (the last
+    /// exchange alone is over the window). The summary's room is reckoned before the tail's
+    /// cuts, and in condense's count of a window the provider measures, so a request can still
+    /// be over it; a model's summary is not asked for again. Where no summary makes the request
+    /// fit, the one written stays: the request fails either way, and the summary goes on into
+    /// later ones, which a summary shrunk for nothing would leave poorer.
+    fn shrunk_to_fit(
+        &self,
+        assembly: &Assembly<'_>,
+        head: &[Message],
+        text: &str,
+        mut excess: usize,
+        state: &SessionState,
+    ) -> Result<Option<(String, Assembled)>, HostError> {
+        let mut text = Cow::Borrowed(text);
+        while excess > 0 {
+            let written = self.counter.count_text(&text);
+            let Some(smaller) = self
+                .extractive
+                .strictly_within(written.saturating_sub(excess))
+                .summary_carrying(head, assembly.carried)
+                .ok()
+                .filter(|smaller| self.counter.count_text(smaller) < written)
+            else {
+                return Ok(None);
+            };
+            let attempt = self.assembled(assembly, &smaller, state)?;
+            excess = self.over_the_window(&attempt.conversation, assembly.due);
+            if excess == 0 {
+                return Ok(Some((smaller, attempt)));
+            }
+            text = Cow::Owned(smaller);
+        }
+        Ok(None)
+    }
+
+    /// Whether `conversation`, with nothing to summarize, fits the window once fitted to it as
+    /// [`Compactor::nothing_new`] would fit it (nothing of it is logged here).
+    fn fits_as_it_is(
+        &self,
+        conversation: &Conversation,
+        pinned: usize,
+        due: &Due,
+        state: &SessionState,
+    ) -> Result<bool, HostError> {
+        let mut log = state.log.clone();
+        let (fitted, _) = self.fitted_as_it_is(conversation, pinned, due, &mut log)?;
+        Ok(self.over_the_window(fitted.as_ref().unwrap_or(conversation), due) == 0)
     }
 
     /// The tokens by which `compacted` is more than the window holds of the request `due`
@@ -1742,6 +1878,32 @@ fn in_ours(limit: usize, due: usize, ours: usize, line: Option<Line>) -> usize {
 /// exchange whole), the request is fitted as one with nothing to summarize is.
 fn nothing_new(head: &[Message], carried: &[Message]) -> bool {
     head.first().is_some_and(Message::is_compaction_summary) && head[1..] == carried[..]
+}
+
+/// What a compacted request is made of but its summary ([`Compactor::assembled`]).
+struct Assembly<'a> {
+    /// The conversation compacted, its tail's previews made.
+    conversation: &'a Conversation,
+    /// Where it is cut.
+    cut: &'a Split,
+    /// The head's messages kept past the summary.
+    carried: &'a [Message],
+    /// What the agent is told after the summary.
+    continuation: Option<&'a str>,
+    /// Whether the person's opening request goes in front of the summary.
+    lead: bool,
+    /// The request as measured.
+    due: &'a Due,
+}
+
+/// A compacted request as [`Compactor::assembled`] made it.
+struct Assembled {
+    /// The request.
+    conversation: Conversation,
+    /// What was cut for it to fit the window.
+    fitted: Fitted,
+    /// The session's decisions once it is sent.
+    log: condense_pruner::DecisionLog,
 }
 
 /// The summary a compaction puts in, and where.
