@@ -980,7 +980,12 @@ impl Compactor {
     /// cuts, and in condense's count of a window the provider measures, so a request can still
     /// be over it; a model's summary is not asked for again. Where no summary makes the request
     /// fit, the one written stays: the request fails either way, and the summary goes on into
-    /// later ones, which a summary shrunk for nothing would leave poorer.
+    /// later ones, which a summary shrunk for nothing would leave poorer. Nor is it written
+    /// again before the session's own figures give condense's count a line to the provider's
+    /// ([`Line`]): measured by a share of the request, a prefix the provider adds to every
+    /// request is taken as growing with the conversation, and a request far inside the window
+    /// can seem over it (9cc4a4b0's second at 18K, 14.3K tokens by the provider's count, once
+    /// lost its summary's files for the rest of the session so).
     fn shrunk_to_fit(
         &self,
         assembly: &Assembly<'_>,
@@ -989,6 +994,9 @@ impl Compactor {
         mut excess: usize,
         state: &SessionState,
     ) -> Result<Option<(String, Assembled)>, HostError> {
+        if assembly.due.line.is_none() {
+            return Ok(None);
+        }
         let mut text = Cow::Borrowed(text);
         while excess > 0 {
             let written = self.counter.count_text(&text);
