@@ -726,23 +726,57 @@ impl Compactor {
             self.beside_the_tail(messages, &cut, &room, due.tail.rules.min_tail_turns);
         // The tail's previews made above still go out: they are logged, so every later request
         // repeats them, and this one, which may be over the window without them, has them too.
-        // With nothing new, condense's own summary is written again only where the request is
-        // over the window even with the cuts made to fit it: smaller (below), or not at all.
-        let mut again = None;
-        if nothing_new(head, &carried) {
-            let earlier =
-                previous_summary(head).filter(|_| summarizer.name() == self.extractive.name());
-            match earlier {
-                Some(text)
-                    if !self.fits_as_it_is(previewed.as_ref(), cut.pinned, &due, state)? =>
-                {
-                    again = Some(text);
-                }
-                _ => {
+        let again = match nothing_new(head, &carried) {
+            false => None,
+            true => match self
+                .earlier_over_the_window(head, summarizer, &previewed, &cut, &due, state)?
+            {
+                None => {
                     return self.nothing_new(previewed, previewed_outputs, cut.pinned, &due, state);
                 }
-            }
-        }
+                earlier => earlier,
+            },
+        };
+        let prepared = Prepared {
+            whole,
+            previewed: &previewed,
+            cut,
+            carried,
+            summary_room,
+            protected_summarized,
+            previewed_outputs,
+            tail_inputs,
+            due,
+        };
+        self.written_and_sent(prepared, again, summarizer, automatic, state)
+            .await
+    }
+
+    /// The summary of `prepared`'s head written (or, `again`, condense's earlier summary with
+    /// nothing new, to be written again smaller), and the request it goes out in, fitted to
+    /// the window ([`Compactor::sent_with`]).
+    async fn written_and_sent(
+        &self,
+        prepared: Prepared<'_>,
+        again: Option<String>,
+        summarizer: &dyn Summarizer,
+        automatic: bool,
+        state: &mut SessionState,
+    ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
+        let Prepared {
+            whole,
+            previewed,
+            cut,
+            carried,
+            summary_room,
+            protected_summarized,
+            previewed_outputs,
+            tail_inputs,
+            due,
+        } = prepared;
+        let conversation = previewed.as_ref();
+        let messages = &conversation.messages;
+        let head = &messages[cut.head()];
         let shrinking_only = again.is_some();
         // A summary written here (condense's own) tells how each call of the head ended from
         // what its tool returned, not from the note that replaced it (an exit code is in the
@@ -751,30 +785,11 @@ impl Compactor {
             .runs_locally()
             .then(|| self.with_originals(whole, cut.head()))
             .flatten();
-        let fork = Fork {
-            conversation: restored.as_ref().unwrap_or(whole),
-            head: cut.head(),
-            carried: &carried,
-            tokens: due.tokens,
-            window: due.tail.context_window,
-            counted: due.counted,
-            cached: due.cached,
-            summary_tokens: (summary_room < self.summary_tokens).then(|| {
-                self.extractive
-                    .budget_tokens()
-                    .saturating_sub(self.summary_tokens - summary_room)
-            }),
-        };
+        let summarized = restored.as_ref().unwrap_or(whole);
         let written = match again {
-            Some(text) => Ok((
-                self.extractive.name().to_owned(),
-                condense_template::ParsedSummary {
-                    text,
-                    missing_sections: Vec::new(),
-                },
-                None,
-            )),
+            Some(text) => Ok(self.as_written(text)),
             None => {
+                let fork = self.fork(summarized, &cut, &carried, &due, summary_room);
                 self.written_summary(summarizer, fork, head, cut.head_tokens, &due, state)
                     .await?
             }
@@ -791,22 +806,14 @@ impl Compactor {
             lead: self.task_leads(messages, &cut, &carried),
             due: &due,
         };
-        let mut request = self.assembled(&assembly, &parsed.text, state)?;
-        if name == self.extractive.name() {
-            let head = &restored.as_ref().unwrap_or(whole).messages[cut.head()];
-            let excess = self.over_the_window(&request.conversation, &due);
-            match self.shrunk_to_fit(&assembly, head, &parsed.text, excess, state)? {
-                Some((text, fits)) => {
-                    parsed.text = text;
-                    request = fits;
-                }
-                None if shrinking_only && excess > 0 => {
-                    let previewed = previewed.clone();
-                    return self.nothing_new(previewed, previewed_outputs, cut.pinned, &due, state);
-                }
-                None => {}
-            }
-        }
+        let ours = name == self.extractive.name();
+        let head = &summarized.messages[cut.head()];
+        let sent = self.sent_with(&assembly, head, parsed.text, ours, shrinking_only, state)?;
+        let Some((text, request)) = sent else {
+            let previewed = previewed.clone();
+            return self.nothing_new(previewed, previewed_outputs, cut.pinned, &due, state);
+        };
+        parsed.text = text;
         let Assembled {
             conversation: compacted,
             fitted,
@@ -940,6 +947,96 @@ impl Compactor {
         let cut = self.fitted(&mut fitted, tail, due, log)?;
         let count = cut.inputs + cut.protected + cut.person;
         Ok(((count > 0).then_some(fitted), count))
+    }
+
+    /// Where `head` is condense's earlier summary with nothing new after it, that summary's
+    /// text, to be written again smaller, where the request is over the window even with the
+    /// cuts made to fit it ([`Compactor::fits_as_it_is`]); `None` where it is sent as it is
+    /// ([`Compactor::nothing_new`]): it fits, or a model wrote it (not asked for again).
+    fn earlier_over_the_window(
+        &self,
+        head: &[Message],
+        summarizer: &dyn Summarizer,
+        previewed: &Conversation,
+        cut: &Split,
+        due: &Due,
+        state: &SessionState,
+    ) -> Result<Option<String>, HostError> {
+        let Some(earlier) =
+            previous_summary(head).filter(|_| summarizer.name() == self.extractive.name())
+        else {
+            return Ok(None);
+        };
+        Ok((!self.fits_as_it_is(previewed, cut.pinned, due, state)?).then_some(earlier))
+    }
+
+    /// The summary's request as a summarizer that asks inside the conversation makes it:
+    /// `conversation` (the agent's, outputs restored where condense writes the summary) cut
+    /// at `cut`, `carried` kept past the summary, within `summary_room` where that is less
+    /// than the summary's budget.
+    fn fork<'c>(
+        &self,
+        conversation: &'c Conversation,
+        cut: &Split,
+        carried: &'c [Message],
+        due: &Due,
+        summary_room: usize,
+    ) -> Fork<'c> {
+        Fork {
+            conversation,
+            head: cut.head(),
+            carried,
+            tokens: due.tokens,
+            window: due.tail.context_window,
+            counted: due.counted,
+            cached: due.cached,
+            summary_tokens: (summary_room < self.summary_tokens).then(|| {
+                self.extractive
+                    .budget_tokens()
+                    .saturating_sub(self.summary_tokens - summary_room)
+            }),
+        }
+    }
+
+    /// `text`, condense's own summary as it stands, as [`Compactor::written_summary`] gives a
+    /// summary it wrote.
+    fn as_written(
+        &self,
+        text: String,
+    ) -> (String, condense_template::ParsedSummary, Option<String>) {
+        let parsed = condense_template::ParsedSummary {
+            text,
+            missing_sections: Vec::new(),
+        };
+        (self.extractive.name().to_owned(), parsed, None)
+    }
+
+    /// The request `assembly` makes with the summary `text` (condense's own where `ours`, of
+    /// `head`), and the summary it goes out with: written again smaller where that makes an
+    /// over-the-window request fit ([`Compactor::shrunk_to_fit`]). `None` where the summary is
+    /// only being written again (`shrinking_only`, nothing new) and no smaller one fits: the
+    /// request goes out as one with nothing new.
+    fn sent_with(
+        &self,
+        assembly: &Assembly<'_>,
+        head: &[Message],
+        text: String,
+        ours: bool,
+        shrinking_only: bool,
+        state: &SessionState,
+    ) -> Result<Option<(String, Assembled)>, HostError> {
+        let request = self.assembled(assembly, &text, state)?;
+        if !ours {
+            return Ok(Some((text, request)));
+        }
+        let excess = self.over_the_window(&request.conversation, assembly.due);
+        Ok(
+            match self.shrunk_to_fit(assembly, head, &text, excess, state)? {
+                Some(smaller) => Some(smaller),
+                None if shrinking_only && excess > 0 => None,
+                None => Some((text, request)),
+            },
+        )
     }
 
     /// The conversation `assembly` makes with the summary `text`, fitted to the window
@@ -1886,6 +1983,29 @@ fn in_ours(limit: usize, due: usize, ours: usize, line: Option<Line>) -> usize {
 /// exchange whole), the request is fitted as one with nothing to summarize is.
 fn nothing_new(head: &[Message], carried: &[Message]) -> bool {
     head.first().is_some_and(Message::is_compaction_summary) && head[1..] == carried[..]
+}
+
+/// A compaction once its cut is made, its tail's previews made and what it carries chosen
+/// ([`Compactor::summarize`]), for [`Compactor::written_and_sent`].
+struct Prepared<'a> {
+    /// The conversation as the agent's request carries it.
+    whole: &'a Conversation,
+    /// The conversation with its tail's previews.
+    previewed: &'a Cow<'a, Conversation>,
+    /// Where it is cut.
+    cut: Split,
+    /// The head's messages kept past the summary.
+    carried: Vec<Message>,
+    /// The most the summary may take.
+    summary_room: usize,
+    /// Protected pairs of the head left to the summary.
+    protected_summarized: usize,
+    /// Tail outputs cut to previews.
+    previewed_outputs: usize,
+    /// Tail inputs cut to previews.
+    tail_inputs: usize,
+    /// The request as measured.
+    due: Due,
 }
 
 /// What a compacted request is made of but its summary ([`Compactor::assembled`]).
