@@ -1069,11 +1069,10 @@ impl Compactor {
         })
     }
 
-    /// condense's own summary of `head`, written again smaller than `text` each time, as
-    /// strictly within what the window leaves it as it must be ([`Extractive::strictly_within`])
-    /// for the request `assembly` makes, `excess` tokens over the window with `text`, to fit:
-    /// the summary that makes it fit and that request, or `None` where none does (the last
-    /// exchange alone is over the window). The summary's room is reckoned before the tail's
+    /// condense's own summary of `head` written again, strictly within what the window leaves
+    /// it ([`Extractive::strictly_within`]) and smaller each time, until the request `assembly`
+    /// makes, `excess` tokens over the window with `text`, fits: that summary and the request,
+    /// or `None` where none makes it fit (the last exchange alone is over the window). The summary's room is reckoned before the tail's
     /// cuts, and in condense's count of a window the provider measures, so a request can still
     /// be over it; a model's summary is not asked for again. Where no summary makes the request
     /// fit, the one written stays: the request fails either way, and the summary goes on into

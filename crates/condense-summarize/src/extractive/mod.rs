@@ -40,9 +40,9 @@ const GIST_CHARS: usize = 200;
 #[derive(Clone, Deserialize)]
 pub struct ExtractiveSettings {
     /// The summary, as written, stays within this many tokens, but for the quoted requests and
-    /// the file lists, which only a strict budget cuts ([`Extractive::strictly_within`]). (The host gives it its `summarizer.budget_tokens`
-    /// less what wraps the summary in its message, so that the message stays within the
-    /// setting.)
+    /// the file lists, which only a strict budget cuts ([`Extractive::strictly_within`]). (The
+    /// host gives it its `summarizer.budget_tokens` less what wraps the summary in its message,
+    /// so that the message stays within the setting.)
     pub budget_tokens: usize,
     /// Each of the person's messages is quoted up to this many characters.
     pub quote_chars: usize,
@@ -531,13 +531,12 @@ fn file_lines(facts: &Facts) -> Vec<String> {
 /// Takes one of the lines every summary holds out of `bodies` (or shortens it), for a summary
 /// whose budget cannot hold them all, and gives its section: what the agent is least likely to
 /// miss goes first. A path listed both relative to the working directory and whole goes in its
-/// relative form (the whole one names it). Each of the person's requests is shortened to the start that names it, the
-/// earliest first; then the files the agent read go, the earliest first (it can read them
-/// again), then the files it changed, the earliest first (they are on disk as changed); then
-/// the requests, the earliest first, their opening request (the task) and their latest last
-/// of all.
-/// `None`: nothing is left to take. (`required[i]`: how many of section `i`'s lines, at its
-/// top, are such lines.)
+/// relative form (the whole one names it). Each of the person's requests is shortened to the
+/// start that names it, the earliest first; then the files the agent read go, the earliest
+/// first (it can read them again), then the files it changed, the earliest first (they are on
+/// disk as changed); then the requests, the earliest first, their opening request (the task)
+/// and their latest last of all. `None`: nothing is left to take. (`required[i]`: how many of
+/// section `i`'s lines, at its top, are such lines.)
 fn shed_required(bodies: &mut [Vec<String>], required: &mut [usize]) -> Option<usize> {
     // A path listed relative to the working directory and also whole: the whole one names it.
     let listed: Vec<&str> = bodies
