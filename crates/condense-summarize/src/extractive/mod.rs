@@ -140,7 +140,8 @@ impl Extractive {
         }
     }
 
-    /// The tokens its summaries keep within (but for what is never cut).
+    /// The tokens its summaries keep within (but for the requests and files, which only a
+    /// strict budget cuts: [`Extractive::strictly_within`]).
     pub fn budget_tokens(&self) -> usize {
         self.settings.budget_tokens
     }
