@@ -68,6 +68,9 @@ struct Fitted {
     protected: usize,
     /// Messages of the person's cut.
     person: usize,
+    /// The tokens by which the request is still over the window once these are cut
+    /// ([`Compactor::over_the_window`]); 0 where it fits.
+    excess: usize,
 }
 
 impl std::fmt::Debug for Compactor {
@@ -898,10 +901,14 @@ impl Compactor {
             excess = self.over_the_window(compacted, due);
         }
         let person = pruner.preview_person_to_fit(compacted, tail, excess, log)?;
+        if person > 0 {
+            excess = self.over_the_window(compacted, due);
+        }
         Ok(Fitted {
             inputs,
             protected: outputs + protected_inputs,
             person,
+            excess,
         })
     }
 
@@ -1029,7 +1036,7 @@ impl Compactor {
         if !ours {
             return Ok(Some((text, request)));
         }
-        let excess = self.over_the_window(&request.conversation, assembly.due);
+        let excess = request.fitted.excess;
         Ok(
             match self.shrunk_to_fit(assembly, head, &text, excess, state)? {
                 Some(smaller) => Some(smaller),
@@ -1106,7 +1113,7 @@ impl Compactor {
                 return Ok(None);
             };
             let attempt = self.assembled(assembly, &smaller, state)?;
-            excess = self.over_the_window(&attempt.conversation, assembly.due);
+            excess = attempt.fitted.excess;
             if excess == 0 {
                 return Ok(Some((smaller, attempt)));
             }
