@@ -281,7 +281,16 @@ fn plot_kind(path: &std::path::Path) -> Result<PlotKind> {
 /// The subagent logs Claude Code 2 keeps beside a session's log (`SESSION/subagents/
 /// agent-ID.jsonl` next to `SESSION.jsonl`; directories of that name aside), in the order of
 /// their names: their requests are not in the session's log.
+///
+/// Claude Code 2 keeps the request of its own compaction there too (`agent-acompact-ID.jsonl`:
+/// the agent's messages, its summary prompt and the summary). That is no subagent: no policy
+/// but Claude Code's makes it, and the main thread's replay already does (the `recorded`
+/// policy at the summary line, Claude Code's rules at each compaction of their own). Replayed
+/// as a thread, every policy would pay for it, and fail it in any window smaller than the
+/// session it summarized.
 fn subagent_logs(input: Option<&std::path::Path>) -> Vec<PathBuf> {
+    /// How Claude Code 2 names the log of its own compaction request.
+    const COMPACTION_LOG: &str = "agent-acompact-";
     let Some(dir) = input.map(|input| input.with_extension("").join("subagents")) else {
         return Vec::new();
     };
@@ -293,7 +302,10 @@ fn subagent_logs(input: Option<&std::path::Path>) -> Vec<PathBuf> {
         .filter(|entry| {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            name.starts_with("agent-") && name.ends_with(".jsonl") && !entry.path().is_dir()
+            name.starts_with("agent-")
+                && !name.starts_with(COMPACTION_LOG)
+                && name.ends_with(".jsonl")
+                && !entry.path().is_dir()
         })
         .map(|entry| entry.path())
         .collect();
@@ -349,6 +361,19 @@ fn print_heading(replay: &Replay, name: &str) -> Result<()> {
             calibration.fitted_on,
             thousands(calibration.hidden_prefix),
             calibration.scale
+        );
+    }
+    if let Some(length) = &replay.summary_length {
+        let factors: Vec<String> = length
+            .factors
+            .iter()
+            .map(|(template, factor)| format!("{factor:.2}x ({template})"))
+            .collect();
+        say!(
+            "summaries a model writes sized as the harness's own in this log ({} of {} tokens on average): {} the stand-in's",
+            length.samples,
+            thousands(length.mean_tokens as u64),
+            factors.join(", ")
         );
     }
     say!("");

@@ -1022,6 +1022,27 @@ fn replay_of_a_log_claude_code_compacted_counts_its_summarizer_call() {
     // `recorded` writes little more than `none` does.
     let writes = |policy: &Value| policy["cache_write_tokens"].as_u64().unwrap();
     assert!(writes(recorded) < writes(none) + 1_000, "{value}");
+    // Its summary is the measure of a model's: the stand-ins of the policies whose summary a
+    // model writes are sized by it, and the report says by how much.
+    let length = &value["summary_length"];
+    assert_eq!(length["samples"], 1, "{value}");
+    assert!(length["mean_tokens"].as_u64().unwrap() > 0, "{value}");
+    let templates: Vec<&str> = length["factors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|factor| factor[0].as_str().unwrap())
+        .collect();
+    assert_eq!(templates, ["detailed", "structured"]);
+    let table = condense(
+        dir.path(),
+        &["replay", input.to_str().unwrap(), "--policy", "none"],
+    );
+    let stdout = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        stdout.contains("summaries a model writes sized as the harness's own in this log (1 of "),
+        "{stdout}"
+    );
 }
 
 /// Claude Code 2 keeps each subagent's log beside the session's (`SESSION/subagents/
@@ -1057,8 +1078,14 @@ fn replay_replays_the_subagent_logs_beside_a_session_with_it() {
         stdout.contains("cache-hit share on the subagents: simulated "),
         "{stdout}"
     );
-    // A directory of that name is no log.
+    // A directory of that name is no log, and Claude Code's own compaction request, logged
+    // beside them, is no subagent.
     std::fs::create_dir(dir.path().join("s/subagents/agent-b.jsonl")).unwrap();
+    std::fs::copy(
+        data.join("claude-code-2.1.197-subagent.jsonl"),
+        dir.path().join("s/subagents/agent-acompact-5e1f2a.jsonl"),
+    )
+    .unwrap();
     let value = replay_json(dir.path(), &session, &["recorded"]);
     assert_eq!(value["subagents"].as_array().unwrap().len(), 1);
     assert_eq!(value["policies"], without["policies"], "the main thread");

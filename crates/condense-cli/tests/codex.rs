@@ -166,6 +166,8 @@ fn replay_of_a_log_codex_compacted_covers_the_requests_before_its_compaction() {
     // Without Codex's compaction: no summarizer call, and the history grows to the end.
     assert_eq!(none["requests"], 8);
     assert_eq!(none["compactions"], 0);
+    // Codex's summary is the measure of a model's for the stand-ins.
+    assert_eq!(value["summary_length"]["samples"], 1, "{value}");
     assert!(
         none["peak_context_tokens"].as_u64() > recorded["peak_context_tokens"].as_u64(),
         "{value}"

@@ -57,6 +57,7 @@ mod prompt;
 mod recording;
 pub mod retention;
 mod run;
+mod stand_in;
 
 pub use cache::{Ttl, Usage};
 pub use policy::{Model, Policy, Prepared, SummarizerCall, SummarizerInput};
@@ -67,6 +68,7 @@ pub use run::{
     Agreement, NotReplayed, PolicyResult, Progress, Provider, RecordedFigures, Replay,
     ReplaySettings, Row, RowKind, SubagentRecording, SubagentReplay, replay, replay_session,
 };
+pub use stand_in::SummaryLength;
 
 /// Why a replay could not be made.
 #[derive(Debug, thiserror::Error)]

@@ -102,6 +102,9 @@ pub struct Recording {
     /// The session as if the harness had never compacted on its own: the messages without
     /// those it wrote when it did. `None` when it never did.
     uncompacted: Option<Vec<Message>>,
+    /// Each summary the harness wrote when it compacted on its own: how many messages of
+    /// `uncompacted` came before it, and its index in `conversation`.
+    harness_summaries: Vec<(usize, usize)>,
 }
 
 impl Recording {
@@ -132,11 +135,18 @@ impl Recording {
             .map(condense_formats::harness_compaction)
             .collect();
         let mut steps: Vec<Step> = Vec::new();
+        let mut harness_summaries = Vec::new();
         let mut made_before = 0;
         for (answer, message) in messages.iter().enumerate() {
             let uncompacted_answer = answer - made_before;
             if made[answer].is_some() {
                 made_before += 1;
+            }
+            if matches!(
+                made[answer],
+                Some(HarnessCompaction::SummarizerAnswer | HarnessCompaction::Summary)
+            ) {
+                harness_summaries.push((uncompacted_answer, answer));
             }
             // The answer of the harness's own summarizer: Codex logs it as an item; Claude
             // Code's summary is the answer of its compaction request (the history before it,
@@ -193,7 +203,22 @@ impl Recording {
             conversation,
             steps,
             uncompacted,
+            harness_summaries,
         }
+    }
+
+    /// The summaries the harness wrote when it compacted on its own (Claude Code's summary
+    /// line, Codex's summarizer answer), each after the session it summarized, as if the
+    /// harness had never compacted before it: what its model writes when asked for a summary,
+    /// at the point it was asked.
+    pub fn harness_summaries(&self) -> impl Iterator<Item = (&[Message], &Message)> {
+        self.harness_summaries.iter().map(|&(before, index)| {
+            let session = match &self.uncompacted {
+                Some(uncompacted) => &uncompacted[..before],
+                None => &self.conversation.messages[..before],
+            };
+            (session, &self.conversation.messages[index])
+        })
     }
 
     /// The history before `step`'s answer: as the harness recorded it, its own compactions

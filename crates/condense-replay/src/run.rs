@@ -12,7 +12,7 @@ use crate::prices::PriceTable;
 use crate::prompt::{Calibration, Point, Prompt};
 use crate::recording::{Recording, Step};
 use crate::retention::Produced;
-use crate::{RecordedUsage, ReplayError};
+use crate::{RecordedUsage, ReplayError, SummaryLength};
 
 /// Whose cache and prices the requests are sent against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -207,6 +207,11 @@ pub struct Replay {
     pub agent_requests: usize,
     /// How condense's counts were turned into the provider's.
     pub calibration: Calibration,
+    /// How long the summaries the session's harness wrote itself run against the stand-ins
+    /// for a model's ([`SummaryLength`]); `None` when the log holds none, and the stand-ins
+    /// keep their own length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_length: Option<SummaryLength>,
     /// One result per policy, in the order asked.
     pub policies: Vec<PolicyResult>,
     /// What the log accounts for beside its main thread, which no policy replays. `None` when
@@ -301,7 +306,15 @@ pub fn replay(
     counter: Arc<dyn TokenCounter>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Replay, ReplayError> {
-    replay_thread(recording, policies, settings, counter, None, progress)
+    let length = SummaryLength::of(recording, &counter)?;
+    replay_thread(
+        recording,
+        policies,
+        settings,
+        counter,
+        (None, length.as_ref()),
+        progress,
+    )
 }
 
 /// Replays a session's main thread (`recording`, under `policies`) and each of the subagents
@@ -316,12 +329,14 @@ pub fn replay_session(
     counter: Arc<dyn TokenCounter>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Replay, ReplayError> {
+    // A subagent asks the session's model, whose summaries the main thread's log shows.
+    let length = SummaryLength::of(recording, &counter)?;
     let mut whole = replay_thread(
         recording,
         policies,
         settings,
         counter.clone(),
-        None,
+        (None, length.as_ref()),
         progress,
     )?;
     if subagents.is_empty() {
@@ -349,7 +364,7 @@ pub fn replay_session(
             &mut subagent.policies,
             settings,
             counter.clone(),
-            Some(&subagent.name),
+            (Some(&subagent.name), length.as_ref()),
             progress,
         )?;
         whole.subagents.push(SubagentReplay {
@@ -445,7 +460,7 @@ fn replay_thread(
     policies: &mut [Box<dyn Policy>],
     settings: &ReplaySettings,
     counter: Arc<dyn TokenCounter>,
-    thread: Option<&str>,
+    (thread, summary_length): (Option<&str>, Option<&SummaryLength>),
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Replay, ReplayError> {
     let mut fitted = calibrate(recording, counter.as_ref());
@@ -466,6 +481,7 @@ fn replay_thread(
             .cache_prices(settings.provider, settings.ttl),
         cache_lifetime_minutes: settings.ttl.ms() / 60_000,
         answering: None,
+        summary_length,
     };
     // What the session had produced by each request: the same for every policy.
     let produced: Vec<Produced> = recording
@@ -513,6 +529,7 @@ fn replay_thread(
         context_window: settings.context_window,
         agent_requests: recording.steps.len(),
         calibration,
+        summary_length: summary_length.cloned(),
         policies: results,
         not_replayed: not_replayed(recording, settings),
         subagents: Vec::new(),

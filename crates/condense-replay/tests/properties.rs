@@ -113,6 +113,7 @@ proptest! {
             prices: condense_host::CachePrices::default(),
             cache_lifetime_minutes: 5,
             answering: None,
+            summary_length: None,
         };
         for name in ["claude-code", "opencode", "hermes"] {
             let mut policy = policy::named(name, counter.clone()).unwrap();

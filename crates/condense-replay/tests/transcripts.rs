@@ -73,6 +73,7 @@ fn model(counter: &dyn TokenCounter, window: usize) -> condense_replay::Model<'_
         prices: condense_host::CachePrices::default(),
         cache_lifetime_minutes: 5,
         answering: None,
+        summary_length: None,
     }
 }
 

@@ -13,7 +13,8 @@
 //!    was over, and asks again, at most [`MAX_PTL_RETRIES`] times (`truncateHeadForPTLRetry`
 //!    in its `compact.ts`): the summary is of what was left, and the request that succeeded
 //!    reads only the system prompt from the cache. When no retry fits, the compaction fails and
-//!    the request goes as it is.
+//!    the request goes as it is. The summary is a stand-in written with the detailed template,
+//!    as long as Claude Code's own summaries in the log run against it ([`crate::SummaryLength`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -21,9 +22,10 @@ use std::sync::Arc;
 use condense_core::{Message, Role};
 use condense_tokenizer::TokenCounter;
 
-use super::{Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, outputs, summary_of};
+use super::{Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, outputs};
 use crate::ReplayError;
 use crate::prompt::Prompt;
+use crate::stand_in::stand_in;
 
 /// `MAX_OUTPUT_TOKENS_FOR_SUMMARY`: the reply reserve is `min(max_output, this)` (p99.99 of a
 /// compact summary's length, 17,387 tokens, rounded up).
@@ -173,7 +175,8 @@ impl Policy for ClaudeCode {
                 pruned_outputs,
             });
         };
-        let Some(summary) = summary_of(&summarized, "detailed", self.counter.clone())? else {
+        let Some(summary) = stand_in(&summarized, "detailed", &self.counter, model.summary_length)?
+        else {
             return Ok(Prepared {
                 input,
                 summarizer: None,
@@ -302,6 +305,7 @@ mod tests {
             prices: condense_host::CachePrices::default(),
             cache_lifetime_minutes: 5,
             answering: None,
+            summary_length: None,
         }
     }
 

@@ -15,9 +15,9 @@ use condense_tokenizer::TokenCounter;
 
 use super::{
     Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, WalkLimits, pair_safe_start,
-    summary_of,
 };
 use crate::ReplayError;
+use crate::stand_in::stand_in;
 
 /// Compression starts at this share of the window (85 %).
 pub const THRESHOLD: f64 = 0.85;
@@ -65,8 +65,13 @@ impl Hermes {
         })
     }
 
-    /// Summarizes the middle of the current input; `None` when there is no middle.
-    fn compress(&mut self, history: &[Message]) -> Result<Option<SummarizerCall>, ReplayError> {
+    /// Summarizes the middle of the current input, the summary sized as `length` measures a
+    /// model's ([`crate::SummaryLength`]); `None` when there is no middle.
+    fn compress(
+        &mut self,
+        history: &[Message],
+        length: Option<&crate::SummaryLength>,
+    ) -> Result<Option<SummarizerCall>, ReplayError> {
         let input = self.live.input(history);
         let front = self.live.front.len();
         let tail = pair_safe_start(&input, input.len().saturating_sub(PROTECT_LAST));
@@ -88,7 +93,7 @@ impl Hermes {
             return Ok(None);
         }
         let middle = &input[head..tail];
-        let Some(summary) = summary_of(middle, "structured", self.counter.clone())? else {
+        let Some(summary) = stand_in(middle, "structured", &self.counter, length)? else {
             return Ok(None);
         };
         let summary = Message::text(Role::User, format!("[CONTEXT SUMMARY]: {summary}"));
@@ -121,7 +126,7 @@ impl Policy for Hermes {
         if model.tokens(&self.live.input(history)) >= threshold {
             pruned_outputs = self.prune(history);
             if model.tokens(&self.live.input(history)) >= threshold {
-                summarizer = self.compress(history)?;
+                summarizer = self.compress(history, model.summary_length)?;
             }
         }
         Ok(Prepared {

@@ -25,6 +25,8 @@ use crate::ReplayError;
 use crate::prompt::Calibration;
 
 pub use claude_code::ClaudeCode;
+#[cfg(test)]
+pub(crate) use claude_code::SUMMARY_INTRO;
 pub use condense::{Condense, SummaryRequests};
 pub use hermes::Hermes;
 pub use none::NoCompaction;
@@ -75,6 +77,10 @@ pub struct Model<'a> {
     /// The model the request goes to, where the log names the one that answered it: the
     /// provider keeps a cache per model, and the request names its model on the wire.
     pub answering: Option<&'a str>,
+    /// How long a model's summary runs in this session, where the log holds the harness's own
+    /// ([`crate::SummaryLength`]): the policies whose summary a model writes size their
+    /// stand-ins by it.
+    pub summary_length: Option<&'a crate::SummaryLength>,
 }
 
 impl std::fmt::Debug for Model<'_> {
@@ -251,6 +257,11 @@ pub(crate) fn outputs(messages: &[Message]) -> Vec<Output> {
     }
     found
 }
+
+/// The built-in templates the stand-ins for a model's summary are written with: Claude Code's
+/// prompt asks for the detailed one's sections, opencode's and hermes-agent's for the
+/// structured one's.
+pub(crate) const STAND_IN_TEMPLATES: [&str; 2] = ["detailed", "structured"];
 
 /// The extractive summary of `head` with the built-in template `template`; `None` when there is
 /// nothing in it to summarize.

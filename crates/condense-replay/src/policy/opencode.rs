@@ -19,10 +19,9 @@ use condense_compact::OPENCODE_CONTINUATION;
 use condense_core::{Message, OPENCODE_SUMMARY_REQUEST, Role};
 use condense_tokenizer::TokenCounter;
 
-use super::{
-    Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, WalkLimits, summary_of,
-};
+use super::{Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, WalkLimits};
 use crate::ReplayError;
+use crate::stand_in::stand_in;
 
 /// `PRUNE_PROTECT`.
 pub const PRUNE_PROTECT: usize = 40_000;
@@ -102,7 +101,9 @@ impl Policy for OpenCode {
         let mut summarizer = None;
         if overflow {
             let input = self.live.input(history);
-            if let Some(summary) = summary_of(&input, "structured", self.counter.clone())? {
+            if let Some(summary) =
+                stand_in(&input, "structured", &self.counter, model.summary_length)?
+            {
                 let summary = Message::text(Role::Assistant, summary);
                 let output_tokens = self.counter.count_message(&summary);
                 summarizer = Some(SummarizerCall {
