@@ -70,7 +70,15 @@ struct Outcome {
 }
 
 pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
-    let files = session_files(&args.sessions)?;
+    let (files, empty) = session_files(&args.sessions)?;
+    if !empty.is_empty() && verbosity != Verbosity::Quiet {
+        let names: Vec<String> = empty.iter().map(|path| path.display().to_string()).collect();
+        eprintln!(
+            "condense: left out {} file(s) that hold nothing: {}",
+            names.len(),
+            names.join(", ")
+        );
+    }
     let base_sources = sources(&args.settings)?;
     let base = load(&base_sources)?;
     let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::new(base.encoding()));
@@ -531,12 +539,17 @@ fn layer(chosen: &Outcome, base: &Config, sessions: &[Session], reference: &Outc
 }
 
 /// The session files `inputs` name: files as they are, directories' `.json` and `.jsonl`
-/// files (recursively, in order; a Claude Code session's `subagents` directory aside).
-fn session_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+/// files (recursively, in order; a Claude Code session's `subagents` directory aside), and
+/// those of the directories' files that hold nothing, left out. Claude Code leaves an empty
+/// log for a session that never got a message on its main thread (its subagents' logs beside
+/// it); in a directory of sessions that is no error, where a file named alone that holds
+/// nothing is one.
+fn session_files(inputs: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     let mut files = Vec::new();
+    let mut empty = Vec::new();
     for input in inputs {
         if input.is_dir() {
-            walk(input, &mut files)
+            walk(input, &mut files, &mut empty)
                 .with_context(|| format!("cannot read the directory {}", input.display()))?;
         } else if input.is_file() {
             files.push(input.clone());
@@ -552,10 +565,19 @@ fn session_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
             "no recorded sessions found (.json or .jsonl files) in what was given",
         ));
     }
-    Ok(files)
+    Ok((files, empty))
 }
 
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+/// Whether the file at `path` holds nothing but whitespace (read only when it is small).
+fn holds_nothing(path: &Path) -> std::io::Result<bool> {
+    let len = std::fs::metadata(path)?.len();
+    if len == 0 {
+        return Ok(true);
+    }
+    Ok(len <= 4096 && std::fs::read(path)?.iter().all(u8::is_ascii_whitespace))
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>, empty: &mut Vec<PathBuf>) -> std::io::Result<()> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .collect();
@@ -563,13 +585,17 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
     for path in entries {
         if path.is_dir() {
             if path.file_name().is_some_and(|name| name != "subagents") {
-                walk(&path, files)?;
+                walk(&path, files, empty)?;
             }
         } else if path
             .extension()
             .is_some_and(|ext| ext == "json" || ext == "jsonl")
         {
-            files.push(path);
+            if holds_nothing(&path)? {
+                empty.push(path);
+            } else {
+                files.push(path);
+            }
         }
     }
     Ok(())

@@ -19,8 +19,10 @@ fn tune_writes_a_layer_that_loads_and_keeps_what_it_says() {
         let from = transcripts().join(name);
         std::fs::copy(&from, sessions.join(from.file_name().unwrap())).unwrap();
     }
-    // Not a session: passed over.
+    // Not a session: passed over. An empty log (Claude Code leaves one for a session whose
+    // main thread never got a message): left out, and said so.
     std::fs::write(sessions.join("notes.txt"), "not a session").unwrap();
+    std::fs::write(sessions.join("6c2214d7.jsonl"), "").unwrap();
     let out_file = dir.path().join("tuned.toml");
     let args = [
         "tune",
@@ -37,6 +39,12 @@ fn tune_writes_a_layer_that_loads_and_keeps_what_it_says() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("condense: left out 1 file(s) that hold nothing: ")
+            && stderr.contains("6c2214d7.jsonl"),
+        "{stderr}"
     );
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.starts_with("2 session(s), "), "{table}");
@@ -160,4 +168,15 @@ fn tune_refuses_what_is_not_there() {
     let out = condense(dir.path(), &["tune", empty.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no recorded sessions found"));
+    // A directory of logs that hold nothing has no session either; an empty log named alone
+    // is an error that names it.
+    let log = empty.join("s.jsonl");
+    std::fs::write(&log, "\n").unwrap();
+    let out = condense(dir.path(), &["tune", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no recorded sessions found"));
+    let out = condense(dir.path(), &["tune", log.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("s.jsonl: the input is empty"), "{stderr}");
 }
