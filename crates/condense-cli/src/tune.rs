@@ -72,7 +72,10 @@ struct Outcome {
 pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
     let (files, empty) = session_files(&args.sessions)?;
     if !empty.is_empty() && verbosity != Verbosity::Quiet {
-        let names: Vec<String> = empty.iter().map(|path| path.display().to_string()).collect();
+        let names: Vec<String> = empty
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect();
         eprintln!(
             "condense: left out {} file(s) that hold nothing: {}",
             names.len(),
