@@ -364,20 +364,25 @@ fn print_heading(replay: &Replay, name: &str) -> Result<()> {
         );
     }
     if let Some(length) = &replay.summary_length {
-        let factors: Vec<String> = length
-            .factors
-            .iter()
-            .map(|(template, factor)| format!("{factor:.2}x ({template})"))
-            .collect();
-        say!(
-            "summaries a model writes sized as the harness's own in this log ({} of {} tokens on average): {} the stand-in's",
-            length.samples,
-            thousands(length.mean_tokens as u64),
-            factors.join(", ")
-        );
+        say!("{}", summary_length_line(length, "this log"));
     }
     say!("");
     Ok(())
+}
+
+/// What the stand-ins for a model's summary were sized by, measured in `whose` logs.
+pub(crate) fn summary_length_line(length: &condense_replay::SummaryLength, whose: &str) -> String {
+    let factors: Vec<String> = length
+        .factors
+        .iter()
+        .map(|(template, factor)| format!("{factor:.2}x ({template})"))
+        .collect();
+    format!(
+        "summaries a model writes sized as the harness's own in {whose} ({} of {} tokens on average): {} the stand-in's",
+        length.samples,
+        thousands(length.mean_tokens as u64),
+        factors.join(", ")
+    )
 }
 
 /// The table's columns.

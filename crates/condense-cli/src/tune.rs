@@ -28,7 +28,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result};
 use condense_host::{Compactor, Config};
-use condense_replay::{PriceTable, Provider, Recording, ReplaySettings, Ttl, policy};
+use condense_replay::{
+    PriceTable, Provider, Recording, ReplaySettings, SummaryLength, Ttl, policy,
+};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 use rayon::prelude::*;
 
@@ -86,6 +88,19 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
     let base = load(&base_sources)?;
     let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::new(base.encoding()));
     let sessions = sessions_of(&files, args.provider)?;
+    // How long the harness's model writes its summaries, measured once on every log that
+    // holds one of its own and pooled: the stand-ins of the policies whose summary a model
+    // writes are sized by it in every session, the short ones the harness never compacted too.
+    let measured: Vec<SummaryLength> = sessions
+        .par_iter()
+        .map(|session| {
+            SummaryLength::of(&session.recording, &counter).with_context(|| session.name.clone())
+        })
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    let summary_length = SummaryLength::pooled(&measured);
     let prices = PriceTable::built_in()?;
     let tail = base.tail_settings();
     let settings_for = |provider| ReplaySettings {
@@ -101,11 +116,12 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
     // One policy replayed on one session: its figures, the progress told.
     let figures_of =
         |session: &Session, policy: Box<dyn condense_replay::Policy>| -> Result<Figures> {
-            let replay = condense_replay::replay(
+            let replay = condense_replay::replay_sized(
                 &session.recording,
                 &mut [policy],
                 &settings_for(session.provider),
                 counter.clone(),
+                summary_length.as_ref(),
                 &mut |_| {},
             )
             .with_context(|| session.name.clone())?;
@@ -155,7 +171,13 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
         .find(|group| group.contains(&choose(&outcomes, &reference)))
         .map_or(0, |group| group[0]);
     print(
-        &outcomes, &groups, &frontier, chosen, &reference, &base, &sessions,
+        &outcomes,
+        &groups,
+        &frontier,
+        chosen,
+        &reference,
+        &base,
+        (&sessions, summary_length.as_ref()),
     )?;
     if let Some(path) = &args.output {
         let text = layer(&outcomes[chosen], &base, &sessions, &reference);
@@ -432,7 +454,7 @@ fn print(
     chosen: usize,
     reference: &Outcome,
     base: &Config,
-    sessions: &[Session],
+    (sessions, summary_length): (&[Session], Option<&SummaryLength>),
 ) -> Result<()> {
     let requests: usize = sessions
         .iter()
@@ -445,6 +467,12 @@ fn print(
         outcomes.len(),
         groups.len()
     );
+    if let Some(length) = summary_length {
+        say!(
+            "{}",
+            crate::replay::summary_length_line(length, "these logs")
+        );
+    }
     say!("");
     say!("   cost $   keeps   least  failures  settings");
     let line = |mark: &str, outcome: &Outcome, name: String| {

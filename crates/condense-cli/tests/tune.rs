@@ -157,6 +157,45 @@ fn tune_writes_a_layer_that_loads_and_keeps_what_it_says() {
     assert_eq!(std::fs::read_to_string(&out_file).unwrap(), layer);
 }
 
+/// A team's logs measure the harness's model together: the one Claude Code compacted sizes the
+/// stand-ins of every session, and the table says by how much.
+#[test]
+fn tune_sizes_a_models_summary_by_every_log_that_holds_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    std::fs::create_dir(&sessions).unwrap();
+    let data =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../condense-formats/tests/data");
+    for name in [
+        "claude-code-2.1.197-compacted.jsonl",
+        "claude-code-2.1.197.jsonl",
+    ] {
+        std::fs::copy(data.join(name), sessions.join(name)).unwrap();
+    }
+    let out = condense(
+        dir.path(),
+        &[
+            "tune",
+            sessions.to_str().unwrap(),
+            "--context-window",
+            "32000",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    let second = table.lines().nth(1).unwrap();
+    assert!(
+        second.starts_with(
+            "summaries a model writes sized as the harness's own in these logs (1 of "
+        ),
+        "{table}"
+    );
+}
+
 #[test]
 fn tune_refuses_what_is_not_there() {
     let dir = tempfile::tempdir().unwrap();

@@ -67,6 +67,7 @@ pub use recording::{RecordedUsage, Recording, Step};
 pub use run::{
     Agreement, NotReplayed, PolicyResult, Progress, Provider, RecordedFigures, Replay,
     ReplaySettings, Row, RowKind, SubagentRecording, SubagentReplay, replay, replay_session,
+    replay_sized,
 };
 pub use stand_in::SummaryLength;
 

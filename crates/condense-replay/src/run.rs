@@ -307,12 +307,33 @@ pub fn replay(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Replay, ReplayError> {
     let length = SummaryLength::of(recording, &counter)?;
+    replay_sized(
+        recording,
+        policies,
+        settings,
+        counter,
+        length.as_ref(),
+        progress,
+    )
+}
+
+/// [`replay`] with the stand-ins for a model's summary sized by `length`, measured elsewhere
+/// ([`SummaryLength::pooled`] over a team's logs, once for every replay of them), where
+/// [`replay`] measures the log's own; `None` keeps the stand-ins' own length.
+pub fn replay_sized(
+    recording: &Recording,
+    policies: &mut [Box<dyn Policy>],
+    settings: &ReplaySettings,
+    counter: Arc<dyn TokenCounter>,
+    length: Option<&SummaryLength>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Replay, ReplayError> {
     replay_thread(
         recording,
         policies,
         settings,
         counter,
-        (None, length.as_ref()),
+        (None, length),
         progress,
     )
 }

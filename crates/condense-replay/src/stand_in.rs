@@ -95,6 +95,36 @@ impl SummaryLength {
         }))
     }
 
+    /// The measures of several logs of the same harness taken as one, each summary weighing
+    /// its own length (a team's sessions: the long ones its harness compacted measure the
+    /// model for the short ones it never did); `None` when none of them measured anything.
+    pub fn pooled<'a>(lengths: impl IntoIterator<Item = &'a SummaryLength>) -> Option<Self> {
+        let mut samples = 0usize;
+        let mut own = 0f64;
+        let mut stand_ins: Vec<(String, f64)> = Vec::new();
+        for length in lengths {
+            let theirs = (length.mean_tokens * length.samples) as f64;
+            samples += length.samples;
+            own += theirs;
+            for (template, factor) in &length.factors {
+                let stand_in = theirs / factor;
+                match stand_ins.iter_mut().find(|(name, _)| name == template) {
+                    Some((_, sum)) => *sum += stand_in,
+                    None => stand_ins.push((template.clone(), stand_in)),
+                }
+            }
+        }
+        (samples > 0).then(|| SummaryLength {
+            samples,
+            mean_tokens: (own / samples as f64).round() as usize,
+            factors: stand_ins
+                .into_iter()
+                .filter(|(_, stand_in)| *stand_in > 0.0)
+                .map(|(template, stand_in)| (template, own / stand_in))
+                .collect(),
+        })
+    }
+
     /// The factor for stand-ins written with `template`; 1 for a template not measured.
     pub fn factor(&self, template: &str) -> f64 {
         self.factors
@@ -288,6 +318,83 @@ mod tests {
         // A log the harness never compacted measures nothing.
         let plain = Recording::of(Conversation::new(before));
         assert_eq!(SummaryLength::of(&plain, &counter).unwrap(), None);
+    }
+
+    /// Pooled, each summary weighs its own length: the factor is the harness's summaries'
+    /// length over the stand-ins', both summed over every log.
+    #[test]
+    fn logs_pooled_weigh_each_summary_by_its_length() {
+        let one = SummaryLength {
+            samples: 1,
+            mean_tokens: 3_000,
+            factors: vec![("detailed".to_owned(), 3.0), ("structured".to_owned(), 2.0)],
+        };
+        let two = SummaryLength {
+            samples: 2,
+            mean_tokens: 1_000,
+            factors: vec![("detailed".to_owned(), 1.0)],
+        };
+        let pooled = SummaryLength::pooled([&one, &two]).unwrap();
+        assert_eq!(pooled.samples, 3);
+        // 5,000 tokens of the harness's over 1,000 + 2,000 of the detailed stand-in.
+        assert_eq!(pooled.mean_tokens, 1_667);
+        assert!((pooled.factor("detailed") - 5_000.0 / 3_000.0).abs() < 1e-9);
+        // Measured on the first log alone for the structured template.
+        assert!((pooled.factor("structured") - 5_000.0 / 1_500.0).abs() < 1e-9);
+        assert_eq!(SummaryLength::pooled([]), None);
+    }
+
+    /// A length measured elsewhere sizes the stand-ins of a log that holds no summary of its
+    /// harness's; [`crate::replay`] measures that log's own, and finds none.
+    #[test]
+    fn a_length_measured_elsewhere_sizes_a_log_that_measures_none() {
+        let counter = counter();
+        let recording = Recording::of(Conversation::new(session(120)));
+        let settings = crate::ReplaySettings {
+            provider: crate::Provider::Anthropic,
+            ttl: crate::Ttl::FiveMinutes,
+            prices: crate::PriceTable::built_in().unwrap(),
+            context_window: 12_000,
+            max_output_tokens: 1_000,
+        };
+        let run = |length: Option<&SummaryLength>| {
+            let mut policies = vec![crate::policy::named("claude-code", counter.clone()).unwrap()];
+            crate::replay_sized(
+                &recording,
+                &mut policies,
+                &settings,
+                counter.clone(),
+                length,
+                &mut |_| {},
+            )
+            .unwrap()
+        };
+        let length = SummaryLength {
+            samples: 1,
+            mean_tokens: 0,
+            factors: vec![("detailed".to_owned(), 3.0)],
+        };
+        let own = crate::replay(
+            &recording,
+            &mut [crate::policy::named("claude-code", counter.clone()).unwrap()],
+            &settings,
+            counter.clone(),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(own.summary_length, None);
+        assert_eq!(own.policies, run(None).policies);
+        let sized = run(Some(&length));
+        assert_eq!(sized.summary_length.as_ref(), Some(&length));
+        let (plain, longer) = (&own.policies[0], &sized.policies[0]);
+        assert!(plain.compactions > 0);
+        assert!(
+            longer.output_tokens > plain.output_tokens,
+            "{} vs {}",
+            longer.output_tokens,
+            plain.output_tokens
+        );
+        assert!(longer.cost_usd > plain.cost_usd);
     }
 
     /// Claude Code's rules, over a session that compacts again and again: each summary sent is
