@@ -13,7 +13,7 @@ use condense_summarize::{Anthropic, Extractive, Fork, OpenAi, Summarizer};
 use condense_template::{PromptVars, Template, parse_summary};
 use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total, count_each_memoized};
 
-use crate::head::{self, message_hash};
+use crate::head::{self, FrozenHead, WholeSummary, message_hash};
 use crate::report::{CompactReport, CompactionOutcome, FailureKind, NativeCompaction};
 use crate::state::{CacheUse, Counted, ReportedUsage, SessionState};
 use crate::usage::{self, Line, Measure, measure};
@@ -653,7 +653,11 @@ impl Compactor {
         due: Due,
         (placed, hashes): (head::Placed, &[u64]),
     ) -> Result<CompactionOutcome, HostError> {
-        let (outcome, compacted) = self
+        let Made {
+            outcome,
+            sent: compacted,
+            whole_summary,
+        } = self
             .summarize(conversation, state, automatic, summarizer, due)
             .await?;
         if let (
@@ -686,7 +690,11 @@ impl Compactor {
                 hashes,
                 &conversation.messages,
                 earlier,
-            );
+            )
+            .map(|frozen| FrozenHead {
+                whole_summary,
+                ..frozen
+            });
             *conversation = compacted;
         }
         Ok(outcome)
@@ -700,7 +708,7 @@ impl Compactor {
         automatic: bool,
         summarizer: &dyn Summarizer,
         due: Due,
-    ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
+    ) -> Result<Made, HostError> {
         let room = room(
             &due.tail,
             due.tokens,
@@ -716,7 +724,7 @@ impl Compactor {
         if cut.nothing_to_compact() {
             let (fitted, cut_to_fit) =
                 self.fitted_as_it_is(conversation, cut.pinned, &due, &mut state.log)?;
-            return Ok((CompactionOutcome::NothingToCompact { cut_to_fit }, fitted));
+            return Ok((CompactionOutcome::NothingToCompact { cut_to_fit }, fitted).into());
         }
         let (inputs_first, cut, tail_inputs) =
             self.inputs_first(conversation, cut, &room, &due, &mut state.log)?;
@@ -735,7 +743,9 @@ impl Compactor {
                 .earlier_over_the_window(head, summarizer, &previewed, &cut, &due, state)?
             {
                 None => {
-                    return self.nothing_new(previewed, previewed_outputs, cut.pinned, &due, state);
+                    return self
+                        .nothing_new(previewed, previewed_outputs, cut.pinned, &due, state)
+                        .map(Made::from);
                 }
                 earlier => earlier,
             },
@@ -765,7 +775,7 @@ impl Compactor {
         summarizer: &dyn Summarizer,
         automatic: bool,
         state: &mut SessionState,
-    ) -> Result<(CompactionOutcome, Option<Conversation>), HostError> {
+    ) -> Result<Made, HostError> {
         let Prepared {
             whole,
             previewed,
@@ -789,6 +799,14 @@ impl Compactor {
             .then(|| self.with_originals(whole, cut.head()))
             .flatten();
         let summarized = restored.as_ref().unwrap_or(whole);
+        // And it folds condense's earlier summary as first written, where that went out written
+        // again smaller for its request to fit: what the smaller one gave up for that request
+        // is not given up for every later one.
+        let unshrunk = summarizer
+            .runs_locally()
+            .then(|| with_whole_summary(summarized, state))
+            .flatten();
+        let summarized = unshrunk.as_ref().unwrap_or(summarized);
         let written = match again {
             Some(text) => Ok(self.as_written(text)),
             None => {
@@ -799,7 +817,7 @@ impl Compactor {
         };
         let (name, mut parsed, rejected) = match written {
             Ok(written) => written,
-            Err(failed) => return Ok((failed, None)),
+            Err(failed) => return Ok((failed, None).into()),
         };
         let assembly = Assembly {
             conversation,
@@ -811,10 +829,30 @@ impl Compactor {
         };
         let ours = name == self.extractive.name();
         let head = &summarized.messages[cut.head()];
-        let sent = self.sent_with(&assembly, head, parsed.text, ours, shrinking_only, state)?;
+        let first = std::mem::take(&mut parsed.text);
+        let sent = self.sent_with(&assembly, head, first.clone(), ours, shrinking_only, state)?;
         let Some((text, request)) = sent else {
             let previewed = previewed.clone();
-            return self.nothing_new(previewed, previewed_outputs, cut.pinned, &due, state);
+            return self
+                .nothing_new(previewed, previewed_outputs, cut.pinned, &due, state)
+                .map(Made::from);
+        };
+        // The earlier summary with nothing new after it, itself written again smaller before,
+        // goes out again: what it was first written as still stands behind it.
+        let earlier = state
+            .head
+            .as_ref()
+            .and_then(|frozen| frozen.whole_summary.as_ref())
+            .filter(|earlier| shrinking_only && earlier.sent == first);
+        let whole_summary = match earlier {
+            Some(earlier) => Some(WholeSummary {
+                sent: text.clone(),
+                whole: earlier.whole.clone(),
+            }),
+            None => (text != first).then(|| WholeSummary {
+                sent: text.clone(),
+                whole: first,
+            }),
         };
         parsed.text = text;
         let Assembled {
@@ -846,7 +884,11 @@ impl Compactor {
             early: due.early,
             cache_cold: due.early && due.cache_cold,
         };
-        Ok((outcome, Some(compacted)))
+        Ok(Made {
+            outcome,
+            sent: Some(compacted),
+            whole_summary,
+        })
     }
 
     /// Whether the compaction at `cut` keeps the person's opening request in front of its
@@ -1079,16 +1121,17 @@ impl Compactor {
     /// condense's own summary of `head` written again, strictly within what the window leaves
     /// it ([`Extractive::strictly_within`]) and smaller each time, until the request `assembly`
     /// makes, `excess` tokens over the window with `text`, fits: that summary and the request,
-    /// or `None` where none makes it fit (the last exchange alone is over the window). The summary's room is reckoned before the tail's
-    /// cuts, and in condense's count of a window the provider measures, so a request can still
-    /// be over it; a model's summary is not asked for again. Where no summary makes the request
-    /// fit, the one written stays: the request fails either way, and the summary goes on into
-    /// later ones, which a summary shrunk for nothing would leave poorer. Nor is it written
-    /// again before the session's own figures give condense's count a line to the provider's
-    /// ([`Line`]): measured by a share of the request, a prefix the provider adds to every
-    /// request is taken as growing with the conversation, and a request far inside the window
-    /// can seem over it (9cc4a4b0's second at 18K, 14.3K tokens by the provider's count, once
-    /// lost its summary's files for the rest of the session so).
+    /// or `None` where none makes it fit (the last exchange alone is over the window). The
+    /// summary's room is reckoned before the tail's cuts, and in condense's count of a window
+    /// the provider measures, so a request can still be over it; a model's summary is not asked
+    /// for again. What the smaller summary gives up, it gives up for this request only: the
+    /// summary as first written is frozen beside the head ([`FrozenHead::whole_summary`]), and
+    /// the next summary folds that. Where no summary makes the request fit, the one written
+    /// stays: the request fails either way. Nor is it written again before the session's own
+    /// figures give condense's count a line to the provider's ([`Line`]): measured by a share
+    /// of the request, a prefix the provider adds to every request is taken as growing with the
+    /// conversation, and a request far inside the window can seem over it (9cc4a4b0's second
+    /// at 18K, 14.3K tokens by the provider's count, lost its summary's files so).
     fn shrunk_to_fit(
         &self,
         assembly: &Assembly<'_>,
@@ -2332,6 +2375,36 @@ fn overhead(tail: &TailSettings, due: usize, ours: usize, line: Option<Line>) ->
     // reserve where the system prompt and tools would leave the conversation nothing.
     let limit = line.map_or(usable, |_| due_at(tail, line));
     usable.saturating_sub(in_ours(limit, due, ours, line))
+}
+
+/// What phase 2 made of a request: its outcome, the request to send where it changed, and,
+/// where condense's own summary went out written again smaller to fit the window, the summary
+/// as first written ([`FrozenHead::whole_summary`]).
+struct Made {
+    outcome: CompactionOutcome,
+    sent: Option<Conversation>,
+    whole_summary: Option<WholeSummary>,
+}
+
+impl From<(CompactionOutcome, Option<Conversation>)> for Made {
+    fn from((outcome, sent): (CompactionOutcome, Option<Conversation>)) -> Made {
+        Made {
+            outcome,
+            sent,
+            whole_summary: None,
+        }
+    }
+}
+
+/// `conversation` with the earlier summary of `state`'s frozen head as first written, where it
+/// went out written again smaller ([`FrozenHead::whole_summary`]); `None` where it did not.
+fn with_whole_summary(conversation: &Conversation, state: &SessionState) -> Option<Conversation> {
+    let whole = state.head.as_ref()?.whole_summary.as_ref()?;
+    let messages = whole.restored_in(&conversation.messages)?;
+    Some(Conversation {
+        messages,
+        ..conversation.clone()
+    })
 }
 
 #[cfg(test)]

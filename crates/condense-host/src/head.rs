@@ -25,6 +25,39 @@ pub struct FrozenHead {
     /// tolerance then.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outlines: Vec<u64>,
+    /// Where condense's summary in `replacement` went out written again smaller, for the
+    /// request to fit a window its system prompt and tools nearly fill: the summary as first
+    /// written. A later summary of this head folds it in place of the smaller one, so what that
+    /// gave up (the files, the requests' quotes) is given up for one request, not for good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_summary: Option<WholeSummary>,
+}
+
+/// condense's summary as first written, and as it went out written again smaller
+/// ([`FrozenHead::whole_summary`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WholeSummary {
+    /// The summary's text as it went out.
+    pub sent: String,
+    /// Its text as first written.
+    pub whole: String,
+}
+
+impl WholeSummary {
+    /// `messages` with the summary that went out put back whole where a compaction summary
+    /// among them holds it; `None` where none does.
+    pub fn restored_in(&self, messages: &[Message]) -> Option<Vec<Message>> {
+        let at = messages.iter().position(|message| {
+            message.is_compaction_summary() && message.plain_text().contains(&self.sent)
+        })?;
+        let mut restored = messages.to_vec();
+        for part in &mut restored[at].parts {
+            if let condense_core::Part::Text(said) = part {
+                said.text = said.text.replacen(&self.sent, &self.whole, 1);
+            }
+        }
+        Some(restored)
+    }
 }
 
 /// What the frozen head did on one call.
@@ -161,6 +194,7 @@ pub(crate) fn freeze(
         originals: hashes.get(..covered)?.to_vec(),
         replacement: compacted.get(..replacement_len)?.to_vec(),
         outlines,
+        whole_summary: None,
     })
 }
 
@@ -191,6 +225,7 @@ mod tests {
             originals: hashes[..4].to_vec(),
             replacement: vec![summary.clone()],
             outlines: outlines[..4].to_vec(),
+            whole_summary: None,
         });
         let mut conversation = Conversation::new(messages.clone());
         let (outcome, placed) = apply(&mut head, &mut conversation, &hashes);
@@ -273,6 +308,7 @@ mod tests {
             originals: hashes[..3].to_vec(),
             replacement: vec![Message::text(Role::System, "summary")],
             outlines: messages[..3].iter().map(outline_hash).collect(),
+            whole_summary: None,
         };
 
         let mut cleared = messages.clone();
@@ -302,6 +338,7 @@ mod tests {
 
         let mut head = Some(FrozenHead {
             outlines: Vec::new(),
+            whole_summary: None,
             ..frozen
         });
         let (outcome, _) = apply(&mut head, &mut Conversation::new(cleared), &cleared_hashes);

@@ -33,7 +33,7 @@ pub use config::{
     Upstream, WalkWhen, glob_match,
 };
 pub use error::HostError;
-pub use head::{FrozenHead, HeadOutcome, history_hash, message_hash};
+pub use head::{FrozenHead, HeadOutcome, WholeSummary, history_hash, message_hash};
 pub use human::render_report;
 pub use plugins::{LoadedPlugin, PluginError};
 pub use report::{CompactReport, CompactionOutcome, FailureKind, NativeCompaction};

@@ -676,3 +676,89 @@ async fn a_screenshot_left_out_to_fit_the_window_is_left_out_on_the_next_request
     assert_eq!(screenshot(&third.conversation), Some(sent));
     assert_eq!(third.report.prune.messages.len(), 1);
 }
+
+/// Under a harness whose system prompt and tools leave 2,500 tokens of a 20K window, a session
+/// that reads a new file at every step: a summary listing the files read comes to more than the
+/// room, and requests go out with it written again smaller, the earliest files given up. That
+/// is for the request that needed it only: the frozen head keeps the summary as first written,
+/// and the next summary folds that, so every file it listed is listed again, and given up again
+/// only where the room still needs it. (Folding the smaller one, a file once given up was gone
+/// from every later summary.)
+#[tokio::test]
+async fn a_summary_written_again_smaller_gives_up_its_files_for_one_request_only() {
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
+    ]);
+    let counter = Tiktoken::default();
+    let ours = |messages: &[Message]| -> usize { counter.count_each(messages).iter().sum() };
+    let provider = |ours: usize| 17_500 + ours * 3 / 2;
+    let mut history = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, "make the checks pass"),
+    ];
+    let mut state = SessionState::default();
+    // The summary each compaction wrote (as first written), and the one it sent.
+    let mut summaries: Vec<(String, String)> = Vec::new();
+    for step in 0..90 {
+        let prepared = compactor
+            .prepare(Conversation::new(history.clone()), &mut state)
+            .await
+            .unwrap();
+        let sent = prepared.conversation.messages;
+        assert!(provider(ours(&sent)) <= 20_000, "request {step}");
+        if matches!(
+            prepared.report.compaction,
+            CompactionOutcome::Summarized { .. }
+        ) {
+            let summary = sent
+                .iter()
+                .find(|message| message.is_compaction_summary())
+                .unwrap()
+                .plain_text();
+            let written = match &state.head.as_ref().unwrap().whole_summary {
+                Some(whole) => {
+                    assert!(summary.contains(&whole.sent), "request {step}");
+                    whole.whole.clone()
+                }
+                None => summary.clone(),
+            };
+            summaries.push((written, summary));
+        }
+        let output: String = (0..20)
+            .map(|line| format!("fn check_{step}_{line}() {{}}\n"))
+            .collect();
+        let answer = tool_step(
+            &format!("call_{step}"),
+            "Read",
+            serde_json::json!({
+                "file_path": format!("/home/dev/parser/src/module_{step:02}/implementation.rs")
+            }),
+            output,
+        );
+        state.reported_usage = Some(ReportedUsage {
+            message: sent.len(),
+            tokens: provider(ours(&sent) + ours(&answer[..1])),
+        });
+        history.extend(answer);
+    }
+    let modules = |text: &str| -> std::collections::BTreeSet<String> {
+        text.match_indices("module_")
+            .map(|(at, _)| text[at..at + 9].to_owned())
+            .collect()
+    };
+    // Each summary folds the one before as first written: no file it listed is gone.
+    for pair in summaries.windows(2) {
+        let (before, after) = (modules(&pair[0].0), modules(&pair[1].0));
+        assert!(
+            before.is_subset(&after),
+            "gone: {:?}",
+            before.difference(&after).collect::<Vec<_>>()
+        );
+    }
+    let given_up = summaries
+        .iter()
+        .filter(|(written, sent)| modules(written) != modules(sent))
+        .count();
+    assert!(given_up >= 5, "{given_up} summaries gave up files");
+}
