@@ -72,35 +72,12 @@ struct Outcome {
 }
 
 pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
-    let (files, empty) = session_files(&args.sessions)?;
-    if !empty.is_empty() && verbosity != Verbosity::Quiet {
-        let names: Vec<String> = empty
-            .iter()
-            .map(|path| path.display().to_string())
-            .collect();
-        eprintln!(
-            "condense: left out {} file(s) that hold nothing: {}",
-            names.len(),
-            names.join(", ")
-        );
-    }
+    let files = session_files_told(&args.sessions, verbosity)?;
     let base_sources = sources(&args.settings)?;
     let base = load(&base_sources)?;
     let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::new(base.encoding()));
     let sessions = sessions_of(&files, args.provider)?;
-    // How long the harness's model writes its summaries, measured once on every log that
-    // holds one of its own and pooled: the stand-ins of the policies whose summary a model
-    // writes are sized by it in every session, the short ones the harness never compacted too.
-    let measured: Vec<SummaryLength> = sessions
-        .par_iter()
-        .map(|session| {
-            SummaryLength::of(&session.recording, &counter).with_context(|| session.name.clone())
-        })
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .collect();
-    let summary_length = SummaryLength::pooled(&measured);
+    let summary_length = summary_length_of(&sessions, &counter)?;
     let prices = PriceTable::built_in()?;
     let tail = base.tail_settings();
     let settings_for = |provider| ReplaySettings {
@@ -233,6 +210,26 @@ fn sessions_of(files: &[PathBuf], provider: Option<Provider>) -> Result<Vec<Sess
             })
         })
         .collect()
+}
+
+/// How long the harness's model writes its summaries, measured once on every log of
+/// `sessions` that holds one of its own and pooled: the stand-ins of the policies whose summary
+/// a model writes are sized by it in every session, the short ones the harness never compacted
+/// too; `None` where no log holds one.
+fn summary_length_of(
+    sessions: &[Session],
+    counter: &Arc<dyn TokenCounter>,
+) -> Result<Option<SummaryLength>> {
+    let measured: Vec<SummaryLength> = sessions
+        .par_iter()
+        .map(|session| {
+            SummaryLength::of(&session.recording, counter).with_context(|| session.name.clone())
+        })
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    Ok(SummaryLength::pooled(&measured))
 }
 
 /// The chosen layer written to `path`, once it is known to load over the user's own layers:
@@ -567,6 +564,23 @@ fn layer(chosen: &Outcome, base: &Config, sessions: &[Session], reference: &Outc
         }
     }
     out
+}
+
+/// [`session_files`], the files left out named on stderr.
+fn session_files_told(inputs: &[PathBuf], verbosity: Verbosity) -> Result<Vec<PathBuf>> {
+    let (files, empty) = session_files(inputs)?;
+    if !empty.is_empty() && verbosity != Verbosity::Quiet {
+        let names: Vec<String> = empty
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect();
+        eprintln!(
+            "condense: left out {} file(s) that hold nothing: {}",
+            names.len(),
+            names.join(", ")
+        );
+    }
+    Ok(files)
 }
 
 /// The session files `inputs` name: files as they are, directories' `.json` and `.jsonl`

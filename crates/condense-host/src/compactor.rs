@@ -791,22 +791,8 @@ impl Compactor {
         let messages = &conversation.messages;
         let head = &messages[cut.head()];
         let shrinking_only = again.is_some();
-        // A summary written here (condense's own) tells how each call of the head ended from
-        // what its tool returned, not from the note that replaced it (an exit code is in the
-        // output alone); a model reads what the agent's request holds, and is paid by the token.
-        let restored = summarizer
-            .runs_locally()
-            .then(|| self.with_originals(whole, cut.head()))
-            .flatten();
-        let summarized = restored.as_ref().unwrap_or(whole);
-        // And it folds condense's earlier summary as first written, where that went out written
-        // again smaller for its request to fit: what the smaller one gave up for that request
-        // is not given up for every later one.
-        let unshrunk = summarizer
-            .runs_locally()
-            .then(|| with_whole_summary(summarized, state))
-            .flatten();
-        let summarized = unshrunk.as_ref().unwrap_or(summarized);
+        let summarized = self.summarized_from(whole, cut.head(), summarizer, state);
+        let summarized = summarized.as_ref();
         let written = match again {
             Some(text) => Ok(self.as_written(text)),
             None => {
@@ -837,23 +823,7 @@ impl Compactor {
                 .nothing_new(previewed, previewed_outputs, cut.pinned, &due, state)
                 .map(Made::from);
         };
-        // The earlier summary with nothing new after it, itself written again smaller before,
-        // goes out again: what it was first written as still stands behind it.
-        let earlier = state
-            .head
-            .as_ref()
-            .and_then(|frozen| frozen.whole_summary.as_ref())
-            .filter(|earlier| shrinking_only && earlier.sent == first);
-        let whole_summary = match earlier {
-            Some(earlier) => Some(WholeSummary {
-                sent: text.clone(),
-                whole: earlier.whole.clone(),
-            }),
-            None => (text != first).then(|| WholeSummary {
-                sent: text.clone(),
-                whole: first,
-            }),
-        };
+        let whole_summary = whole_summary_behind(first, &text, shrinking_only, state);
         parsed.text = text;
         let Assembled {
             conversation: compacted,
@@ -889,6 +859,30 @@ impl Compactor {
             sent: Some(compacted),
             whole_summary,
         })
+    }
+
+    /// What the summary of `whole`'s `head` is written from. A summary written here (condense's
+    /// own) tells how each call of the head ended from what its tool returned, not from the
+    /// note that replaced it (an exit code is in the output alone), and folds condense's earlier
+    /// summary as first written, where that went out written again smaller for its request to
+    /// fit ([`FrozenHead::whole_summary`]): what the smaller one gave up for that request is not
+    /// given up for every later one. A model reads what the agent's request holds, and is paid
+    /// by the token.
+    fn summarized_from<'c>(
+        &self,
+        whole: &'c Conversation,
+        head: std::ops::Range<usize>,
+        summarizer: &dyn Summarizer,
+        state: &SessionState,
+    ) -> Cow<'c, Conversation> {
+        if !summarizer.runs_locally() {
+            return Cow::Borrowed(whole);
+        }
+        let restored = self.with_originals(whole, head);
+        match with_whole_summary(restored.as_ref().unwrap_or(whole), state) {
+            Some(unshrunk) => Cow::Owned(unshrunk),
+            None => restored.map_or(Cow::Borrowed(whole), Cow::Owned),
+        }
     }
 
     /// Whether the compaction at `cut` keeps the person's opening request in front of its
@@ -2393,6 +2387,33 @@ impl From<(CompactionOutcome, Option<Conversation>)> for Made {
             sent,
             whole_summary: None,
         }
+    }
+}
+
+/// What stands behind the summary `sent`, written from `first`
+/// ([`FrozenHead::whole_summary`]): `first`, where `sent` is it written again smaller; where
+/// `first` is the earlier summary with nothing new after it (`shrinking_only`), itself written
+/// again smaller before, what that was first written as; nothing where `sent` is `first`.
+fn whole_summary_behind(
+    first: String,
+    sent: &str,
+    shrinking_only: bool,
+    state: &SessionState,
+) -> Option<WholeSummary> {
+    let earlier = state
+        .head
+        .as_ref()
+        .and_then(|frozen| frozen.whole_summary.as_ref())
+        .filter(|earlier| shrinking_only && earlier.sent == first);
+    match earlier {
+        Some(earlier) => Some(WholeSummary {
+            sent: sent.to_owned(),
+            whole: earlier.whole.clone(),
+        }),
+        None => (sent != first).then(|| WholeSummary {
+            sent: sent.to_owned(),
+            whole: first,
+        }),
     }
 }
 

@@ -242,29 +242,33 @@ impl Recording {
     }
 }
 
+/// Claude Code's summary after it compacted on its own, saying `text`: a user line flagged
+/// `isCompactSummary`, as a whole read of its log flags it.
+#[cfg(test)]
+pub(crate) fn claude_code_summary_line(text: &str) -> Message {
+    let mut message = Message::text(Role::User, text);
+    let mut fields = condense_core::JsonMap::new();
+    fields.insert("type".into(), "user".into());
+    fields.insert("isCompactSummary".into(), serde_json::Value::Bool(true));
+    fields.insert("condense_restates".into(), serde_json::Value::Bool(true));
+    message.wire = vec![condense_core::WireRecord {
+        fields,
+        parts: 1,
+        shape: condense_core::ContentShape::String,
+    }];
+    message
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
     use crate::policy::Recorded;
-    use condense_core::WireRecord;
-    use serde_json::Value;
 
-    /// Claude Code's summary after it compacted on its own: a user line flagged
-    /// `isCompactSummary`, after the lines it summarizes, as a whole read flags it.
+    /// Claude Code's summary after it compacted on its own, after the lines it summarizes.
     fn claude_code_summary() -> Message {
-        let mut message = Message::text(Role::User, "This session is being continued.");
-        let mut fields = condense_core::JsonMap::new();
-        fields.insert("type".into(), "user".into());
-        fields.insert("isCompactSummary".into(), Value::Bool(true));
-        fields.insert("condense_restates".into(), Value::Bool(true));
-        message.wire = vec![WireRecord {
-            fields,
-            parts: 1,
-            shape: condense_core::ContentShape::String,
-        }];
-        message
+        claude_code_summary_line("This session is being continued.")
     }
 
     #[test]

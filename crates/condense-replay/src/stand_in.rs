@@ -213,9 +213,8 @@ mod tests {
     use super::*;
     use crate::policy::{ClaudeCode, Model, Policy, SUMMARY_INTRO};
     use crate::prompt::Calibration;
-    use condense_core::{Conversation, Role, WireRecord};
+    use condense_core::{Conversation, Role};
     use condense_tokenizer::Tiktoken;
-    use serde_json::Value;
 
     fn counter() -> Arc<dyn TokenCounter> {
         Arc::new(Tiktoken::default())
@@ -241,21 +240,6 @@ mod tests {
             ));
         }
         messages
-    }
-
-    /// Claude Code's summary line (`isCompactSummary`), `text` its words.
-    fn harness_summary(text: &str) -> Message {
-        let mut message = Message::text(Role::User, text);
-        let mut fields = condense_core::JsonMap::new();
-        fields.insert("type".into(), "user".into());
-        fields.insert("isCompactSummary".into(), Value::Bool(true));
-        fields.insert("condense_restates".into(), Value::Bool(true));
-        message.wire = vec![WireRecord {
-            fields,
-            parts: 1,
-            shape: condense_core::ContentShape::String,
-        }];
-        message
     }
 
     #[test]
@@ -291,7 +275,7 @@ mod tests {
             "word ".repeat(12_000)
         );
         let mut messages = before.clone();
-        messages.push(harness_summary(&written));
+        messages.push(crate::recording::claude_code_summary_line(&written));
         messages.push(Message::text(Role::Assistant, "Continuing."));
         let recording = Recording::of(Conversation::new(messages));
 
