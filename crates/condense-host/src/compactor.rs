@@ -2421,11 +2421,8 @@ fn whole_summary_behind(
 /// went out written again smaller ([`FrozenHead::whole_summary`]); `None` where it did not.
 fn with_whole_summary(conversation: &Conversation, state: &SessionState) -> Option<Conversation> {
     let whole = state.head.as_ref()?.whole_summary.as_ref()?;
-    let messages = whole.restored_in(&conversation.messages)?;
-    Some(Conversation {
-        messages,
-        ..conversation.clone()
-    })
+    let mut unshrunk = conversation.clone();
+    whole.restore_in(&mut unshrunk.messages).then_some(unshrunk)
 }
 
 #[cfg(test)]

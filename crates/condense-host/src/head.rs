@@ -44,19 +44,24 @@ pub struct WholeSummary {
 }
 
 impl WholeSummary {
-    /// `messages` with the summary that went out put back whole where a compaction summary
-    /// among them holds it; `None` where none does.
-    pub fn restored_in(&self, messages: &[Message]) -> Option<Vec<Message>> {
-        let at = messages.iter().position(|message| {
-            message.is_compaction_summary() && message.plain_text().contains(&self.sent)
-        })?;
-        let mut restored = messages.to_vec();
-        for part in &mut restored[at].parts {
-            if let condense_core::Part::Text(said) = part {
+    /// Puts the summary that went out back whole in the compaction summary among `messages`
+    /// that holds it; whether one did.
+    pub(crate) fn restore_in(&self, messages: &mut [Message]) -> bool {
+        let holding = messages
+            .iter_mut()
+            .filter(|message| message.is_compaction_summary())
+            .flat_map(|message| message.parts.iter_mut())
+            .find_map(|part| match part {
+                condense_core::Part::Text(said) if said.text.contains(&self.sent) => Some(said),
+                _ => None,
+            });
+        match holding {
+            Some(said) => {
                 said.text = said.text.replacen(&self.sent, &self.whole, 1);
+                true
             }
+            None => false,
         }
-        Some(restored)
     }
 }
 
