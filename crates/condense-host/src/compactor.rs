@@ -464,6 +464,8 @@ impl Compactor {
         let usable = due_at(&tail, pruned.line);
         let under_threshold = due_after < usable;
         let note = (!under_threshold).then(|| over_threshold_note(&compaction, usable));
+        let input = provider_input(&pruned, tokens_after, due_after);
+        let reply_limit = crate::reply::fit(&mut conversation, tail.context_window, input);
         Ok(Compaction {
             conversation,
             report: CompactReport {
@@ -480,6 +482,7 @@ impl Compactor {
                 note,
                 elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                 native: None,
+                reply_limit,
             },
         })
     }
@@ -523,14 +526,19 @@ impl Compactor {
         let mut early_as_it_came = None;
         let prefix = usage::prefix_of(conversation);
         let key = usage::cache_key(conversation, prefix);
+        // As the agent wrote them: an input cut later (a Write's file) was still its reply.
+        let reply = longest_reply(conversation, counts).max(state.longest_reply);
+        state.longest_reply = reply;
         let cold = self.cache_is_cold(conversation, state, tail, key);
         let skip_walk = asked.phases == (Phases::Both { automatic: true })
             && self.walk_when == crate::WalkWhen::Due
             && {
                 let as_measured = measure(conversation, reported, counts, |_| 0).0;
-                let as_it_came = as_measured.tokens();
-                let line = usage::sample(&as_measured, as_it_came, tokens_in)
-                    .and_then(|sample| Line::through(state.counted.as_ref(), sample, prefix));
+                let line = usage::sample(&as_measured, as_measured.tokens(), tokens_in)
+                    .and_then(|sample| Line::through(state.counted.as_ref(), sample, prefix))
+                    .map(|line| line.with_reply(reply));
+                let as_it_came =
+                    usage::in_providers(&as_measured, as_measured.tokens(), counts, line);
                 as_it_came < due_at(tail, line) && {
                     let room = room(tail, as_it_came, tokens_in, self.summary_tokens, line);
                     let early =
@@ -565,10 +573,13 @@ impl Compactor {
         let sample = harness_figure
             .then(|| usage::sample(&measured, due_tokens, tokens))
             .flatten();
-        let line = sample.and_then(|sample| Line::through(state.counted.as_ref(), sample, prefix));
+        let line = sample
+            .and_then(|sample| Line::through(state.counted.as_ref(), sample, prefix))
+            .map(|line| line.with_reply(reply));
         if let Some(sample) = sample {
             state.counted = Some(Counted::with(state.counted, sample, prefix));
         }
+        let due_tokens = usage::in_providers(&measured, due_tokens, &counts_after, line);
         // From now on the harness's figure stands for its request as this call sends it: what
         // was replaced for the first time up to its message comes off it, so that a later call,
         // finding those replacements frozen, does not count them twice (a retry before the
@@ -1966,6 +1977,72 @@ fn due_after(pruned: &Pruned, tokens_after: usize) -> usize {
     }
 }
 
+/// The provider's count of the request as it goes out, for the reply's limit, and the margin
+/// its uncertain part asks ([`crate::reply::Estimate`]). Where the session's figures give the
+/// provider's count as a line in condense's: the trigger's measure where nothing changed it,
+/// else the line at the result's count; the uncertain part is what condense counted (what
+/// came since the provider's figure, or the whole request a summary rewrote) at the line's
+/// scale, the margin [`crate::reply::ESTIMATE_MARGIN`] of it. Before they do: what the
+/// provider's figure counted beyond condense's count of the same messages, as if it were all
+/// system prompt and tools (the trigger's own scaling, [`due_after`], takes those to shrink
+/// with the conversation: 11,914 tokens counted 7,945 at a 16K window, a request the provider
+/// refuses), and condense's count of the rest, which may be as many of the provider's per
+/// token as its figure counted per token of condense's, up to [`usage::MOST_SCALE`], the
+/// margin. Before any figure, condense's count of the messages, the
+/// system prompt and tools unknown.
+fn provider_input(
+    pruned: &Pruned,
+    tokens_after: usize,
+    due_after: usize,
+) -> crate::reply::Estimate {
+    use crate::reply::{ESTIMATE_MARGIN, Estimate};
+    let Measure::ProviderUsage { at_message, .. } = pruned.measured else {
+        return Estimate {
+            tokens: due_after,
+            margin: 0,
+        };
+    };
+    let unchanged = tokens_after == pruned.tokens;
+    let since: usize = pruned
+        .counts
+        .get(at_message + 1..)
+        .unwrap_or_default()
+        .iter()
+        .sum();
+    match pruned.line {
+        Some(line) => {
+            let uncertain = line.scale * if unchanged { since } else { tokens_after } as f64;
+            Estimate {
+                tokens: if unchanged {
+                    due_after
+                } else {
+                    (line.fixed + line.scale * tokens_after as f64).ceil() as usize
+                },
+                margin: (uncertain * ESTIMATE_MARGIN).ceil() as usize,
+            }
+        }
+        None => {
+            // Everything the provider counted beyond condense's count of the messages its
+            // figure covers, taken as fixed (too much, where its tokenizer counts more), and
+            // condense's count of the rest at a scale not yet known: at most the figure over
+            // condense's count of what it covered (which a fixed part only makes larger), and
+            // at most the most a tokenizer condense sizes for counts over its own.
+            let uncertain = if unchanged { since } else { tokens_after };
+            let covered = pruned.tokens.saturating_sub(since);
+            let figure = pruned.due_tokens.saturating_sub(since);
+            let most = (figure as f64 / covered.max(1) as f64).min(usage::MOST_SCALE);
+            Estimate {
+                tokens: if unchanged {
+                    due_after
+                } else {
+                    figure.saturating_sub(covered) + tokens_after
+                },
+                margin: ((most - 1.0).max(0.0) * uncertain as f64).ceil() as usize,
+            }
+        }
+    }
+}
+
 /// Why a result is still at or over the `usable` threshold.
 fn over_threshold_note(compaction: &CompactionOutcome, usable: usize) -> String {
     match compaction {
@@ -2339,6 +2416,18 @@ fn holding_recent_work(
     wider.rules.min_tail_tokens = needed.min(widest);
     wider.rules.max_tail_tokens = wider.rules.min_tail_tokens;
     Some(wider)
+}
+
+/// condense's count of the longest of `conversation`'s answers (`counts`, each message's).
+fn longest_reply(conversation: &Conversation, counts: &[usize]) -> usize {
+    conversation
+        .messages
+        .iter()
+        .zip(counts)
+        .filter(|(message, _)| message.role == Role::Assistant)
+        .map(|(_, count)| *count)
+        .max()
+        .unwrap_or(0)
 }
 
 /// The provider's count at which a request is due for compaction: the usable window

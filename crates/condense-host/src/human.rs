@@ -45,6 +45,13 @@ pub fn render_report(
         "  result:  {} tokens, {verdict}\n",
         thousands(report.tokens_after)
     ));
+    if let Some(limit) = report.reply_limit {
+        out.push_str(&format!(
+            "  reply:   limit lowered from {} to {} tokens, the room the input leaves in the window\n",
+            thousands(limit.asked as usize),
+            thousands(limit.sent as usize)
+        ));
+    }
     // Where the originals of what was replaced are: a placeholder names a handle, not a place.
     let replaced = report.prune.changed()
         || matches!(report.compaction, CompactionOutcome::Summarized { previewed_outputs, tail_inputs, previewed_inputs, previewed_protected, cut_person, .. } if previewed_outputs + tail_inputs + previewed_inputs + previewed_protected + cut_person > 0);

@@ -21,6 +21,7 @@ pub mod gate;
 mod head;
 mod human;
 pub mod plugins;
+mod reply;
 mod report;
 mod state;
 mod usage;
@@ -36,6 +37,7 @@ pub use error::HostError;
 pub use head::{FrozenHead, HeadOutcome, WholeSummary, history_hash, message_hash};
 pub use human::render_report;
 pub use plugins::{LoadedPlugin, PluginError};
+pub use reply::ReplyLimit;
 pub use report::{CompactReport, CompactionOutcome, FailureKind, NativeCompaction};
 // What the host's public types mention, so a harness that depends on the host alone can name it.
 pub use condense_compact::{Split, TailRule, TailSettings};

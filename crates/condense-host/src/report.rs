@@ -167,6 +167,11 @@ pub struct CompactReport {
     /// were left as they came, neither counted nor touched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native: Option<NativeCompaction>,
+    /// The reply's limit the request named, lowered to the room its input leaves in the
+    /// window, where it named more ([`crate::ReplyLimit`]): a provider refuses a request whose
+    /// input and reply limit together exceed its window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_limit: Option<crate::ReplyLimit>,
 }
 
 /// A provider's compaction item or block in the history ([`condense_core::LiveView`]).

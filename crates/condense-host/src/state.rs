@@ -36,6 +36,17 @@ pub struct SessionState {
     /// prompt or tools mid-session). Absent from states saved before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub caches: Vec<CacheUse>,
+    /// The longest reply the agent has written in the session, in condense's tokens: where a
+    /// system prompt and tools leave the conversation little, the least left to the reply. A
+    /// summary takes the reply out of the requests after it, not out of the agent's habits.
+    /// Absent from states saved before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub longest_reply: usize,
+}
+
+/// Whether `value` is 0 (serde's `skip_serializing_if` takes a function).
+fn is_zero(value: &usize) -> bool {
+    *value == 0
 }
 
 /// One cache a session's request went to ([`SessionState::caches`]).

@@ -52,6 +52,9 @@ pub(crate) struct Line {
     pub fixed: f64,
     /// The provider's tokens per condense token.
     pub scale: f64,
+    /// The longest reply the agent wrote in the session, in the provider's tokens
+    /// ([`Line::with_reply`]): the least [`Line::limit`] leaves the reply.
+    pub reply: f64,
 }
 
 impl Line {
@@ -87,21 +90,37 @@ impl Line {
             return None;
         }
         let fixed = sample.provider as f64 - scale * sample.ours as f64;
-        (fixed > 0.0).then_some(Line { fixed, scale })
+        (fixed > 0.0).then_some(Line {
+            fixed,
+            scale,
+            reply: 0.0,
+        })
+    }
+
+    /// The line, with the longest of the agent's replies in the session: `tokens`, condense's
+    /// count, taken to the provider's.
+    pub fn with_reply(self, tokens: usize) -> Line {
+        Line {
+            reply: self.scale * tokens as f64,
+            ..self
+        }
     }
 
     /// The provider's count at which a request is due for compaction: `usable`, the window less
     /// the reply's reserve, unless the fixed part leaves the conversation less than
-    /// [`CONVERSATION_SHARE`] of what it leaves of the `window`; then that share. The provider
+    /// [`CONVERSATION_SHARE`] of what it leaves of the `window`; then that share, or less where
+    /// the rest would not hold the longest reply the agent has written ([`Line::reply`]). The provider
     /// takes a request its window holds; one that reserves the whole reply where the system
     /// prompt and tools leave little more than it can hold no conversation at all, while the
-    /// agent's replies take a few hundred tokens.
+    /// agent's replies take a few hundred tokens. Where one took more (a whole file written in
+    /// one call), the next may as well, and a reply cut short is an answer the agent never got.
     pub fn limit(&self, usable: usize, window: usize) -> usize {
         let left = window as f64 - self.fixed;
         if left <= 0.0 {
             return usable;
         }
-        let shared = (self.fixed + left * CONVERSATION_SHARE).floor() as usize;
+        let reply = (left * (1.0 - CONVERSATION_SHARE)).max(self.reply);
+        let shared = (window as f64 - reply).floor().max(0.0) as usize;
         usable.max(shared)
     }
 }
@@ -126,6 +145,13 @@ fn apart(one: Sample, other: Sample) -> bool {
     let spread = one.ours.abs_diff(other.ours);
     spread >= MIN_SPREAD && spread.saturating_mul(4) >= one.ours.max(other.ours)
 }
+
+/// The most a provider's tokenizer is taken to count per condense token before a session's
+/// figures give its [`Line`]: Claude's counts 1.45 of o200k's on the shared sessions (the
+/// widest apart of the models condense sizes for), and this leaves a little over it. Used only
+/// for the margin a lowered reply limit leaves (`crate::reply`); a wrong guess there cuts a
+/// reply or sends a request the provider refuses, as not lowering it would.
+pub(crate) const MOST_SCALE: f64 = 1.5;
 
 /// The provider's tokens per condense token a [`Line`] may have: the tokenizers of the models
 /// condense sizes for differ by well under twice (o200k against Claude's: 1.45 on the shared
@@ -189,6 +215,32 @@ pub(crate) fn sample(measured: &Measure, due: usize, ours: usize) -> Option<Samp
             provider: reported,
         }),
         Measure::Tokenizer { .. } => None,
+    }
+}
+
+/// The trigger's measure `due` (the provider's figure for the messages it counted, plus
+/// condense's count of those after them, `counts` each message's) with the part condense counted
+/// taken to the provider's tokens by the session's `line`, where there is one. The messages
+/// since the provider's last figure are often a large tool output, and a tokenizer that counts
+/// 40 % more than condense's (Claude's against o200k on the shared sessions) put a request the
+/// provider counted over its window under condense's threshold.
+pub(crate) fn in_providers(
+    measured: &Measure,
+    due: usize,
+    counts: &[usize],
+    line: Option<Line>,
+) -> usize {
+    match (measured, line) {
+        (Measure::ProviderUsage { at_message, .. }, Some(line)) => {
+            let after: usize = counts
+                .get(at_message + 1..)
+                .unwrap_or_default()
+                .iter()
+                .sum();
+            let more = (line.scale - 1.0) * after as f64;
+            (due as f64 + more).round().max(0.0) as usize
+        }
+        _ => due,
     }
 }
 
@@ -442,17 +494,61 @@ mod tests {
         assert!((line.fixed - 18_000.0).abs() < 1e-6, "{line:?}");
     }
 
+    /// What came after the provider's last figure is taken to its tokens by the session's line:
+    /// 1,000 of condense's tokens after the figure's message, at 1.4 the provider's per token,
+    /// are 1,400 of the provider's. Without a line, or without a figure, the measure is as it
+    /// came.
+    #[test]
+    fn what_came_after_the_provider_s_figure_is_counted_at_its_scale() {
+        let measured = Measure::ProviderUsage {
+            tokens: 21_000,
+            reported: 20_000,
+            at_message: 1,
+            counted_after: 1_000,
+        };
+        let line = Line {
+            fixed: 6_000.0,
+            scale: 1.4,
+            reply: 0.0,
+        };
+        let counts = [9_000, 1_000, 600, 400];
+        assert_eq!(in_providers(&measured, 21_000, &counts, Some(line)), 21_400);
+        // Pruning took 400 of them off: what is left of them is scaled.
+        assert_eq!(
+            in_providers(&measured, 20_600, &[9_000, 1_000, 600, 0], Some(line)),
+            20_840
+        );
+        assert_eq!(in_providers(&measured, 21_000, &counts, None), 21_000);
+        let counted = Measure::Tokenizer { tokens: 11_000 };
+        assert_eq!(in_providers(&counted, 11_000, &counts, Some(line)), 11_000);
+    }
+
     /// Compaction is due at the window less the reply's reserve, unless the fixed part would
     /// leave the conversation less than three quarters of what it leaves of the window.
     #[test]
     fn the_limit_is_the_usable_window_unless_the_prefix_leaves_the_reply_all_of_it() {
-        let line = |fixed| Line { fixed, scale: 1.4 };
+        let line = |fixed| Line {
+            fixed,
+            scale: 1.4,
+            reply: 0.0,
+        };
         // 32K, 4,096 reserved: 28,672 usable. A 14K prefix leaves the reserve's worth and more.
         assert_eq!(line(14_000.0).limit(28_672, 32_768), 28_672);
         // A 28K prefix leaves 4,768: three quarters of it, 3,576, is the conversation's.
         assert_eq!(line(28_000.0).limit(28_672, 32_768), 31_576);
         // A prefix the window cannot hold: the usable window still.
         assert_eq!(line(40_000.0).limit(28_672, 32_768), 28_672);
+        // An agent that wrote a reply of 2,000 condense tokens (2,800 the provider's) keeps
+        // that room for the next: 29,968 of the window, not 31,576, is the conversation's.
+        assert_eq!(
+            line(28_000.0).with_reply(2_000).limit(28_672, 32_768),
+            29_968
+        );
+        // A reply longer than the reserve changes nothing: the usable window still.
+        assert_eq!(
+            line(28_000.0).with_reply(4_000).limit(28_672, 32_768),
+            28_672
+        );
     }
 
     /// The sample of a request: the provider's figure, and condense's count of what it covered

@@ -762,3 +762,60 @@ async fn a_summary_written_again_smaller_gives_up_its_files_for_one_request_only
         .count();
     assert!(given_up >= 5, "{given_up} summaries gave up files");
 }
+
+/// The first compaction of a session whose tools and system prompt take 11,000 of a 16K
+/// window, before the provider's figures give them apart from the tokenizer's scale: the
+/// request goes out with the reply's limit the harness asked (4,096) lowered so that the
+/// provider's count of the request and the limit fit the window, as the provider requires.
+/// Scaling the provider's figure by what condense's count went down by takes the prefix to
+/// shrink with the conversation, and sent the limit unchanged over the window.
+#[tokio::test]
+async fn the_first_compaction_lowers_the_reply_s_limit_by_the_provider_s_count() {
+    const PREFIX: usize = 11_000;
+    const WINDOW: usize = 16_000;
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "16000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+    ]);
+    let counter = Tiktoken::default();
+    let mut messages = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, "make the checks pass"),
+    ];
+    shell_steps(&mut messages, 0, 8, 300);
+    // The provider counted the request before the last step, with the prefix.
+    let answered = messages.len() - 2;
+    let mut state = SessionState {
+        reported_usage: Some(ReportedUsage {
+            message: answered,
+            tokens: counter
+                .count_each(&messages[..=answered])
+                .iter()
+                .sum::<usize>()
+                + PREFIX,
+        }),
+        ..SessionState::default()
+    };
+    let mut conversation = Conversation::new(messages);
+    conversation.envelope = serde_json::json!({"model": "m", "max_tokens": 4_096})
+        .as_object()
+        .cloned();
+    let sent = compactor.prepare(conversation, &mut state).await.unwrap();
+    assert!(
+        matches!(sent.report.compaction, CompactionOutcome::Summarized { .. }),
+        "{:?}",
+        sent.report.compaction
+    );
+    let provider = counter.count_conversation(&sent.conversation) + PREFIX;
+    let limit = sent.conversation.envelope.as_ref().unwrap()["max_tokens"]
+        .as_u64()
+        .unwrap() as usize;
+    assert!(
+        provider + limit <= WINDOW,
+        "{provider} tokens and a limit of {limit}, over the window"
+    );
+    assert_eq!(
+        sent.report.reply_limit.map(|limit| limit.sent as usize),
+        Some(limit)
+    );
+}

@@ -35,6 +35,9 @@ pub struct Metrics {
     /// was skipped (circuit breaker open, nothing new to summarize) or did not get under it.
     /// The one to alert on: the provider may refuse these.
     pub over_threshold: AtomicU64,
+    /// Requests whose reply limit was lowered to the room their input leaves in the window
+    /// (a provider refuses input and limit together over it).
+    pub reply_limits_lowered: AtomicU64,
     /// Summaries asked inside the agent's own request that it answered (`summarizer.fork`).
     pub forked_summaries: AtomicU64,
     /// Forked summary requests that fell back to a separate prompt (no text in the answer,
@@ -124,6 +127,11 @@ const COUNTERS: &[Counter] = &[
         "condense_over_threshold_total",
         "Requests forwarded still at or over the compaction threshold.",
         &[("", |m| &m.over_threshold)],
+    ),
+    (
+        "condense_reply_limits_lowered_total",
+        "Requests whose reply limit (max_tokens) was lowered to the room their input leaves in the window.",
+        &[("", |m| &m.reply_limits_lowered)],
     ),
     (
         "condense_forked_summaries_total",

@@ -1614,3 +1614,122 @@ async fn the_requests_after_an_input_cut_carry_the_same_cut() {
     );
     assert_eq!(written(&bodies[2]), Some(cut));
 }
+
+/// condense's count of an Anthropic Messages body's messages.
+fn anthropic_tokens(body: &Value) -> usize {
+    let (_, conversation) = condense_formats::read(
+        body.to_string().as_bytes(),
+        Some(condense_formats::Format::Anthropic),
+    )
+    .unwrap();
+    use condense_tokenizer::TokenCounter;
+    condense_tokenizer::Tiktoken::default().count_conversation(&conversation)
+}
+
+/// An upstream that checks each Messages request as Anthropic's API does and answers it with
+/// a tool call: its input is condense's count of the messages times `scale` (a tokenizer that
+/// counts more) plus `prefix` (tools and a system prompt); input and `max_tokens` together over
+/// `window` are refused with Anthropic's own error. Returns its address and, per request, the
+/// body and whether it was refused.
+async fn anthropic_window(
+    window: usize,
+    prefix: usize,
+    scale: f64,
+) -> (SocketAddr, Arc<std::sync::Mutex<Vec<(Value, bool)>>>) {
+    let received: Arc<std::sync::Mutex<Vec<(Value, bool)>>> = Arc::default();
+    let bodies = received.clone();
+    let answer = move |body: axum::body::Bytes| {
+        let bodies = bodies.clone();
+        async move {
+            let body: Value = serde_json::from_slice(&body).unwrap();
+            let input = (anthropic_tokens(&body) as f64 * scale).round() as usize + prefix;
+            let limit = body["max_tokens"].as_u64().unwrap() as usize;
+            let refused = input + limit > window;
+            let turn = {
+                let mut bodies = bodies.lock().unwrap();
+                bodies.push((body, refused));
+                bodies.len()
+            };
+            if refused {
+                let message = format!(
+                    "input length and `max_tokens` exceed context limit: {input} + {limit} > {window}, decrease input length or `max_tokens` and try again"
+                );
+                let error = json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
+                return (axum::http::StatusCode::BAD_REQUEST, error.to_string());
+            }
+            let reply = json!({
+                "id": format!("msg_{turn}"), "type": "message", "role": "assistant",
+                "model": "claude-sonnet-4",
+                "content": [{"type": "tool_use", "id": format!("toolu_{turn}"), "name": "Bash",
+                             "input": {"command": format!("cat part_{turn}.log")}}],
+                "stop_reason": "tool_use", "stop_sequence": null,
+                "usage": {"input_tokens": 3, "cache_read_input_tokens": input - 3,
+                          "cache_creation_input_tokens": 0, "output_tokens": 40},
+            });
+            (axum::http::StatusCode::OK, reply.to_string())
+        }
+    };
+    let app = axum::Router::new().route("/v1/messages", axum::routing::post(answer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (address, received)
+}
+
+/// A client that asks Anthropic for replies of up to 12,000 tokens in a 32K window, where
+/// condense reserves 4,096 for the reply (`model.max_output_tokens`) and lets the input grow
+/// to the rest: through the proxy, no request is refused for input and `max_tokens` over the
+/// window. The limit goes out lowered to the room the input leaves, by the provider's count
+/// (its tokenizer counting 40 % more than condense's), from the request whose input first
+/// leaves less than the client asked; the limit a request fits is sent as it came. The input
+/// itself stays under the window less condense's reserve, by the provider's count.
+#[tokio::test]
+async fn a_reply_limit_past_the_room_the_input_leaves_is_lowered_to_it() {
+    const WINDOW: usize = 32_000;
+    const PREFIX: usize = 6_000;
+    const ASKED: usize = 12_000;
+    let (upstream, received) = anthropic_window(WINDOW, PREFIX, 1.4).await;
+    let running = proxy_to(upstream, WINDOW, |_| {}).await;
+    let mut messages = vec![json!({"role": "user", "content": "read every part of the log"})];
+    for turn in 0..14 {
+        let response = client()
+            .post(format!("{}/v1/messages", running.url))
+            .header("x-api-key", "sk-ant-test")
+            .header("anthropic-version", "2023-06-01")
+            .header("x-condense-session", "long-replies")
+            .json(&json!({"model": "claude-sonnet-4", "max_tokens": ASKED, "messages": messages}))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let answer: Value = response.json().await.unwrap();
+        assert_eq!(status, 200, "request {turn}: {answer}");
+        running.proxy.flushed().await;
+        let id = answer["content"][0]["id"].clone();
+        messages.push(json!({"role": "assistant", "content": answer["content"]}));
+        let output: String = (0..120)
+            .map(|line| format!("part {turn} line {line}: request served in {line} ms\n"))
+            .collect();
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": output}]}));
+    }
+    let bodies = received.lock().unwrap().clone();
+    assert!(bodies.iter().all(|(_, refused)| !refused));
+    // And the input itself, counted as the provider counts it, leaves the reply condense's
+    // reserve: the messages after the provider's last figure are taken at its scale.
+    for (turn, (body, _)) in bodies.iter().enumerate() {
+        let input = (anthropic_tokens(body) as f64 * 1.4).round() as usize + PREFIX;
+        assert!(input <= WINDOW - 4_096, "request {turn}: {input}");
+    }
+    let limits: Vec<u64> = bodies
+        .iter()
+        .map(|(body, _)| body["max_tokens"].as_u64().unwrap())
+        .collect();
+    let lowered = limits.iter().filter(|limit| **limit < ASKED as u64).count();
+    assert!(limits[0] == ASKED as u64 && lowered >= 3, "{limits:?}");
+    let metrics = running.proxy.metrics.render();
+    assert_eq!(
+        metric(&metrics, "condense_reply_limits_lowered_total"),
+        lowered as u64
+    );
+}

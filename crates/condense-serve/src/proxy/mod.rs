@@ -671,6 +671,10 @@ impl Proxy {
             }
             _ => {}
         }
+        if let Some(limit) = report.reply_limit {
+            Metrics::add(&self.metrics.reply_limits_lowered, 1);
+            fired.push(format!("reply limit {} -> {}", limit.asked, limit.sent).into());
+        }
         if !report.under_threshold {
             Metrics::add(&self.metrics.over_threshold, 1);
             fired.push("still over the threshold".into());
@@ -778,7 +782,8 @@ fn body_of(
     let unchanged = !stood_in
         && !matches!(report.head, Some(HeadOutcome::Reused { .. }))
         && !report.prune.changed()
-        && !matches!(report.compaction, CompactionOutcome::Summarized { .. });
+        && !matches!(report.compaction, CompactionOutcome::Summarized { .. })
+        && report.reply_limit.is_none();
     if unchanged {
         return Ok(bytes.clone());
     }
