@@ -106,8 +106,13 @@ pub struct Row {
     pub output_tokens: u64,
     /// What it cost.
     pub cost_usd: f64,
-    /// Over the context window: the provider refuses it (and charges nothing).
+    /// Refused, its input and reply limit together over the context window, or answered cut
+    /// short by a limit the policy lowered: the provider charges nothing.
     pub failed: bool,
+    /// The reply's limit the request went out with, where the policy lowered it below the
+    /// model's for the request to fit the window (condense does); `None`: the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_limit: Option<u64>,
     /// What the agent's request still showed of what the session had produced by then
     /// ([`crate::retention`]), from 0 to 1 (0 when it failed); `None` for a summarizer call.
     pub retention: Option<f64>,
@@ -621,6 +626,26 @@ impl Cache {
     }
 }
 
+/// Whether a request of `context_tokens` fails: the provider refuses one whose input and reply
+/// limit together exceed the window (Anthropic's "input length and `max_tokens` exceed context
+/// limit", Chat Completions' the same), the limit being the model's `max_output_tokens` as a
+/// harness asks it, or the lower one a policy sent (`reply_limit`). A reply the lowered limit
+/// cuts short of the recorded answer's `output_tokens` fails as well: the agent did not get the
+/// answer the session went on from. (A recorded answer longer than the model's limit would be
+/// cut under every policy alike, and is not counted, lowered limit or not.)
+fn refused(
+    context_tokens: u64,
+    output_tokens: u64,
+    reply_limit: Option<usize>,
+    settings: &ReplaySettings,
+) -> bool {
+    let limit = reply_limit.unwrap_or(settings.max_output_tokens) as u64;
+    context_tokens + limit > settings.context_window as u64
+        || reply_limit.is_some()
+            && output_tokens > limit
+            && output_tokens <= settings.max_output_tokens as u64
+}
+
 /// Names the cache of the model that answered `step` (one per model).
 fn model_key(step: &Step) -> u64 {
     xxh3_64(step.model.as_deref().unwrap_or_default().as_bytes())
@@ -671,7 +696,12 @@ fn run_policy(
                 .map(|message| counter.count_message(message))
                 .sum(),
         );
-        let failed = context_tokens > settings.context_window as u64;
+        let failed = refused(
+            context_tokens,
+            output_tokens,
+            prepared.reply_limit,
+            settings,
+        );
         let usage = if failed {
             Usage::default()
         } else {
@@ -701,6 +731,7 @@ fn run_policy(
                 cost(settings, &usage, output_tokens)
             },
             failed,
+            reply_limit: prepared.reply_limit.map(|limit| limit as u64),
             retention,
         });
         progress(index + 1);
@@ -758,6 +789,7 @@ fn summarizer_row(
         output_tokens,
         cost_usd: cost(settings, &usage, output_tokens),
         failed: false,
+        reply_limit: None,
         retention: None,
     })
 }

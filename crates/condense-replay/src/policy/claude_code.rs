@@ -163,6 +163,7 @@ impl Policy for ClaudeCode {
         let input = self.live.input(history);
         if model.tokens(&input) < ClaudeCode::threshold(model) {
             return Ok(Prepared {
+                reply_limit: None,
                 input,
                 summarizer: None,
                 pruned_outputs,
@@ -170,6 +171,7 @@ impl Policy for ClaudeCode {
         }
         let Some((summarized, forked)) = fork_that_fits(input.to_vec(), model) else {
             return Ok(Prepared {
+                reply_limit: None,
                 input,
                 summarizer: None,
                 pruned_outputs,
@@ -178,6 +180,7 @@ impl Policy for ClaudeCode {
         let Some(summary) = stand_in(&summarized, "detailed", &self.counter, model.summary_length)?
         else {
             return Ok(Prepared {
+                reply_limit: None,
                 input,
                 summarizer: None,
                 pruned_outputs,
@@ -187,6 +190,7 @@ impl Policy for ClaudeCode {
         let output_tokens = self.counter.count_message(&summary_message);
         self.live.summarized(history, vec![summary_message]);
         Ok(Prepared {
+            reply_limit: None,
             input: self.live.input(history),
             summarizer: Some(SummarizerCall {
                 input: SummarizerInput::Forked(forked),

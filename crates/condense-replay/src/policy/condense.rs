@@ -221,10 +221,14 @@ impl Policy for Condense {
             self.clock.0.store(now, Ordering::Relaxed);
         }
         let mut conversation = Conversation::new(history.to_vec());
-        // As the harness's request names it: the compactor reads the cache it goes to from it.
-        conversation.envelope = model
-            .answering
-            .map(|name| condense_core::JsonMap::from_iter([("model".to_owned(), name.into())]));
+        // As the harness's request names them: the compactor reads the cache it goes to from
+        // its model, and fits the reply's limit to the window.
+        let mut envelope = condense_core::JsonMap::new();
+        if let Some(name) = model.answering {
+            envelope.insert("model".to_owned(), name.into());
+        }
+        envelope.insert("max_tokens".to_owned(), model.max_output_tokens.into());
+        conversation.envelope = Some(envelope);
         let noting = Noting {
             inner: self.compactor.summarizer(),
             counter: self.compactor.counter(),
@@ -262,6 +266,7 @@ impl Policy for Condense {
         };
         self.sent = compaction.conversation.messages.len();
         Ok(Prepared {
+            reply_limit: report.reply_limit.map(|limit| limit.sent as usize),
             input: compaction.conversation.messages.into(),
             summarizer,
             // Outputs replaced for this request; those only re-applied from the log are not new.

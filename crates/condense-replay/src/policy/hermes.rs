@@ -130,6 +130,7 @@ impl Policy for Hermes {
             }
         }
         Ok(Prepared {
+            reply_limit: None,
             input: self.live.input(history),
             summarizer,
             pruned_outputs,

@@ -112,6 +112,10 @@ pub struct Prepared<'h> {
     /// Outputs the policy cleared or pruned for this request (not counting earlier ones kept
     /// cleared).
     pub pruned_outputs: usize,
+    /// The reply's limit the request went out with, where the policy lowered it below the
+    /// model's [`Model::max_output_tokens`] for the request to fit the window (condense's,
+    /// [`condense_host::ReplyLimit`]); `None`: the model's, as every harness asks.
+    pub reply_limit: Option<usize>,
 }
 
 /// A summarizer call: a request of its own.

@@ -24,6 +24,7 @@ impl Policy for NoCompaction {
         _model: &Model<'_>,
     ) -> Result<Prepared<'h>, ReplayError> {
         Ok(Prepared {
+            reply_limit: None,
             input: Cow::Borrowed(history),
             ..Prepared::default()
         })

@@ -124,6 +124,7 @@ impl Policy for OpenCode {
         let input = self.live.input(history);
         self.last_input = model.tokens(&input);
         Ok(Prepared {
+            reply_limit: None,
             input,
             summarizer,
             pruned_outputs,

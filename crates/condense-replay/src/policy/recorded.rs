@@ -95,6 +95,7 @@ impl Policy for Recorded {
         _model: &Model<'_>,
     ) -> Result<Prepared<'h>, ReplayError> {
         Ok(Prepared {
+            reply_limit: None,
             input: Recorded::input(history),
             ..Prepared::default()
         })
