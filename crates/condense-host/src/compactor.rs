@@ -1988,8 +1988,8 @@ fn due_after(pruned: &Pruned, tokens_after: usize) -> usize {
 /// with the conversation: 11,914 tokens counted 7,945 at a 16K window, a request the provider
 /// refuses), and condense's count of the rest, which may be as many of the provider's per
 /// token as its figure counted per token of condense's, up to [`usage::MOST_SCALE`], the
-/// margin. Before any figure, condense's count of the messages, the
-/// system prompt and tools unknown.
+/// margin. Before any figure, condense's count of the messages, the system prompt and tools
+/// unknown.
 fn provider_input(
     pruned: &Pruned,
     tokens_after: usize,

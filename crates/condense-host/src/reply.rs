@@ -3,8 +3,9 @@
 //! Anthropic's Messages API refuses a request whose input and `max_tokens` together exceed the
 //! model's window ("input length and `max_tokens` exceed context limit: 193125 + 21333 >
 //! 200000", as Claude Code 2.0.76 users report it, their session stuck on it:
-//! anthropics/claude-code#16580), and OpenAI's Chat Completions refuses one whose messages and
-//! completion limit do. condense lets a request's input grow to the window less the reply's
+//! anthropics/claude-code#16580), and OpenAI's Chat Completions one whose messages and
+//! completion limit do ("However, you requested N tokens (X in the messages, Y in the
+//! completion)"). condense lets a request's input grow to the window less the reply's
 //! reserve (`min(reserve_cap, max_output_tokens)`), and, where a system prompt and tools leave
 //! the conversation little, to a share of what they leave (`Line::limit`): a harness that asks
 //! for a longer reply than the room left would be refused. condense lowers the limit to that
@@ -21,10 +22,10 @@ use serde_json::Value;
 const LIMIT_KEYS: [&str; 3] = ["max_tokens", "max_completion_tokens", "max_output_tokens"];
 
 /// The share of the part of an estimate condense counted at the session's line's scale, left
-/// unasked beside it: the provider's figure is exact up to
-/// its last answer, but what came since, and a request a summary rewrote, are condense's count
-/// taken to the provider's through the line, which a message unlike the others misses by a
-/// little, and a request one token over is refused whole. (A choice, not a measure.)
+/// unasked beside it: the provider's figure is exact up to its last answer, but what came since,
+/// and a request a summary rewrote, are condense's count taken to the provider's through the
+/// line, which a message unlike the others misses by a little, and a request one token over is
+/// refused whole. (A choice, not a measure.)
 pub(crate) const ESTIMATE_MARGIN: f64 = 0.01;
 
 /// The provider's count of a request as condense estimates it.
@@ -47,16 +48,16 @@ pub struct ReplyLimit {
     /// The limit the client asked for.
     pub asked: u64,
     /// The limit sent: the window less the provider's count of the input, as condense
-    /// estimates it.
+    /// estimates it, and the estimate's margin.
     pub sent: u64,
 }
 
 /// Lowers `conversation`'s reply limit to what `window` leaves beside `input` (the provider's
 /// count of the request, as condense estimates it, and its margin), where the limit it names is
-/// more; with an Anthropic thinking budget that would no
-/// longer be less than the limit, the budget too, to one token less. `None`, and the request
-/// unchanged, where it names no limit, where the limit fits, where the input alone takes the
-/// window, or where the room would not hold the least thinking budget beside a reply.
+/// more; with an Anthropic thinking budget that would no longer be less than the limit, the
+/// budget too, to one token less. `None`, and the request unchanged, where it names no limit,
+/// where the limit fits, where the input alone takes the window, or where the room would not
+/// hold the least thinking budget beside a reply.
 pub(crate) fn fit(
     conversation: &mut Conversation,
     window: usize,

@@ -109,10 +109,10 @@ impl Line {
     /// The provider's count at which a request is due for compaction: `usable`, the window less
     /// the reply's reserve, unless the fixed part leaves the conversation less than
     /// [`CONVERSATION_SHARE`] of what it leaves of the `window`; then that share, or less where
-    /// the rest would not hold the longest reply the agent has written ([`Line::reply`]). The provider
-    /// takes a request its window holds; one that reserves the whole reply where the system
-    /// prompt and tools leave little more than it can hold no conversation at all, while the
-    /// agent's replies take a few hundred tokens. Where one took more (a whole file written in
+    /// the rest would not hold the longest reply the agent has written ([`Line::reply`]). The
+    /// provider takes a request its window holds; one that reserves the whole reply where the
+    /// system prompt and tools leave little more than it can hold no conversation at all, while
+    /// the agent's replies take a few hundred tokens. Where one took more (a whole file written in
     /// one call), the next may as well, and a reply cut short is an answer the agent never got.
     pub fn limit(&self, usable: usize, window: usize) -> usize {
         let left = window as f64 - self.fixed;

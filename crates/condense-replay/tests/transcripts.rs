@@ -490,7 +490,16 @@ fn beside_claude_code(recording: &Recording, window: usize) -> Replay {
     under_anthropic(recording, policies, counter, window)
 }
 
-/// The steps of the requests `policy` sent over the window.
+/// `replay`'s result for the policy named `wanted`.
+fn named<'r>(replay: &'r Replay, wanted: &str) -> &'r condense_replay::PolicyResult {
+    replay
+        .policies
+        .iter()
+        .find(|policy| policy.name == wanted)
+        .unwrap()
+}
+
+/// The steps of the requests of `policy`'s that failed.
 fn failed_steps(policy: &condense_replay::PolicyResult) -> Vec<usize> {
     policy
         .rows
@@ -523,13 +532,7 @@ fn condense_fails_fewest_at_18k_20k_and_24k() {
     for window in [18_000, 20_000, 24_000] {
         for path in transcripts() {
             let (_, replay) = run(&path, Provider::Anthropic, window);
-            let named = |wanted: &str| {
-                replay
-                    .policies
-                    .iter()
-                    .find(|policy| policy.name == wanted)
-                    .unwrap()
-            };
+            let named = |wanted: &str| named(&replay, wanted);
             let ours = named("condense");
             let others = ["claude-code", "opencode", "hermes"].map(|name| named(name).failures);
             if others.contains(&0) {
@@ -1062,13 +1065,7 @@ fn frontier(windows: &[usize]) -> (Vec<String>, usize, Vec<String>) {
         {
             let (_, replay) = run(&path, provider, window);
             let name = format!("{} at {window} ({provider})", path.display());
-            let named = |wanted: &str| {
-                replay
-                    .policies
-                    .iter()
-                    .find(|policy| policy.name == wanted)
-                    .unwrap()
-            };
+            let named = |wanted: &str| named(&replay, wanted);
             let (ours, none) = (named("condense"), named("none"));
             if none.failures == 0 && none.retention != 1.0 {
                 breaches.push(format!(
