@@ -220,7 +220,8 @@ pub(crate) fn sample(measured: &Measure, due: usize, ours: usize) -> Option<Samp
 
 /// The trigger's measure `due` (the provider's figure for the messages it counted, plus
 /// condense's count of those after them, `counts` each message's) with the part condense counted
-/// taken to the provider's tokens by the session's `line`, where there is one. The messages
+/// taken to the provider's tokens by the session's `line`, where there is one and it counts
+/// more. The messages
 /// since the provider's last figure are often a large tool output, and a tokenizer that counts
 /// 40 % more than condense's (Claude's against o200k on the shared sessions) put a request the
 /// provider counted over its window under condense's threshold.
@@ -237,8 +238,11 @@ pub(crate) fn in_providers(
                 .unwrap_or_default()
                 .iter()
                 .sum();
-            let more = (line.scale - 1.0) * after as f64;
-            (due as f64 + more).round().max(0.0) as usize
+            // Never fewer than condense's own count: a line that says the provider counts
+            // less is as likely a session whose figures confound it (outputs cut between two
+            // requests), and a request counted short goes out over the window.
+            let more = (line.scale - 1.0).max(0.0) * after as f64;
+            (due as f64 + more).round() as usize
         }
         _ => due,
     }
@@ -519,6 +523,16 @@ mod tests {
             20_840
         );
         assert_eq!(in_providers(&measured, 21_000, &counts, None), 21_000);
+        // A line that counts fewer than condense (figures confounded by cuts between requests)
+        // leaves condense's own count.
+        let fewer = Line {
+            scale: 0.85,
+            ..line
+        };
+        assert_eq!(
+            in_providers(&measured, 21_000, &counts, Some(fewer)),
+            21_000
+        );
         let counted = Measure::Tokenizer { tokens: 11_000 };
         assert_eq!(in_providers(&counted, 11_000, &counts, Some(line)), 11_000);
     }

@@ -486,6 +486,37 @@ fn protected_outputs_are_carried_in_the_room_a_system_prompt_leaves() {
     assert_finishes_and_keeps(&replay).unwrap();
 }
 
+/// A session whose agent gives its tools inputs of 10,000 tokens, at 64K: the provider's
+/// figures, its inputs cut to previews between them, put the session's line at 0.85 of the
+/// provider's tokens per condense token, and the 4,200 tokens after its last figure, counted
+/// that much short, left a request of 63,576 under the threshold, over what the reply's 1,000
+/// leave. Found by a random run of this file's properties (after 233 cases).
+#[test]
+fn a_line_that_counts_fewer_than_condense_holds_back_no_compaction() {
+    let turns = [
+        LongTurn {
+            person: 20_000,
+            screenshot: false,
+            steps: vec![
+                step(2, 12_000, 40_000),
+                step(0, 40, 40_000),
+                step(3, 40, 12_000),
+                step(0, 60_000, 0),
+            ],
+        },
+        agent(vec![
+            step(0, 40, 12_000),
+            step(0, 40, 0),
+            step(0, 60_000, 0),
+            step(0, 40, 40_000),
+            step(0, 60_000, 2_000),
+            step(0, 12_000, 0),
+        ]),
+    ];
+    let replay = run(&build_long(60_000, &turns), Provider::Anthropic, 64_000);
+    assert_finishes_and_keeps(&replay).unwrap();
+}
+
 /// The last exchange's `skill` output (about 21,000 tokens) is smaller than the window and
 /// more than the room a system prompt of about 16,700 tokens leaves: cut to a preview, the last
 /// resort once everything else that may be cut is, where before the request went out over the
