@@ -19,7 +19,9 @@ pub enum TailRule {
     Suffix,
     /// Nothing that fits the budget holds the last exchange (the last assistant step and what
     /// follows it): the tail is that exchange anyway, and the caller cuts its outputs that alone
-    /// exceed the budget to previews. A compacted session always ends as the original did.
+    /// exceed the budget to previews. A compacted session always ends as the original did. The
+    /// tail then goes back over the calls before it, whole, as far as what the previews leave
+    /// of the budget holds them (up to `min_tail_calls` calls).
     LastExchange,
     /// Whole turns held fewer than `min_tail_calls` tool calls (an autonomous run's turn is
     /// hundreds of steps): the tail goes back to hold that many, as far as it fits the budget
@@ -328,10 +330,44 @@ impl RecentCalls<'_> {
                     messages: cut,
                     over,
                 };
-                (tail_start, rule, Some(previews), kept)
+                let (start, tokens) = self.whole_before(tail_start, kept);
+                (start, rule, Some(previews), tokens)
             }
             None => (tail_start, rule, None, whole),
         }
+    }
+
+    /// The tail before a last exchange (from `tail_start`, `kept` tokens once its previews are
+    /// made) moved back over the agent's calls before it, one step of calls at a time and
+    /// whole, as far as what those previews leave of the budget holds them and no further than
+    /// the last `wanted` calls: a preview keeps a few hundred tokens of an output over the
+    /// budget, and the budget it frees is what the tail is for, the work the agent was acting
+    /// on, where the summary would stand for it instead. With its tokens. The head keeps at
+    /// least one message.
+    fn whole_before(&self, tail_start: usize, kept: usize) -> (usize, usize) {
+        let mut found = (tail_start, kept);
+        let mut step = tail_start;
+        while calls_from(self.messages, step) < self.wanted {
+            let Some(call) = self.messages[self.pinned..step]
+                .iter()
+                .rposition(|message| {
+                    message
+                        .parts
+                        .iter()
+                        .any(|part| part.as_tool_call().is_some())
+                })
+            else {
+                break;
+            };
+            let start = take_calls_along(self.pinned + call, self.pinned, self.earliest_call);
+            let tokens = self.suffix[start] - self.suffix[tail_start] + kept;
+            if start <= self.pinned || tokens > self.budget {
+                break;
+            }
+            found = (start, tokens);
+            step = start;
+        }
+        found
     }
 
     /// What each output of `messages[cut]` (`whole` tokens in all) may keep for the whole to

@@ -277,9 +277,10 @@ fn a_last_exchange_that_fills_the_budget_leaves_the_calls_before_it_as_previews(
 }
 
 /// A last exchange over the budget itself (a request whose system prompt and tools leave a
-/// small room) holds none of the calls before it either: within `previews_within` they are
-/// shown as previews beside it, the last exchange whole; past it (or without the bound), the
-/// last exchange alone, its outputs over the budget cut to previews.
+/// small room) holds none of the calls before it whole beside it: within `previews_within`
+/// they are shown as previews beside it, the last exchange whole; past it (or without the
+/// bound), its outputs over the budget are cut to previews, and the calls before it are kept
+/// whole as far as what those previews leave of the budget holds them.
 #[test]
 fn a_last_exchange_over_the_budget_leaves_the_calls_before_it_as_previews_within_the_bound() {
     let messages = run_of((0..14).map(|id| if id == 13 { 2_400 } else { 300 }));
@@ -287,11 +288,21 @@ fn a_last_exchange_over_the_budget_leaves_the_calls_before_it_as_previews_within
 
     let alone = split_previewing(&messages, &squeezed);
     assert_eq!(alone.rule, condense_compact::TailRule::LastExchange);
-    assert_eq!(alone.tail_calls, 1, "{alone:?}");
+    let previews = alone.previews.as_ref().unwrap();
     assert_eq!(
-        alone.previews.as_ref().unwrap().messages.start,
-        alone.tail_start
+        previews.messages,
+        messages.len() - 2..messages.len(),
+        "the last exchange's output alone cut: {alone:?}"
     );
+    // Its preview (512 tokens) leaves the budget about 1,500 tokens: four of the 300-token
+    // calls before it, whole, and not a fifth.
+    assert_eq!(alone.tail_calls, 5, "{alone:?}");
+    assert!(alone.kept_tokens <= alone.budget, "{alone:?}");
+    assert!(
+        alone.kept_tokens + 300 > alone.budget,
+        "no room for one more: {alone:?}"
+    );
+    assert_pairs_whole(&messages, alone.tail_start);
 
     squeezed.previews_within = 4_000;
     let stretched = split_previewing(&messages, &squeezed);

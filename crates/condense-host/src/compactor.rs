@@ -456,9 +456,22 @@ impl Compactor {
                 .await?
             }
         };
-        let tokens_after = match compaction {
-            CompactionOutcome::Summarized { .. } => counter.count_conversation(&conversation),
-            _ => pruned.tokens,
+        // What goes out, where the compaction changed it: a summary, or, with nothing to
+        // summarize, the tail's previews and the cuts that fit it to the window (the reply's
+        // limit is sized by it).
+        let changed = match compaction {
+            CompactionOutcome::Summarized { .. } => true,
+            CompactionOutcome::NothingNew {
+                previewed_outputs,
+                cut_to_fit,
+            } => previewed_outputs + cut_to_fit > 0,
+            CompactionOutcome::NothingToCompact { cut_to_fit } => cut_to_fit > 0,
+            _ => false,
+        };
+        let tokens_after = if changed {
+            counter.count_conversation(&conversation)
+        } else {
+            pruned.tokens
         };
         let due_after = due_after(&pruned, tokens_after);
         let usable = due_at(&tail, pruned.line);
@@ -1403,7 +1416,14 @@ impl Compactor {
         log: &mut condense_pruner::DecisionLog,
     ) -> Result<(Option<Conversation>, Split, usize), HostError> {
         let last_exchange = cut.last_exchange;
-        if due.early || cut.tail_start >= last_exchange {
+        // A tail whose previews are the last exchange's holds the calls before it whole, as far
+        // as the budget the previews leave goes ([`condense_compact::TailRule::LastExchange`]):
+        // the inputs before it kept no call out.
+        let last_previewed = cut
+            .previews
+            .as_ref()
+            .is_some_and(|previews| previews.messages.start >= last_exchange);
+        if due.early || cut.tail_start >= last_exchange || last_previewed {
             return Ok((None, cut, 0));
         }
         let (within, over) = if cut.previews.is_some() {
