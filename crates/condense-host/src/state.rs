@@ -120,13 +120,41 @@ impl Counted {
 }
 
 /// The provider's count of the request that produced the message at `message`: its whole input
-/// plus that reply.
+/// plus that reply. Or, `refused`, of a request it refused as longer than the model's window:
+/// its input alone, `message` the last message that request carried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReportedUsage {
     /// The message whose usage it is.
     pub message: usize,
     /// The tokens the provider counted.
     pub tokens: usize,
+    /// The provider refused the request as too long and said how long it counted it: nothing
+    /// answered it, so the client sends the same messages again with no answer among them.
+    /// (A figure for an answer stands at the answer, which the next request carries.)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub refused: bool,
+}
+
+impl ReportedUsage {
+    /// The provider's count of a request it answered: `tokens`, its input and the answer, which
+    /// stands at `message`.
+    pub fn answered(message: usize, tokens: usize) -> Self {
+        ReportedUsage {
+            message,
+            tokens,
+            refused: false,
+        }
+    }
+
+    /// The provider's count of the input of a request it refused as longer than the window,
+    /// whose last message was at `message`.
+    pub fn refused(message: usize, tokens: usize) -> Self {
+        ReportedUsage {
+            message,
+            tokens,
+            refused: true,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

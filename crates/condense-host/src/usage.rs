@@ -263,10 +263,19 @@ pub(crate) fn measure(
     // does not (tool definitions, a system prompt): only one far below our count is wrong.
     // The log's own figure may be from before a compaction: stale in both directions.
     let harness = reported
-        .filter(|usage| usage.message < conversation.messages.len())
-        .map(|usage| ReportedUsage {
-            message: answer_at(conversation, usage.message),
-            ..usage
+        .and_then(|usage| {
+            let last = conversation.messages.len().checked_sub(1)?;
+            let message = if usage.refused {
+                // What the provider refused comes again as the client sent it: its figure
+                // covers every message (and a continuation condense appended, which the
+                // client's do not hold).
+                usage.message.min(last)
+            } else if usage.message <= last {
+                answer_at(conversation, usage.message)
+            } else {
+                return None;
+            };
+            Some(ReportedUsage { message, ..usage })
         })
         .filter(|usage| {
             usage.tokens.saturating_mul(2)
@@ -323,9 +332,11 @@ fn plausible(reported: usize, ours: usize) -> bool {
 fn last_reported(conversation: &Conversation) -> Option<ReportedUsage> {
     condense_formats::logged_usage(conversation)
         .last()
-        .map(|usage| ReportedUsage {
-            message: usage.answer,
-            tokens: usize::try_from(usage.input + usage.output).unwrap_or(usize::MAX),
+        .map(|usage| {
+            ReportedUsage::answered(
+                usage.answer,
+                usize::try_from(usage.input + usage.output).unwrap_or(usize::MAX),
+            )
         })
 }
 
@@ -352,10 +363,7 @@ mod tests {
         let ours: usize = counter.count_each(&conversation.messages)[..=1]
             .iter()
             .sum();
-        let reported = ReportedUsage {
-            message: 1,
-            tokens: ours * 3 + 15_000,
-        };
+        let reported = ReportedUsage::answered(1, ours * 3 + 15_000);
         let (measured, from_harness) = measure(
             &conversation,
             Some(reported),
@@ -368,10 +376,7 @@ mod tests {
             "{measured:?}"
         );
         // One far below ours is not a count of these messages.
-        let low = ReportedUsage {
-            message: 1,
-            tokens: ours / 3,
-        };
+        let low = ReportedUsage::answered(1, ours / 3);
         assert!(matches!(
             measure(
                 &conversation,

@@ -53,12 +53,12 @@ async fn after_one_step(
     let counter = Tiktoken::default();
     let answered = history.len();
     shell_steps(&mut history, 1, 1, 100);
-    state.reported_usage = Some(ReportedUsage {
-        message: sent.conversation.messages.len(),
-        tokens: counter.count_conversation(&sent.conversation)
+    state.reported_usage = Some(ReportedUsage::answered(
+        sent.conversation.messages.len(),
+        counter.count_conversation(&sent.conversation)
             + prefix
             + counter.count_message(&history[answered]),
-    });
+    ));
     let next = compactor
         .prepare(Conversation::new(history), state)
         .await
@@ -128,10 +128,10 @@ async fn outputs_pruned_before_are_not_taken_off_the_providers_count_again() {
     resent
         .messages
         .push(Message::text(Role::Assistant, "Two checks still fail."));
-    state.reported_usage = Some(ReportedUsage {
-        message: resent.messages.len() - 1,
-        tokens: usable - 50,
-    });
+    state.reported_usage = Some(ReportedUsage::answered(
+        resent.messages.len() - 1,
+        usable - 50,
+    ));
     resent
         .messages
         .push(Message::text(Role::User, "keep going ".repeat(60)));
@@ -198,10 +198,7 @@ async fn the_tail_leaves_room_for_what_the_request_carries_beside_the_messages()
         .iter()
         .sum();
     let mut state = SessionState {
-        reported_usage: Some(ReportedUsage {
-            message: last,
-            tokens: ours + TOOLS,
-        }),
+        reported_usage: Some(ReportedUsage::answered(last, ours + TOOLS)),
         ..SessionState::default()
     };
     let compaction = compactor.prepare(conversation, &mut state).await.unwrap();
@@ -245,10 +242,10 @@ async fn after_a_summary_the_message_after_the_answer_is_counted() {
         "the client's own last message"
     );
     let counter = Tiktoken::default();
-    state.reported_usage = Some(ReportedUsage {
-        message: sent.len(),
-        tokens: counter.count_each(sent).iter().sum::<usize>() + 100,
-    });
+    state.reported_usage = Some(ReportedUsage::answered(
+        sent.len(),
+        counter.count_each(sent).iter().sum::<usize>() + 100,
+    ));
 
     // The client's next history: its own, the answer, and a large result.
     let mut next = history.clone();
@@ -275,10 +272,10 @@ async fn a_retry_before_the_next_report_judges_as_the_first_call_did() {
     let counter = Tiktoken::default();
     let ours: usize = counter.count_each(&history.messages).iter().sum();
     let mut state = SessionState {
-        reported_usage: Some(ReportedUsage {
-            message: history.messages.len() - 1,
-            tokens: ours + 200,
-        }),
+        reported_usage: Some(ReportedUsage::answered(
+            history.messages.len() - 1,
+            ours + 200,
+        )),
         ..SessionState::default()
     };
     let first = compactor
@@ -317,10 +314,10 @@ async fn the_threshold_is_judged_on_the_triggers_own_measure() {
         .usable;
     assert!(ours > usable, "{ours} over {usable} by condense's count");
     // The provider counted the request and its answer at well under the threshold.
-    state.reported_usage = Some(ReportedUsage {
-        message: history.messages.len() - 1,
-        tokens: usable * 3 / 4,
-    });
+    state.reported_usage = Some(ReportedUsage::answered(
+        history.messages.len() - 1,
+        usable * 3 / 4,
+    ));
     let result = compactor.prepare(history, &mut state).await.unwrap();
     assert!(matches!(
         result.report.measured,
@@ -365,10 +362,10 @@ async fn forty_requests_under_a_large_prefix(
         let sent = prepared.conversation.messages;
         let mut answer = Vec::new();
         shell_steps(&mut answer, step, 1, 300);
-        state.reported_usage = Some(ReportedUsage {
-            message: sent.len(),
-            tokens: under_a_large_prefix(ours(&sent) + ours(&answer[..1])),
-        });
+        state.reported_usage = Some(ReportedUsage::answered(
+            sent.len(),
+            under_a_large_prefix(ours(&sent) + ours(&answer[..1])),
+        ));
         history.extend(answer);
         requests.push((prepared.report, sent));
     }
@@ -487,10 +484,10 @@ async fn a_prefix_that_changes_mid_session_is_parted_afresh() {
         due.push(prepared.report.usable);
         let mut answer = Vec::new();
         shell_steps(&mut answer, step, 1, 300);
-        state.reported_usage = Some(ReportedUsage {
-            message: sent.len(),
-            tokens: provider(step, ours(&sent) + ours(&answer[..1])),
-        });
+        state.reported_usage = Some(ReportedUsage::answered(
+            sent.len(),
+            provider(step, ours(&sent) + ours(&answer[..1])),
+        ));
         history.extend(answer);
     }
     assert!(due[..change].iter().all(|&at| at == 18_000), "{due:?}");
@@ -544,10 +541,10 @@ async fn an_input_cut_to_fit_the_window_is_cut_the_same_on_the_next_request() {
         serde_json::json!({"file_path": "/src/parser.rs", "content": content}),
         "File created successfully at: /src/parser.rs",
     );
-    state.reported_usage = Some(ReportedUsage {
-        message: history.len(),
-        tokens: ours(&first.conversation) + PREFIX + counter.count_message(&write[0]),
-    });
+    state.reported_usage = Some(ReportedUsage::answered(
+        history.len(),
+        ours(&first.conversation) + PREFIX + counter.count_message(&write[0]),
+    ));
     history.extend(write);
     let second = compactor
         .prepare(Conversation::new(history.clone()), &mut state)
@@ -622,10 +619,10 @@ async fn a_screenshot_left_out_to_fit_the_window_is_left_out_on_the_next_request
         .await
         .unwrap();
     // The provider counted request 1 with its prefix; the person answers with a screenshot.
-    state.reported_usage = Some(ReportedUsage {
-        message: history.len(),
-        tokens: ours(&first.conversation) + PREFIX,
-    });
+    state.reported_usage = Some(ReportedUsage::answered(
+        history.len(),
+        ours(&first.conversation) + PREFIX,
+    ));
     history.push(Message::new(
         Role::User,
         vec![
@@ -736,10 +733,10 @@ async fn a_summary_written_again_smaller_gives_up_its_files_for_one_request_only
             }),
             output,
         );
-        state.reported_usage = Some(ReportedUsage {
-            message: sent.len(),
-            tokens: provider(ours(&sent) + ours(&answer[..1])),
-        });
+        state.reported_usage = Some(ReportedUsage::answered(
+            sent.len(),
+            provider(ours(&sent) + ours(&answer[..1])),
+        ));
         history.extend(answer);
     }
     let modules = |text: &str| -> std::collections::BTreeSet<String> {
@@ -786,14 +783,14 @@ async fn the_first_compaction_lowers_the_reply_s_limit_by_the_provider_s_count()
     // The provider counted the request before the last step, with the prefix.
     let answered = messages.len() - 2;
     let mut state = SessionState {
-        reported_usage: Some(ReportedUsage {
-            message: answered,
-            tokens: counter
+        reported_usage: Some(ReportedUsage::answered(
+            answered,
+            counter
                 .count_each(&messages[..=answered])
                 .iter()
                 .sum::<usize>()
                 + PREFIX,
-        }),
+        )),
         ..SessionState::default()
     };
     let mut conversation = Conversation::new(messages);

@@ -295,10 +295,7 @@ impl Compactor {
                     .iter()
                     .rposition(|message| message.role == condense_core::Role::Assistant)
             {
-                state.reported_usage = Some(condense_host::ReportedUsage {
-                    message: at,
-                    tokens,
-                });
+                state.reported_usage = Some(condense_host::ReportedUsage::answered(at, tokens));
             }
             let original = conversation.clone();
             let compaction = self

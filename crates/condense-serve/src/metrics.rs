@@ -38,6 +38,9 @@ pub struct Metrics {
     /// Requests whose reply limit was lowered to the room their input leaves in the window
     /// (a provider refuses input and limit together over it).
     pub reply_limits_lowered: AtomicU64,
+    /// Requests the upstream refused as longer than the model's window, giving its count: sent
+    /// again, prepared with that count.
+    pub refused_as_too_long: AtomicU64,
     /// Summaries asked inside the agent's own request that it answered (`summarizer.fork`).
     pub forked_summaries: AtomicU64,
     /// Forked summary requests that fell back to a separate prompt (no text in the answer,
@@ -132,6 +135,11 @@ const COUNTERS: &[Counter] = &[
         "condense_reply_limits_lowered_total",
         "Requests whose reply limit (max_tokens) was lowered to the room their input leaves in the window.",
         &[("", |m| &m.reply_limits_lowered)],
+    ),
+    (
+        "condense_refused_as_too_long_total",
+        "Requests the upstream refused as longer than the model's window, giving its count of them: prepared again with that count and sent once more.",
+        &[("", |m| &m.refused_as_too_long)],
     ),
     (
         "condense_forked_summaries_total",

@@ -1615,6 +1615,116 @@ async fn the_requests_after_an_input_cut_carry_the_same_cut() {
     assert_eq!(written(&bodies[2]), Some(cut));
 }
 
+/// A resumed session whose first request through the proxy is longer than the window by the
+/// provider's count (its tokenizer counts 40 % more than condense's, and the tools and system
+/// prompt are not among the messages condense counts), though not by condense's own: the
+/// provider refuses it, saying how long it counted it; condense records that count, prepares
+/// the request again with it (a compaction now) and sends it once more, and the client gets the
+/// answer. A refusal of another kind reaches the client as the provider gave it, sent once.
+#[tokio::test]
+async fn a_request_the_provider_refuses_as_too_long_is_sent_again_compacted_by_its_count() {
+    const WINDOW: usize = 32_000;
+    const PREFIX: usize = 6_000;
+    let (upstream, received) = anthropic_window(WINDOW, PREFIX, 1.4).await;
+    // Compacting only where the window makes it necessary: not early, as condense would a
+    // request the provider has nothing of in its cache.
+    let only_when_due = [("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0")];
+    let running = proxy_with(upstream, WINDOW, &only_when_due, |_| {}).await;
+    let mut messages = vec![json!({"role": "user", "content": "read every part of the log"})];
+    for turn in 0..40 {
+        let id = format!("toolu_{turn}");
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": id, "name": "Bash",
+             "input": {"command": format!("cat part_{turn}.log")}}]}));
+        let output: String = (0..40)
+            .map(|line| format!("part {turn} line {line}: request served in {line} ms\n"))
+            .collect();
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": output}]}));
+    }
+    let body = json!({"model": "claude-sonnet-4", "max_tokens": 4_096, "messages": messages});
+    let ours = anthropic_tokens(&body);
+    let theirs = (ours as f64 * 1.4).round() as usize + PREFIX;
+    assert!(
+        ours < WINDOW - 4_096 && theirs > WINDOW,
+        "condense's count {ours} under the window, the provider's {theirs} over it"
+    );
+    let response = client()
+        .post(format!("{}/v1/messages", running.url))
+        .header("x-api-key", "sk-ant-test")
+        .header("anthropic-version", "2023-06-01")
+        .header("x-condense-session", "resumed")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{answer}");
+    running.proxy.flushed().await;
+    let sent = received.lock().unwrap().clone();
+    let refusals: Vec<bool> = sent.iter().map(|(_, refused)| *refused).collect();
+    assert_eq!(refusals, [true, false], "refused once, then taken");
+    let input = (anthropic_tokens(&sent[1].0) as f64 * 1.4).round() as usize + PREFIX;
+    assert!(input <= WINDOW - 4_096, "sent again at {input}");
+    let metrics = running.proxy.metrics.render();
+    assert_eq!(metric(&metrics, "condense_refused_as_too_long_total"), 1);
+    assert_eq!(
+        metric(&metrics, "condense_compactions_total{phase=\"summary\"}"),
+        1
+    );
+
+    // Another refusal (a request the provider finds malformed) is the provider's to give: sent
+    // once, its status and body relayed as they came.
+    let other = |body: axum::body::Bytes| async move {
+        let _ = body;
+        let error = json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after"}});
+        (
+            axum::http::StatusCode::BAD_REQUEST,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            error.to_string(),
+        )
+    };
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    let app = axum::Router::new().route(
+        "/v1/messages",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            other(body)
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let running = proxy_to(address, WINDOW, |_| {}).await;
+    let response = client()
+        .post(format!("{}/v1/messages", running.url))
+        .header("x-api-key", "sk-ant-test")
+        .header("anthropic-version", "2023-06-01")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    assert_eq!(
+        response.headers()[axum::http::header::CONTENT_TYPE],
+        "application/json"
+    );
+    let refusal: Value = response.json().await.unwrap();
+    assert!(
+        refusal["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("messages.1: `tool_use` ids"),
+        "{refusal}"
+    );
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let metrics = running.proxy.metrics.render();
+    assert_eq!(metric(&metrics, "condense_refused_as_too_long_total"), 0);
+}
+
 /// condense's count of an Anthropic Messages body's messages.
 fn anthropic_tokens(body: &Value) -> usize {
     let (_, conversation) = condense_formats::read(
@@ -1628,8 +1738,8 @@ fn anthropic_tokens(body: &Value) -> usize {
 
 /// An upstream that checks each Messages request as Anthropic's API does and answers it with
 /// a tool call: its input is condense's count of the messages times `scale` (a tokenizer that
-/// counts more) plus `prefix` (tools and a system prompt); input and `max_tokens` together over
-/// `window` are refused with Anthropic's own error. Returns its address and, per request, the
+/// counts more) plus `prefix` (tools and a system prompt); an input over `window`, or input and
+/// `max_tokens` together over it, are refused with Anthropic's own errors. Returns its address and, per request, the
 /// body and whether it was refused.
 async fn anthropic_window(
     window: usize,
@@ -1651,9 +1761,13 @@ async fn anthropic_window(
                 bodies.len()
             };
             if refused {
-                let message = format!(
-                    "input length and `max_tokens` exceed context limit: {input} + {limit} > {window}, decrease input length or `max_tokens` and try again"
-                );
+                let message = if input > window {
+                    format!("prompt is too long: {input} tokens > {window} maximum")
+                } else {
+                    format!(
+                        "input length and `max_tokens` exceed context limit: {input} + {limit} > {window}, decrease input length or `max_tokens` and try again"
+                    )
+                };
                 let error = json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
                 return (axum::http::StatusCode::BAD_REQUEST, error.to_string());
             }

@@ -187,6 +187,77 @@ async fn through_the_proxy(test: &str, upstream_summarizer: bool) {
     );
 }
 
+/// The proxy configured with the model's own window (8,192), where SmolLM2's tokenizer counts
+/// more than condense's does: a session's first request, under the window by condense's
+/// count (about 7,800 tokens) and not compacted, is over it by the server's, which
+/// refuses it as too long, giving its count in its error (`context_length_exceeded`); the
+/// proxy prepares the request again with that count and the client gets a real completion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_the_real_server_refuses_as_too_long_is_compacted_by_its_count() {
+    use condense_tokenizer::TokenCounter;
+    let test = "a_request_the_real_server_refuses_as_too_long_is_compacted_by_its_count";
+    let Some(origin) = real_origin(test) else {
+        return;
+    };
+    let transcript =
+        condense_core::testing::transcript("openai/mini-swe-agent-sympy__sympy-13091").unwrap();
+    let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
+    let messages = session["messages"].as_array().unwrap();
+    // The longest run of its messages, ending with the person's or a tool's, that condense
+    // counts under 7,800 tokens.
+    let counter = condense_tokenizer::Tiktoken::default();
+    let ours = |end: usize| {
+        let (_, conversation) = condense_formats::read(
+            chat(&json!(messages[..end])).to_string().as_bytes(),
+            Some(condense_formats::Format::OpenAi),
+        )
+        .unwrap();
+        counter.count_conversation(&conversation)
+    };
+    let end = (2..messages.len())
+        .filter(|&end| messages[end - 1]["role"] != "assistant")
+        .take_while(|&end| ours(end) < 7_800)
+        .last()
+        .unwrap();
+    let body = chat(&json!(messages[..end]));
+    let client = client();
+    let direct = client
+        .post(format!("{origin}/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = direct.status();
+    let refusal: Value = direct.json().await.unwrap();
+    assert_eq!(status, 400, "the server alone refuses it: {refusal}");
+    eprintln!(
+        "condense counts {} tokens; the server: {refusal}",
+        ours(end)
+    );
+    let env = [
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "8192"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "256"),
+        // Only where the window makes it necessary: not early, as condense would compact a
+        // request the server has nothing of in its cache.
+        ("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0"),
+        ("CONDENSE_COMPACTION_MIN_TAIL_TOKENS", "500"),
+        ("CONDENSE_COMPACTION_MAX_TAIL_TOKENS", "1000"),
+        ("CONDENSE_COMPACTION_MIN_TAIL_TURNS", "0"),
+        ("CONDENSE_SUMMARIZER_BUDGET_TOKENS", "1200"),
+        ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS", "true"),
+    ];
+    let (url, proxy, _dir) = proxy_before(&origin, &env, |_| None).await;
+    let answer = complete(&client, &url, &body).await;
+    let prompt_tokens = answer["usage"]["prompt_tokens"].as_u64().unwrap();
+    assert!(prompt_tokens < 8_192, "{prompt_tokens}");
+    let metrics = proxy.metrics.render();
+    assert!(
+        metrics.contains("condense_refused_as_too_long_total 1"),
+        "{metrics}"
+    );
+    eprintln!("through the proxy after one refusal: {prompt_tokens} prompt tokens");
+}
+
 /// `summarizer.fork`: with room left in the window, the real server is asked for the summary
 /// inside the agent's own request (the conversation, then the summary prompt), answers it with
 /// text, and the compacted request then gets a real completion.

@@ -203,10 +203,10 @@ impl Policy for Condense {
     /// next trigger measures in the provider's tokens (with the system prompt the log leaves
     /// out), not in condense's own.
     fn observe(&mut self, input_tokens: u64, output_tokens: u64) {
-        self.state.reported_usage = Some(ReportedUsage {
-            message: self.sent,
-            tokens: usize::try_from(input_tokens + output_tokens).unwrap_or(usize::MAX),
-        });
+        self.state.reported_usage = Some(ReportedUsage::answered(
+            self.sent,
+            usize::try_from(input_tokens + output_tokens).unwrap_or(usize::MAX),
+        ));
     }
 
     fn prepare<'h>(

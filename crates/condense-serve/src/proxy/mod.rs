@@ -346,24 +346,45 @@ impl Proxy {
                 return provider.error(StatusCode::BAD_REQUEST, &why);
             }
         };
-        let named = parts
+        let mut named = parts
             .headers
             .get(SESSION_HEADER)
             .map(|value| value.as_bytes())
             .filter(|value| !value.is_empty())
             .map(named_session);
-        let mut prepared = self
-            .prepare(provider, named, &bytes, &request, &parts)
-            .await;
-        if let Some(why) = prepared.refusal.take() {
-            return provider.error(StatusCode::BAD_REQUEST, &why);
+        let (mut started, mut retry) = (started, true);
+        loop {
+            let mut prepared = self
+                .prepare(provider, named.clone(), &bytes, &request, &parts)
+                .await;
+            if let Some(why) = prepared.refusal.take() {
+                return provider.error(StatusCode::BAD_REQUEST, &why);
+            }
+            let added = started.elapsed();
+            self.metrics
+                .observe_added(u64::try_from(added.as_micros()).unwrap_or(u64::MAX));
+            self.save_in_background(&mut prepared);
+            log_request(provider, &prepared, added);
+            match self
+                .clone()
+                .answer(provider, parts.clone(), prepared, retry)
+                .await
+            {
+                Answered::Given(response) => return response,
+                Answered::TooLong { session, usage } => {
+                    // Once: a request the provider refuses again with its own count in hand
+                    // goes back to the client as the provider refused it.
+                    Metrics::add(&self.metrics.refused_as_too_long, 1);
+                    tracing::info!(
+                        %session,
+                        provider_tokens = usage.tokens,
+                        "the upstream refused the request as longer than the window; prepared again with its count"
+                    );
+                    self.record_usage(session.clone(), usage).await;
+                    (named, retry, started) = (Some(session), false, Instant::now());
+                }
+            }
         }
-        let added = started.elapsed();
-        self.metrics
-            .observe_added(u64::try_from(added.as_micros()).unwrap_or(u64::MAX));
-        self.save_in_background(&mut prepared);
-        log_request(provider, &prepared, added);
-        self.answer(provider, parts, prepared).await
     }
 
     /// The state a request's preparation deferred, saved once the request is on its way; the
@@ -389,13 +410,16 @@ impl Proxy {
 
     /// The prepared request sent upstream, its answer annotated with what condense did in the
     /// upstream's place; or, after a `compact_20260112` with `pause_after_compaction`, the
-    /// compaction block as the whole answer.
+    /// compaction block as the whole answer. With `retry`, a request condense prepared that
+    /// the upstream refuses as longer than the window, giving its count of it, is not
+    /// answered: the count comes back to prepare it again ([`crate::refusal`]).
     async fn answer(
         self: Arc<Self>,
         provider: Api,
         parts: axum::http::request::Parts,
         mut prepared: Prepared,
-    ) -> Response {
+        retry: bool,
+    ) -> Answered {
         let usage = prepared.sent_messages.map(|sent| UsageSink {
             proxy: self.clone(),
             session: prepared.session.clone(),
@@ -415,26 +439,49 @@ impl Proxy {
             } else {
                 "application/json"
             };
-            return (
-                StatusCode::OK,
-                [(header::CONTENT_TYPE, content_type)],
-                crate::answer::paused(
-                    &block.content,
-                    block.model.as_deref(),
-                    prepared.tokens.1,
-                    block.stream,
-                ),
-            )
-                .into_response();
+            return Answered::Given(
+                (
+                    StatusCode::OK,
+                    [(header::CONTENT_TYPE, content_type)],
+                    crate::answer::paused(
+                        &block.content,
+                        block.model.as_deref(),
+                        prepared.tokens.1,
+                        block.stream,
+                    ),
+                )
+                    .into_response(),
+            );
         }
-        self.forward_annotated(
-            provider,
-            parts,
-            reqwest::Body::from(prepared.body),
-            usage,
-            edits,
-        )
-        .await
+        let response = match self
+            .send(provider, &parts, reqwest::Body::from(prepared.body))
+            .await
+        {
+            Ok(response) => response,
+            Err(unreachable) => return Answered::Given(unreachable),
+        };
+        match prepared.sent_messages {
+            Some(sent) if retry && response.status() == StatusCode::BAD_REQUEST => {
+                let (status, headers) = (response.status(), response.headers().clone());
+                let body = match response.bytes().await {
+                    Ok(body) => body,
+                    Err(error) => {
+                        return Answered::Given(provider.error(
+                            StatusCode::BAD_GATEWAY,
+                            &format!("condense: the upstream's refusal could not be read: {error}"),
+                        ));
+                    }
+                };
+                match crate::refusal::refused_input(&body) {
+                    Some(tokens) => Answered::TooLong {
+                        session: prepared.session,
+                        usage: ReportedUsage::refused(sent.saturating_sub(1), tokens),
+                    },
+                    None => Answered::Given(relayed_whole(provider, status, &headers, body)),
+                }
+            }
+            _ => Answered::Given(self.relayed(provider, response, usage, edits).await),
+        }
     }
 
     /// The whole body, within `serve.body_limit_bytes`; a body past it, or one that cannot be
@@ -772,6 +819,41 @@ impl Prepared {
 
 /// The body to send: the client's own bytes when nothing was replaced, cut or summarized (as they
 /// came, without the cost of writing them again), else the compacted conversation written.
+/// What became of a prepared request sent upstream ([`Proxy::answer`]).
+enum Answered {
+    /// The answer to give the client.
+    Given(Response),
+    /// The upstream refused it as longer than the model's window and said how long it counted
+    /// it: that count, to record in the session before preparing the request again.
+    TooLong {
+        /// The request's session.
+        session: String,
+        /// The upstream's count, at the last message the request carried.
+        usage: ReportedUsage,
+    },
+}
+
+/// An upstream's answer read whole (a refusal condense read), given to the client as it came.
+fn relayed_whole(
+    provider: Api,
+    status: reqwest::StatusCode,
+    headers: &reqwest::header::HeaderMap,
+    body: Bytes,
+) -> Response {
+    let mut builder = Response::builder().status(status.as_u16());
+    for (name, value) in headers {
+        if relay::forwarded(name) {
+            builder = builder.header(name, value);
+        }
+    }
+    builder.body(Body::from(body)).unwrap_or_else(|error| {
+        provider.error(
+            StatusCode::BAD_GATEWAY,
+            &format!("condense: the upstream's response could not be relayed: {error}"),
+        )
+    })
+}
+
 fn body_of(
     format: condense_formats::Format,
     bytes: &Bytes,

@@ -50,19 +50,43 @@ impl Proxy {
         usage: Option<UsageSink>,
         edits: crate::answer::AnswerEdits,
     ) -> Response {
+        match self.send(provider, &parts, body).await {
+            Ok(response) => self.relayed(provider, response, usage, edits).await,
+            Err(unreachable) => unreachable,
+        }
+    }
+
+    /// Sends the request to `provider`'s upstream, at the path it came to, with its headers:
+    /// the upstream's response as it begins, or the answer to give when it could not be had.
+    pub(super) async fn send(
+        &self,
+        provider: Api,
+        parts: &axum::http::request::Parts,
+        body: reqwest::Body,
+    ) -> Result<reqwest::Response, Response> {
         let upstream = self.settings.upstream(provider);
         let path = parts.uri.path_and_query().map_or("/", |path| path.as_str());
         let url = upstream_url(upstream, path);
-        let mut request = self.client.request(parts.method, &url).body(body);
+        let mut request = self.client.request(parts.method.clone(), &url).body(body);
         for (name, value) in &parts.headers {
             if forwarded(name) {
                 request = request.header(name, value);
             }
         }
-        let response = match request.send().await {
-            Ok(response) => response,
-            Err(error) => return self.unreachable(provider, upstream, &error),
-        };
+        request
+            .send()
+            .await
+            .map_err(|error| self.unreachable(provider, upstream, &error))
+    }
+
+    /// The upstream's `response` relayed to the client as [`Proxy::forward_annotated`] does.
+    pub(super) async fn relayed(
+        &self,
+        provider: Api,
+        response: reqwest::Response,
+        usage: Option<UsageSink>,
+        edits: crate::answer::AnswerEdits,
+    ) -> Response {
         let status = response.status();
         let mut builder = Response::builder().status(status.as_u16());
         let sse = response
@@ -144,8 +168,9 @@ impl UsageSink {
     fn record(self, tokens: u64) {
         let proxy = self.proxy.clone();
         proxy.in_background(async move {
+            let tokens = usize::try_from(tokens).unwrap_or(usize::MAX);
             self.proxy
-                .record_usage(self.session, self.message, tokens)
+                .record_usage(self.session, ReportedUsage::answered(self.message, tokens))
                 .await;
         });
     }

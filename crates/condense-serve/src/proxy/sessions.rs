@@ -137,8 +137,8 @@ impl Proxy {
         .await
     }
 
-    /// Records the provider's usage of a request in its session, for the next trigger.
-    pub(super) async fn record_usage(&self, session: String, message: usize, tokens: u64) {
+    /// Records the provider's count of a request in its session, for the next trigger.
+    pub(super) async fn record_usage(&self, session: String, usage: ReportedUsage) {
         let lock = self.session_lock(&session);
         let _guard = lock.lock().await;
         for _ in 0..SAVE_ATTEMPTS {
@@ -149,10 +149,7 @@ impl Proxy {
                     return;
                 }
             };
-            versioned.state.reported_usage = Some(ReportedUsage {
-                message,
-                tokens: usize::try_from(tokens).unwrap_or(usize::MAX),
-            });
+            versioned.state.reported_usage = Some(usage);
             match self
                 .save(&session, versioned.state, versioned.version)
                 .await
