@@ -9,9 +9,19 @@
 
 use serde_json::Value;
 
-/// The provider's count of the input of a request whose error `body` refuses it as longer than
-/// the model's window; `None` where the body is not such a refusal or gives no count. The
-/// errors read, in the provider's own words:
+/// A provider's refusal of a request as longer than the model's window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TooLong {
+    /// With the provider's count of the request's input.
+    Counted(usize),
+    /// Without a count: more than the window, by how much not said (OpenAI's Responses API:
+    /// `Your input exceeds the context window of this model`, code `context_length_exceeded`).
+    Uncounted,
+}
+
+/// Whether the error `body` refuses a request as longer than the model's window, and with the
+/// provider's count of its input where it gives one; `None` for any other error. The errors
+/// read, in the provider's own words:
 ///
 /// - Anthropic: `prompt is too long: 208310 tokens > 200000 maximum`, and `input length and
 ///   `max_tokens` exceed context limit: 193125 + 21333 > 200000` (the input fits, the reply's
@@ -19,11 +29,16 @@ use serde_json::Value;
 /// - OpenAI's Chat Completions (and servers that speak it, llama.cpp's among them): `This
 ///   model's maximum context length is 8192 tokens. However, you requested 9047 tokens (9031 in
 ///   the messages, 16 in the completion)`, with `N in the functions` where tools are sent, or
-///   `However, your messages resulted in 130532 tokens`.
-pub(crate) fn refused_input(body: &[u8]) -> Option<usize> {
+///   `However, your messages resulted in 130532 tokens`; code `context_length_exceeded`.
+/// - OpenAI's Responses API: code `context_length_exceeded`, no count.
+pub(crate) fn too_long(body: &[u8]) -> Option<TooLong> {
     let error: Value = serde_json::from_slice(body).ok()?;
-    let message = error["error"]["message"].as_str()?;
-    anthropic(message).or_else(|| openai(message))
+    let error = &error["error"];
+    let message = error["message"].as_str().unwrap_or_default();
+    match anthropic(message).or_else(|| openai(message)) {
+        Some(tokens) => Some(TooLong::Counted(tokens)),
+        None => (error["code"] == "context_length_exceeded").then_some(TooLong::Uncounted),
+    }
 }
 
 /// Anthropic's two refusals for length.
@@ -72,6 +87,14 @@ mod tests {
             .into_bytes()
     }
 
+    /// The count `message` gives, as [`too_long`] reads it.
+    fn refused_input(body: &[u8]) -> Option<usize> {
+        match too_long(body)? {
+            TooLong::Counted(tokens) => Some(tokens),
+            TooLong::Uncounted => None,
+        }
+    }
+
     #[test]
     fn anthropic_s_refusals_give_the_input_s_count() {
         assert_eq!(
@@ -110,16 +133,27 @@ mod tests {
     }
 
     #[test]
-    fn other_errors_give_nothing() {
+    fn the_responses_api_s_refusal_has_no_count() {
+        let refusal = serde_json::json!({"error": {
+            "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+            "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}});
+        assert_eq!(
+            too_long(refusal.to_string().as_bytes()),
+            Some(TooLong::Uncounted)
+        );
+    }
+
+    #[test]
+    fn other_errors_are_not_refusals_for_length() {
         for message in [
             "Your input exceeds the context window of this model. Please adjust your input and try again.",
             "messages.3: `tool_use` ids were found without `tool_result` blocks immediately after",
             "prompt is too long",
             "",
         ] {
-            assert_eq!(refused_input(&body(message)), None, "{message}");
+            assert_eq!(too_long(&body(message)), None, "{message}");
         }
-        assert_eq!(refused_input(b"not json"), None);
-        assert_eq!(refused_input(b"{\"error\": \"a string\"}"), None);
+        assert_eq!(too_long(b"not json"), None);
+        assert_eq!(too_long(b"{\"error\": \"a string\"}"), None);
     }
 }

@@ -1725,6 +1725,90 @@ async fn a_request_the_provider_refuses_as_too_long_is_sent_again_compacted_by_i
     assert_eq!(metric(&metrics, "condense_refused_as_too_long_total"), 0);
 }
 
+/// OpenAI's Responses API refuses a request longer than the window without saying how long
+/// it counted it (`context_length_exceeded`, "Your input exceeds the context window of this
+/// model"): the proxy takes it as just over the window, prepares the request again with that
+/// count, and the compacted request is answered. Here the upstream counts as condense does
+/// (OpenAI's models and condense share o200k) plus 14,500 tokens of tools and instructions
+/// condense does not count.
+#[tokio::test]
+async fn a_responses_request_refused_as_too_long_without_a_count_is_sent_again_compacted() {
+    const WINDOW: usize = 32_000;
+    const TOOLS: usize = 14_500;
+    let sent: Arc<std::sync::Mutex<Vec<(usize, bool)>>> = Arc::default();
+    let seen = sent.clone();
+    let answer = move |body: axum::body::Bytes| {
+        let seen = seen.clone();
+        async move {
+            use condense_tokenizer::TokenCounter;
+            let (_, conversation) =
+                condense_formats::read(&body, Some(condense_formats::Format::Responses)).unwrap();
+            let input =
+                condense_tokenizer::Tiktoken::default().count_conversation(&conversation) + TOOLS;
+            let refused = input > WINDOW;
+            seen.lock().unwrap().push((input, refused));
+            if refused {
+                let error = json!({"error": {
+                    "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+                    "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}});
+                return (axum::http::StatusCode::BAD_REQUEST, error.to_string());
+            }
+            let reply = json!({
+                "id": "resp_1", "object": "response", "created_at": 1, "status": "completed",
+                "model": "gpt-5",
+                "output": [{"type": "message", "id": "msg_1", "status": "completed",
+                            "role": "assistant",
+                            "content": [{"type": "output_text", "text": "done", "annotations": []}]}],
+                "usage": {"input_tokens": input, "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens": 1, "output_tokens_details": {"reasoning_tokens": 0},
+                          "total_tokens": input + 1},
+            });
+            (axum::http::StatusCode::OK, reply.to_string())
+        }
+    };
+    let app = axum::Router::new().route("/v1/responses", axum::routing::post(answer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let only_when_due = [("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0")];
+    let running = proxy_with(address, WINDOW, &only_when_due, |_| {}).await;
+    let mut input = vec![json!({"type": "message", "role": "user",
+                                "content": "read every part of the log"})];
+    for turn in 0..40 {
+        let id = format!("call_{turn}");
+        input.push(json!({"type": "function_call", "call_id": id, "name": "shell",
+                          "arguments": json!({"command": ["cat", format!("part_{turn}.log")]}).to_string()}));
+        let output: String = (0..50)
+            .map(|line| format!("part {turn} line {line}: request served in {line} ms\n"))
+            .collect();
+        input.push(json!({"type": "function_call_output", "call_id": id, "output": output}));
+    }
+    let response = client()
+        .post(format!("{}/v1/responses", running.url))
+        .header("authorization", "Bearer sk-test")
+        .header("x-condense-session", "resumed-codex")
+        .json(&json!({"model": "gpt-5", "input": input}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{answer}");
+    running.proxy.flushed().await;
+    let sent = sent.lock().unwrap().clone();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert!(
+        sent[0].1 && !sent[1].1,
+        "refused once, then taken: {sent:?}"
+    );
+    assert!(
+        sent[0].0 - TOOLS < WINDOW - 4_096,
+        "under the window by condense's own count: {sent:?}"
+    );
+    let metrics = running.proxy.metrics.render();
+    assert_eq!(metric(&metrics, "condense_refused_as_too_long_total"), 1);
+}
+
 /// condense's count of an Anthropic Messages body's messages.
 fn anthropic_tokens(body: &Value) -> usize {
     let (_, conversation) = condense_formats::read(

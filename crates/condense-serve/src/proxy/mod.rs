@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::metrics::Metrics;
 use crate::originals::{OriginalsExpiry, SweepError};
+use crate::refusal::TooLong;
 use crate::state::{Saved, SessionStore};
 use crate::upstream::{Asked, UpstreamSummaries, UpstreamSummarizer, upstream_url};
 use crate::wire::{Api, UsageScanner, derived_session, named_session};
@@ -472,12 +473,15 @@ impl Proxy {
                         ));
                     }
                 };
-                match crate::refusal::refused_input(&body) {
-                    Some(tokens) => Answered::TooLong {
-                        session: prepared.session,
-                        usage: ReportedUsage::refused(sent.saturating_sub(1), tokens),
-                    },
-                    None => Answered::Given(relayed_whole(provider, status, &headers, body)),
+                // Without the provider's count, more than the window is what it said.
+                let tokens = match crate::refusal::too_long(&body) {
+                    Some(TooLong::Counted(tokens)) => tokens,
+                    Some(TooLong::Uncounted) if prepared.window > 0 => prepared.window + 1,
+                    _ => return Answered::Given(relayed_whole(provider, status, &headers, body)),
+                };
+                Answered::TooLong {
+                    session: prepared.session,
+                    usage: ReportedUsage::refused(sent.saturating_sub(1), tokens),
                 }
             }
             _ => Answered::Given(self.relayed(provider, response, usage, edits).await),
@@ -629,6 +633,10 @@ impl Proxy {
             session,
             body,
             sent_messages: Some(compaction.conversation.messages.len()),
+            window: self
+                .compactor
+                .tail_for(&compaction.conversation)
+                .context_window,
             tokens: (report.tokens_before, report.tokens_after),
             due: (
                 report.measured.tokens(),
@@ -752,6 +760,7 @@ impl Proxy {
             session,
             body: bytes.clone(),
             sent_messages: None,
+            window: 0,
             tokens: (0, 0),
             due: (0, 0, "none"),
             fired: format!("failed open at {step}"),
@@ -783,6 +792,8 @@ struct Prepared {
     /// How many messages were sent (the reply's index in the next request), when the request
     /// was compacted.
     sent_messages: Option<usize>,
+    /// The window condense sized the request for (its model's); 0 where it did not.
+    window: usize,
     tokens: (usize, usize),
     /// What drove the decisions: the trigger's measure before and after (the provider's
     /// count, or condense's tokenizer), and which it was.
@@ -806,6 +817,7 @@ impl Prepared {
             session,
             body: Bytes::new(),
             sent_messages: None,
+            window: 0,
             tokens: (0, 0),
             due: (0, 0, "none"),
             fired: "refused".into(),
