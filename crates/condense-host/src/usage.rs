@@ -268,7 +268,10 @@ pub(crate) fn measure(
             let message = if usage.refused {
                 // What the provider refused comes again as the client sent it: its figure
                 // covers every message (and a continuation condense appended, which the
-                // client's do not hold).
+                // client's do not hold). A history shorter than that is another request.
+                if usage.message > last + 1 {
+                    return None;
+                }
                 usage.message.min(last)
             } else if usage.message <= last {
                 answer_at(conversation, usage.message)
@@ -385,6 +388,40 @@ mod tests {
                 |_| 0,
             ),
             (Measure::Tokenizer { .. }, false)
+        ));
+    }
+
+    /// A refused request's figure covers every message the request carried, the last among
+    /// them (an answered one stands at its answer, and a figure after the last message of a
+    /// request that ends with the person's is the answer's: one earlier): nothing is counted
+    /// after it. Sent with a continuation the client's history does not hold, it still covers
+    /// that history; for a history shorter than that, it is another request's.
+    #[test]
+    fn a_refused_request_s_figure_covers_every_message_it_carried() {
+        let counter = Tiktoken::default();
+        let conversation = conversation();
+        let counts = counter.count_each(&conversation.messages);
+        let measured = |usage: ReportedUsage| measure(&conversation, Some(usage), &counts, |_| 0).0;
+        for message in [2, 3] {
+            assert_eq!(
+                measured(ReportedUsage::refused(message, 40_000)),
+                Measure::ProviderUsage {
+                    tokens: 40_000,
+                    reported: 40_000,
+                    at_message: 2,
+                    counted_after: 0,
+                }
+            );
+        }
+        assert!(matches!(
+            measured(ReportedUsage::refused(4, 40_000)),
+            Measure::Tokenizer { .. }
+        ));
+        // Taken as an answer's, the figure would stand one earlier and count the last message
+        // again.
+        assert!(matches!(
+            measured(ReportedUsage::answered(2, 40_000)),
+            Measure::ProviderUsage { at_message: 1, counted_after, .. } if counted_after == counts[2]
         ));
     }
 

@@ -412,8 +412,8 @@ impl Proxy {
     /// The prepared request sent upstream, its answer annotated with what condense did in the
     /// upstream's place; or, after a `compact_20260112` with `pause_after_compaction`, the
     /// compaction block as the whole answer. With `retry`, a request condense prepared that
-    /// the upstream refuses as longer than the window, giving its count of it, is not
-    /// answered: the count comes back to prepare it again ([`crate::refusal`]).
+    /// the upstream refuses as longer than the window is not answered: the upstream's count of
+    /// it comes back to prepare it again ([`crate::refusal`]).
     async fn answer(
         self: Arc<Self>,
         provider: Api,
@@ -829,14 +829,13 @@ impl Prepared {
     }
 }
 
-/// The body to send: the client's own bytes when nothing was replaced, cut or summarized (as they
-/// came, without the cost of writing them again), else the compacted conversation written.
 /// What became of a prepared request sent upstream ([`Proxy::answer`]).
 enum Answered {
     /// The answer to give the client.
     Given(Response),
-    /// The upstream refused it as longer than the model's window and said how long it counted
-    /// it: that count, to record in the session before preparing the request again.
+    /// The upstream refused it as longer than the model's window: its count of it (one over
+    /// the window where it gave none), to record in the session before preparing the request
+    /// again.
     TooLong {
         /// The request's session.
         session: String,
@@ -866,6 +865,8 @@ fn relayed_whole(
     })
 }
 
+/// The body to send: the client's own bytes when nothing was replaced, cut or summarized (as they
+/// came, without the cost of writing them again), else the compacted conversation written.
 fn body_of(
     format: condense_formats::Format,
     bytes: &Bytes,
