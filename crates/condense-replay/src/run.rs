@@ -163,6 +163,11 @@ pub struct PolicyResult {
     pub summarizer_requests: usize,
     /// Agent requests over the context window.
     pub failures: usize,
+    /// Agent requests the provider refused as longer than the window that the policy prepared
+    /// again with the provider's count and sent once more ([`crate::Policy::refused`]); each is
+    /// one request in the figures, the second try (a refusal is not billed).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub resent: usize,
     /// Summaries made: the summarizer calls and those written without a request (condense's
     /// extractive summarizer).
     pub compactions: usize,
@@ -666,6 +671,7 @@ fn run_policy(
     let mut rows = Vec::with_capacity(recording.steps.len());
     let mut pruned_outputs = 0;
     let mut local_summaries = 0;
+    let mut resent = 0;
     // Times the log does not give are taken as "right after the previous request".
     let mut clock = 0;
     for (index, step) in recording.steps.iter().enumerate() {
@@ -680,15 +686,29 @@ fn run_policy(
             answering: step.model.as_deref(),
             ..*model
         };
-        let prepared = policy.prepare(history, step.time_ms, &asked)?;
-        pruned_outputs += prepared.pruned_outputs;
-        if let Some(call) = prepared.summarizer {
-            match summarizer_row(&call, index, &mut cache, clock, settings, model, key) {
-                Some(row) => rows.push(row),
-                None => local_summaries += 1,
+        // A request the provider refuses as longer than the window (input and reply limit
+        // over it) is billed nothing; a policy that prepares it again with the count the
+        // refusal gives ([`Policy::refused`]) sends it once more.
+        let mut resend = true;
+        let (prepared, prompt) = loop {
+            let prepared = policy.prepare(history, step.time_ms, &asked)?;
+            pruned_outputs += prepared.pruned_outputs;
+            if let Some(call) = &prepared.summarizer {
+                match summarizer_row(call, index, &mut cache, clock, settings, model, key) {
+                    Some(row) => rows.push(row),
+                    None => local_summaries += 1,
+                }
             }
-        }
-        let prompt = Prompt::of(&prepared.input, counter, &calibration, key);
+            let prompt = Prompt::of(&prepared.input, counter, &calibration, key);
+            let limit = prepared.reply_limit.unwrap_or(settings.max_output_tokens) as u64;
+            let over = prompt.tokens() + limit > settings.context_window as u64;
+            if over && resend && policy.refused(prompt.tokens()) {
+                resend = false;
+                resent += 1;
+                continue;
+            }
+            break (prepared, prompt);
+        };
         let context_tokens = prompt.tokens();
         let output_tokens = calibration.scaled(
             messages[step.answer..step.answer_end]
@@ -736,7 +756,9 @@ fn run_policy(
         });
         progress(index + 1);
     }
-    Ok(totals(policy.name(), rows, pruned_outputs, local_summaries))
+    let mut result = totals(policy.name(), rows, pruned_outputs, local_summaries);
+    result.resent = resent;
+    Ok(result)
 }
 
 /// The provider's cache for `settings`, holding what the harness had cached before its first
@@ -814,6 +836,7 @@ fn totals(
         requests: rows.len(),
         summarizer_requests,
         failures: agent.iter().filter(|row| row.failed).count(),
+        resent: 0,
         compactions: summarizer_requests + local_summaries,
         pruned_outputs,
         peak_context_tokens,
@@ -829,6 +852,11 @@ fn totals(
         recorded: None,
         rows,
     }
+}
+
+/// Whether a count is nothing, which the JSON leaves out.
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 /// Dollars for `usage` and `output` tokens.

@@ -515,11 +515,12 @@ fn failed_steps(policy: &condense_replay::PolicyResult) -> Vec<usize> {
 /// any other policy. A
 /// request fails as the provider judges it: its input and its reply's limit over the window
 /// (condense lowers the limit to the room the input leaves where the reply's 4,096 do not fit),
-/// or its answer cut short by a limit so lowered. What fails where every policy does: each
-/// session's first request or two, before the session's figures give condense the system
-/// prompt and tools (every policy that sends the first as it came fails it), and at 18K a
-/// dozen of d7d349f9's, whose replies of up to 5,058 tokens no request at that window leaves
-/// room for. Under the earlier measure, the input alone over the window, condense finished
+/// or its answer cut short by a limit so lowered. A request the provider refuses, condense
+/// sends once more compacted by the count the refusal gives, as its proxy does
+/// ([`condense_replay::Policy::refused`]): a session's first request, before the session's
+/// figures give condense the system prompt and tools, fails no longer (every policy that sends
+/// the first as it came fails it). What fails where every policy does: at 18K a dozen of
+/// d7d349f9's, whose replies of up to 5,058 tokens no request at that window leaves room for. Under the earlier measure, the input alone over the window, condense finished
 /// every request of every session here: it once failed dozens at 24K (it took outputs pruned
 /// by earlier requests off the provider's count a second time, sized the tail for the whole
 /// window, and, once a summary could not get under, waited while the session grew past the
@@ -550,18 +551,45 @@ fn condense_fails_fewest_at_18k_20k_and_24k() {
     assert_eq!(failed, tight_replies(&[18_000, 20_000, 24_000]));
 }
 
+/// 2cba43de's first request at 20K, before any figure of the provider's: condense counts the
+/// messages alone (the log holds neither the system prompt nor the tools, about 15K of
+/// Anthropic's tokens), finds nothing due and sends it as it came, with the reply's whole
+/// 4,096, and the provider refuses it. As condense's proxy does, the replay's policy takes the
+/// count the refusal gives and prepares the request again: compacted, it is taken, and only
+/// the second try is in the figures. Policies without such a retry are left their refusals.
+#[test]
+fn a_first_request_the_provider_refuses_is_sent_again_compacted_by_its_count() {
+    let path = transcripts()
+        .into_iter()
+        .find(|path| path.to_string_lossy().contains("2cba43de"))
+        .unwrap();
+    let (_, replay) = run(&path, Provider::Anthropic, 20_000);
+    let ours = named(&replay, "condense");
+    assert_eq!((ours.resent, ours.failures), (1, 0));
+    let first = &ours.rows[0];
+    let limit = first.reply_limit.unwrap_or(4_096);
+    assert!(
+        !first.failed && first.context_tokens + limit <= 20_000,
+        "{first:?}"
+    );
+    for other in ["claude-code", "opencode", "hermes"] {
+        assert_eq!(named(&replay, other).resent, 0, "{other}");
+    }
+}
+
 /// condense's failed requests on the shared sessions at windows where Claude Code's system
 /// prompt and tools leave the conversation and the reply 1.5K-5K tokens, where another policy
-/// (a summary alone, the rest of the window the reply's) fails none. Each but the first is the
-/// request after which the agent wrote a reply longer than any before it, more than the room
-/// the conversation left: the limit lowered to that room cut it short (condense leaves the
-/// reply the longest the agent has written, and a share of the room; the reply's whole 4,096
-/// would leave the conversation nothing). The first is 2cba43de's first request at 20K, sent
-/// before any figure of the provider's. By window, the session and its step.
+/// (a summary alone, the rest of the window the reply's) fails none. Each is the request after
+/// which the agent wrote a reply longer than any before it, more than the room the
+/// conversation left: the limit lowered to that room cut it short (condense leaves the reply
+/// the longest the agent has written, and a share of the room; the reply's whole 4,096 would
+/// leave the conversation nothing). (2cba43de's first request at 20K, sent before any figure
+/// of the provider's and refused, was one too until the proxy sent a refused request again,
+/// compacted by the count the refusal gives, as the replay now does.) By window, the session
+/// and its step.
 const TIGHT_REPLIES: &[(usize, &str, usize)] = &[
     (17_000, "5f8cbb78-38d3-47e9-9", 114),
     (17_000, "5f8cbb78-38d3-47e9-9", 115),
-    (20_000, "2cba43de-c8d2-4a69-a", 0),
     (20_000, "d7d349f9-c243-46e2-9", 55),
     (20_000, "d7d349f9-c243-46e2-9", 62),
 ];

@@ -209,6 +209,17 @@ impl Policy for Condense {
         ));
     }
 
+    /// As `condense serve` does: the provider's count, from its refusal, recorded as a refused
+    /// request's at the last message sent, and the request prepared again with it, once (the
+    /// replay asks again only for the first refusal of a request).
+    fn refused(&mut self, input_tokens: u64) -> bool {
+        self.state.reported_usage = Some(ReportedUsage::refused(
+            self.sent.saturating_sub(1),
+            usize::try_from(input_tokens).unwrap_or(usize::MAX),
+        ));
+        true
+    }
+
     fn prepare<'h>(
         &mut self,
         history: &'h [Message],

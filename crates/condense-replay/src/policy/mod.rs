@@ -167,6 +167,14 @@ pub trait Policy {
     /// A harness that reads the provider's usage (condense's proxy does) calibrates its next
     /// trigger with it; the others ignore it.
     fn observe(&mut self, _input_tokens: u64, _output_tokens: u64) {}
+
+    /// The provider refused the request just prepared as longer than the window, counting its
+    /// input at `input_tokens`: whether the policy prepares it again, with that count, and
+    /// sends it once more (condense's proxy does, once: a harness meets the refusal). A policy
+    /// that does not leaves the request failed.
+    fn refused(&mut self, _input_tokens: u64) -> bool {
+        false
+    }
 }
 
 /// The part of the history a harness still sends: copies of the messages it made or froze
