@@ -645,10 +645,32 @@ fn refused(
     settings: &ReplaySettings,
 ) -> bool {
     let limit = reply_limit.unwrap_or(settings.max_output_tokens) as u64;
-    context_tokens + limit > settings.context_window as u64
+    over_the_window(context_tokens, reply_limit, settings)
         || reply_limit.is_some()
             && output_tokens > limit
             && output_tokens <= settings.max_output_tokens as u64
+}
+
+/// Whether the provider refuses a request of `context_tokens` outright, saying how long it
+/// counted it: its input and reply limit (the model's, or the lower one a policy sent) over the
+/// window. ([`refused`] also fails an answer such a limit cuts short, which the provider takes.)
+fn over_the_window(
+    context_tokens: u64,
+    reply_limit: Option<usize>,
+    settings: &ReplaySettings,
+) -> bool {
+    let limit = reply_limit.unwrap_or(settings.max_output_tokens) as u64;
+    context_tokens + limit > settings.context_window as u64
+}
+
+/// The recorded answer to `step`, in the provider's tokens (the calibration's scale).
+fn recorded_output(recording: &Recording, step: &Step, model: &Model<'_>) -> u64 {
+    model.calibration.scaled(
+        recording.conversation.messages[step.answer..step.answer_end]
+            .iter()
+            .map(|message| model.counter.count_message(message))
+            .sum(),
+    )
 }
 
 /// Names the cache of the model that answered `step` (one per model).
@@ -667,7 +689,6 @@ fn run_policy(
     let counter = model.counter;
     let calibration = model.calibration;
     let mut cache = warmed_cache(recording, settings, model);
-    let messages = &recording.conversation.messages;
     let mut rows = Vec::with_capacity(recording.steps.len());
     let mut pruned_outputs = 0;
     let mut local_summaries = 0;
@@ -700,8 +721,7 @@ fn run_policy(
                 }
             }
             let prompt = Prompt::of(&prepared.input, counter, &calibration, key);
-            let limit = prepared.reply_limit.unwrap_or(settings.max_output_tokens) as u64;
-            let over = prompt.tokens() + limit > settings.context_window as u64;
+            let over = over_the_window(prompt.tokens(), prepared.reply_limit, settings);
             if over && resend && policy.refused(prompt.tokens()) {
                 resend = false;
                 resent += 1;
@@ -710,12 +730,7 @@ fn run_policy(
             break (prepared, prompt);
         };
         let context_tokens = prompt.tokens();
-        let output_tokens = calibration.scaled(
-            messages[step.answer..step.answer_end]
-                .iter()
-                .map(|message| counter.count_message(message))
-                .sum(),
-        );
+        let output_tokens = recorded_output(recording, step, model);
         let failed = refused(
             context_tokens,
             output_tokens,

@@ -1510,9 +1510,7 @@ async fn counting_upstream(
         }
     };
     let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(answer));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let address = serving(app).await;
     (address, received)
 }
 
@@ -1695,9 +1693,7 @@ async fn a_request_the_provider_refuses_as_too_long_is_sent_again_compacted_by_i
             other(body)
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let address = serving(app).await;
     let running = proxy_to(address, WINDOW, |_| {}).await;
     let response = client()
         .post(format!("{}/v1/messages", running.url))
@@ -1767,9 +1763,7 @@ async fn a_responses_request_refused_as_too_long_without_a_count_is_sent_again_c
         }
     };
     let app = axum::Router::new().route("/v1/responses", axum::routing::post(answer));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let address = serving(app).await;
     let only_when_due = [("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0")];
     let running = proxy_with(address, WINDOW, &only_when_due, |_| {}).await;
     let mut input = vec![json!({"type": "message", "role": "user",
@@ -1807,6 +1801,14 @@ async fn a_responses_request_refused_as_too_long_without_a_count_is_sent_again_c
     );
     let metrics = running.proxy.metrics.render();
     assert_eq!(metric(&metrics, "condense_refused_as_too_long_total"), 1);
+}
+
+/// `app` served on a free port of 127.0.0.1: its address.
+async fn serving(app: axum::Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    address
 }
 
 /// condense's count of an Anthropic Messages body's messages.
@@ -1868,9 +1870,7 @@ async fn anthropic_window(
         }
     };
     let app = axum::Router::new().route("/v1/messages", axum::routing::post(answer));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let address = serving(app).await;
     (address, received)
 }
 
