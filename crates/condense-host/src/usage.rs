@@ -274,7 +274,7 @@ pub(crate) fn measure(
                 }
                 usage.message.min(last)
             } else if usage.message <= last {
-                answer_at(conversation, usage.message)
+                answer_end(conversation, answer_at(conversation, usage.message))
             } else {
                 return None;
             };
@@ -320,6 +320,22 @@ fn answer_at(conversation: &Conversation, message: usize) -> usize {
     } else {
         message
     }
+}
+
+/// The last message of the answer that starts at `message`. A provider's one answer may come
+/// back in the client's next history as several assistant messages in a row (the Responses
+/// API's output items: a reasoning item, then each function call), and its figure, input and
+/// output, covers them all: counted from the first, the trigger counted the others again (a
+/// large `apply_patch` twice). No harness puts an assistant message of its own between an
+/// answer and the tool results or the person's message that follow it.
+fn answer_end(conversation: &Conversation, message: usize) -> usize {
+    let assistant =
+        |index: usize| conversation.messages.get(index).map(|m| m.role) == Some(Role::Assistant);
+    let mut end = message;
+    while assistant(end) && assistant(end + 1) {
+        end += 1;
+    }
+    end
 }
 
 /// A count a log recorded more than twice ours (or under half) for the same messages is not a
@@ -422,6 +438,68 @@ mod tests {
         assert!(matches!(
             measured(ReportedUsage::answered(2, 40_000)),
             Measure::ProviderUsage { at_message: 1, counted_after, .. } if counted_after == counts[2]
+        ));
+    }
+
+    /// An answer the client's next history holds as several assistant messages (the Responses
+    /// API's reasoning item and two function calls) is one answer: its figure, which counted
+    /// them as output, stands at the last of them, and only the tool results after them are
+    /// counted. A figure for an answer of one message is where it was.
+    #[test]
+    fn an_answer_of_several_assistant_messages_is_covered_by_its_figure() {
+        let counter = Tiktoken::default();
+        let call = |id: &str| {
+            Message::new(
+                Role::Assistant,
+                vec![condense_core::testing::tool_call(
+                    id,
+                    "apply_patch",
+                    serde_json::json!({"input": "+ line\n".repeat(400)}),
+                )],
+            )
+        };
+        let result = |id: &str| {
+            Message::new(
+                Role::Tool,
+                vec![condense_core::testing::tool_result(id, "Done!")],
+            )
+        };
+        let answered = Conversation::new(vec![
+            Message::text(Role::User, "fix the parser ".repeat(200)),
+            Message::text(Role::Assistant, "thinking about the parser"),
+            call("call_1"),
+            call("call_2"),
+            result("call_1"),
+            result("call_2"),
+        ]);
+        let counts = counter.count_each(&answered.messages);
+        let (measured, _) = measure(
+            &answered,
+            Some(ReportedUsage::answered(1, 9_000)),
+            &counts,
+            |_| 0,
+        );
+        assert_eq!(
+            measured,
+            Measure::ProviderUsage {
+                tokens: 9_000 + counts[4] + counts[5],
+                reported: 9_000,
+                at_message: 3,
+                counted_after: counts[4] + counts[5],
+            }
+        );
+        // One assistant message followed by the person's: the figure stands at it.
+        let plain = conversation();
+        let counts = counter.count_each(&plain.messages);
+        assert!(matches!(
+            measure(
+                &plain,
+                Some(ReportedUsage::answered(1, 2_000)),
+                &counts,
+                |_| 0
+            )
+            .0,
+            Measure::ProviderUsage { at_message: 1, .. }
         ));
     }
 

@@ -1803,6 +1803,112 @@ async fn a_responses_request_refused_as_too_long_without_a_count_is_sent_again_c
     assert_eq!(metric(&metrics, "condense_refused_as_too_long_total"), 1);
 }
 
+/// A Responses API answer comes back as several output items (a reasoning item, then a
+/// function call carrying a whole patch), which the next request holds as several assistant
+/// messages: the answer's usage, which counted the patch as output, covers all of them, and the
+/// next request is measured as the provider's figure plus the tool's short result. Counted from
+/// the reasoning item, the patch was counted twice and the request compacted at 24K of a 32K
+/// window.
+#[tokio::test]
+async fn a_responses_answer_of_several_items_is_counted_once() {
+    const WINDOW: usize = 32_000;
+    let patch: String = (0..1_000)
+        .map(|line| format!("+    let value_{line} = compute({line});\n"))
+        .collect();
+    let call = json!({"type": "function_call", "id": "fc_1", "call_id": "call_patch",
+                      "name": "apply_patch", "status": "completed",
+                      "arguments": json!({"input": patch}).to_string()});
+    let reasoning = json!({"type": "reasoning", "id": "rs_1", "summary": [],
+                           "encrypted_content": "gAAAAB"});
+    let received: Arc<std::sync::Mutex<Vec<Value>>> = Arc::default();
+    let seen = received.clone();
+    let (first_output, counted_call) = (vec![reasoning.clone(), call.clone()], call.clone());
+    let answer = move |body: axum::body::Bytes| {
+        let seen = seen.clone();
+        let (first_output, counted_call) = (first_output.clone(), counted_call.clone());
+        async move {
+            use condense_tokenizer::TokenCounter;
+            let (_, conversation) =
+                condense_formats::read(&body, Some(condense_formats::Format::Responses)).unwrap();
+            let counter = condense_tokenizer::Tiktoken::default();
+            let input = counter.count_conversation(&conversation);
+            let first = seen.lock().unwrap().is_empty();
+            seen.lock()
+                .unwrap()
+                .push(serde_json::from_slice::<Value>(&body).unwrap());
+            let (output, output_tokens) = if first {
+                let (_, answered) = condense_formats::read(
+                    json!({"input": [counted_call]}).to_string().as_bytes(),
+                    Some(condense_formats::Format::Responses),
+                )
+                .unwrap();
+                (first_output, counter.count_conversation(&answered))
+            } else {
+                let text = json!({"type": "message", "id": "msg_1", "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "patched", "annotations": []}]});
+                (vec![text], 2)
+            };
+            json!({
+                "id": "resp_1", "object": "response", "created_at": 1, "status": "completed",
+                "model": "gpt-5", "output": output,
+                "usage": {"input_tokens": input, "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens": output_tokens,
+                          "output_tokens_details": {"reasoning_tokens": 0},
+                          "total_tokens": input + output_tokens},
+            })
+            .to_string()
+        }
+    };
+    let app = axum::Router::new().route("/v1/responses", axum::routing::post(answer));
+    let address = serving(app).await;
+    let only_when_due = [("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0")];
+    let running = proxy_with(address, WINDOW, &only_when_due, |_| {}).await;
+    let mut input = vec![json!({"type": "message", "role": "user",
+                                "content": "read the log, then patch the parser"})];
+    for turn in 0..20 {
+        let id = format!("call_{turn}");
+        input.push(json!({"type": "function_call", "call_id": id, "name": "shell",
+                          "arguments": json!({"command": ["cat", format!("part_{turn}.log")]}).to_string()}));
+        let output: String = (0..50)
+            .map(|line| format!("part {turn} line {line}: request served in {line} ms\n"))
+            .collect();
+        input.push(json!({"type": "function_call_output", "call_id": id, "output": output}));
+    }
+    let post = |input: &Vec<Value>| {
+        client()
+            .post(format!("{}/v1/responses", running.url))
+            .header("authorization", "Bearer sk-test")
+            .header("x-condense-session", "codex-patch")
+            .json(&json!({"model": "gpt-5", "input": input}))
+            .send()
+    };
+    let response = post(&input).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let _: Value = response.json().await.unwrap();
+    running.proxy.flushed().await;
+    // The provider's figure for the first request and its answer, by the upstream's own count:
+    // under the window less the reply's reserve, and under it by less than the patch.
+    let usage = state(&running, "codex-patch").reported_usage.unwrap();
+    assert!(
+        usage.tokens + 4_096 < WINDOW && usage.tokens + 4_096 + 8_000 > WINDOW,
+        "{usage:?}"
+    );
+
+    input.extend([reasoning, call]);
+    input.push(
+        json!({"type": "function_call_output", "call_id": "call_patch",
+                      "output": "Success. Updated the following files:\nM src/parser.rs"}),
+    );
+    let response = post(&input).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let _: Value = response.json().await.unwrap();
+    let received = received.lock().unwrap().clone();
+    assert_eq!(received.len(), 2);
+    // Nothing was due: the client's items went upstream as they were.
+    assert_eq!(received[1]["input"], json!(input));
+}
+
 /// `app` served on a free port of 127.0.0.1: its address.
 async fn serving(app: axum::Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
