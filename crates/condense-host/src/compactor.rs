@@ -543,12 +543,20 @@ impl Compactor {
         let reply = longest_reply(conversation, counts).max(state.longest_reply);
         state.longest_reply = reply;
         let cold = self.cache_is_cold(conversation, state, tail, key);
+        // The tool definitions, counted only where no figure of the provider's covers them
+        // (pruning only makes a harness's figure likelier to hold: it is measured against what
+        // is left).
+        let tools = match measure(conversation, reported, counts, |_| 0, 0).0 {
+            Measure::Tokenizer { .. } => usage::tools_tokens(conversation, counter),
+            Measure::ProviderUsage { .. } => 0,
+        };
         let skip_walk = asked.phases == (Phases::Both { automatic: true })
             && self.walk_when == crate::WalkWhen::Due
             && {
-                let as_measured = measure(conversation, reported, counts, |_| 0).0;
+                let as_measured = measure(conversation, reported, counts, |_| 0, tools).0;
                 let line = usage::sample(&as_measured, as_measured.tokens(), tokens_in)
                     .and_then(|sample| Line::through(state.counted.as_ref(), sample, prefix))
+                    .or_else(|| before_any_figure(&as_measured))
                     .map(|line| line.with_reply(reply));
                 let as_it_came =
                     usage::in_providers(&as_measured, as_measured.tokens(), counts, line);
@@ -569,9 +577,13 @@ impl Compactor {
         let now = self.clock.now_ms();
         state.last_request_ms = Some(now);
         CacheUse::record(&mut state.caches, key, now);
-        let (measured, harness_figure) = measure(conversation, reported, counts, |message| {
-            prune.frozen_tokens_up_to(message)
-        });
+        let (measured, harness_figure) = measure(
+            conversation,
+            reported,
+            counts,
+            |message| prune.frozen_tokens_up_to(message),
+            tools,
+        );
         // Recounted only when something was replaced: on most requests of a long session
         // nothing is, and a recount of every message is a good part of a request's cost.
         let counts_after = if !prune.changed() {
@@ -588,6 +600,7 @@ impl Compactor {
             .flatten();
         let line = sample
             .and_then(|sample| Line::through(state.counted.as_ref(), sample, prefix))
+            .or_else(|| before_any_figure(&measured))
             .map(|line| line.with_reply(reply));
         if let Some(sample) = sample {
             state.counted = Some(Counted::with(state.counted, sample, prefix));
@@ -1984,12 +1997,23 @@ enum Trigger {
     Summarize { early: bool },
 }
 
+/// The line a request is sized by before the provider has reported a figure: its tool
+/// definitions as the fixed part, in condense's count ([`Line::of_tools`]), where it carries
+/// any. The room a compaction leaves the summary and tail is then the window less them, not a
+/// share of the request that shrinks with the conversation.
+fn before_any_figure(measured: &Measure) -> Option<Line> {
+    match *measured {
+        Measure::Tokenizer { tools, .. } => Line::of_tools(tools),
+        Measure::ProviderUsage { .. } => None,
+    }
+}
+
 /// The result judged on the trigger's own measure: the provider's count (when the trigger used
 /// it) scaled by what condense's count of the same messages went down by; a result nothing
 /// changed measures exactly what the trigger measured.
 fn due_after(pruned: &Pruned, tokens_after: usize) -> usize {
     match pruned.measured {
-        Measure::Tokenizer { .. } => tokens_after,
+        Measure::Tokenizer { tools, .. } => tokens_after + tools,
         Measure::ProviderUsage { .. } if tokens_after == pruned.tokens => pruned.due_tokens,
         Measure::ProviderUsage { .. } => (tokens_after as f64 * pruned.due_tokens as f64
             / pruned.tokens.max(1) as f64)
@@ -2266,7 +2290,7 @@ fn due_tokens(
     tokens: usize,
 ) -> usize {
     match measured {
-        Measure::Tokenizer { .. } => tokens,
+        Measure::Tokenizer { tools, .. } => tokens + tools,
         Measure::ProviderUsage {
             tokens: provider,
             at_message,

@@ -67,7 +67,12 @@ pub fn render_report(
 /// The first line: what was counted, against which window.
 fn heading(input: &str, format: &str, config: &Config, report: &CompactReport) -> String {
     let measured = match report.measured {
-        Measure::Tokenizer { tokens } => format!("{} tokens", thousands(tokens)),
+        Measure::Tokenizer { tokens, tools: 0 } => format!("{} tokens", thousands(tokens)),
+        Measure::Tokenizer { tokens, tools } => format!(
+            "{} tokens ({} of them the tool definitions)",
+            thousands(tokens),
+            thousands(tools)
+        ),
         Measure::ProviderUsage {
             tokens, reported, ..
         } => {

@@ -7,6 +7,7 @@
 //! messages contradicts by more than a factor of two is stale and ignored.
 
 use condense_core::{Conversation, Role};
+use condense_tokenizer::TokenCounter;
 use serde::Serialize;
 
 use crate::state::{Counted, ReportedUsage, Sample};
@@ -17,8 +18,13 @@ use crate::state::{Counted, ReportedUsage, Sample};
 pub enum Measure {
     /// With condense's tokenizer.
     Tokenizer {
-        /// The count.
+        /// The count: the messages, and the tool definitions the request carries beside them.
         tokens: usize,
+        /// Of that count, the tool definitions' (the envelope's `tools`, or `functions`, as the
+        /// JSON they are sent as): until the provider reports a figure, the only part of its
+        /// fixed prefix condense can see.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        tools: usize,
     },
     /// With the provider's own count from the session's last reported usage.
     ProviderUsage {
@@ -33,13 +39,37 @@ pub enum Measure {
     },
 }
 
+/// Whether a count is nothing, for the report to leave it out.
+fn is_zero(count: &usize) -> bool {
+    *count == 0
+}
+
 impl Measure {
     /// The count the trigger uses.
     pub fn tokens(&self) -> usize {
         match self {
-            Measure::Tokenizer { tokens } | Measure::ProviderUsage { tokens, .. } => *tokens,
+            Measure::Tokenizer { tokens, .. } | Measure::ProviderUsage { tokens, .. } => *tokens,
         }
     }
+}
+
+/// condense's count of the tool definitions `conversation`'s request carries beside its
+/// messages (its envelope's `tools`, or Chat Completions' older `functions`), as the JSON they
+/// are sent as. The provider counts them in every request (Claude Code's take 12K-28K tokens),
+/// and before its first figure the trigger has no other account of them: a resumed session's
+/// first request, measured without them, went out over the window. Providers render the
+/// definitions their own way (OpenAI's in fewer tokens than the JSON, Anthropic's in more,
+/// with a preamble); the JSON is what condense can count.
+pub(crate) fn tools_tokens(conversation: &Conversation, counter: &dyn TokenCounter) -> usize {
+    let Some(envelope) = conversation.envelope.as_ref() else {
+        return 0;
+    };
+    ["tools", "functions"]
+        .into_iter()
+        .filter_map(|key| envelope.get(key))
+        .filter(|tools| tools.as_array().is_some_and(|tools| !tools.is_empty()))
+        .map(|tools| counter.count_text(&tools.to_string()))
+        .sum()
 }
 
 /// The provider's count of a session's requests as a line in condense's count of their
@@ -93,6 +123,17 @@ impl Line {
         (fixed > 0.0).then_some(Line {
             fixed,
             scale,
+            reply: 0.0,
+        })
+    }
+
+    /// The line before the provider has reported anything: condense's own count, beside the
+    /// tool definitions the request carries (`tools`, [`tools_tokens`]), the one fixed part
+    /// condense can count. `None` where there are none: the request is its messages.
+    pub fn of_tools(tools: usize) -> Option<Line> {
+        (tools > 0).then_some(Line {
+            fixed: tools as f64,
+            scale: 1.0,
             reply: 0.0,
         })
     }
@@ -250,13 +291,15 @@ pub(crate) fn in_providers(
 
 /// `counts` are the conversation's messages' counts, in order, before pruning; `replaced_before`
 /// gives the tokens of outputs up to a message that earlier requests replaced (frozen
-/// decisions), which the harness's figure never counted. The flag says the figure is the
+/// decisions), which the harness's figure never counted; `tools` is the tool definitions' count
+/// ([`tools_tokens`]), part of the measure where there is no figure. The flag says the figure is the
 /// harness's own report (`reported`), not one found in the log.
 pub(crate) fn measure(
     conversation: &Conversation,
     reported: Option<ReportedUsage>,
     counts: &[usize],
     replaced_before: impl Fn(usize) -> usize,
+    tools: usize,
 ) -> (Measure, bool) {
     let ours_to = |usage: &ReportedUsage| counts[..=usage.message].iter().sum::<usize>();
     // The harness's figure is for the request it sent, which may carry much the conversation
@@ -299,7 +342,8 @@ pub(crate) fn measure(
             }
         }
         None => Measure::Tokenizer {
-            tokens: condense_tokenizer::conversation_total(counts),
+            tokens: condense_tokenizer::conversation_total(counts) + tools,
+            tools,
         },
     };
     (measure, from_harness)
@@ -388,6 +432,7 @@ mod tests {
             Some(reported),
             &counter.count_each(&conversation.messages),
             |_| 0,
+            0,
         );
         assert!(from_harness);
         assert!(
@@ -402,6 +447,7 @@ mod tests {
                 Some(low),
                 &counter.count_each(&conversation.messages),
                 |_| 0,
+                0,
             ),
             (Measure::Tokenizer { .. }, false)
         ));
@@ -417,7 +463,8 @@ mod tests {
         let counter = Tiktoken::default();
         let conversation = conversation();
         let counts = counter.count_each(&conversation.messages);
-        let measured = |usage: ReportedUsage| measure(&conversation, Some(usage), &counts, |_| 0).0;
+        let measured =
+            |usage: ReportedUsage| measure(&conversation, Some(usage), &counts, |_| 0, 0).0;
         for message in [2, 3] {
             assert_eq!(
                 measured(ReportedUsage::refused(message, 40_000)),
@@ -478,6 +525,7 @@ mod tests {
             Some(ReportedUsage::answered(1, 9_000)),
             &counts,
             |_| 0,
+            0,
         );
         assert_eq!(
             measured,
@@ -496,7 +544,8 @@ mod tests {
                 &plain,
                 Some(ReportedUsage::answered(1, 2_000)),
                 &counts,
-                |_| 0
+                |_| 0,
+                0,
             )
             .0,
             Measure::ProviderUsage { at_message: 1, .. }
@@ -521,7 +570,7 @@ mod tests {
             }}}),
         });
         let counts = counter.count_each(&conversation.messages);
-        let (measured, from_harness) = measure(&conversation, None, &counts, |_| 0);
+        let (measured, from_harness) = measure(&conversation, None, &counts, |_| 0, 0);
         assert!(!from_harness);
         assert_eq!(
             measured,
@@ -653,7 +702,10 @@ mod tests {
             in_providers(&measured, 21_000, &counts, Some(fewer)),
             21_000
         );
-        let counted = Measure::Tokenizer { tokens: 11_000 };
+        let counted = Measure::Tokenizer {
+            tokens: 11_000,
+            tools: 0,
+        };
         assert_eq!(in_providers(&counted, 11_000, &counts, Some(line)), 11_000);
     }
 
@@ -702,6 +754,16 @@ mod tests {
                 provider: 20_000
             })
         );
-        assert_eq!(sample(&Measure::Tokenizer { tokens: 900 }, 900, 900), None);
+        assert_eq!(
+            sample(
+                &Measure::Tokenizer {
+                    tokens: 900,
+                    tools: 0
+                },
+                900,
+                900
+            ),
+            None
+        );
     }
 }

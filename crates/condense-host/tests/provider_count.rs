@@ -816,3 +816,64 @@ async fn the_first_compaction_lowers_the_reply_s_limit_by_the_provider_s_count()
         Some(limit)
     );
 }
+
+/// Before the provider has reported any figure (a resumed session's first request), the tool
+/// definitions the request carries are counted beside its messages: thirty steps that fit a
+/// 32K window alone are due with 8K tokens of tools, and compacted to fit the window beside
+/// them, with the reply's limit. Without the tools the same messages are not due.
+#[tokio::test]
+async fn a_first_request_s_tool_definitions_count_before_any_figure() {
+    const WINDOW: usize = 32_000;
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "32000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+        // Only where the window needs it: an early compaction is another question.
+        ("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0"),
+    ]);
+    let counter = Tiktoken::default();
+    let tools: Vec<serde_json::Value> = (0..30)
+        .map(|tool| {
+            serde_json::json!({
+                "name": format!("tool_{tool}"),
+                "description": format!("Tool {tool} checks one part of the build. ").repeat(25),
+                "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+            })
+        })
+        .collect();
+    let tools_tokens = counter.count_text(&serde_json::Value::from(tools.clone()).to_string());
+    let history = thirty_steps();
+    let messages = counter.count_conversation(&history);
+    let usable = WINDOW - 4_096;
+    assert!(
+        messages < usable && messages + tools_tokens > usable,
+        "{messages} tokens of messages and {tools_tokens} of tools"
+    );
+
+    let alone = compactor
+        .prepare(history.clone(), &mut SessionState::default())
+        .await
+        .unwrap();
+    assert_eq!(alone.report.compaction, CompactionOutcome::NotDue);
+
+    let mut conversation = history;
+    conversation.envelope = serde_json::json!({"model": "m", "max_tokens": 4_096, "tools": tools})
+        .as_object()
+        .cloned();
+    let sent = compactor
+        .prepare(conversation, &mut SessionState::default())
+        .await
+        .unwrap();
+    assert!(
+        matches!(sent.report.compaction, CompactionOutcome::Summarized { .. }),
+        "{:?}",
+        sent.report.compaction
+    );
+    let input = counter.count_conversation(&sent.conversation) + tools_tokens;
+    let limit = sent.conversation.envelope.as_ref().unwrap()["max_tokens"]
+        .as_u64()
+        .unwrap() as usize;
+    assert!(
+        input + limit <= WINDOW,
+        "{input} tokens with the tools and a limit of {limit}, over the window"
+    );
+}
