@@ -367,6 +367,7 @@ impl Compactor {
                 at_message,
                 ignored_messages: 0,
             });
+            state.sent_messages = compaction.conversation.messages.len();
             return Ok(compaction);
         };
         // The provider's count is for a request as the client sent it: in the view it stands
@@ -402,6 +403,9 @@ impl Compactor {
             at_message,
             ignored_messages: ignored,
         });
+        // As it goes out, the provider's compaction and what it hides included: a refusal's
+        // count is of all of it, as an answer's is ([`SessionState::record_refusal`]).
+        state.sent_messages = compaction.conversation.messages.len();
         Ok(compaction)
     }
 

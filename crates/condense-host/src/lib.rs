@@ -21,6 +21,7 @@ pub mod gate;
 mod head;
 mod human;
 pub mod plugins;
+pub mod refusal;
 mod reply;
 mod report;
 mod state;

@@ -42,6 +42,12 @@ pub struct SessionState {
     /// Absent from states saved before it existed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub longest_reply: usize,
+    /// How many messages the request last prepared from this state carried as it went out
+    /// (condense's summary and continuation among them): where the provider refuses that
+    /// request as longer than its window, its count covers all of them
+    /// ([`SessionState::record_refusal`]). Absent from states saved before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sent_messages: usize,
 }
 
 /// Whether `value` is 0 (serde's `skip_serializing_if` takes a function).
@@ -177,6 +183,21 @@ impl SessionState {
     /// The state as JSON, to keep between requests.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// The provider refused the request last prepared from this state as longer than the
+    /// model's window, and counted its input `tokens` (its error says how many:
+    /// [`crate::refusal::too_long`]). Recorded as that request's figure, so that the same history
+    /// prepared again is measured by the provider's count and compacted to fit. Prepare it again
+    /// once: refused again, with the provider's own count in hand, the compaction could not fit,
+    /// and the harness should see the provider's error. `false`, and nothing recorded, where no
+    /// request was prepared from this state.
+    pub fn record_refusal(&mut self, tokens: usize) -> bool {
+        let Some(last) = self.sent_messages.checked_sub(1) else {
+            return false;
+        };
+        self.reported_usage = Some(ReportedUsage::refused(last, tokens));
+        true
     }
 
     /// A state saved with [`SessionState::to_json`].

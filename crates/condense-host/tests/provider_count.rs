@@ -877,3 +877,51 @@ async fn a_first_request_s_tool_definitions_count_before_any_figure() {
         "{input} tokens with the tools and a limit of {limit}, over the window"
     );
 }
+
+/// A harness that embeds condense meets the provider's refusal itself: a request condense
+/// counts under the window, which a provider counting 1.4 of its tokens per condense token
+/// refuses, is recorded as refused with the count the refusal gives
+/// ([`condense_host::refusal::too_long`]), and the same history prepared again is compacted to
+/// what the provider takes. A state nothing was prepared from records nothing.
+#[tokio::test]
+async fn a_request_the_provider_refused_is_prepared_again_by_its_count() {
+    const WINDOW: usize = 32_000;
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "32000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+        ("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0"),
+    ]);
+    let counter = Tiktoken::default();
+    let provider = |conversation: &Conversation| counter.count_conversation(conversation) * 7 / 5;
+    assert!(!SessionState::default().record_refusal(40_000));
+
+    let history = thirty_steps();
+    let mut state = SessionState::default();
+    let first = compactor
+        .prepare(history.clone(), &mut state)
+        .await
+        .unwrap();
+    assert_eq!(first.report.compaction, CompactionOutcome::NotDue);
+    let counted = provider(&first.conversation);
+    assert!(counted > WINDOW, "{counted}");
+    // Anthropic's words for it.
+    let error = serde_json::json!({"type": "error", "error": {"type": "invalid_request_error",
+        "message": format!("prompt is too long: {counted} tokens > {WINDOW} maximum")}});
+    let refusal = condense_host::refusal::too_long(error.to_string().as_bytes()).unwrap();
+    assert!(state.record_refusal(refusal.input_tokens(WINDOW)));
+
+    let again = compactor.prepare(history, &mut state).await.unwrap();
+    assert!(
+        matches!(
+            again.report.compaction,
+            CompactionOutcome::Summarized { .. }
+        ),
+        "{:?}",
+        again.report.compaction
+    );
+    let counted = provider(&again.conversation);
+    assert!(
+        counted + 4_096 <= WINDOW,
+        "{counted} tokens by the provider's count, with the reply's reserve over the window"
+    );
+}

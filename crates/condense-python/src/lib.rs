@@ -127,6 +127,25 @@ fn body_of(body: &Bound<'_, PyAny>) -> PyResult<Result<Value, String>> {
     to_value(body, "body").map(Ok)
 }
 
+/// The provider's refusal of a request as longer than the window, from `refused`: the count
+/// it gave (an `int`), or its error body (JSON text, bytes, or a dict), read as
+/// [`condense_host::refusal::too_long`] reads it. Any other error is not condense's to act on.
+fn refusal_of(refused: &Bound<'_, PyAny>) -> PyResult<condense_host::refusal::TooLong> {
+    use condense_host::refusal::{TooLong, too_long};
+    if let Ok(number) = refused.cast::<PyInt>() {
+        return Ok(TooLong::Counted(number.extract()?));
+    }
+    let text = match body_of(refused)? {
+        Ok(value) => value.to_string(),
+        Err(text) => text,
+    };
+    too_long(text.as_bytes()).ok_or_else(|| {
+        error(
+            "`refused`: the provider's error is not a refusal of the request as longer than the window (Anthropic's \"prompt is too long\", OpenAI's `context_length_exceeded`): nothing for condense to compact, give the error to the caller",
+        )
+    })
+}
+
 /// A Python object as a JSON value; `at` names where it is, for the error.
 fn to_value(object: &Bound<'_, PyAny>, at: &str) -> PyResult<Value> {
     if object.is_none() {
@@ -271,8 +290,10 @@ impl Compactor {
 
     /// The per-request path: frozen decisions from `state` (a state's JSON, or none for a new
     /// session), pruned, and summarized only when due; `usage` is the provider's count of the
-    /// request that the body's last assistant message answered, when the harness has it.
-    #[pyo3(signature = (body, format, state=None, usage=None))]
+    /// request that the body's last assistant message answered (its input and that answer),
+    /// when the harness has it; `refused`, the provider's refusal of the request last prepared
+    /// from `state` as longer than the window: its error (a body), or the count it gave.
+    #[pyo3(signature = (body, format, state=None, usage=None, refused=None))]
     fn prepare(
         &self,
         py: Python<'_>,
@@ -280,6 +301,7 @@ impl Compactor {
         format: &str,
         state: Option<&str>,
         usage: Option<usize>,
+        refused: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Prepared> {
         let format = format_named(format)?;
         let body = body_of(body)?;
@@ -287,8 +309,22 @@ impl Compactor {
             Some(text) => SessionState::from_json(text).map_err(error)?,
             None => SessionState::default(),
         };
+        let refused = refused.map(refusal_of).transpose()?;
+        if usage.is_some() && refused.is_some() {
+            return Err(error(
+                "`usage` and `refused` are for two different requests: `usage` for the one the body's last assistant message answered, `refused` for the one last prepared, which got no answer",
+            ));
+        }
         py.detach(|| {
             let conversation = read(body, format)?;
+            if let Some(refusal) = refused {
+                let window = self.inner.tail_for(&conversation).context_window;
+                if !state.record_refusal(refusal.input_tokens(window)) {
+                    return Err(error(
+                        "`refused`: no request was prepared from this state; give the state the refused request was prepared with",
+                    ));
+                }
+            }
             if let Some(tokens) = usage
                 && let Some(at) = conversation
                     .messages

@@ -154,3 +154,60 @@ def test_bad_input_raises_with_the_clis_message(isolated, tmp_path):
     bad.write_text("[model]\ncontext_windw = 3\n")
     with pytest.raises(condense.CondenseError, match=r"bad.toml:2:1: unknown key"):
         condense.Compactor(config=bad)
+
+
+def test_a_request_the_provider_refused_is_prepared_again_by_its_count(transcripts, isolated):
+    """A resumed session under a 32K window by condense's count, over it by a provider that
+    counts 1.4 of its tokens per condense token: the provider's refusal, given back with the
+    state the request was prepared with, has the same messages compacted to what the provider
+    takes. Another error is not condense's to act on."""
+    whole = json.loads((transcripts / "openai/mini-swe-agent-django__django-11138.json").read_text())
+    compactor = condense.Compactor(context_window=32_000, max_output_tokens=4_096,
+                                   **{"compaction.cache_rewrite_cost": 0})
+    # The longest start of the run, ending with an observation, that condense counts under the
+    # window less the reply's reserve.
+    messages = []
+    for message in whole["messages"]:
+        if compactor.count(messages + [message]) > 26_000:
+            break
+        messages.append(message)
+    while messages[-1]["role"] != "user":
+        messages.pop()
+    provider = lambda sent: compactor.count(sent) * 7 // 5  # noqa: E731
+    first = compactor.prepare(messages)
+    assert not first.report.summarized and not first.changed
+    counted = provider(first.messages)
+    assert counted > 32_000
+    error = {"error": {"message": f"This model's maximum context length is 32000 tokens. However, your messages resulted in {counted} tokens. Please reduce the length of the messages.",
+                       "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+    again = compactor.prepare(messages, first.state, refused=error)
+    assert again.report.summarized
+    assert provider(again.messages) + 4_096 <= 32_000
+    # The error as text, or the count it gave, do the same.
+    assert compactor.prepare(messages, first.state, refused=json.dumps(error)).body == again.body
+    assert compactor.prepare(messages, first.state, refused=counted).body == again.body
+    with pytest.raises(condense.CondenseError, match="not a refusal of the request as longer"):
+        compactor.prepare(messages, first.state, refused={"error": {"message": "Invalid API key"}})
+    with pytest.raises(condense.CondenseError, match="no request was prepared from this state"):
+        compactor.prepare(messages, None, refused=counted)
+    with pytest.raises(condense.CondenseError, match="two different requests"):
+        compactor.prepare(messages, first.state, usage=100, refused=counted)
+
+
+def test_usage_counts_the_answer_it_stands_at(isolated):
+    """A provider's usage object is the request's input and the answer's output: the figure
+    stands at that answer, which the next request sends too."""
+    messages = [
+        {"role": "user", "content": "fix the parser"},
+        {"role": "assistant", "content": "I will read it first. " * 50},
+        {"role": "user", "content": "go on"},
+    ]
+    compactor = condense.Compactor()
+    for usage, reported in [
+        ({"prompt_tokens": 900, "completion_tokens": 300, "total_tokens": 1200}, 1200),
+        ({"input_tokens": 10, "cache_read_input_tokens": 800, "output_tokens": 300}, 1110),
+        (1200, 1200),
+    ]:
+        measured = compactor.prepare(messages, usage=usage).report["measured"]
+        assert measured["source"] == "provider_usage"
+        assert measured["reported"] == reported

@@ -35,7 +35,6 @@ pub mod native;
 mod originals;
 mod proxy;
 mod redis_originals;
-mod refusal;
 mod state;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -208,6 +208,7 @@ class Compactor:
         system: str | Sequence[Mapping[str, Any]] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         usage: int | Mapping[str, Any] | None = None,
+        refused: int | Mapping[str, Any] | str | bytes | None = None,
     ) -> Prepared:
         """Prepares the next request of a session: decisions frozen from ``state`` (``None``
         for a new session), old outputs pruned, and a summary made when the request is due.
@@ -215,12 +216,23 @@ class Compactor:
         ``messages`` is the list of messages in ``format``, or the whole request body (a dict,
         or its JSON text);
         ``usage`` is what the provider counted for the request the last assistant message
-        answered (an ``int``, or its ``usage`` object), so the trigger counts as the provider
-        does."""
+        answered: its ``usage`` object, or an ``int``, the input and that answer's output
+        together, so the trigger counts as the provider does;
+        ``refused`` is the provider's refusal of the request last prepared from ``state`` as
+        longer than the model's window (its error body, or the count the error gave). Until the
+        provider's first answer condense counts with its own tokenizer, and a resumed session's
+        first request can go out over the window: the provider's refusal says how long it
+        counted it, and the same messages prepared again with it are compacted to fit. Once:
+        refused again, give the caller the provider's error. Any other error raises
+        :class:`CondenseError`."""
         body = self._body(messages, format, system, tools)
         if isinstance(state, SessionState):
             state = state.to_json() if state._json is not None else None
-        return self._prepared(format, body, self._inner.prepare(body, format, state, _usage(usage)))
+        if isinstance(refused, Mapping):
+            refused = json.dumps(refused)
+        return self._prepared(
+            format, body, self._inner.prepare(body, format, state, _usage(usage), refused)
+        )
 
     async def aprepare(
         self,
@@ -282,12 +294,20 @@ class Compactor:
 def _usage(usage: int | Mapping[str, Any] | None) -> int | None:
     if usage is None or isinstance(usage, int):
         return usage
-    # Chat Completions' prompt_tokens; Anthropic's input tokens with the cached ones; the
-    # Responses API's input_tokens.
+    # The figure stands at the answer, which the next request sends too: the input and the
+    # answer's output. Chat Completions' prompt_tokens and completion_tokens; Anthropic's input
+    # tokens with the cached ones, and its output_tokens; the Responses API's input_tokens and
+    # output_tokens.
+    def count(key: str) -> int:
+        return int(usage.get(key, 0) or 0)
+
     if "prompt_tokens" in usage:
-        return int(usage["prompt_tokens"])
-    return int(usage.get("input_tokens", 0)) + int(usage.get("cache_read_input_tokens", 0) or 0) + int(
-        usage.get("cache_creation_input_tokens", 0) or 0
+        return count("prompt_tokens") + count("completion_tokens")
+    return (
+        count("input_tokens")
+        + count("cache_read_input_tokens")
+        + count("cache_creation_input_tokens")
+        + count("output_tokens")
     )
 
 

@@ -21,10 +21,10 @@ use serde_json::Value;
 
 use crate::metrics::Metrics;
 use crate::originals::{OriginalsExpiry, SweepError};
-use crate::refusal::TooLong;
 use crate::state::{Saved, SessionStore};
 use crate::upstream::{Asked, UpstreamSummaries, UpstreamSummarizer, upstream_url};
 use crate::wire::{Api, UsageScanner, derived_session, named_session};
+use condense_host::refusal::TooLong;
 
 mod relay;
 mod sessions;
@@ -474,10 +474,12 @@ impl Proxy {
                     }
                 };
                 // Without the provider's count, more than the window is what it said.
-                let tokens = match crate::refusal::too_long(&body) {
-                    Some(TooLong::Counted(tokens)) => tokens,
-                    Some(TooLong::Uncounted) if prepared.window > 0 => prepared.window + 1,
-                    _ => return Answered::Given(relayed_whole(provider, status, &headers, body)),
+                let tokens = match condense_host::refusal::too_long(&body) {
+                    Some(TooLong::Uncounted) if prepared.window == 0 => None,
+                    refusal => refusal.map(|refusal| refusal.input_tokens(prepared.window)),
+                };
+                let Some(tokens) = tokens else {
+                    return Answered::Given(relayed_whole(provider, status, &headers, body));
                 };
                 Answered::TooLong {
                     session: prepared.session,

@@ -2,21 +2,35 @@
 //! request's input it gives in its error.
 //!
 //! Before the provider's first figure for a session, condense measures a request with its own
-//! tokenizer and without the tools the request carries: a resumed session's first request, or
-//! one to a model whose tokenizer counts far more than condense's, can go out over the window.
+//! tokenizer (the tool definitions as their JSON, which the provider renders its own way): a
+//! resumed session's first request, or one to a model whose tokenizer counts far more than
+//! condense's, can go out over the window.
 //! The provider then says how long it counted the request, and that is the figure condense
-//! needed: the proxy records it and prepares the request again ([`crate::Proxy`]).
+//! needed: recorded in the session ([`crate::SessionState::record_refusal`]), the same history
+//! prepared again is compacted to fit. `condense serve` does this itself, once per request; a
+//! harness that embeds condense does it with this module.
 
 use serde_json::Value;
 
 /// A provider's refusal of a request as longer than the model's window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TooLong {
+pub enum TooLong {
     /// With the provider's count of the request's input.
     Counted(usize),
     /// Without a count: more than the window, by how much not said (OpenAI's Responses API:
     /// `Your input exceeds the context window of this model`, code `context_length_exceeded`).
     Uncounted,
+}
+
+impl TooLong {
+    /// The provider's count of the refused request's input: the count it gave or, without one,
+    /// one token over the model's `window`, the least the refusal says.
+    pub fn input_tokens(self, window: usize) -> usize {
+        match self {
+            TooLong::Counted(tokens) => tokens,
+            TooLong::Uncounted => window.saturating_add(1),
+        }
+    }
 }
 
 /// Whether the error `body` refuses a request as longer than the model's window, and with the
@@ -31,7 +45,7 @@ pub(crate) enum TooLong {
 ///   the messages, 16 in the completion)`, with `N in the functions` where tools are sent, or
 ///   `However, your messages resulted in 130532 tokens`; code `context_length_exceeded`.
 /// - OpenAI's Responses API: code `context_length_exceeded`, no count.
-pub(crate) fn too_long(body: &[u8]) -> Option<TooLong> {
+pub fn too_long(body: &[u8]) -> Option<TooLong> {
     let error: Value = serde_json::from_slice(body).ok()?;
     let error = &error["error"];
     let message = error["message"].as_str().unwrap_or_default();
