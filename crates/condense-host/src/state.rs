@@ -185,6 +185,20 @@ impl SessionState {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
+    /// The provider answered the request last prepared from this state and counted `tokens`
+    /// for it: its whole input (cache reads and writes included) and the answer's output.
+    /// Recorded at the answer, which the next history holds right after what was sent (after a
+    /// summary, the client's own history is longer than that), so that the trigger counts from
+    /// the provider's figure as the proxy's does. `false`, and nothing recorded, where no
+    /// request was prepared from this state.
+    pub fn record_answer(&mut self, tokens: usize) -> bool {
+        if self.sent_messages == 0 {
+            return false;
+        }
+        self.reported_usage = Some(ReportedUsage::answered(self.sent_messages, tokens));
+        true
+    }
+
     /// The provider refused the request last prepared from this state as longer than the
     /// model's window, and counted its input `tokens` (its error says how many:
     /// [`crate::refusal::too_long`]). Recorded as that request's figure, so that the same history

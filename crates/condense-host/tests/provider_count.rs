@@ -925,3 +925,54 @@ async fn a_request_the_provider_refused_is_prepared_again_by_its_count() {
         "{counted} tokens by the provider's count, with the reply's reserve over the window"
     );
 }
+
+/// A harness records the provider's count of each answered request with
+/// `SessionState::record_answer`: after a summary the client's history is longer than the
+/// request condense sent, and the figure stands at the answer as the sent request is followed
+/// by it, so the trigger counts from it (only the one step after the answer counted by
+/// condense). A state nothing was prepared from records nothing.
+#[tokio::test]
+async fn an_answer_s_figure_recorded_after_a_summary_stands_at_the_answer() {
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
+    ]);
+    let counter = Tiktoken::default();
+    assert!(!SessionState::default().record_answer(1_000));
+    let mut history = thirty_steps().messages;
+    let mut state = SessionState::default();
+    let first = compactor
+        .prepare(Conversation::new(history.clone()), &mut state)
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            first.report.compaction,
+            CompactionOutcome::Summarized { .. }
+        ),
+        "{:?}",
+        first.report.compaction
+    );
+    assert!(history.len() > first.conversation.messages.len());
+    let answered = history.len();
+    shell_steps(&mut history, 1, 1, 100);
+    let figure = counter.count_conversation(&first.conversation)
+        + 3_000
+        + counter.count_message(&history[answered]);
+    assert!(state.record_answer(figure));
+    let next = compactor
+        .prepare(Conversation::new(history.clone()), &mut state)
+        .await
+        .unwrap();
+    match next.report.measured {
+        condense_host::Measure::ProviderUsage {
+            reported,
+            counted_after,
+            ..
+        } => {
+            assert_eq!(reported, figure);
+            assert_eq!(counted_after, counter.count_message(&history[answered + 1]));
+        }
+        other => panic!("the figure was not used: {other:?}"),
+    }
+}

@@ -325,18 +325,17 @@ impl Compactor {
                     ));
                 }
             }
-            // The figure stands at the answer as the request condense sent it is followed by
-            // it, as the proxy places it: after a summary the client's history is longer than
-            // what was sent, and its index there lay past the request and was dropped. Without
-            // a request prepared from this state, the last assistant message the body holds.
-            let answer = match state.sent_messages {
-                0 => conversation
+            // The figure stands at the answer to the request condense sent, as the proxy
+            // places it (after a summary the client's history is longer than what was sent:
+            // an index there lay past the request, and the figure was dropped). Without a
+            // request prepared from this state, at the last assistant message the body holds.
+            if let Some(tokens) = usage
+                && !state.record_answer(tokens)
+                && let Some(at) = conversation
                     .messages
                     .iter()
-                    .rposition(|message| message.role == condense_core::Role::Assistant),
-                sent => Some(sent),
-            };
-            if let (Some(tokens), Some(at)) = (usage, answer) {
+                    .rposition(|message| message.role == condense_core::Role::Assistant)
+            {
                 state.reported_usage = Some(condense_host::ReportedUsage::answered(at, tokens));
             }
             let original = conversation.clone();
