@@ -43,11 +43,22 @@ impl TooLong {
 /// - OpenAI's Chat Completions (and servers that speak it, llama.cpp's among them): `This
 ///   model's maximum context length is 8192 tokens. However, you requested 9047 tokens (9031 in
 ///   the messages, 16 in the completion)`, with `N in the functions` where tools are sent, or
-///   `However, your messages resulted in 130532 tokens`; code `context_length_exceeded`.
+///   `However, your messages resulted in 130532 tokens`; code `context_length_exceeded`. Older
+///   servers (vLLM's, Gemini's OpenAI endpoint): `However, you requested 8977 tokens (8977 in
+///   your prompt; 0 for the completion)`.
+/// - OpenRouter: `This endpoint's maximum context length is 204800 tokens. However, you
+///   requested about 205432 tokens (81684 of text input, 3748 of tool input, 120000 in the
+///   output)`: the inputs summed.
 /// - OpenAI's Responses API: code `context_length_exceeded`, no count.
+///
+/// `body` is the provider's error body (`{"error": {...}}`), or its `error` object alone, as
+/// the providers' SDKs keep it.
 pub fn too_long(body: &[u8]) -> Option<TooLong> {
-    let error: Value = serde_json::from_slice(body).ok()?;
-    let error = &error["error"];
+    let body: Value = serde_json::from_slice(body).ok()?;
+    let error = match body.get("error") {
+        Some(error) if error.is_object() => error,
+        _ => &body,
+    };
     let message = error["message"].as_str().unwrap_or_default();
     match anthropic(message).or_else(|| openai(message)) {
         Some(tokens) => Some(TooLong::Counted(tokens)),
@@ -73,6 +84,26 @@ fn openai(message: &str) -> Option<usize> {
     messages
         .map(|messages| messages + functions)
         .or_else(|| number_after(message, "resulted in "))
+        .or_else(|| number_before(message, " in your prompt"))
+        .or_else(|| inputs(message))
+}
+
+/// OpenRouter's parts of a request's input, each `N of KIND input` (text, tool, image),
+/// summed; `None` where it names none.
+fn inputs(message: &str) -> Option<usize> {
+    let mut total = None;
+    let mut rest = message;
+    while let Some(at) = rest.find(" of ") {
+        let (before, after) = (&rest[..at], &rest[at + " of ".len()..]);
+        let kind_end = after.find([',', ')', ';']).unwrap_or(after.len());
+        if after[..kind_end].ends_with(" input")
+            && let Some(tokens) = trailing_number(before)
+        {
+            total = Some(total.unwrap_or(0) + tokens);
+        }
+        rest = after;
+    }
+    total
 }
 
 /// The whole number right after the first `lead` in `text`.
@@ -84,11 +115,15 @@ fn number_after(text: &str, lead: &str) -> Option<usize> {
 
 /// The whole number right before the first `tail` in `text`.
 fn number_before(text: &str, tail: &str) -> Option<usize> {
-    let before = &text[..text.find(tail)?];
-    let start = before
+    trailing_number(&text[..text.find(tail)?])
+}
+
+/// The whole number `text` ends with.
+fn trailing_number(text: &str) -> Option<usize> {
+    let start = text
         .rfind(|c: char| !c.is_ascii_digit())
         .map_or(0, |at| at + 1);
-    before[start..].parse().ok()
+    text[start..].parse().ok()
 }
 
 #[cfg(test)]
@@ -143,6 +178,39 @@ mod tests {
                 "This model's maximum context length is 128000 tokens. However, your messages resulted in 130532 tokens. Please reduce the length of the messages."
             )),
             Some(130_532)
+        );
+    }
+
+    #[test]
+    fn openrouter_s_and_older_servers_refusals_give_the_input() {
+        assert_eq!(
+            refused_input(&body(
+                "This endpoint's maximum context length is 204800 tokens. However, you requested about 205432 tokens (81684 of text input, 3748 of tool input, 120000 in the output). Please reduce the length of either one, or use the \"middle-out\" transform to compress your prompt automatically."
+            )),
+            Some(85_432)
+        );
+        assert_eq!(
+            refused_input(&body(
+                "This endpoint's maximum context length is 16384 tokens. However, you requested about 94307 tokens (94307 of text input). Please reduce the length of either one, or use the \"middle-out\" transform to compress your prompt automatically."
+            )),
+            Some(94_307)
+        );
+        assert_eq!(
+            refused_input(&body(
+                "This model's maximum context length is 8192 tokens, however you requested 8977 tokens (8977 in your prompt; 0 for the completion). Please reduce your prompt; or completion length."
+            )),
+            Some(8_977)
+        );
+    }
+
+    /// The `error` object alone, as OpenAI's and Anthropic's SDKs keep it (`error.body`).
+    #[test]
+    fn the_error_object_alone_is_read_too() {
+        let alone = serde_json::json!({"type": "invalid_request_error",
+            "message": "prompt is too long: 208310 tokens > 200000 maximum"});
+        assert_eq!(
+            too_long(alone.to_string().as_bytes()),
+            Some(TooLong::Counted(208_310))
         );
     }
 
