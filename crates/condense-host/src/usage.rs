@@ -68,7 +68,9 @@ pub(crate) fn tools_tokens(conversation: &Conversation, counter: &dyn TokenCount
         .into_iter()
         .filter_map(|key| envelope.get(key))
         .filter(|tools| tools.as_array().is_some_and(|tools| !tools.is_empty()))
-        .map(|tools| counter.count_text(&tools.to_string()))
+        // Looked up by the value's structure: a harness sends the same definitions on every
+        // request, and they are not written out and counted again.
+        .map(|tools| counter.count_json(tools))
         .sum()
 }
 
