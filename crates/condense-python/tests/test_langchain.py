@@ -155,7 +155,8 @@ def resumed_history(steps):
     return history
 
 
-def test_a_call_the_provider_refuses_as_too_long_is_compacted_and_sent_again(isolated):
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+def test_a_call_the_provider_refuses_as_too_long_is_compacted_and_sent_again(run, isolated):
     model = RefusingModel(messages=iter([AIMessage(content="Done.")]))
     model.seen = []
     middleware = CondenseMiddleware(context_window=16_000, max_output_tokens=2_000)
@@ -165,7 +166,12 @@ def test_a_call_the_provider_refuses_as_too_long_is_compacted_and_sent_again(iso
     counted = condense.Compactor().count(convert_to_openai_messages(history))
     assert counted < 14_000 < 2 * counted
 
-    result = agent.invoke({"messages": history})
+    if run == "invoke":
+        result = agent.invoke({"messages": history})
+    else:
+        import asyncio
+
+        result = asyncio.run(agent.ainvoke({"messages": history}))
 
     assert result["messages"][-1].content == "Done."
     assert len(model.seen) == 2

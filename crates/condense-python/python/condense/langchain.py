@@ -98,15 +98,16 @@ class CondenseMiddleware(AgentMiddleware):
         compacted = convert_to_messages(after)
         return request.override(messages=compacted), prepared.state.to_json()
 
-    def _again(self, request: ModelRequest, error: Exception) -> tuple[ModelRequest, str] | None:
-        """The call prepared again with the provider's count, where ``error`` refuses it as
-        longer than the window; ``None`` for any other error."""
-        sent = self.last
-        if sent is None:
-            return None
+    def _again(
+        self, request: ModelRequest, state: str, error: Exception
+    ) -> tuple[ModelRequest, str] | None:
+        """The call prepared again with the provider's count, where ``error`` refuses the call
+        prepared with ``state`` (what that preparation left) as longer than the window; ``None``
+        for any other error. The state is the call's own, not :attr:`last`: calls of two agents
+        may run at once."""
         for refusal in _refusals(error):
             try:
-                return self._prepare(request, refused=(sent.state, refusal))
+                return self._prepare(request, refused=(SessionState(state), refusal))
             except CondenseError:
                 continue
         return None
@@ -121,7 +122,7 @@ class CondenseMiddleware(AgentMiddleware):
         try:
             response = handler(prepared)
         except Exception as error:
-            again = self._again(request, error)
+            again = self._again(request, state, error)
             if again is None:
                 raise
             prepared, state = again
@@ -142,7 +143,7 @@ class CondenseMiddleware(AgentMiddleware):
         try:
             response = await handler(prepared)
         except Exception as error:
-            again = await asyncio.to_thread(self._again, request, error)
+            again = await asyncio.to_thread(self._again, request, state, error)
             if again is None:
                 raise
             prepared, state = again
