@@ -15,7 +15,7 @@ use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total, count_each_
 
 use crate::head::{self, FrozenHead, WholeSummary, message_hash};
 use crate::report::{CompactReport, CompactionOutcome, FailureKind, NativeCompaction};
-use crate::state::{CacheUse, Counted, ReportedUsage, SessionState};
+use crate::state::{CacheUse, Counted, ReportedUsage, Sample, SessionState};
 use crate::usage::{self, Line, Measure, measure};
 use crate::{Config, HostError, LoadedPlugin, SummarizerKind};
 
@@ -547,21 +547,13 @@ impl Compactor {
         let reply = longest_reply(conversation, counts).max(state.longest_reply);
         state.longest_reply = reply;
         let cold = self.cache_is_cold(conversation, state, tail, key);
-        // The tool definitions, counted only where no figure of the provider's covers them
-        // (pruning only makes a harness's figure likelier to hold: it is measured against what
-        // is left).
-        let tools = match measure(conversation, reported, counts, |_| 0, 0).0 {
-            Measure::Tokenizer { .. } => usage::tools_tokens(conversation, counter),
-            Measure::ProviderUsage { .. } => 0,
-        };
+        let tools = tools_without_a_figure(conversation, reported, counts, counter);
         let skip_walk = asked.phases == (Phases::Both { automatic: true })
             && self.walk_when == crate::WalkWhen::Due
             && {
                 let as_measured = measure(conversation, reported, counts, |_| 0, tools).0;
-                let line = usage::sample(&as_measured, as_measured.tokens(), tokens_in)
-                    .and_then(|sample| Line::through(state.counted.as_ref(), sample, prefix))
-                    .or_else(|| before_any_figure(&as_measured))
-                    .map(|line| line.with_reply(reply));
+                let sample = usage::sample(&as_measured, as_measured.tokens(), tokens_in);
+                let line = line_for(&as_measured, sample, state.counted.as_ref(), prefix, reply);
                 let as_it_came =
                     usage::in_providers(&as_measured, as_measured.tokens(), counts, line);
                 as_it_came < due_at(tail, line) && {
@@ -602,10 +594,7 @@ impl Compactor {
         let sample = harness_figure
             .then(|| usage::sample(&measured, due_tokens, tokens))
             .flatten();
-        let line = sample
-            .and_then(|sample| Line::through(state.counted.as_ref(), sample, prefix))
-            .or_else(|| before_any_figure(&measured))
-            .map(|line| line.with_reply(reply));
+        let line = line_for(&measured, sample, state.counted.as_ref(), prefix, reply);
         if let Some(sample) = sample {
             state.counted = Some(Counted::with(state.counted, sample, prefix));
         }
@@ -2001,15 +1990,43 @@ enum Trigger {
     Summarize { early: bool },
 }
 
-/// The line a request is sized by before the provider has reported a figure: its tool
-/// definitions as the fixed part, in condense's count ([`Line::of_tools`]), where it carries
-/// any. The room a compaction leaves the summary and tail is then the window less them, not a
-/// share of the request that shrinks with the conversation.
-fn before_any_figure(measured: &Measure) -> Option<Line> {
-    match *measured {
-        Measure::Tokenizer { tools, .. } => Line::of_tools(tools),
-        Measure::ProviderUsage { .. } => None,
+/// condense's count of the tool definitions `conversation`'s request carries
+/// ([`usage::tools_tokens`]) where no figure of the provider's covers them, else 0. Pruning
+/// only makes a harness's figure likelier to hold (it is measured against what is left), so a
+/// request measured with a figure before pruning is measured with one after.
+fn tools_without_a_figure(
+    conversation: &Conversation,
+    reported: Option<ReportedUsage>,
+    counts: &[usize],
+    counter: &dyn TokenCounter,
+) -> usize {
+    match measure(conversation, reported, counts, |_| 0, 0).0 {
+        Measure::Tokenizer { .. } => usage::tools_tokens(conversation, counter),
+        Measure::ProviderUsage { .. } => 0,
     }
+}
+
+/// The line a request `measured` so is sized by, with the agent's longest `reply`: through its
+/// `sample` (the provider's figure against condense's count) and the session's `counted`
+/// requests of the same `prefix`, where they give one. Before the provider has reported any
+/// figure: the request's tool definitions as the fixed part, in condense's count
+/// ([`Line::of_tools`]), where it carries any; the room a compaction leaves the summary and the
+/// tail is then the window less them, not a share of the request that shrinks with the
+/// conversation.
+fn line_for(
+    measured: &Measure,
+    sample: Option<Sample>,
+    counted: Option<&Counted>,
+    prefix: u64,
+    reply: usize,
+) -> Option<Line> {
+    let line = match *measured {
+        Measure::Tokenizer { tools, .. } => Line::of_tools(tools),
+        Measure::ProviderUsage { .. } => {
+            sample.and_then(|sample| Line::through(counted, sample, prefix))
+        }
+    };
+    line.map(|line| line.with_reply(reply))
 }
 
 /// The result judged on the trigger's own measure: the provider's count (when the trigger used
