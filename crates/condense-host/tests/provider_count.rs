@@ -72,6 +72,26 @@ async fn after_one_step(
     next
 }
 
+/// Asserts that `sent` was summarized and goes out within `window` with its reply's limit
+/// (`max_tokens`) and the `beside` tokens the provider counts beyond its messages (tools, a
+/// system prompt sent apart); gives the limit.
+fn summarized_within(sent: &condense_host::Compaction, beside: usize, window: usize) -> usize {
+    assert!(
+        matches!(sent.report.compaction, CompactionOutcome::Summarized { .. }),
+        "{:?}",
+        sent.report.compaction
+    );
+    let input = Tiktoken::default().count_conversation(&sent.conversation) + beside;
+    let limit = sent.conversation.envelope.as_ref().unwrap()["max_tokens"]
+        .as_u64()
+        .unwrap() as usize;
+    assert!(
+        input + limit <= window,
+        "{input} tokens with what the provider counts beside them and a limit of {limit}, over the window"
+    );
+    limit
+}
+
 /// A 20K window where the old outputs of [`thirty_steps`] are pruned on the first request.
 const PRUNING_AT_20K: [(&str, &str); 4] = [
     ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
@@ -798,19 +818,7 @@ async fn the_first_compaction_lowers_the_reply_s_limit_by_the_provider_s_count()
         .as_object()
         .cloned();
     let sent = compactor.prepare(conversation, &mut state).await.unwrap();
-    assert!(
-        matches!(sent.report.compaction, CompactionOutcome::Summarized { .. }),
-        "{:?}",
-        sent.report.compaction
-    );
-    let provider = counter.count_conversation(&sent.conversation) + PREFIX;
-    let limit = sent.conversation.envelope.as_ref().unwrap()["max_tokens"]
-        .as_u64()
-        .unwrap() as usize;
-    assert!(
-        provider + limit <= WINDOW,
-        "{provider} tokens and a limit of {limit}, over the window"
-    );
+    let limit = summarized_within(&sent, PREFIX, WINDOW);
     assert_eq!(
         sent.report.reply_limit.map(|limit| limit.sent as usize),
         Some(limit)
@@ -863,19 +871,7 @@ async fn a_first_request_s_tool_definitions_count_before_any_figure() {
         .prepare(conversation, &mut SessionState::default())
         .await
         .unwrap();
-    assert!(
-        matches!(sent.report.compaction, CompactionOutcome::Summarized { .. }),
-        "{:?}",
-        sent.report.compaction
-    );
-    let input = counter.count_conversation(&sent.conversation) + tools_tokens;
-    let limit = sent.conversation.envelope.as_ref().unwrap()["max_tokens"]
-        .as_u64()
-        .unwrap() as usize;
-    assert!(
-        input + limit <= WINDOW,
-        "{input} tokens with the tools and a limit of {limit}, over the window"
-    );
+    summarized_within(&sent, tools_tokens, WINDOW);
 }
 
 /// A harness that embeds condense meets the provider's refusal itself: a request condense

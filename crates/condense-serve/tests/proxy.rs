@@ -1766,17 +1766,7 @@ async fn a_responses_request_refused_as_too_long_without_a_count_is_sent_again_c
     let address = serving(app).await;
     let only_when_due = [("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0")];
     let running = proxy_with(address, WINDOW, &only_when_due, |_| {}).await;
-    let mut input = vec![json!({"type": "message", "role": "user",
-                                "content": "read every part of the log"})];
-    for turn in 0..40 {
-        let id = format!("call_{turn}");
-        input.push(json!({"type": "function_call", "call_id": id, "name": "shell",
-                          "arguments": json!({"command": ["cat", format!("part_{turn}.log")]}).to_string()}));
-        let output: String = (0..50)
-            .map(|line| format!("part {turn} line {line}: request served in {line} ms\n"))
-            .collect();
-        input.push(json!({"type": "function_call_output", "call_id": id, "output": output}));
-    }
+    let input = reading_the_log("read every part of the log", 40);
     let response = client()
         .post(format!("{}/v1/responses", running.url))
         .header("authorization", "Bearer sk-test")
@@ -1864,17 +1854,7 @@ async fn a_responses_answer_of_several_items_is_counted_once() {
     let address = serving(app).await;
     let only_when_due = [("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0")];
     let running = proxy_with(address, WINDOW, &only_when_due, |_| {}).await;
-    let mut input = vec![json!({"type": "message", "role": "user",
-                                "content": "read the log, then patch the parser"})];
-    for turn in 0..20 {
-        let id = format!("call_{turn}");
-        input.push(json!({"type": "function_call", "call_id": id, "name": "shell",
-                          "arguments": json!({"command": ["cat", format!("part_{turn}.log")]}).to_string()}));
-        let output: String = (0..50)
-            .map(|line| format!("part {turn} line {line}: request served in {line} ms\n"))
-            .collect();
-        input.push(json!({"type": "function_call_output", "call_id": id, "output": output}));
-    }
+    let mut input = reading_the_log("read the log, then patch the parser", 20);
     let post = |input: &Vec<Value>| {
         client()
             .post(format!("{}/v1/responses", running.url))
@@ -1907,6 +1887,22 @@ async fn a_responses_answer_of_several_items_is_counted_once() {
     assert_eq!(received.len(), 2);
     // Nothing was due: the client's items went upstream as they were.
     assert_eq!(received[1]["input"], json!(input));
+}
+
+/// A Responses API `input`: the person's `task`, then `parts` shell calls, each reading one
+/// part of a log of 50 lines (about 700 tokens).
+fn reading_the_log(task: &str, parts: usize) -> Vec<Value> {
+    let mut input = vec![json!({"type": "message", "role": "user", "content": task})];
+    for turn in 0..parts {
+        let id = format!("call_{turn}");
+        input.push(json!({"type": "function_call", "call_id": id, "name": "shell",
+                          "arguments": json!({"command": ["cat", format!("part_{turn}.log")]}).to_string()}));
+        let output: String = (0..50)
+            .map(|line| format!("part {turn} line {line}: request served in {line} ms\n"))
+            .collect();
+        input.push(json!({"type": "function_call_output", "call_id": id, "output": output}));
+    }
+    input
 }
 
 /// `app` served on a free port of 127.0.0.1: its address.
