@@ -92,6 +92,14 @@ fn summarized_within(sent: &condense_host::Compaction, beside: usize, window: us
     limit
 }
 
+/// A 32K window with 4,096 tokens for the reply, compacted only where the window needs it (an
+/// early compaction is another question).
+const DUE_AT_32K: [(&str, &str); 3] = [
+    ("CONDENSE_MODEL_CONTEXT_WINDOW", "32000"),
+    ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+    ("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0"),
+];
+
 /// A 20K window where the old outputs of [`thirty_steps`] are pruned on the first request.
 const PRUNING_AT_20K: [(&str, &str); 4] = [
     ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
@@ -832,12 +840,7 @@ async fn the_first_compaction_lowers_the_reply_s_limit_by_the_provider_s_count()
 #[tokio::test]
 async fn a_first_request_s_tool_definitions_count_before_any_figure() {
     const WINDOW: usize = 32_000;
-    let compactor = compactor(&[
-        ("CONDENSE_MODEL_CONTEXT_WINDOW", "32000"),
-        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
-        // Only where the window needs it: an early compaction is another question.
-        ("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0"),
-    ]);
+    let compactor = compactor(&DUE_AT_32K);
     let counter = Tiktoken::default();
     let tools: Vec<serde_json::Value> = (0..30)
         .map(|tool| {
@@ -882,11 +885,7 @@ async fn a_first_request_s_tool_definitions_count_before_any_figure() {
 #[tokio::test]
 async fn a_request_the_provider_refused_is_prepared_again_by_its_count() {
     const WINDOW: usize = 32_000;
-    let compactor = compactor(&[
-        ("CONDENSE_MODEL_CONTEXT_WINDOW", "32000"),
-        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
-        ("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0"),
-    ]);
+    let compactor = compactor(&DUE_AT_32K);
     let counter = Tiktoken::default();
     let provider = |conversation: &Conversation| counter.count_conversation(conversation) * 7 / 5;
     assert!(!SessionState::default().record_refusal(40_000));
