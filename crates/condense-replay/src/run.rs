@@ -742,7 +742,7 @@ fn run_policy(
         } else {
             cache.request(&prompt, clock)
         };
-        policy.observe(context_tokens, output_tokens, step.answer_end - step.answer);
+        policy.observe(context_tokens, output_tokens);
         let retention = (!step.harness_summarizer).then(|| {
             if failed {
                 0.0

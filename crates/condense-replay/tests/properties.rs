@@ -381,7 +381,8 @@ proptest! {
 /// tokens over the 63,000 a 64K window leaves beside a 1,000-token reply, and compacted it,
 /// keeping 80 % where sending everything kept all. Found by a random run of this file's
 /// properties (2026-11-29, after about 18,000 cases; it failed the same before that day's
-/// changes). The figure stands at the answer's last message now.
+/// changes). The trigger takes an answer's figure to cover every assistant message of it now
+/// (`host::usage`), as the proxy's Responses answers need too.
 #[test]
 fn a_figure_for_an_answer_of_two_messages_covers_both() {
     let turns = [

@@ -414,11 +414,7 @@ fn every_policy_builds_valid_requests_on_every_transcript() {
                 {
                     assert_valid(policy.name(), &path, index, &input, history);
                 }
-                policy.observe(
-                    model.tokens(&prepared.input) as u64,
-                    0,
-                    step.answer_end - step.answer,
-                );
+                policy.observe(model.tokens(&prepared.input) as u64, 0);
             }
         }
         let (_, first) = run(&path, Provider::Anthropic, window);

@@ -202,11 +202,11 @@ impl Policy for Condense {
     /// As `condense serve` does: the provider's count of the request and its answer, so that the
     /// next trigger measures in the provider's tokens (with the system prompt the log leaves
     /// out), not in condense's own.
-    fn observe(&mut self, input_tokens: u64, output_tokens: u64, answer_messages: usize) {
-        // The figure covers the whole answer: where the log holds it as several messages, it
-        // stands at the last of them (at the first, the trigger would count the rest again).
+    fn observe(&mut self, input_tokens: u64, output_tokens: u64) {
+        // At the answer, as the proxy records it: where the log holds the answer as several
+        // messages, the trigger takes the figure to cover them all (`host::usage`).
         self.state.reported_usage = Some(ReportedUsage::answered(
-            self.sent + answer_messages.saturating_sub(1),
+            self.sent,
             usize::try_from(input_tokens + output_tokens).unwrap_or(usize::MAX),
         ));
     }

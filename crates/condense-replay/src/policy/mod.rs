@@ -163,11 +163,10 @@ pub trait Policy {
         false
     }
 
-    /// What the provider reported for the request just prepared: its input and output tokens,
-    /// the answer taking `answer_messages` messages of the next request's history (a log may
-    /// hold one answer as several). A harness that reads the provider's usage (condense's proxy
-    /// does) calibrates its next trigger with it; the others ignore it.
-    fn observe(&mut self, _input_tokens: u64, _output_tokens: u64, _answer_messages: usize) {}
+    /// What the provider reported for the request just prepared: its input and output tokens.
+    /// A harness that reads the provider's usage (condense's proxy does) calibrates its next
+    /// trigger with it; the others ignore it.
+    fn observe(&mut self, _input_tokens: u64, _output_tokens: u64) {}
 
     /// The provider refused the request just prepared as longer than the window, counting its
     /// input at `input_tokens`: whether the policy prepares it again, with that count, and
