@@ -164,6 +164,10 @@ struct Counts {
     /// counted.
     #[serde(skip_serializing_if = "is_zero")]
     ignored_before_compaction: usize,
+    /// The tool definitions a request body carries beside its messages, as their JSON: not in
+    /// `total`, but in every request the provider counts.
+    #[serde(skip_serializing_if = "is_zero")]
+    tool_definitions: usize,
 }
 
 fn is_zero(count: &usize) -> bool {
@@ -198,6 +202,7 @@ fn counts(conversation: &Conversation, counter: &dyn TokenCounter) -> Counts {
         by_role,
         by_tool,
         ignored_before_compaction: 0,
+        tool_definitions: 0,
     }
 }
 
@@ -210,6 +215,7 @@ fn count(args: CountArgs) -> Result<()> {
     let counter = Tiktoken::new(config.encoding());
     let counts = Counts {
         ignored_before_compaction: ignored,
+        tool_definitions: condense_host::tools_tokens(&conversation, &counter),
         ..counts(&conversation, &counter)
     };
     if args.json {
@@ -225,6 +231,12 @@ fn count(args: CountArgs) -> Result<()> {
         counts.messages,
         config.encoding()
     );
+    if counts.tool_definitions > 0 {
+        say!(
+            "and {} tokens of tool definitions beside them, in every request",
+            human::thousands(counts.tool_definitions)
+        );
+    }
     if counts.ignored_before_compaction > 0 {
         say!(
             "({} earlier messages not counted: the provider's own compaction stands for them)",

@@ -160,6 +160,39 @@ fn prune_stores_originals_that_recall_gives_back() {
     assert!(recalled > 10, "only {recalled} outputs were pruned");
 }
 
+/// A request body's tool definitions are counted beside its messages (not in the total: the
+/// messages' count is what compaction can change), in words and in the JSON.
+#[test]
+fn count_gives_a_request_s_tool_definitions_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut body: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(transcripts().join("anthropic/claude-code-dc7e9081.json")).unwrap(),
+    )
+    .unwrap();
+    let path = dir.path().join("request.json");
+    std::fs::write(&path, body.to_string()).unwrap();
+    let plain = condense(dir.path(), &["count", path.to_str().unwrap(), "--json"]);
+    let plain: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert_eq!(plain.get("tool_definitions"), None);
+    body["tools"] = serde_json::json!([{"name": "Read", "description": "Reads a file from the local filesystem. ".repeat(40),
+        "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}}]);
+    std::fs::write(&path, body.to_string()).unwrap();
+    let json = condense(dir.path(), &["count", path.to_str().unwrap(), "--json"]);
+    assert!(json.status.success(), "{}", text(&json.stderr, dir.path()));
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let tools = json["tool_definitions"].as_u64().unwrap();
+    assert!((300..700).contains(&tools), "{tools}");
+    assert_eq!(json["total"], plain["total"]);
+    let words = condense(dir.path(), &["count", path.to_str().unwrap()]);
+    assert!(
+        text(&words.stdout, dir.path()).contains(&format!(
+            "and {tools} tokens of tool definitions beside them"
+        )),
+        "{}",
+        text(&words.stdout, dir.path())
+    );
+}
+
 #[test]
 fn count_and_inspect_print_tables() {
     let dir = tempfile::tempdir().unwrap();

@@ -49,7 +49,7 @@ pub use condense_pruner::{
 };
 pub use condense_summarize::{SummarizeError, SummarizeErrorKind, Summarizer};
 pub use state::{CacheUse, Counted, ReportedUsage, Sample, SessionState, StateError};
-pub use usage::Measure;
+pub use usage::{Measure, tools_tokens};
 
 /// The README's Rust examples, compiled as doctests so they stay true.
 #[cfg(doctest)]

@@ -60,7 +60,7 @@ impl Measure {
 /// first request, measured without them, went out over the window. Providers render the
 /// definitions their own way (OpenAI's in fewer tokens than the JSON, Anthropic's in more,
 /// with a preamble); the JSON is what condense can count.
-pub(crate) fn tools_tokens(conversation: &Conversation, counter: &dyn TokenCounter) -> usize {
+pub fn tools_tokens(conversation: &Conversation, counter: &dyn TokenCounter) -> usize {
     let Some(envelope) = conversation.envelope.as_ref() else {
         return 0;
     };
