@@ -161,6 +161,12 @@ impl ReportedUsage {
             refused: true,
         }
     }
+
+    /// [`ReportedUsage::refused`] for a refused request of `sent` messages, as prepared: the
+    /// count stands at its last message. `None` for a request of none, which nothing prepared.
+    pub fn refused_request(sent: usize, tokens: usize) -> Option<Self> {
+        Some(ReportedUsage::refused(sent.checked_sub(1)?, tokens))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -207,10 +213,10 @@ impl SessionState {
     /// and the harness should see the provider's error. `false`, and nothing recorded, where no
     /// request was prepared from this state.
     pub fn record_refusal(&mut self, tokens: usize) -> bool {
-        let Some(last) = self.sent_messages.checked_sub(1) else {
+        let Some(refused) = ReportedUsage::refused_request(self.sent_messages, tokens) else {
             return false;
         };
-        self.reported_usage = Some(ReportedUsage::refused(last, tokens));
+        self.reported_usage = Some(refused);
         true
     }
 
@@ -248,5 +254,26 @@ mod tests {
         let before = state.to_json();
         assert!(!before.contains("caches"), "{before}");
         assert!(SessionState::from_json(&before).unwrap().caches.is_empty());
+    }
+
+    /// A refusal's count stands at the refused request's last message, for the proxy (which
+    /// has the request's length) as for a state it was prepared from; a state nothing was
+    /// prepared from records none.
+    #[test]
+    fn a_refusal_stands_at_the_refused_request_s_last_message() {
+        assert_eq!(
+            ReportedUsage::refused_request(5, 40_000),
+            Some(ReportedUsage::refused(4, 40_000))
+        );
+        assert_eq!(ReportedUsage::refused_request(0, 40_000), None);
+        let mut state = SessionState::default();
+        assert!(!state.record_refusal(40_000));
+        assert_eq!(state.reported_usage, None);
+        state.sent_messages = 5;
+        assert!(state.record_refusal(40_000));
+        assert_eq!(
+            state.reported_usage,
+            Some(ReportedUsage::refused(4, 40_000))
+        );
     }
 }

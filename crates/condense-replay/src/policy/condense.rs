@@ -20,8 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use condense_core::{Conversation, Message};
 use condense_host::{
-    Clock, CompactionOutcome, Compactor, Config, MemoryStore, Reason, ReportedUsage, SessionState,
-    SummarizerKind,
+    Clock, CompactionOutcome, Compactor, Config, MemoryStore, Reason, SessionState, SummarizerKind,
 };
 use condense_summarize::{Fork, SummarizeError, Summarizer};
 use condense_tokenizer::TokenCounter;
@@ -149,8 +148,6 @@ pub struct Condense {
     /// How summaries are asked, and so priced.
     requests: SummaryRequests,
     state: SessionState,
-    /// Messages in the last request sent: where its answer stands in the next one.
-    sent: usize,
     clock: ReplayClock,
     runtime: tokio::runtime::Runtime,
 }
@@ -187,7 +184,6 @@ impl Condense {
             compactor,
             requests,
             state: SessionState::default(),
-            sent: 0,
             clock,
             runtime,
         })
@@ -205,21 +201,16 @@ impl Policy for Condense {
     fn observe(&mut self, input_tokens: u64, output_tokens: u64) {
         // At the answer, as the proxy records it: where the log holds the answer as several
         // messages, the trigger takes the figure to cover them all (`host::usage`).
-        self.state.reported_usage = Some(ReportedUsage::answered(
-            self.sent,
-            usize::try_from(input_tokens + output_tokens).unwrap_or(usize::MAX),
-        ));
+        self.state
+            .record_answer(usize::try_from(input_tokens + output_tokens).unwrap_or(usize::MAX));
     }
 
     /// As `condense serve` does: the provider's count, from its refusal, recorded as a refused
     /// request's at the last message sent, and the request prepared again with it, once (the
     /// replay asks again only for the first refusal of a request).
     fn refused(&mut self, input_tokens: u64) -> bool {
-        self.state.reported_usage = Some(ReportedUsage::refused(
-            self.sent.saturating_sub(1),
-            usize::try_from(input_tokens).unwrap_or(usize::MAX),
-        ));
-        true
+        self.state
+            .record_refusal(usize::try_from(input_tokens).unwrap_or(usize::MAX))
     }
 
     fn prepare<'h>(
@@ -277,7 +268,6 @@ impl Policy for Condense {
             }),
             _ => None,
         };
-        self.sent = compaction.conversation.messages.len();
         Ok(Prepared {
             reply_limit: report.reply_limit.map(|limit| limit.sent as usize),
             input: compaction.conversation.messages.into(),

@@ -478,12 +478,14 @@ impl Proxy {
                     Some(TooLong::Uncounted) if prepared.window == 0 => None,
                     refusal => refusal.map(|refusal| refusal.input_tokens(prepared.window)),
                 };
-                let Some(tokens) = tokens else {
+                let Some(usage) =
+                    tokens.and_then(|tokens| ReportedUsage::refused_request(sent, tokens))
+                else {
                     return Answered::Given(relayed_whole(provider, status, &headers, body));
                 };
                 Answered::TooLong {
                     session: prepared.session,
-                    usage: ReportedUsage::refused(sent.saturating_sub(1), tokens),
+                    usage,
                 }
             }
             _ => Answered::Given(self.relayed(provider, response, usage, edits).await),
