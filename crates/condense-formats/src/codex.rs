@@ -316,7 +316,7 @@ fn message_lines(message: &Message, timestamp: &mut Option<Value>) -> Vec<Value>
         None => Vec::new(),
     };
     let mut items = Vec::with_capacity(1);
-    responses::write_message(&item_message, &mut items);
+    responses::write_message(&item_message, None, &mut items);
     if message.wire.is_empty() {
         items = items.into_iter().map(codex_item).collect();
     }

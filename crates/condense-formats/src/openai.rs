@@ -341,8 +341,9 @@ fn function_call(mut function: JsonMap) -> Result<Part, String> {
 
 pub(crate) fn to_value(conversation: &Conversation) -> Value {
     let mut messages = Vec::with_capacity(conversation.messages.len());
+    let instructions = instructions_role(&conversation.messages);
     for message in &conversation.messages {
-        write_message(message, &mut messages);
+        write_message(message, instructions, &mut messages);
     }
     match &conversation.envelope {
         None => Value::Array(messages),
@@ -354,7 +355,23 @@ pub(crate) fn to_value(conversation: &Conversation) -> Value {
     }
 }
 
-fn write_message(message: &Message, out: &mut Vec<Value>) {
+/// The role the client gives its own instructions: that of the first of its system-level
+/// messages (`developer`, which OpenAI asks for with its reasoning models, or `system`). A
+/// message condense made at that level (a summary) is written in it, so that a request never
+/// mixes the two where the client used one.
+pub(crate) fn instructions_role(messages: &[Message]) -> Option<&str> {
+    messages
+        .iter()
+        .filter(|message| message.role == Role::System)
+        .find_map(|message| {
+            let role = message.wire.first()?.fields.get("role")?.as_str()?;
+            matches!(role, "system" | "developer").then_some(role)
+        })
+}
+
+/// `message` as a Chat Completions message; `instructions`, the role of a system-level message
+/// condense made ([`instructions_role`]).
+fn write_message(message: &Message, instructions: Option<&str>, out: &mut Vec<Value>) {
     let record = message.wire.first();
     let mut fields = record
         .map(|record| record.fields.clone())
@@ -365,7 +382,7 @@ fn write_message(message: &Message, out: &mut Vec<Value>) {
     let shape = record
         .map(|record| record.shape)
         .unwrap_or(ContentShape::String);
-    let role = role_string(message.role, &fields);
+    let role = role_string(message.role, &fields, instructions);
     fields.shift_remove("role");
 
     let results: Vec<&ToolResult> = message
@@ -419,11 +436,12 @@ fn write_message(message: &Message, out: &mut Vec<Value>) {
     out.push(Value::Object(object));
 }
 
-fn role_string(role: Role, fields: &JsonMap) -> String {
+fn role_string(role: Role, fields: &JsonMap, instructions: Option<&str>) -> String {
     let original = fields.get("role").and_then(Value::as_str);
     match (role, original) {
         (Role::System, Some(original @ ("system" | "developer")))
         | (Role::Tool, Some(original @ FUNCTION_ROLE)) => original.to_owned(),
+        (Role::System, None) => instructions.unwrap_or("system").to_owned(),
         _ => role.as_str().to_owned(),
     }
 }
@@ -572,6 +590,37 @@ mod tests {
                 .contains("custom tool call `c` has no `name`"),
             "{error}"
         );
+    }
+
+    /// A system-level message condense makes (a summary) takes the role the client gives its
+    /// own instructions: `developer` beside a client's `developer` message, `system` beside a
+    /// `system` one or where the client sent none.
+    #[test]
+    fn a_summary_speaks_in_the_role_of_the_client_s_instructions() {
+        for (instructions, expected) in [
+            (Some("developer"), "developer"),
+            (Some("system"), "system"),
+            (None, "system"),
+        ] {
+            let mut messages = Vec::new();
+            if let Some(role) = instructions {
+                messages.push(serde_json::json!({"role": role, "content": "Be terse."}));
+            }
+            messages.push(serde_json::json!({"role": "user", "content": "fix it"}));
+            let mut conversation =
+                from_value(serde_json::json!({"model": "m", "messages": messages})).unwrap();
+            let at = conversation.messages.len();
+            conversation.messages.insert(
+                at,
+                Message::text(Role::System, "<summary>earlier</summary>"),
+            );
+            let value = to_value(&conversation);
+            let sent = value["messages"].as_array().unwrap();
+            assert_eq!(sent[at]["role"], expected, "{instructions:?}");
+            if let Some(role) = instructions {
+                assert_eq!(sent[0]["role"], role);
+            }
+        }
     }
 
     /// A summary or continuation condense adds is written as a plain string, which every Chat

@@ -311,8 +311,9 @@ pub(crate) fn to_value(conversation: &Conversation) -> Value {
         messages = rest;
     }
     let mut items = Vec::with_capacity(messages.len());
+    let instructions = crate::openai::instructions_role(messages);
     for message in messages {
-        write_message(message, &mut items);
+        write_message(message, instructions, &mut items);
     }
     body.insert("input".into(), Value::Array(items));
     Value::Object(body)
@@ -327,7 +328,9 @@ fn is_instructions(message: &Message) -> bool {
             .is_some_and(|record| record.fields.is_empty() && record.parts == 0)
 }
 
-pub(crate) fn write_message(message: &Message, out: &mut Vec<Value>) {
+/// `message` as the Responses API's input items; `instructions`, the role of a system-level
+/// message condense made ([`crate::openai::instructions_role`]).
+pub(crate) fn write_message(message: &Message, instructions: Option<&str>, out: &mut Vec<Value>) {
     let record = message.wire.first();
     let fields = record
         .map(|record| record.fields.clone())
@@ -351,6 +354,7 @@ pub(crate) fn write_message(message: &Message, out: &mut Vec<Value>) {
     let mut object = JsonMap::new();
     let role = match (message.role, fields.get("role").and_then(Value::as_str)) {
         (Role::System, Some(original @ ("system" | "developer"))) => original.to_owned(),
+        (Role::System, None) => instructions.unwrap_or("system").to_owned(),
         (Role::Tool, _) => "user".to_owned(),
         (role, _) => role.as_str().to_owned(),
     };
@@ -582,6 +586,30 @@ mod tests {
             to_value(&short)["input"],
             serde_json::json!([{"role": "user", "content": "Hello"}])
         );
+    }
+
+    /// A summary condense adds beside a client's `developer` message (Codex's) is a `developer`
+    /// message too; beside the `instructions` alone, a `system` one.
+    #[test]
+    fn a_summary_speaks_in_the_role_of_the_client_s_instructions() {
+        let mut conversation = from_value(codex_request()).unwrap();
+        conversation.messages.insert(
+            2,
+            Message::text(Role::System, "<summary>earlier work</summary>"),
+        );
+        assert_eq!(to_value(&conversation)["input"][1]["role"], "developer");
+
+        let mut plain = from_value(serde_json::json!({
+            "instructions": "You are terse.", "input": [{"role": "user", "content": "fix it"}]
+        }))
+        .unwrap();
+        plain.messages.insert(
+            1,
+            Message::text(Role::System, "<summary>earlier work</summary>"),
+        );
+        let value = to_value(&plain);
+        assert_eq!(value["instructions"], "You are terse.");
+        assert_eq!(value["input"][0]["role"], "system");
     }
 
     /// Items the model made are its answers; items the client sends back are not a person's
