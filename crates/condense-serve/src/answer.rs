@@ -5,6 +5,11 @@
 //! (the block's three events right after `message_start`, every later block's `index` one
 //! further, `context_management` on `message_delta`), so a streaming client such as Claude Code
 //! reads the same as one that is not.
+//!
+//! And what it takes out of a Chat Completions stream whose usage it asked for on the client's
+//! behalf (`stream_options.include_usage`, so that the session learns the provider's count):
+//! the closing chunk of usage alone and the `"usage": null` of every other, which a client
+//! that did not ask never sees from the provider either.
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
@@ -16,12 +21,15 @@ pub struct AnswerEdits {
     pub context_management: Option<Value>,
     /// The `content` of the `compaction` block to put first.
     pub compaction: Option<String>,
+    /// The proxy asked this Chat Completions stream for its usage, the client did not: the
+    /// usage comes out again before the client reads it.
+    pub usage_asked: bool,
 }
 
 impl AnswerEdits {
     /// Whether there is nothing to add.
     pub fn is_empty(&self) -> bool {
-        self.context_management.is_none() && self.compaction.is_none()
+        self.context_management.is_none() && self.compaction.is_none() && !self.usage_asked
     }
 
     /// `answer` (a whole JSON answer) with the additions; anything but a JSON object as it came.
@@ -140,6 +148,26 @@ impl StreamEditor {
         let Some(mut data) = data else {
             return format!("{text}\n\n");
         };
+        if self.edits.usage_asked
+            && let Some(chunk) = data.as_object_mut()
+        {
+            return match chunk.get("usage") {
+                // The chunk OpenAI adds for `include_usage`: no choices, the usage alone.
+                Some(Value::Object(_))
+                    if chunk
+                        .get("choices")
+                        .and_then(Value::as_array)
+                        .is_some_and(Vec::is_empty) =>
+                {
+                    String::new()
+                }
+                Some(Value::Null) => {
+                    chunk.remove("usage");
+                    with_data(&text, &data)
+                }
+                _ => format!("{text}\n\n"),
+            };
+        }
         let kind = data["type"].as_str().unwrap_or_default().to_owned();
         match kind.as_str() {
             "message_start" => {
@@ -172,6 +200,21 @@ impl StreamEditor {
             _ => format!("{text}\n\n"),
         }
     }
+}
+
+/// The event `text` with its `data:` line holding `data` instead, its other lines as they came.
+fn with_data(text: &str, data: &Value) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.starts_with("data:") {
+            out.push_str(&format!("data: {data}"));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+    out
 }
 
 /// Where the first event of `pending` ends: its length and the blank line's.
@@ -211,6 +254,7 @@ mod tests {
         let mut editor = AnswerEdits {
             context_management: Some(json!({"applied_edits": []})),
             compaction: Some("the summary".into()),
+            usage_asked: false,
         }
         .stream();
         // Fed in pieces that cut events in two.
@@ -251,6 +295,7 @@ mod tests {
         let edits = AnswerEdits {
             context_management: None,
             compaction: Some("s".into()),
+            usage_asked: false,
         };
         let answer = json!({"content": [{"type": "text", "text": "ok"}]}).to_string();
         let edited: Value = serde_json::from_slice(&edits.apply_json(answer.as_bytes())).unwrap();
@@ -260,6 +305,42 @@ mod tests {
         );
         assert_eq!(edited["content"][1]["text"], "ok");
         assert_eq!(&edits.apply_json(b"not json")[..], b"not json");
+    }
+
+    #[test]
+    fn a_usage_the_client_did_not_ask_for_is_taken_out_of_a_chat_stream() {
+        // OpenAI's stream with `include_usage`: `usage: null` on every chunk, then one of usage
+        // alone; Azure's opens with a chunk of no choices and no usage, which stays.
+        let upstream = [
+            "data: {\"id\":\"c\",\"choices\":[],\"prompt_filter_results\":[]}\n\n",
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}],\"usage\":null}\n\n",
+            "id: 7\r\ndata: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":null,\"obfuscation\":\"x\"}\r\n\r\n",
+            "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":1,\"total_tokens\":8}}\n\n",
+            "data: [DONE]\n\n",
+        ]
+        .concat();
+        let mut editor = AnswerEdits {
+            usage_asked: true,
+            ..AnswerEdits::default()
+        }
+        .stream();
+        let mut out = Vec::new();
+        for piece in upstream.as_bytes().chunks(5) {
+            out.extend_from_slice(&editor.feed(piece));
+        }
+        out.extend_from_slice(&editor.finish());
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            [
+                "data: {\"id\":\"c\",\"choices\":[],\"prompt_filter_results\":[]}\n\n",
+                "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\n\n",
+                "id: 7\ndata: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"obfuscation\":\"x\"}\n\n",
+                "data: [DONE]\n\n",
+            ]
+            .concat()
+        );
+        // Asked by the client, there is nothing to edit: the stream is relayed as it came.
+        assert!(AnswerEdits::default().is_empty());
     }
 
     #[test]

@@ -36,6 +36,7 @@ mod originals;
 mod proxy;
 mod redis_originals;
 mod state;
+mod stream_usage;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod upstream;

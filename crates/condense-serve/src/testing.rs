@@ -207,6 +207,17 @@ pub fn openai_stream() -> Vec<String> {
     ]
 }
 
+/// The scripted upstream's Chat Completions stream for a request that did not ask for its usage
+/// (`stream_options.include_usage`), as OpenAI sends it: no `usage` on any chunk, and no
+/// closing chunk of usage.
+pub fn openai_stream_without_usage() -> Vec<String> {
+    openai_stream()
+        .into_iter()
+        .filter(|event| !event.contains("\"choices\":[]"))
+        .map(|event| event.replace(",\"usage\":null", ""))
+        .collect()
+}
+
 /// The scripted upstream's Messages stream, event by event.
 pub fn anthropic_stream() -> Vec<String> {
     vec![
@@ -332,6 +343,17 @@ pub async fn upstream() -> (SocketAddr, Received) {
                 }
                 let responses = uri.path().ends_with("/responses");
                 let stream = request["stream"] == true;
+                // `x-test: no-stream-options` plays a server that refuses the field, as Azure's
+                // older API versions do.
+                if behaviour == "no-stream-options" && request.get("stream_options").is_some() {
+                    return Response::builder()
+                        .status(400)
+                        .header("content-type", "application/json")
+                        .body(Body::from(
+                            serde_json::json!({"error": {"message": "Unrecognized request argument supplied: stream_options", "type": "invalid_request_error", "param": null, "code": null}}).to_string(),
+                        ))
+                        .unwrap();
+                }
                 let forced =
                     request["tool_choice"] == "required" || request["tool_choice"]["type"] == "any";
                 // condense asking for a summary: one a model would write, so the gate lets it
@@ -379,8 +401,10 @@ pub async fn upstream() -> (SocketAddr, Received) {
                     anthropic_stream()
                 } else if responses {
                     responses_stream()
-                } else {
+                } else if request["stream_options"]["include_usage"] == true {
                     openai_stream()
+                } else {
+                    openai_stream_without_usage()
                 };
                 let cut = behaviour == "cut";
                 if cut {

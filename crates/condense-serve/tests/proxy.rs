@@ -11,7 +11,7 @@ use condense_host::{Compactor, Config, SessionState, Sources, SummarizerKind};
 use condense_pruner::{FixedClock, MemoryStore};
 use condense_serve::testing::{
     ANTHROPIC_REPLY, Frozen, OPENAI_REPLY, RESPONSES_REPLY, anthropic_stream, openai_stream,
-    replay_ends, responses_stream, settings_for, spawn, upstream,
+    openai_stream_without_usage, replay_ends, responses_stream, settings_for, spawn, upstream,
 };
 use condense_serve::{DirSessionStore, Proxy, ProxySettings, SessionStore, UpstreamSummaries};
 use serde_json::{Value, json};
@@ -435,6 +435,86 @@ async fn streams_are_relayed_as_they_arrive_and_their_usage_recorded() {
     );
 }
 
+/// A Chat Completions stream the client sent without `stream_options` is asked for its usage
+/// on the client's behalf: the session records the provider's count, and the client reads the
+/// stream as the upstream sends it unasked. A client's own `stream_options` is left alone, and
+/// an upstream that refuses the option is asked again without it, then never with it.
+#[tokio::test]
+async fn a_stream_is_asked_for_its_usage_for_the_session_and_relayed_without_it() {
+    let (upstream, received) = upstream().await;
+    let running = proxy_to(upstream, 200_000, |_| {}).await;
+    let stream = |running: &Running, session: &str, body: &Value, test: &str| {
+        client()
+            .post(format!("{}/v1/chat/completions", running.url))
+            .header("x-condense-session", session)
+            .header("x-test", test)
+            .json(body)
+            .send()
+    };
+    let unasked = json!({"model": "m", "stream": true,
+        "messages": [{"role": "user", "content": "hello"}]});
+    let response = stream(&running, "s-unasked", &unasked, "").await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.bytes().await.unwrap(),
+        openai_stream_without_usage().concat().into_bytes()
+    );
+    let (_, _, forwarded) = received.lock().unwrap().last().cloned().unwrap();
+    let forwarded: Value = serde_json::from_slice(&forwarded).unwrap();
+    assert_eq!(forwarded["stream_options"], json!({"include_usage": true}));
+    assert_eq!(forwarded["messages"], unasked["messages"]);
+    running.proxy.flushed().await;
+    assert_eq!(
+        state(&running, "s-unasked")
+            .reported_usage
+            .map(|u| (u.message, u.tokens)),
+        Some((1, 701)),
+        "the provider's count, read from the chunk the client never saw"
+    );
+
+    // The client's own choice goes as it came, byte for byte.
+    let declined = json!({"model": "m", "stream": true, "stream_options": {"include_usage": false},
+        "messages": [{"role": "user", "content": "hello"}]});
+    let response = stream(&running, "s-declined", &declined, "").await.unwrap();
+    assert_eq!(
+        response.bytes().await.unwrap(),
+        openai_stream_without_usage().concat().into_bytes()
+    );
+    let (_, _, forwarded) = received.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(forwarded, serde_json::to_vec(&declined).unwrap());
+    running.proxy.flushed().await;
+    assert_eq!(state(&running, "s-declined").reported_usage, None);
+
+    // An upstream that refuses the option: the request goes again as the client sent it, and
+    // the next is not asked.
+    let (strict, strict_received) = condense_serve::testing::upstream().await;
+    let running = proxy_to(strict, 200_000, |_| {}).await;
+    for session in ["s-strict-1", "s-strict-2"] {
+        let response = stream(&running, session, &unasked, "no-stream-options")
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{session}");
+        assert_eq!(
+            response.bytes().await.unwrap(),
+            openai_stream_without_usage().concat().into_bytes()
+        );
+    }
+    let bodies: Vec<Value> = strict_received
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, _, body)| serde_json::from_slice(body).unwrap())
+        .collect();
+    assert_eq!(
+        bodies.len(),
+        3,
+        "asked, sent again without, then never asked"
+    );
+    assert!(bodies[0].get("stream_options").is_some());
+    assert_eq!(bodies[1], unasked);
+    assert_eq!(bodies[2], unasked);
+}
+
 /// Bad input over HTTP gets condense's answer in the provider's error shape, the upstream's own
 /// failures are told apart (unreachable, silent, cut mid-stream), and the proxy keeps serving.
 #[tokio::test]
@@ -511,7 +591,9 @@ async fn bad_requests_and_failing_upstreams_get_the_documented_answers() {
         ended, "cut",
         "a stream the upstream cut is cut for the client too"
     );
-    assert_eq!(got, openai_stream()[0].as_bytes());
+    // The proxy asked the stream for its usage (the client did not): the chunk comes to the
+    // client as the upstream would have sent it unasked.
+    assert_eq!(got, openai_stream_without_usage()[0].as_bytes());
 
     // Nothing listens there: 502.
     let dead = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

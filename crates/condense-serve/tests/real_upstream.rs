@@ -33,6 +33,11 @@ async fn the_real_server_writes_the_summary_when_the_summarizer_is_the_upstream(
     .await;
 }
 
+/// The one server the tests share. llama-cpp-python's server interrupts a stream when another
+/// request arrives (`interrupt_requests`), so the test that streams has it to itself: it takes
+/// this for writing, every other test for reading.
+static SERVER: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 /// The real server's origin (its URL without `/v1`), or `None` when the test is skipped.
 fn real_origin(test: &str) -> Option<String> {
     let base_url =
@@ -122,6 +127,7 @@ async fn through_the_proxy(test: &str, upstream_summarizer: bool) {
     let Some(origin) = real_origin(test) else {
         return;
     };
+    let _shared = SERVER.read().await;
     let transcript =
         condense_core::testing::transcript("openai/openhands-ponylang__ponyc-4595").unwrap();
     let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
@@ -199,6 +205,7 @@ async fn a_request_the_real_server_refuses_as_too_long_is_compacted_by_its_count
     let Some(origin) = real_origin(test) else {
         return;
     };
+    let _shared = SERVER.read().await;
     let transcript =
         condense_core::testing::transcript("openai/mini-swe-agent-sympy__sympy-13091").unwrap();
     let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
@@ -267,6 +274,7 @@ async fn the_real_server_answers_a_summary_asked_inside_the_agents_request() {
     let Some(origin) = real_origin(test) else {
         return;
     };
+    let _shared = SERVER.read().await;
     let transcript =
         condense_core::testing::transcript("openai/mini-swe-agent-sympy__sympy-13091").unwrap();
     let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
@@ -299,4 +307,53 @@ async fn the_real_server_answers_a_summary_asked_inside_the_agents_request() {
     ] {
         assert!(metrics.contains(line), "{line}\n{metrics}");
     }
+}
+
+/// A stream the client sent without `stream_options`: the proxy asks the real server for its
+/// usage (llama.cpp's server takes the option), and the client reads a whole stream of the
+/// server's chunks, none carrying a usage it did not ask for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_the_proxy_asks_usage_of_reaches_the_client_from_the_real_server() {
+    let test = "a_stream_the_proxy_asks_usage_of_reaches_the_client_from_the_real_server";
+    let Some(origin) = real_origin(test) else {
+        return;
+    };
+    let _alone = SERVER.write().await;
+    let (url, proxy, _dir) = proxy_before(&origin, &[], |_| None).await;
+    let mut body = chat(&json!([{"role": "user", "content": "Say hello."}]));
+    body["stream"] = json!(true);
+    let response = client()
+        .post(format!("{url}/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    let data: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .collect();
+    assert_eq!(data.last(), Some(&"[DONE]"), "{text}");
+    let chunks: Vec<Value> = data[..data.len() - 1]
+        .iter()
+        .map(|chunk| serde_json::from_str(chunk).unwrap())
+        .collect();
+    assert!(!chunks.is_empty(), "{text}");
+    for chunk in &chunks {
+        assert_eq!(chunk["object"], "chat.completion.chunk", "{chunk}");
+        assert!(chunk["usage"].is_null(), "{chunk}");
+        assert_eq!(
+            chunk["choices"].as_array().map(Vec::len),
+            Some(1),
+            "{chunk}"
+        );
+    }
+    assert!(
+        proxy
+            .metrics
+            .render()
+            .contains("condense_failed_open_total 0"),
+        "the request was prepared, and so asked for its usage"
+    );
 }

@@ -85,6 +85,32 @@ async fn the_official_sdks_get_what_the_upstream_sent() {
     assert_eq!(chunks.len(), 4, "{chunks:?}");
     assert_eq!(chunks[1]["choices"][0]["delta"]["content"], "ok");
     assert_eq!(chunks[3]["usage"]["total_tokens"], 701);
+    // Unasked, the usage the proxy asked for is not in what the SDK reads.
+    let chunks = out["openai_stream_unasked"].as_array().unwrap();
+    assert_eq!(chunks.len(), 3, "{chunks:?}");
+    assert_eq!(chunks[1]["choices"][0]["delta"]["content"], "ok");
+    assert!(
+        chunks.iter().all(|chunk| chunk.get("usage").is_none()),
+        "{chunks:?}"
+    );
+    // Both Chat Completions streams went up asking for it: the first as the SDK asked, the
+    // second as the proxy did.
+    let asked = received
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(path, _, body)| {
+            path.ends_with("/chat/completions")
+                && serde_json::from_slice::<Value>(body).is_ok_and(|body| {
+                    body["stream"] == true
+                        && body["stream_options"] == serde_json::json!({"include_usage": true})
+                })
+        })
+        .count();
+    assert_eq!(
+        asked, 2,
+        "the proxy asked the upstream for the stream's usage"
+    );
     assert_eq!(out["anthropic"]["text"], "ok");
     assert_eq!(out["anthropic"]["cache_read"], 800);
     let events: Vec<&str> = out["anthropic_stream"]["events"]

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -159,6 +159,9 @@ pub struct Proxy {
     pub metrics: Metrics,
     /// The key condense's compaction items are signed with, read from the store once.
     compaction_key: tokio::sync::OnceCell<Vec<u8>>,
+    /// The OpenAI upstream refused `stream_options` once: Chat Completions streams are no
+    /// longer asked for their usage ([`crate::stream_usage`]).
+    usage_option_refused: AtomicBool,
 }
 
 impl std::fmt::Debug for Proxy {
@@ -203,6 +206,7 @@ impl Proxy {
             pending: Arc::new(Pending::default()),
             metrics: Metrics::default(),
             compaction_key: tokio::sync::OnceCell::new(),
+            usage_option_refused: AtomicBool::new(false),
         })
     }
 
@@ -353,6 +357,7 @@ impl Proxy {
             .map(|value| value.as_bytes())
             .filter(|value| !value.is_empty())
             .map(named_session);
+        let ask_usage = provider == Api::OpenAi && crate::stream_usage::should_ask(&request);
         let (mut started, mut retry) = (started, true);
         loop {
             let mut prepared = self
@@ -360,6 +365,16 @@ impl Proxy {
                 .await;
             if let Some(why) = prepared.refusal.take() {
                 return provider.error(StatusCode::BAD_REQUEST, &why);
+            }
+            // Only where the answer's usage is recorded (a request condense prepared), and
+            // while the upstream has not refused the option.
+            if ask_usage
+                && prepared.sent_messages.is_some()
+                && !self.usage_option_refused.load(Ordering::Relaxed)
+                && let Some((body, at)) = crate::stream_usage::asked(&prepared.body)
+            {
+                prepared.body = body;
+                prepared.usage_asked = Some(at);
             }
             let added = started.elapsed();
             self.metrics
@@ -432,6 +447,7 @@ impl Proxy {
                 .take()
                 .map(|applied| serde_json::json!({"applied_edits": applied})),
             compaction: prepared.block.as_ref().map(|block| block.content.clone()),
+            usage_asked: false,
         };
         if let Some(block) = prepared.block.take().filter(|block| block.pause) {
             // `pause_after_compaction`: the block is the whole answer, the upstream not asked.
@@ -454,41 +470,86 @@ impl Proxy {
                     .into_response(),
             );
         }
-        let response = match self
-            .send(provider, &parts, reqwest::Body::from(prepared.body))
+        let mut response = match self
+            .send(provider, &parts, reqwest::Body::from(prepared.body.clone()))
             .await
         {
             Ok(response) => response,
             Err(unreachable) => return Answered::Given(unreachable),
         };
-        match prepared.sent_messages {
-            Some(sent) if retry && response.status() == StatusCode::BAD_REQUEST => {
-                let (status, headers) = (response.status(), response.headers().clone());
-                let body = match response.bytes().await {
-                    Ok(body) => body,
-                    Err(error) => {
-                        return Answered::Given(provider.error(
-                            StatusCode::BAD_GATEWAY,
-                            &format!("condense: the upstream's refusal could not be read: {error}"),
-                        ));
-                    }
-                };
-                // Without the provider's count, more than the window is what it said.
-                let tokens = match condense_host::refusal::too_long(&body) {
-                    Some(TooLong::Uncounted) if prepared.window == 0 => None,
-                    refusal => refusal.map(|refusal| refusal.input_tokens(prepared.window)),
-                };
-                let Some(usage) =
-                    tokens.and_then(|tokens| ReportedUsage::refused_request(sent, tokens))
-                else {
-                    return Answered::Given(relayed_whole(provider, status, &headers, body));
-                };
-                Answered::TooLong {
-                    session: prepared.session,
-                    usage,
-                }
+        if let Some(at) = prepared.usage_asked
+            && matches!(response.status().as_u16(), 400 | 422)
+        {
+            let refusal = match Refusal::read(provider, response).await {
+                Ok(refusal) => refusal,
+                Err(unread) => return Answered::Given(unread),
+            };
+            if !crate::stream_usage::refuses_option(refusal.status.as_u16(), &refusal.body) {
+                return self.answer_refusal(provider, prepared, retry, refusal);
             }
-            _ => Answered::Given(self.relayed(provider, response, usage, edits).await),
+            // Sent again as the client's request would have gone, and never asked again.
+            self.usage_option_refused.store(true, Ordering::Relaxed);
+            tracing::warn!(
+                upstream = self.settings.upstream(provider),
+                "the upstream refuses stream_options; Chat Completions streams are no longer asked for their usage"
+            );
+            prepared.body = crate::stream_usage::unasked(&prepared.body, at);
+            prepared.usage_asked = None;
+            response = match self
+                .send(provider, &parts, reqwest::Body::from(prepared.body.clone()))
+                .await
+            {
+                Ok(response) => response,
+                Err(unreachable) => return Answered::Given(unreachable),
+            };
+        }
+        if retry && prepared.sent_messages.is_some() && response.status() == StatusCode::BAD_REQUEST
+        {
+            return match Refusal::read(provider, response).await {
+                Ok(refusal) => self.answer_refusal(provider, prepared, retry, refusal),
+                Err(unread) => Answered::Given(unread),
+            };
+        }
+        let edits = crate::answer::AnswerEdits {
+            usage_asked: prepared.usage_asked.is_some(),
+            ..edits
+        };
+        Answered::Given(self.relayed(provider, response, usage, edits).await)
+    }
+
+    /// What becomes of a request the upstream refused: with `retry`, one it refused as longer
+    /// than the window comes back with the upstream's count to be prepared again
+    /// ([`crate::refusal`]); any other refusal goes to the client as it came.
+    fn answer_refusal(
+        &self,
+        provider: Api,
+        prepared: Prepared,
+        retry: bool,
+        refusal: Refusal,
+    ) -> Answered {
+        let Refusal {
+            status,
+            headers,
+            body,
+        } = refusal;
+        let Some(sent) = prepared
+            .sent_messages
+            .filter(|_| retry && status == StatusCode::BAD_REQUEST)
+        else {
+            return Answered::Given(relayed_whole(provider, status, &headers, body));
+        };
+        // Without the provider's count, more than the window is what it said.
+        let tokens = match condense_host::refusal::too_long(&body) {
+            Some(TooLong::Uncounted) if prepared.window == 0 => None,
+            refusal => refusal.map(|refusal| refusal.input_tokens(prepared.window)),
+        };
+        let Some(usage) = tokens.and_then(|tokens| ReportedUsage::refused_request(sent, tokens))
+        else {
+            return Answered::Given(relayed_whole(provider, status, &headers, body));
+        };
+        Answered::TooLong {
+            session: prepared.session,
+            usage,
         }
     }
 
@@ -655,6 +716,7 @@ impl Proxy {
             refusal: None,
             applied_edits,
             block,
+            usage_asked: None,
         }
     }
 
@@ -772,6 +834,7 @@ impl Proxy {
             refusal: None,
             applied_edits: None,
             block: None,
+            usage_asked: None,
         }
     }
 
@@ -812,6 +875,9 @@ struct Prepared {
     applied_edits: Option<Vec<Value>>,
     /// The `compaction` block of a `compact_20260112` condense ran, for the answer.
     block: Option<NativeBlock>,
+    /// Where the body asks its Chat Completions stream for its usage on the client's behalf
+    /// ([`crate::stream_usage::asked`]), when it does.
+    usage_asked: Option<usize>,
 }
 
 impl Prepared {
@@ -829,6 +895,7 @@ impl Prepared {
             refusal: Some(why),
             applied_edits: None,
             block: None,
+            usage_asked: None,
         }
     }
 }
@@ -846,6 +913,31 @@ enum Answered {
         /// The upstream's count, at the last message the request carried.
         usage: ReportedUsage,
     },
+}
+
+/// An upstream's refusal, read whole to see what it says.
+struct Refusal {
+    status: reqwest::StatusCode,
+    headers: reqwest::header::HeaderMap,
+    body: Bytes,
+}
+
+impl Refusal {
+    /// `response` read whole; the answer to give when it cannot be (502 in `provider`'s shape).
+    async fn read(provider: Api, response: reqwest::Response) -> Result<Refusal, Response> {
+        let (status, headers) = (response.status(), response.headers().clone());
+        match response.bytes().await {
+            Ok(body) => Ok(Refusal {
+                status,
+                headers,
+                body,
+            }),
+            Err(error) => Err(provider.error(
+                StatusCode::BAD_GATEWAY,
+                &format!("condense: the upstream's refusal could not be read: {error}"),
+            )),
+        }
+    }
 }
 
 /// An upstream's answer read whole (a refusal condense read), given to the client as it came.

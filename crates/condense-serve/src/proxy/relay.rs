@@ -105,15 +105,17 @@ impl Proxy {
             }
             _ => (None, None),
         };
-        let inner = if status.is_success() {
-            edited(response, edits, sse).await
-        } else {
-            Box::pin(response.bytes_stream())
-        };
-        let relay = Relay {
-            inner,
+        // Read for usage as the upstream sent it, before any edit: an edit may take the usage
+        // out (a stream whose usage condense asked for the client).
+        let relay: BodyStream = Box::pin(Relay {
+            inner: Box::pin(response.bytes_stream()),
             scanner,
             sink,
+        });
+        let relay = if status.is_success() {
+            edited(relay, edits, sse).await
+        } else {
+            relay
         };
         builder
             .body(Body::from_stream(relay))
@@ -126,25 +128,28 @@ impl Proxy {
     }
 }
 
+/// An answer's body as it streams.
+type BodyStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
 /// The body of a successful answer as it streams, with `edits` made to it: each whole event of
 /// a stream as it completes, or a JSON answer once it has all come.
-async fn edited(
-    response: reqwest::Response,
-    edits: crate::answer::AnswerEdits,
-    sse: bool,
-) -> Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>> {
-    use futures_util::StreamExt as _;
+async fn edited(body: BodyStream, edits: crate::answer::AnswerEdits, sse: bool) -> BodyStream {
+    use futures_util::{StreamExt as _, TryStreamExt as _};
     if edits.is_empty() {
-        return Box::pin(response.bytes_stream());
+        return body;
     }
     if !sse {
-        let whole = response.bytes().await;
+        let whole = body
+            .try_fold(Vec::new(), |mut whole, chunk| {
+                whole.extend_from_slice(&chunk);
+                std::future::ready(Ok(whole))
+            })
+            .await;
         let edited = whole.map(|bytes| edits.apply_json(&bytes));
         return Box::pin(futures_util::stream::once(async move { edited }));
     }
     // The upstream's chunks, then the end: whole events edited as they complete.
-    let chunks = response
-        .bytes_stream()
+    let chunks = body
         .map(Some)
         .chain(futures_util::stream::once(async { None }));
     Box::pin(chunks.scan(edits.stream(), |editor, chunk| {
@@ -178,7 +183,7 @@ impl UsageSink {
 
 /// The upstream's body, chunk by chunk as it arrives, read for usage on the way.
 pub(super) struct Relay {
-    pub(super) inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    pub(super) inner: BodyStream,
     pub(super) scanner: Option<UsageScanner>,
     pub(super) sink: Option<UsageSink>,
 }

@@ -32,6 +32,14 @@ for chunk in oa.chat.completions.create(
 ):
     chunks.append(chunk.model_dump(exclude_none=True))
 out["openai_stream"] = chunks
+# Without stream_options: the proxy asks for the usage itself; what the SDK reads is each
+# chunk's fields as sent (exclude_unset), to show that no usage reached it.
+out["openai_stream_unasked"] = [
+    chunk.model_dump(exclude_unset=True)
+    for chunk in oa.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hello"}], stream=True
+    )
+]
 
 # The Responses API, as Codex and the Agents SDK use it.
 response = oa.responses.create(model="m", input="hello")
