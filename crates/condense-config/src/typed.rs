@@ -148,6 +148,9 @@ pub struct ServeConfig {
     /// `auto`, `pass` or `emulate`: whether condense answers the providers' compaction
     /// endpoints itself.
     pub native_compaction: NativeMode,
+    /// Whether a Chat Completions stream the client sent without `stream_options` is asked
+    /// for its usage on the client's behalf.
+    pub ask_stream_usage: bool,
 }
 
 /// An upstream's origin (`serve.openai_upstream`, `serve.anthropic_upstream`): an absolute

@@ -29,6 +29,7 @@ pub fn settings_for(upstream: &str) -> ProxySettings {
         state_timeout: Duration::from_secs(5),
         auth_token: None,
         native_compaction: crate::NativeMode::Auto,
+        ask_stream_usage: true,
     }
 }
 

@@ -513,6 +513,17 @@ async fn a_stream_is_asked_for_its_usage_for_the_session_and_relayed_without_it(
     assert!(bodies[0].get("stream_options").is_some());
     assert_eq!(bodies[1], unasked);
     assert_eq!(bodies[2], unasked);
+
+    // `serve.ask_stream_usage = false`: the client's request goes as it came.
+    let (plain, plain_received) = condense_serve::testing::upstream().await;
+    let running = proxy_to(plain, 200_000, |settings| settings.ask_stream_usage = false).await;
+    let response = stream(&running, "s-off", &unasked, "").await.unwrap();
+    assert_eq!(
+        response.bytes().await.unwrap(),
+        openai_stream_without_usage().concat().into_bytes()
+    );
+    let (_, _, forwarded) = plain_received.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(forwarded, serde_json::to_vec(&unasked).unwrap());
 }
 
 /// Bad input over HTTP gets condense's answer in the provider's error shape, the upstream's own

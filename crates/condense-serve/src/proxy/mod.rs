@@ -68,6 +68,9 @@ pub struct ProxySettings {
     /// `serve.native_compaction`: whether condense answers `POST …/responses/compact` itself
     /// (for an upstream that has none) or passes it on.
     pub native_compaction: crate::NativeMode,
+    /// `serve.ask_stream_usage`: a Chat Completions stream the client sent without
+    /// `stream_options` is asked for its usage ([`crate::stream_usage`]).
+    pub ask_stream_usage: bool,
 }
 
 impl ProxySettings {
@@ -83,6 +86,7 @@ impl ProxySettings {
             state_timeout: Duration::from_millis(config.state_timeout_ms.max(1)),
             auth_token: None,
             native_compaction: config.native_compaction,
+            ask_stream_usage: config.ask_stream_usage,
         }
     }
 
@@ -357,7 +361,9 @@ impl Proxy {
             .map(|value| value.as_bytes())
             .filter(|value| !value.is_empty())
             .map(named_session);
-        let ask_usage = provider == Api::OpenAi && crate::stream_usage::should_ask(&request);
+        let ask_usage = self.settings.ask_stream_usage
+            && provider == Api::OpenAi
+            && crate::stream_usage::should_ask(&request);
         let (mut started, mut retry) = (started, true);
         loop {
             let mut prepared = self
