@@ -69,7 +69,8 @@ pub struct ProxySettings {
     /// (for an upstream that has none) or passes it on.
     pub native_compaction: crate::NativeMode,
     /// `serve.ask_stream_usage`: a Chat Completions stream the client sent without
-    /// `stream_options` is asked for its usage ([`crate::stream_usage`]).
+    /// `stream_options` is asked for its usage, which is taken out again before the client
+    /// reads it.
     pub ask_stream_usage: bool,
 }
 
