@@ -343,6 +343,49 @@ mod tests {
         assert!(AnswerEdits::default().is_empty());
     }
 
+    proptest::proptest! {
+        /// However the upstream's stream is cut into chunks (inside an event, inside a line
+        /// ending), the edited stream is the same: what the client reads depends on the events,
+        /// never on how they arrived.
+        #[test]
+        fn the_edited_stream_does_not_depend_on_where_chunks_end(
+            cuts in proptest::collection::vec(0usize..400, 0..12),
+            usage_asked in proptest::bool::ANY,
+            crlf in proptest::bool::ANY,
+        ) {
+            let mut upstream = [
+                "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}],\"usage\":null}\n\n",
+                "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":null}\n\n",
+                "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":1,\"total_tokens\":8}}\n\n",
+                "data: [DONE]\n\n",
+            ]
+            .concat();
+            if crlf {
+                upstream = upstream.replace('\n', "\r\n");
+            }
+            let edits = AnswerEdits { usage_asked, ..AnswerEdits::default() };
+            let whole = {
+                let mut editor = edits.clone().stream();
+                let mut out = editor.feed(upstream.as_bytes()).to_vec();
+                out.extend_from_slice(&editor.finish());
+                out
+            };
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|cut| cut % (upstream.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut editor = edits.stream();
+            let (mut out, mut from) = (Vec::new(), 0);
+            for cut in cuts.into_iter().chain([upstream.len()]) {
+                out.extend_from_slice(&editor.feed(&upstream.as_bytes()[from..cut]));
+                from = cut;
+            }
+            out.extend_from_slice(&editor.finish());
+            proptest::prop_assert_eq!(&out, &whole);
+            let text = String::from_utf8(out).unwrap();
+            proptest::prop_assert_eq!(text.contains("usage"), !usage_asked);
+            proptest::prop_assert!(text.contains("[DONE]") && text.contains("\"ok\""));
+        }
+    }
+
     #[test]
     fn a_paused_answer_is_the_block_alone() {
         let answer: Value = serde_json::from_str(&paused("s", Some("m"), 9, false)).unwrap();
