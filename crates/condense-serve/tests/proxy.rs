@@ -441,24 +441,11 @@ async fn streams_are_relayed_as_they_arrive_and_their_usage_recorded() {
 /// an upstream that refuses the option is asked again without it, then never with it.
 #[tokio::test]
 async fn a_stream_is_asked_for_its_usage_for_the_session_and_relayed_without_it() {
-    let (upstream, received) = upstream().await;
-    let running = proxy_to(upstream, 200_000, |_| {}).await;
-    let stream = |running: &Running, session: &str, body: &Value, test: &str| {
-        client()
-            .post(format!("{}/v1/chat/completions", running.url))
-            .header("x-condense-session", session)
-            .header("x-test", test)
-            .json(body)
-            .send()
-    };
     let unasked = json!({"model": "m", "stream": true,
         "messages": [{"role": "user", "content": "hello"}]});
-    let response = stream(&running, "s-unasked", &unasked, "").await.unwrap();
-    assert_eq!(response.status(), 200);
-    assert_eq!(
-        response.bytes().await.unwrap(),
-        openai_stream_without_usage().concat().into_bytes()
-    );
+    let (upstream, received) = upstream().await;
+    let running = proxy_to(upstream, 200_000, |_| {}).await;
+    unasked_stream_relayed(&running, "s-unasked", &unasked, "").await;
     let (_, _, forwarded) = received.lock().unwrap().last().cloned().unwrap();
     let forwarded: Value = serde_json::from_slice(&forwarded).unwrap();
     assert_eq!(forwarded["stream_options"], json!({"include_usage": true}));
@@ -475,11 +462,7 @@ async fn a_stream_is_asked_for_its_usage_for_the_session_and_relayed_without_it(
     // The client's own choice goes as it came, byte for byte.
     let declined = json!({"model": "m", "stream": true, "stream_options": {"include_usage": false},
         "messages": [{"role": "user", "content": "hello"}]});
-    let response = stream(&running, "s-declined", &declined, "").await.unwrap();
-    assert_eq!(
-        response.bytes().await.unwrap(),
-        openai_stream_without_usage().concat().into_bytes()
-    );
+    unasked_stream_relayed(&running, "s-declined", &declined, "").await;
     let (_, _, forwarded) = received.lock().unwrap().last().cloned().unwrap();
     assert_eq!(forwarded, serde_json::to_vec(&declined).unwrap());
     running.proxy.flushed().await;
@@ -490,14 +473,7 @@ async fn a_stream_is_asked_for_its_usage_for_the_session_and_relayed_without_it(
     let (strict, strict_received) = condense_serve::testing::upstream().await;
     let running = proxy_to(strict, 200_000, |_| {}).await;
     for session in ["s-strict-1", "s-strict-2"] {
-        let response = stream(&running, session, &unasked, "no-stream-options")
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "{session}");
-        assert_eq!(
-            response.bytes().await.unwrap(),
-            openai_stream_without_usage().concat().into_bytes()
-        );
+        unasked_stream_relayed(&running, session, &unasked, "no-stream-options").await;
     }
     let bodies: Vec<Value> = strict_received
         .lock()
@@ -517,13 +493,28 @@ async fn a_stream_is_asked_for_its_usage_for_the_session_and_relayed_without_it(
     // `serve.ask_stream_usage = false`: the client's request goes as it came.
     let (plain, plain_received) = condense_serve::testing::upstream().await;
     let running = proxy_to(plain, 200_000, |settings| settings.ask_stream_usage = false).await;
-    let response = stream(&running, "s-off", &unasked, "").await.unwrap();
-    assert_eq!(
-        response.bytes().await.unwrap(),
-        openai_stream_without_usage().concat().into_bytes()
-    );
+    unasked_stream_relayed(&running, "s-off", &unasked, "").await;
     let (_, _, forwarded) = plain_received.lock().unwrap().last().cloned().unwrap();
     assert_eq!(forwarded, serde_json::to_vec(&unasked).unwrap());
+}
+
+/// Streams `body` through `running` (the scripted upstream playing `test`) and checks that the
+/// client reads the stream OpenAI sends a request that did not ask for its usage.
+async fn unasked_stream_relayed(running: &Running, session: &str, body: &Value, test: &str) {
+    let response = client()
+        .post(format!("{}/v1/chat/completions", running.url))
+        .header("x-condense-session", session)
+        .header("x-test", test)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{session}");
+    assert_eq!(
+        response.bytes().await.unwrap(),
+        openai_stream_without_usage().concat().into_bytes(),
+        "{session}"
+    );
 }
 
 /// Bad input over HTTP gets condense's answer in the provider's error shape, the upstream's own

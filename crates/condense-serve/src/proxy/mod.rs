@@ -373,15 +373,8 @@ impl Proxy {
             if let Some(why) = prepared.refusal.take() {
                 return provider.error(StatusCode::BAD_REQUEST, &why);
             }
-            // Only where the answer's usage is recorded (a request condense prepared), and
-            // while the upstream has not refused the option.
-            if ask_usage
-                && prepared.sent_messages.is_some()
-                && !self.usage_option_refused.load(Ordering::Relaxed)
-                && let Some((body, at)) = crate::stream_usage::asked(&prepared.body)
-            {
-                prepared.body = body;
-                prepared.usage_asked = Some(at);
+            if ask_usage {
+                self.ask_stream_usage(&mut prepared);
             }
             let added = started.elapsed();
             self.metrics
@@ -407,6 +400,19 @@ impl Proxy {
                     (named, retry, started) = (Some(session), false, Instant::now());
                 }
             }
+        }
+    }
+
+    /// `prepared`'s body asking its Chat Completions stream for its usage
+    /// ([`crate::stream_usage`]): only where the answer's usage is recorded (a request condense
+    /// prepared), and while the upstream has not refused the option.
+    fn ask_stream_usage(&self, prepared: &mut Prepared) {
+        if prepared.sent_messages.is_some()
+            && !self.usage_option_refused.load(Ordering::Relaxed)
+            && let Some((body, at)) = crate::stream_usage::asked(&prepared.body)
+        {
+            prepared.body = body;
+            prepared.usage_asked = Some(at);
         }
     }
 
