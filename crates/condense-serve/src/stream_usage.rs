@@ -2,7 +2,8 @@
 //!
 //! A Chat Completions stream reports no usage unless the request sets
 //! `stream_options.include_usage`, and many clients leave it unset (LangChain's `ChatOpenAI`
-//! by default, the OpenAI SDKs unless told). Without the provider's count the session sizes
+//! whenever its base URL is not OpenAI's, as it is not when it points at this proxy; the
+//! OpenAI SDKs unless told). Without the provider's count the session sizes
 //! its requests by condense's own tokenizer and its margin, never by what the provider
 //! counted. So the proxy adds the option to a stream request that has no `stream_options`,
 //! reads the usage, and takes it out of the stream before the client reads it
