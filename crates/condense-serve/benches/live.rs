@@ -6,7 +6,10 @@
 //! - the same requests on two replicas sharing one Redis, each step sent six times at once
 //!   (compare-and-set contention), against one copy per step;
 //! - `POST /v1/responses/compact` answered by condense against a plain `/v1/responses`
-//!   request of the same body.
+//!   request of the same body;
+//! - a Chat Completions stream of 205 events the client sent without `stream_options` (the
+//!   proxy asks for its usage and takes it out of every event again) against the same stream
+//!   the client asked the usage of itself (relayed unedited), in turn.
 //!
 //! `cargo bench -p condense-serve --bench live` (needs `redis-server` on the PATH:
 //! `scripts/redis.sh start` installs it). Prints one line per figure, medians in milliseconds.
@@ -202,6 +205,41 @@ fn main() {
             "POST /v1/responses/compact answered by condense: median {:.1} ms; the same body to /v1/responses: {:.1} ms (22K-token session, 20 rounds each)",
             median(compact),
             median(plain)
+        );
+
+        let stream = |asked_by_client: bool, round: usize| {
+            let client = client.clone();
+            let url = format!("{first}/v1/chat/completions");
+            let mut body = json!({"model": "m", "stream": true,
+                "messages": [{"role": "user", "content": "hello"}]});
+            if asked_by_client {
+                body["stream_options"] = json!({"include_usage": true});
+            }
+            async move {
+                let sent = Instant::now();
+                let response = client
+                    .post(&url)
+                    .header("x-condense-session", format!("stream-{pid}-{asked_by_client}-{round}"))
+                    .header("x-test", "long")
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status(), 200);
+                let text = response.text().await.unwrap();
+                assert_eq!(text.contains("\"usage\""), asked_by_client);
+                sent.elapsed()
+            }
+        };
+        let (mut edited, mut unedited) = (Vec::new(), Vec::new());
+        for round in 0..20 {
+            edited.push(stream(false, round).await);
+            unedited.push(stream(true, round).await);
+        }
+        println!(
+            "a Chat Completions stream of 205 events, its usage asked by the proxy and taken out: median {:.1} ms; the client asking itself (unedited): {:.1} ms (20 rounds each, in turn)",
+            median(edited),
+            median(unedited)
         );
     });
 }
