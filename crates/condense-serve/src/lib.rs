@@ -51,7 +51,9 @@ pub use state::{
     DirSessionStore, RedisSessionStore, Saved, SessionStore, StateStoreError, Versioned,
 };
 pub use upstream::UpstreamSummaries;
-pub use wire::{Api, SESSION_NAME_LIMIT, UsageScanner, derived_session, named_session};
+pub use wire::{
+    Api, SESSION_NAME_LIMIT, ScannedAnswer, UsageScanner, derived_session, named_session,
+};
 
 /// Serves `proxy` on `listener` until `shutdown` resolves; then in-flight requests and streams
 /// finish, and the usage of every finished response is saved, before it returns. Meanwhile the

@@ -38,6 +38,9 @@ pub struct Metrics {
     /// Requests whose reply limit was lowered to the room their input leaves in the window
     /// (a provider refuses input and limit together over it).
     pub reply_limits_lowered: AtomicU64,
+    /// Answers to those requests that stopped at the lowered limit: replies condense's limit
+    /// cut short, which the client's own would not have.
+    pub replies_cut_at_lowered_limit: AtomicU64,
     /// Requests the upstream refused as longer than the model's window, giving its count: sent
     /// again, prepared with that count.
     pub refused_as_too_long: AtomicU64,
@@ -135,6 +138,11 @@ const COUNTERS: &[Counter] = &[
         "condense_reply_limits_lowered_total",
         "Requests whose reply limit (max_tokens) was lowered to the room their input leaves in the window.",
         &[("", |m| &m.reply_limits_lowered)],
+    ),
+    (
+        "condense_replies_cut_at_lowered_limit_total",
+        "Answers to requests whose reply limit condense lowered that stopped at that limit: replies it cut short.",
+        &[("", |m| &m.replies_cut_at_lowered_limit)],
     ),
     (
         "condense_refused_as_too_long_total",

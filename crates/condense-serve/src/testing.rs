@@ -231,6 +231,21 @@ pub fn anthropic_stream() -> Vec<String> {
     ]
 }
 
+/// `answer` (a whole answer or one event) as the scripted upstream sends it for `behaviour`:
+/// with `x-test: at-limit`, the reply stopped at its limit (Anthropic's `max_tokens`, Chat
+/// Completions' `length`), as a model whose reply is longer than the request's limit.
+fn stopped(answer: &str, behaviour: &str) -> String {
+    if behaviour != "at-limit" {
+        return answer.to_owned();
+    }
+    answer
+        .replace(
+            r#""stop_reason":"end_turn""#,
+            r#""stop_reason":"max_tokens""#,
+        )
+        .replace(r#""finish_reason":"stop""#, r#""finish_reason":"length""#)
+}
+
 /// How condense's summary prompt opens (`templates/preamble.md`): what tells a scripted
 /// upstream that condense is asking for a summary.
 const SUMMARY_PROMPT_OPENING: &str = "You are writing the memory of an AI coding agent";
@@ -395,10 +410,10 @@ pub async fn upstream() -> (SocketAddr, Received) {
                     return Response::builder()
                         .header("content-type", "application/json")
                         .header("x-upstream", "scripted")
-                        .body(Body::from(reply))
+                        .body(Body::from(stopped(reply, &behaviour)))
                         .unwrap();
                 }
-                let mut events = if anthropic {
+                let events = if anthropic {
                     anthropic_stream()
                 } else if responses {
                     responses_stream()
@@ -407,6 +422,10 @@ pub async fn upstream() -> (SocketAddr, Received) {
                 } else {
                     openai_stream_without_usage()
                 };
+                let mut events: Vec<String> = events
+                    .iter()
+                    .map(|event| stopped(event, &behaviour))
+                    .collect();
                 let cut = behaviour == "cut";
                 if cut {
                     events.truncate(1);

@@ -197,7 +197,9 @@ fn short_hex(digest: &[u8]) -> String {
 
 /// Reads the provider's usage out of a response as it streams by: JSON bodies whole (kept up
 /// to a limit), server-sent events line by line. The total is the request's whole input (cached
-/// or not) plus its output: what the next request's input starts from.
+/// or not) plus its output: what the next request's input starts from. It also notes whether
+/// the reply stopped at its limit (`max_tokens`), for the proxy to tell when a limit it lowered
+/// cut a reply short.
 #[derive(Debug)]
 pub struct UsageScanner {
     provider: Api,
@@ -208,6 +210,18 @@ pub struct UsageScanner {
     input: Option<u64>,
     /// Output tokens reported (cumulative in Anthropic's stream).
     output: Option<u64>,
+    /// The reply stopped at its limit: Anthropic's `stop_reason: "max_tokens"`, a Chat
+    /// Completions `finish_reason: "length"`, a response `incomplete` for `max_output_tokens`.
+    at_limit: bool,
+}
+
+/// What [`UsageScanner::finish_answer`] read of a whole answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScannedAnswer {
+    /// The request's whole input plus its output, where the provider reported them.
+    pub tokens: Option<u64>,
+    /// Whether the reply stopped because it reached its limit.
+    pub at_limit: bool,
 }
 
 /// A JSON body larger than this is relayed but not scanned for usage.
@@ -223,6 +237,7 @@ impl UsageScanner {
             buffer: Vec::new(),
             input: None,
             output: None,
+            at_limit: false,
         }
     }
 
@@ -242,16 +257,25 @@ impl UsageScanner {
     }
 
     /// The total once the body has ended, if the provider reported one.
-    pub fn finish(mut self) -> Option<u64> {
+    pub fn finish(self) -> Option<u64> {
+        self.finish_answer().tokens
+    }
+
+    /// The total and whether the reply stopped at its limit, once the body has ended.
+    pub fn finish_answer(mut self) -> ScannedAnswer {
         if self.sse {
             let rest = std::mem::take(&mut self.buffer);
             self.line(&rest);
         } else if let Ok(value) = serde_json::from_slice::<Value>(&self.buffer) {
             self.read(&value);
         }
-        match (self.input, self.output) {
+        let tokens = match (self.input, self.output) {
             (None, None) => None,
             (input, output) => Some(input.unwrap_or(0) + output.unwrap_or(0)),
+        };
+        ScannedAnswer {
+            tokens,
+            at_limit: self.at_limit,
         }
     }
 
@@ -271,6 +295,10 @@ impl UsageScanner {
         let number = |value: &Value, key: &str| value.get(key).and_then(Value::as_u64);
         match self.provider {
             Api::OpenAi => {
+                let choices = value.get("choices").and_then(Value::as_array);
+                self.at_limit |= choices.into_iter().flatten().any(|choice| {
+                    choice.get("finish_reason").and_then(Value::as_str) == Some("length")
+                });
                 if let Some(usage) = value.get("usage").filter(|usage| usage.is_object()) {
                     self.input = number(usage, "prompt_tokens").or(self.input);
                     self.output = number(usage, "completion_tokens").or(self.output);
@@ -278,6 +306,12 @@ impl UsageScanner {
             }
             // A whole response, or a stream's `response.completed` event, which nests it.
             Api::Responses => {
+                let response = value.get("response").unwrap_or(value);
+                self.at_limit |= response
+                    .get("incomplete_details")
+                    .and_then(|details| details.get("reason"))
+                    .and_then(Value::as_str)
+                    == Some("max_output_tokens");
                 let usage = value
                     .get("usage")
                     .or_else(|| value.get("response").and_then(|r| r.get("usage")));
@@ -287,6 +321,13 @@ impl UsageScanner {
                 }
             }
             Api::Anthropic => {
+                // A whole message's `stop_reason`, or a stream's on `message_delta`'s `delta`.
+                let stop = value.get("stop_reason").or_else(|| {
+                    value
+                        .get("delta")
+                        .and_then(|delta| delta.get("stop_reason"))
+                });
+                self.at_limit |= stop.and_then(Value::as_str) == Some("max_tokens");
                 // A whole message, or a stream's `message_start` (which nests it) and
                 // `message_delta` (which carries the output so far).
                 let usage = value
@@ -400,6 +441,80 @@ mod tests {
         assert_eq!(scan(Api::Responses, true, &responses), Some(42));
         assert_eq!(scan(Api::OpenAi, false, &["not json"]), None);
         assert_eq!(scan(Api::OpenAi, true, &["data: [DONE]\n"]), None);
+    }
+
+    #[test]
+    fn a_reply_stopped_at_its_limit_is_noted_in_every_api() {
+        let at_limit = |provider: Api, sse: bool, body: &str| {
+            let mut scanner = UsageScanner::new(provider, sse);
+            // Split anywhere: a stream's events arrive in pieces.
+            for piece in body.as_bytes().chunks(7) {
+                scanner.feed(piece);
+            }
+            scanner.finish_answer().at_limit
+        };
+        let anthropic_json = |stop: &str| {
+            format!(
+                r#"{{"type":"message","content":[],"stop_reason":"{stop}","usage":{{"input_tokens":5,"output_tokens":9}}}}"#
+            )
+        };
+        assert!(at_limit(
+            Api::Anthropic,
+            false,
+            &anthropic_json("max_tokens")
+        ));
+        assert!(!at_limit(
+            Api::Anthropic,
+            false,
+            &anthropic_json("end_turn")
+        ));
+        let anthropic_stream = |stop: &str| {
+            format!(
+                "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"stop_reason\":null,\"usage\":{{\"input_tokens\":5}}}}}}\n\nevent: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"{stop}\"}},\"usage\":{{\"output_tokens\":9}}}}\n\n"
+            )
+        };
+        assert!(at_limit(
+            Api::Anthropic,
+            true,
+            &anthropic_stream("max_tokens")
+        ));
+        assert!(!at_limit(
+            Api::Anthropic,
+            true,
+            &anthropic_stream("tool_use")
+        ));
+        let chat = |finish: &str| {
+            format!(
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{finish}\"}}]}}\n\ndata: [DONE]\n\n"
+            )
+        };
+        assert!(at_limit(Api::OpenAi, true, &chat("length")));
+        assert!(!at_limit(Api::OpenAi, true, &chat("stop")));
+        assert!(at_limit(
+            Api::OpenAi,
+            false,
+            r#"{"choices":[{"index":0,"message":{"content":"a"},"finish_reason":"length"}]}"#
+        ));
+        let responses = |reason: &str| {
+            format!(
+                "event: response.incomplete\ndata: {{\"type\":\"response.incomplete\",\"response\":{{\"status\":\"incomplete\",\"incomplete_details\":{{\"reason\":\"{reason}\"}}}}}}\n\n"
+            )
+        };
+        assert!(at_limit(
+            Api::Responses,
+            true,
+            &responses("max_output_tokens")
+        ));
+        assert!(!at_limit(
+            Api::Responses,
+            true,
+            &responses("content_filter")
+        ));
+        assert!(at_limit(
+            Api::Responses,
+            false,
+            r#"{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}"#
+        ));
     }
 
     #[test]

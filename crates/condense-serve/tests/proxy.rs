@@ -517,6 +517,64 @@ async fn unasked_stream_relayed(running: &Running, session: &str, body: &Value, 
     );
 }
 
+/// A reply that stops at a limit condense lowered is counted and logged, JSON or streamed, in
+/// the Messages API and Chat Completions alike; one the client's own limit stopped is not
+/// condense's doing and is not counted.
+#[tokio::test]
+async fn a_reply_stopped_at_a_limit_condense_lowered_is_counted() {
+    let (upstream, received) = upstream().await;
+    let running = proxy_to(upstream, 8_000, |_| {}).await;
+    let send = |path: &'static str, session: &'static str, max_tokens: u64, stream: bool| {
+        let body = json!({"model": "m", "max_tokens": max_tokens, "stream": stream,
+            "messages": [{"role": "user", "content": "write it all out"}]});
+        client()
+            .post(format!("{}{path}", running.url))
+            .header("x-api-key", "sk-ant-test")
+            .header("anthropic-version", "2023-06-01")
+            .header("x-condense-session", session)
+            .header("x-test", "at-limit")
+            .json(&body)
+            .send()
+    };
+    let cut = |running: &Running| {
+        metric(
+            &running.proxy.metrics.render(),
+            "condense_replies_cut_at_lowered_limit_total",
+        )
+    };
+    // The whole window asked for the reply: lowered to the room the input leaves.
+    for (path, session, stream) in [
+        ("/v1/messages", "json", false),
+        ("/v1/messages", "stream", true),
+        ("/v1/chat/completions", "chat", true),
+    ] {
+        let response = send(path, session, 8_000, stream).await.unwrap();
+        assert_eq!(response.status(), 200, "{session}");
+        response.bytes().await.unwrap();
+        let (_, _, forwarded) = received.lock().unwrap().last().cloned().unwrap();
+        let forwarded: Value = serde_json::from_slice(&forwarded).unwrap();
+        assert!(
+            forwarded["max_tokens"].as_u64().unwrap() < 8_000,
+            "{session}: {forwarded}"
+        );
+    }
+    running.proxy.flushed().await;
+    assert_eq!(cut(&running), 3);
+    // The client's own limit, which fits: the reply it cut is not counted.
+    let response = send("/v1/messages", "own-limit", 100, false).await.unwrap();
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["stop_reason"], "max_tokens");
+    running.proxy.flushed().await;
+    assert_eq!(cut(&running), 3);
+    assert_eq!(
+        metric(
+            &running.proxy.metrics.render(),
+            "condense_reply_limits_lowered_total"
+        ),
+        3
+    );
+}
+
 /// Bad input over HTTP gets condense's answer in the provider's error shape, the upstream's own
 /// failures are told apart (unreachable, silent, cut mid-stream), and the proxy keeps serving.
 #[tokio::test]

@@ -23,7 +23,7 @@ use crate::metrics::Metrics;
 use crate::originals::{OriginalsExpiry, SweepError};
 use crate::state::{Saved, SessionStore};
 use crate::upstream::{Asked, UpstreamSummaries, UpstreamSummarizer, upstream_url};
-use crate::wire::{Api, UsageScanner, derived_session, named_session};
+use crate::wire::{Api, ScannedAnswer, UsageScanner, derived_session, named_session};
 use condense_host::refusal::TooLong;
 
 mod relay;
@@ -453,6 +453,7 @@ impl Proxy {
             proxy: self.clone(),
             session: prepared.session.clone(),
             message: sent,
+            lowered_limit: prepared.lowered_limit,
         });
         let edits = crate::answer::AnswerEdits {
             context_management: prepared
@@ -730,6 +731,7 @@ impl Proxy {
             applied_edits,
             block,
             usage_asked: None,
+            lowered_limit: report.reply_limit.map(|limit| limit.sent),
         }
     }
 
@@ -848,6 +850,7 @@ impl Proxy {
             applied_edits: None,
             block: None,
             usage_asked: None,
+            lowered_limit: None,
         }
     }
 
@@ -891,6 +894,8 @@ struct Prepared {
     /// Where the body asks its Chat Completions stream for its usage on the client's behalf
     /// ([`crate::stream_usage::asked`]), when it does.
     usage_asked: Option<usize>,
+    /// The reply limit condense lowered the request's to, when it did.
+    lowered_limit: Option<u64>,
 }
 
 impl Prepared {
@@ -909,6 +914,7 @@ impl Prepared {
             applied_edits: None,
             block: None,
             usage_asked: None,
+            lowered_limit: None,
         }
     }
 }

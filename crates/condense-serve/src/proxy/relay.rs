@@ -167,10 +167,26 @@ pub(super) struct UsageSink {
     pub(super) proxy: Arc<Proxy>,
     pub(super) session: String,
     pub(super) message: usize,
+    /// The reply limit condense lowered for the request, when it did.
+    pub(super) lowered_limit: Option<u64>,
 }
 
 impl UsageSink {
-    fn record(self, tokens: u64) {
+    fn record(self, answer: ScannedAnswer) {
+        if answer.at_limit
+            && let Some(limit) = self.lowered_limit
+        {
+            // The one cost of lowering a limit: a reply longer than the room condense left.
+            Metrics::add(&self.proxy.metrics.replies_cut_at_lowered_limit, 1);
+            tracing::warn!(
+                session = %self.session,
+                limit,
+                "the reply stopped at the limit condense lowered it to"
+            );
+        }
+        let Some(tokens) = answer.tokens else {
+            return;
+        };
         let proxy = self.proxy.clone();
         proxy.in_background(async move {
             let tokens = usize::try_from(tokens).unwrap_or(usize::MAX);
@@ -200,10 +216,8 @@ impl Stream for Relay {
                 }
             }
             Poll::Ready(None) => {
-                if let (Some(scanner), Some(sink)) = (self.scanner.take(), self.sink.take())
-                    && let Some(tokens) = scanner.finish()
-                {
-                    sink.record(tokens);
+                if let (Some(scanner), Some(sink)) = (self.scanner.take(), self.sink.take()) {
+                    sink.record(scanner.finish_answer());
                 }
             }
             // An upstream that fails mid-stream: the client's stream ends with the error (its
