@@ -14,7 +14,7 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-/// What to add to an answer.
+/// What to add to an answer, and what to take out of it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AnswerEdits {
     /// The `context_management` object (`{"applied_edits": [...]}`).
@@ -27,7 +27,7 @@ pub struct AnswerEdits {
 }
 
 impl AnswerEdits {
-    /// Whether there is nothing to add.
+    /// Whether there is nothing to add or take out.
     pub fn is_empty(&self) -> bool {
         self.context_management.is_none() && self.compaction.is_none() && !self.usage_asked
     }
@@ -112,8 +112,8 @@ fn event(data: &Value) -> String {
     )
 }
 
-/// Edits an Anthropic event stream chunk by chunk: whole events are edited and passed on, a
-/// partial one waits for the rest.
+/// Edits an event stream (Anthropic's, or Chat Completions' whose usage condense asked for)
+/// chunk by chunk: whole events are edited and passed on, a partial one waits for the rest.
 #[derive(Debug)]
 pub struct StreamEditor {
     edits: AnswerEdits,

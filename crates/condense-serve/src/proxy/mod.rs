@@ -441,7 +441,7 @@ impl Proxy {
     /// upstream's place; or, after a `compact_20260112` with `pause_after_compaction`, the
     /// compaction block as the whole answer. With `retry`, a request condense prepared that
     /// the upstream refuses as longer than the window is not answered: the upstream's count of
-    /// it comes back to prepare it again ([`crate::refusal`]).
+    /// it comes back to prepare it again ([`condense_host::refusal`]).
     async fn answer(
         self: Arc<Self>,
         provider: Api,
@@ -533,7 +533,7 @@ impl Proxy {
 
     /// What becomes of a request the upstream refused: with `retry`, one it refused as longer
     /// than the window comes back with the upstream's count to be prepared again
-    /// ([`crate::refusal`]); any other refusal goes to the client as it came.
+    /// ([`condense_host::refusal`]); any other refusal goes to the client as it came.
     fn answer_refusal(
         &self,
         provider: Api,
