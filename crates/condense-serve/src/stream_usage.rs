@@ -7,9 +7,11 @@
 //! its requests by condense's own tokenizer and its margin, never by what the provider
 //! counted. So the proxy adds the option to a stream request that has no `stream_options`,
 //! reads the usage, and takes it out of the stream before the client reads it
-//! ([`crate::answer::AnswerEdits::usage_asked`]). An upstream that refuses the option (an
-//! older Azure API version, a server that forbids fields it does not know) is asked again
-//! without it, and not asked with it again while the proxy runs.
+//! ([`crate::answer::AnswerEdits::usage_asked`]). A request so asked that the upstream refuses
+//! (other than as too long) is sent again without it. Where the option was the cause (the
+//! refusal names it, as an older Azure API version's does, or the request goes through without
+//! it, as it does past a gateway that refuses fields it does not know in words of its own), the
+//! upstream is not asked again while the proxy runs.
 
 use bytes::Bytes;
 use condense_formats::Request;
@@ -50,9 +52,10 @@ pub fn unasked(body: &[u8], at: usize) -> Bytes {
     Bytes::from(out)
 }
 
-/// Whether an upstream's answer `status`, `body` refuses the option: a 400 or 422 that names
-/// it (Azure's "Unrecognized request argument supplied: stream_options", a strict server's
-/// "stream_options: Extra inputs are not permitted").
+/// Whether an upstream's answer `status`, `body` says it refuses the option: a 400 or 422 that
+/// names it (Azure's "Unrecognized request argument supplied: stream_options", a strict
+/// server's "stream_options: Extra inputs are not permitted"). A refusal in other words is
+/// told by the request going through without it.
 pub fn refuses_option(status: u16, body: &[u8]) -> bool {
     matches!(status, 400 | 422) && memchr::memmem::find(body, b"stream_options").is_some()
 }

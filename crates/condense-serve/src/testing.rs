@@ -305,7 +305,8 @@ fn json_reply_with(reply: &str, path: &[&str], text: &str) -> String {
 
 /// Starts the scripted upstream on a free 127.0.0.1 port. `x-test` on a request picks a misbehaviour: `slow` answers after
 /// three seconds, `cut` closes a stream after its first event, `long` streams for about a
-/// second. A request that forces a tool call (`tool_choice` `"required"` or `{"type": "any"}`)
+/// second, `no-stream-options` and `unknown-fields` refuse `stream_options` (naming it or not),
+/// `refuse` refuses every request. A request that forces a tool call (`tool_choice` `"required"` or `{"type": "any"}`)
 /// gets one, without text.
 pub async fn upstream() -> (SocketAddr, Received) {
     let received: Received = Arc::default();
@@ -367,6 +368,25 @@ pub async fn upstream() -> (SocketAddr, Received) {
                         .header("content-type", "application/json")
                         .body(Body::from(
                             serde_json::json!({"error": {"message": "Unrecognized request argument supplied: stream_options", "type": "invalid_request_error", "param": null, "code": null}}).to_string(),
+                        ))
+                        .unwrap();
+                }
+                // `x-test: unknown-fields` plays one that refuses it without naming it (a
+                // gateway that validates bodies against a schema of its own); `x-test: refuse`
+                // refuses every request, as a request the client got wrong is refused.
+                let refused = match behaviour.as_str() {
+                    "unknown-fields" if request.get("stream_options").is_some() => {
+                        Some("Invalid request body: unexpected field")
+                    }
+                    "refuse" => Some("Invalid value for 'temperature': must be at most 2."),
+                    _ => None,
+                };
+                if let Some(message) = refused {
+                    return Response::builder()
+                        .status(400)
+                        .header("content-type", "application/json")
+                        .body(Body::from(
+                            serde_json::json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}}).to_string(),
                         ))
                         .unwrap();
                 }

@@ -468,27 +468,49 @@ async fn a_stream_is_asked_for_its_usage_for_the_session_and_relayed_without_it(
     running.proxy.flushed().await;
     assert_eq!(state(&running, "s-declined").reported_usage, None);
 
-    // An upstream that refuses the option: the request goes again as the client sent it, and
-    // the next is not asked.
-    let (strict, strict_received) = condense_serve::testing::upstream().await;
-    let running = proxy_to(strict, 200_000, |_| {}).await;
-    for session in ["s-strict-1", "s-strict-2"] {
-        unasked_stream_relayed(&running, session, &unasked, "no-stream-options").await;
+    // An upstream that refuses the option, in words that name it or not: the request goes again
+    // as the client sent it, and the next is not asked.
+    for refusing in ["no-stream-options", "unknown-fields"] {
+        let (strict, strict_received) = condense_serve::testing::upstream().await;
+        let running = proxy_to(strict, 200_000, |_| {}).await;
+        for session in ["s-strict-1", "s-strict-2"] {
+            unasked_stream_relayed(&running, session, &unasked, refusing).await;
+        }
+        let bodies = bodies_of(&strict_received);
+        assert_eq!(
+            bodies.len(),
+            3,
+            "{refusing}: asked, sent again without, then never asked"
+        );
+        assert!(bodies[0].get("stream_options").is_some(), "{refusing}");
+        assert_eq!(bodies[1], unasked, "{refusing}");
+        assert_eq!(bodies[2], unasked, "{refusing}");
     }
-    let bodies: Vec<Value> = strict_received
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(_, _, body)| serde_json::from_slice(body).unwrap())
-        .collect();
+
+    // A request the upstream refuses for a fault of its own: the client gets the answer its own
+    // request gets, and the option, not the cause, is asked for again on the next stream.
+    let (refusing, refusing_received) = condense_serve::testing::upstream().await;
+    let running = proxy_to(refusing, 200_000, |_| {}).await;
+    let response = client()
+        .post(format!("{}/v1/chat/completions", running.url))
+        .header("x-condense-session", "s-refused")
+        .header("x-test", "refuse")
+        .json(&unasked)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let refusal: Value = response.json().await.unwrap();
     assert_eq!(
-        bodies.len(),
-        3,
-        "asked, sent again without, then never asked"
+        refusal["error"]["message"],
+        "Invalid value for 'temperature': must be at most 2."
     );
+    unasked_stream_relayed(&running, "s-after", &unasked, "").await;
+    let bodies = bodies_of(&refusing_received);
+    assert_eq!(bodies.len(), 3, "asked, sent again without, asked again");
     assert!(bodies[0].get("stream_options").is_some());
     assert_eq!(bodies[1], unasked);
-    assert_eq!(bodies[2], unasked);
+    assert_eq!(bodies[2]["stream_options"], json!({"include_usage": true}));
 
     // `serve.ask_stream_usage = false`: the client's request goes as it came.
     let (plain, plain_received) = condense_serve::testing::upstream().await;
@@ -496,6 +518,16 @@ async fn a_stream_is_asked_for_its_usage_for_the_session_and_relayed_without_it(
     unasked_stream_relayed(&running, "s-off", &unasked, "").await;
     let (_, _, forwarded) = plain_received.lock().unwrap().last().cloned().unwrap();
     assert_eq!(forwarded, serde_json::to_vec(&unasked).unwrap());
+}
+
+/// The JSON bodies the scripted upstream received, in order.
+fn bodies_of(received: &condense_serve::testing::Received) -> Vec<Value> {
+    received
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, _, body)| serde_json::from_slice(body).unwrap())
+        .collect()
 }
 
 /// Streams `body` through `running` (the scripted upstream playing `test`) and checks that the

@@ -498,15 +498,15 @@ impl Proxy {
                 Ok(refusal) => refusal,
                 Err(unread) => return Answered::Given(unread),
             };
-            if !crate::stream_usage::refuses_option(refusal.status.as_u16(), &refusal.body) {
+            if condense_host::refusal::too_long(&refusal.body).is_some() {
                 return self.answer_refusal(provider, prepared, retry, refusal);
             }
-            // Sent again as the client's request would have gone, and never asked again.
-            self.usage_option_refused.store(true, Ordering::Relaxed);
-            tracing::warn!(
-                upstream = self.settings.upstream(provider),
-                "the upstream refuses stream_options; Chat Completions streams are no longer asked for their usage"
-            );
+            // Any other refusal: sent again as the client's request would have gone. The option
+            // was the cause where the refusal names it, or where the request goes through
+            // without it (a server that refuses fields it does not know in words of its own);
+            // it is then never asked again. Otherwise the client gets the answer its own
+            // request gets, and later streams are still asked.
+            let named = crate::stream_usage::refuses_option(refusal.status.as_u16(), &refusal.body);
             prepared.body = crate::stream_usage::unasked(&prepared.body, at);
             prepared.usage_asked = None;
             response = match self
@@ -516,6 +516,14 @@ impl Proxy {
                 Ok(response) => response,
                 Err(unreachable) => return Answered::Given(unreachable),
             };
+            if named || response.status().is_success() {
+                self.usage_option_refused.store(true, Ordering::Relaxed);
+                tracing::warn!(
+                    upstream = self.settings.upstream(provider),
+                    refused = %refusal.status,
+                    "the upstream refuses stream_options; Chat Completions streams are no longer asked for their usage"
+                );
+            }
         }
         if retry && prepared.sent_messages.is_some() && response.status() == StatusCode::BAD_REQUEST
         {
