@@ -491,14 +491,7 @@ async fn a_stream_is_asked_for_its_usage_for_the_session_and_relayed_without_it(
     // request gets, and the option, not the cause, is asked for again on the next stream.
     let (refusing, refusing_received) = condense_serve::testing::upstream().await;
     let running = proxy_to(refusing, 200_000, |_| {}).await;
-    let response = client()
-        .post(format!("{}/v1/chat/completions", running.url))
-        .header("x-condense-session", "s-refused")
-        .header("x-test", "refuse")
-        .json(&unasked)
-        .send()
-        .await
-        .unwrap();
+    let response = chat_through(&running, "s-refused", &unasked, "refuse").await;
     assert_eq!(response.status(), 400);
     let refusal: Value = response.json().await.unwrap();
     assert_eq!(
@@ -530,17 +523,27 @@ fn bodies_of(received: &condense_serve::testing::Received) -> Vec<Value> {
         .collect()
 }
 
-/// Streams `body` through `running` (the scripted upstream playing `test`) and checks that the
-/// client reads the stream OpenAI sends a request that did not ask for its usage.
-async fn unasked_stream_relayed(running: &Running, session: &str, body: &Value, test: &str) {
-    let response = client()
+/// `body` sent to `running`'s Chat Completions in `session`, the scripted upstream playing `test`.
+async fn chat_through(
+    running: &Running,
+    session: &str,
+    body: &Value,
+    test: &str,
+) -> reqwest::Response {
+    client()
         .post(format!("{}/v1/chat/completions", running.url))
         .header("x-condense-session", session)
         .header("x-test", test)
         .json(body)
         .send()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// Streams `body` through `running` (the scripted upstream playing `test`) and checks that the
+/// client reads the stream OpenAI sends a request that did not ask for its usage.
+async fn unasked_stream_relayed(running: &Running, session: &str, body: &Value, test: &str) {
+    let response = chat_through(running, session, body, test).await;
     assert_eq!(response.status(), 200, "{session}");
     assert_eq!(
         response.bytes().await.unwrap(),
