@@ -47,15 +47,17 @@ pub(crate) fn assemble(envelope: Option<JsonMap>, messages: Vec<Message>) -> Con
 }
 
 /// [`assemble`], and whether it linked tool calls written in text, or functions to their
-/// answers (which changes messages as read, depending on their neighbours: see
-/// [`embedded::link`], [`legacy::link`]).
+/// answers, or took condense's summary out of the message it was written into (which changes
+/// messages as read, depending on their neighbours: see [`embedded::link`], [`legacy::link`],
+/// [`split_summaries`]).
 pub(crate) fn assemble_linked(
     envelope: Option<JsonMap>,
     mut messages: Vec<Message>,
 ) -> (Conversation, bool) {
+    let split = split_summaries(&mut messages);
     let in_text = embedded::link(&mut messages, envelope.as_ref());
     let functions = legacy::link(&mut messages);
-    let linked = in_text || functions;
+    let linked = split || in_text || functions;
     let conversation = Conversation {
         messages,
         envelope,
@@ -342,8 +344,25 @@ fn function_call(mut function: JsonMap) -> Result<Part, String> {
 pub(crate) fn to_value(conversation: &Conversation) -> Value {
     let mut messages = Vec::with_capacity(conversation.messages.len());
     let instructions = instructions_role(&conversation.messages);
-    for message in &conversation.messages {
-        write_message(message, instructions, &mut messages);
+    // condense's summary, to go before the text of the person's message that comes next.
+    let mut leading: Option<String> = None;
+    for (index, message) in conversation.messages.iter().enumerate() {
+        if !is_summary_written_here(message) {
+            write_message(message, instructions, &mut messages);
+            if let Some(summary) = leading.take() {
+                written_first(&summary, &mut messages);
+            }
+            continue;
+        }
+        let next = conversation.messages.get(index + 1).map(|next| next.role);
+        match next {
+            _ if written_into_previous(message, &mut messages) => {}
+            Some(Role::User) => leading = Some(without_continuation(message)),
+            Some(Role::Assistant | Role::Tool) => messages.push(
+                serde_json::json!({"role": "user", "content": without_continuation(message)}),
+            ),
+            _ => write_message(message, instructions, &mut messages),
+        }
     }
     match &conversation.envelope {
         None => Value::Array(messages),
@@ -353,6 +372,169 @@ pub(crate) fn to_value(conversation: &Conversation) -> Value {
             Value::Object(object)
         }
     }
+}
+
+/// What parts condense's summary from the text of the message it is written into.
+const SUMMARY_SEPARATOR: &str = "\n\n";
+
+/// Whether `message` is condense's own summary: a system-level message it made, with no wire
+/// record of the client's.
+fn is_summary_written_here(message: &Message) -> bool {
+    message.role == Role::System && message.is_summary_written_here()
+}
+
+/// Where condense's summary goes in a Chat Completions body, so that no system message follows
+/// the conversation's start, no two user messages meet, and no answer of the agent's comes
+/// first after the system prompt: what the chat templates of many open models refuse (Gemma's
+/// and Mistral's raise "Conversation roles must alternate user/assistant/user/assistant/...";
+/// llama.cpp's server and vLLM render the template a model ships with). Whether `summary` was
+/// written into the message before it in `out`, the person's (an autonomous run's task, kept in
+/// front of it), after its text: the prefix the provider cached keeps its bytes. Otherwise it
+/// goes before the text of the person's message that comes next ([`written_first`]), or, before
+/// an answer of the agent's, is a user message of its own, as Claude Code, Codex and opencode
+/// send theirs. Read back, it is taken out again ([`split_summaries`]).
+fn written_into_previous(summary: &Message, out: &mut [Value]) -> bool {
+    let Some(Value::Object(previous)) = out.last_mut() else {
+        return false;
+    };
+    if previous.get("role").and_then(Value::as_str) != Some("user") {
+        return false;
+    }
+    let text = summary.plain_text();
+    match previous.get_mut("content") {
+        Some(Value::String(content)) if !content.is_empty() => {
+            content.push_str(SUMMARY_SEPARATOR);
+            content.push_str(&text);
+            true
+        }
+        Some(Value::Array(parts)) if !parts.is_empty() => {
+            parts.push(serde_json::json!({"type": "text", "text": text}));
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `summary` written before the text of the person's message last in `out`; a user message of
+/// its own before it where that message has no text to go before.
+fn written_first(summary: &str, out: &mut Vec<Value>) {
+    let Some(Value::Object(next)) = out.last_mut() else {
+        return;
+    };
+    match next.get_mut("content") {
+        Some(Value::String(content)) if !content.is_empty() => {
+            content.insert_str(0, SUMMARY_SEPARATOR);
+            content.insert_str(0, summary);
+        }
+        Some(Value::Array(parts)) if !parts.is_empty() => {
+            parts.insert(0, serde_json::json!({"type": "text", "text": summary}));
+        }
+        _ => {
+            let at = out.len() - 1;
+            out.insert(at, serde_json::json!({"role": "user", "content": summary}));
+        }
+    }
+}
+
+/// The summary's text up to its closing tag: the continuation after it, which tells the agent
+/// to go on, is for a summary that ends what precedes the agent's next step, and here a message
+/// of the person's or the agent's own work follows it.
+fn without_continuation(summary: &Message) -> String {
+    let mut text = summary.plain_text();
+    let close = condense_core::SUMMARY_CLOSE;
+    if let Some(at) = text.rfind(close) {
+        text.truncate(at + close.len());
+    }
+    text
+}
+
+/// Takes condense's summary out of the person's message it was written into
+/// ([`written_into_previous`], [`written_first`]) and puts it back beside that message, as the
+/// message condense made; whether it took one. Only where condense writes it is it looked for:
+/// the first user message after the leading system messages, the summary's tags
+/// (`<prior-conversation-summary>` ... `</prior-conversation-summary>`) after the message's text
+/// and running to its end, or first and followed by its text. A tool's output that quotes such
+/// tags, later in the session, is left as it is.
+fn split_summaries(messages: &mut Vec<Message>) -> bool {
+    let at = messages
+        .iter()
+        .take_while(|message| message.role == Role::System)
+        .count();
+    let Some(message) = messages
+        .get_mut(at)
+        .filter(|message| message.role == Role::User)
+    else {
+        return false;
+    };
+    match summary_written_into(message) {
+        Some((summary, Side::After)) => {
+            messages.insert(at + 1, Message::text(Role::System, summary))
+        }
+        Some((summary, Side::Before)) => messages.insert(at, Message::text(Role::System, summary)),
+        None => return false,
+    }
+    true
+}
+
+/// Where a summary stood beside the message it was written into.
+enum Side {
+    /// After the message's text: it came after the message.
+    After,
+    /// Before it: it came before the message.
+    Before,
+}
+
+/// The summary condense wrote into `message` (a user message read from the wire), taken out of
+/// it, and on which side of the message's own text it stood.
+fn summary_written_into(message: &mut Message) -> Option<(String, Side)> {
+    use condense_core::{SUMMARY_CLOSE, SUMMARY_OPEN};
+    if message.wire.len() != 1 {
+        return None;
+    }
+    let shape = message.wire[0].shape;
+    let taken = match (shape, message.parts.as_mut_slice()) {
+        (ContentShape::String, [Part::Text(text)]) => {
+            if let Some(rest) = text.text.strip_prefix(SUMMARY_OPEN) {
+                // Before the text: the summary up to its closing tag, then the separator.
+                let end = rest.find(&format!("{SUMMARY_CLOSE}{SUMMARY_SEPARATOR}"))?;
+                let end = SUMMARY_OPEN.len() + end + SUMMARY_CLOSE.len();
+                let summary = text.text[..end].to_owned();
+                text.text.drain(..end + SUMMARY_SEPARATOR.len());
+                (summary, Side::Before)
+            } else {
+                let at = text
+                    .text
+                    .find(&format!("{SUMMARY_SEPARATOR}{SUMMARY_OPEN}"))?;
+                let summary = &text.text[at + SUMMARY_SEPARATOR.len()..];
+                if !summary.contains(SUMMARY_CLOSE) {
+                    return None;
+                }
+                let summary = summary.to_owned();
+                text.text.truncate(at);
+                (summary, Side::After)
+            }
+        }
+        (ContentShape::Blocks, [_, .., Part::Text(last)]) if is_summary_part(last) => {
+            let summary = std::mem::take(&mut last.text);
+            message.parts.pop();
+            (summary, Side::After)
+        }
+        (ContentShape::Blocks, [Part::Text(first), _, ..]) if is_summary_part(first) => {
+            let summary = std::mem::take(&mut first.text);
+            message.parts.remove(0);
+            (summary, Side::Before)
+        }
+        _ => return None,
+    };
+    message.wire[0].parts = message.parts.len();
+    Some(taken)
+}
+
+/// Whether `text` is a content part condense wrote: its summary, tags and all, alone.
+fn is_summary_part(text: &Text) -> bool {
+    text.extra.is_empty()
+        && text.text.starts_with(condense_core::SUMMARY_OPEN)
+        && text.text.contains(condense_core::SUMMARY_CLOSE)
 }
 
 /// The role the client gives its own instructions: that of the first of its system-level
@@ -623,22 +805,121 @@ mod tests {
         }
     }
 
-    /// A summary or continuation condense adds is written as a plain string, which every Chat
-    /// Completions server accepts; a message read from the wire keeps the shape it came in.
+    /// condense's summary goes into the person's message beside it, or is a user message of its
+    /// own before the agent's answer, so that no system message follows the conversation's
+    /// start, no two user messages meet and no answer comes first (what strict chat templates
+    /// refuse); read back, it is the message condense made again, and written again, the same
+    /// bytes.
+    #[test]
+    fn a_summary_is_written_where_the_roles_still_alternate_and_read_back_out() {
+        let summary = format!(
+            "{}\nwork so far\n{}",
+            condense_core::SUMMARY_OPEN,
+            condense_core::SUMMARY_CLOSE
+        );
+        let continued = format!("{summary}\n\nContinue if you have next steps.");
+        let body = |messages: Value| serde_json::json!({"model": "m", "messages": messages});
+        let parts = |text: &str| serde_json::json!([{"type": "text", "text": text}]);
+        for (messages, at, expected) in [
+            // An autonomous run: after the task kept in front of it, with the continuation.
+            (
+                serde_json::json!([{"role": "developer", "content": "Be terse."},
+                    {"role": "user", "content": "fix it"},
+                    {"role": "assistant", "content": "Looking."}]),
+                2,
+                serde_json::json!([{"role": "developer", "content": "Be terse."},
+                    {"role": "user", "content": format!("fix it\n\n{continued}")},
+                    {"role": "assistant", "content": "Looking."}]),
+            ),
+            // The same, the task in parts.
+            (
+                serde_json::json!([{"role": "user", "content": parts("fix it")},
+                    {"role": "assistant", "content": "Looking."}]),
+                1,
+                serde_json::json!([{"role": "user", "content": [
+                        {"type": "text", "text": "fix it"},
+                        {"type": "text", "text": continued}]},
+                    {"role": "assistant", "content": "Looking."}]),
+            ),
+            // An interactive session: before the person's request that comes next.
+            (
+                serde_json::json!([{"role": "system", "content": "Be terse."},
+                    {"role": "user", "content": "and now?"}]),
+                1,
+                serde_json::json!([{"role": "system", "content": "Be terse."},
+                    {"role": "user", "content": format!("{summary}\n\nand now?")}]),
+            ),
+            (
+                serde_json::json!([{"role": "user", "content": parts("and now?")}]),
+                0,
+                serde_json::json!([{"role": "user", "content": [
+                    {"type": "text", "text": summary},
+                    {"type": "text", "text": "and now?"}]}]),
+            ),
+            // Before the agent's answer, after the instructions: a user message of its own.
+            (
+                serde_json::json!([{"role": "system", "content": "Be terse."},
+                    {"role": "assistant", "content": "Looking."}]),
+                1,
+                serde_json::json!([{"role": "system", "content": "Be terse."},
+                    {"role": "user", "content": summary},
+                    {"role": "assistant", "content": "Looking."}]),
+            ),
+        ] {
+            let mut conversation = from_value(body(messages.clone())).unwrap();
+            conversation
+                .messages
+                .insert(at, Message::text(Role::System, continued.clone()));
+            let value = to_value(&conversation);
+            assert_eq!(value["messages"], expected);
+
+            let read = from_value(value.clone()).unwrap();
+            assert_eq!(read.messages.len(), conversation.messages.len(), "{value}");
+            assert!(read.messages[at].is_compaction_summary(), "{value}");
+            assert!(!read.messages[at].is_user_turn());
+            let theirs: Vec<String> = conversation
+                .messages
+                .iter()
+                .filter(|message| !message.is_compaction_summary())
+                .map(Message::plain_text)
+                .collect();
+            let read_theirs: Vec<String> = read
+                .messages
+                .iter()
+                .filter(|message| !message.is_compaction_summary())
+                .map(Message::plain_text)
+                .collect();
+            assert_eq!(read_theirs, theirs, "the client's messages as they were");
+            assert_eq!(to_value(&read), value, "the same bytes again");
+        }
+
+        // Alone in the request, it is a message at the instructions' level.
+        let alone = Conversation::new(vec![Message::text(Role::System, continued.clone())]);
+        assert_eq!(
+            to_value(&alone),
+            serde_json::json!([{"role": "system", "content": continued}])
+        );
+        // A tool's output that quotes the tags, later in the session, stays as it came.
+        let quoted = serde_json::json!([{"role": "user", "content": "fix it"},
+            {"role": "assistant", "content": "cat notes"},
+            {"role": "user", "content": format!("notes:\n\n{continued}")},
+            {"role": "user", "content": format!("{summary}\n\nmore notes")}]);
+        let read = from_value(quoted.clone()).unwrap();
+        assert_eq!(read.messages.len(), 4);
+        assert_eq!(to_value(&read), quoted);
+    }
+
+    /// A message condense adds (a summary, a continuation) is written as a plain string, which
+    /// every Chat Completions server accepts; a message read from the wire keeps the shape it
+    /// came in.
     #[test]
     fn messages_condense_makes_are_plain_strings() {
         let mut conversation = Conversation::new(vec![
-            Message::text(
-                Role::System,
-                "<prior-conversation-summary>x</prior-conversation-summary>",
-            ),
+            Message::text(Role::System, "Be terse."),
             Message::text(Role::User, "Continue."),
         ]);
         let value = to_value(&conversation);
-        assert_eq!(
-            value[0]["content"],
-            "<prior-conversation-summary>x</prior-conversation-summary>"
-        );
+        assert_eq!(value[0]["content"], "Be terse.");
         assert_eq!(value[1]["content"], "Continue.");
 
         conversation.messages[1].wire = vec![condense_core::WireRecord {

@@ -88,9 +88,10 @@ class CondenseMiddleware(AgentMiddleware):
         )
         self.last = prepared
         lead = 1 if system is not None else 0
-        # condense's summary is a system message in Chat Completions, where one may stand
-        # anywhere; most of LangChain's chat models take system messages first only, so it goes
-        # to the model as the person's message that it is in Anthropic's format.
+        # condense writes its summary into the person's message beside it, or as a user message
+        # of its own; alone in a request it is a system message, and most of LangChain's chat
+        # models take system messages first only, so any after the first goes to the model as
+        # the person's message that it is in Anthropic's format.
         after = [
             {**message, "role": "user"} if message.get("role") == "system" else message
             for message in prepared.messages[lead:]
