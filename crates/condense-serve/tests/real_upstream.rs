@@ -357,3 +357,64 @@ async fn a_stream_the_proxy_asks_usage_of_reaches_the_client_from_the_real_serve
         "the request was prepared, and so asked for its usage"
     );
 }
+
+/// A server whose chat template wants the roles to alternate (Gemma 3's, as llama.cpp's server
+/// renders it: `scripts/strict-template-server.sh`, which `.ci/run` starts and requires) answers
+/// a session condense compacted. The template refuses a system message after the
+/// conversation's start, where a summary of its own would stand; condense writes its summary
+/// into the message before it, the run's task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_template_wants_alternating_roles_answers_a_compacted_session() {
+    let test = "a_server_whose_template_wants_alternating_roles_answers_a_compacted_session";
+    let Some(base_url) = condense_core::testing::required_url(
+        test,
+        "CONDENSE_STRICT_LLM_URL",
+        "CONDENSE_REQUIRE_STRICT_LLM",
+    ) else {
+        return;
+    };
+    let origin = base_url.trim_end_matches('/').trim_end_matches("/v1");
+    let transcript =
+        condense_core::testing::transcript("openai/mini-swe-agent-sympy__sympy-13091").unwrap();
+    let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
+    let messages = session["messages"].as_array().unwrap();
+    let client = client();
+
+    // The server refuses a system message after the conversation's start.
+    let summary_apart = chat(&json!([messages[0], messages[1],
+        {"role": "system", "content": "<prior-conversation-summary>work so far</prior-conversation-summary>"},
+        messages[2], messages[3]]));
+    let direct = client
+        .post(format!("{origin}/v1/chat/completions"))
+        .json(&summary_apart)
+        .send()
+        .await
+        .unwrap();
+    let status = direct.status();
+    let refusal = direct.text().await.unwrap();
+    assert!(!status.is_success(), "{refusal}");
+    assert!(
+        refusal.contains("Conversation roles must alternate"),
+        "{refusal}"
+    );
+
+    // The whole session through the proxy, compacted, with the same window as above.
+    let env = [
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "4096"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "256"),
+        ("CONDENSE_COMPACTION_MIN_TAIL_TOKENS", "500"),
+        ("CONDENSE_COMPACTION_MAX_TAIL_TOKENS", "1000"),
+        ("CONDENSE_COMPACTION_MIN_TAIL_TURNS", "0"),
+        ("CONDENSE_SUMMARIZER_BUDGET_TOKENS", "1200"),
+        ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS", "true"),
+    ];
+    let (url, proxy, _dir) = proxy_before(origin, &env, |_| None).await;
+    let answer = complete(&client, &url, &chat(&json!(messages))).await;
+    let prompt_tokens = answer["usage"]["prompt_tokens"].as_u64().unwrap();
+    assert!(prompt_tokens < 8_192, "{prompt_tokens}");
+    let metrics = proxy.metrics.render();
+    assert!(
+        metrics.contains("condense_compactions_total{phase=\"summary\"} 1"),
+        "{metrics}"
+    );
+}
