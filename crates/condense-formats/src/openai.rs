@@ -344,23 +344,30 @@ fn function_call(mut function: JsonMap) -> Result<Part, String> {
 pub(crate) fn to_value(conversation: &Conversation) -> Value {
     let mut messages = Vec::with_capacity(conversation.messages.len());
     let instructions = instructions_role(&conversation.messages);
-    // condense's summary, to go before the text of the person's message that comes next.
-    let mut leading: Option<String> = None;
+    // What becomes of the message after condense's summary: the summary goes before its text,
+    // or it joins the message the summary went into.
+    let mut pending: Option<Pending> = None;
     for (index, message) in conversation.messages.iter().enumerate() {
         if !is_summary_written_here(message) {
             write_message(message, instructions, &mut messages);
-            if let Some(summary) = leading.take() {
-                written_first(&summary, &mut messages);
+            match pending.take() {
+                Some(Pending::Before(summary)) => written_first(&summary, &mut messages),
+                Some(Pending::Join) => join_last_two(&mut messages),
+                None => {}
             }
             continue;
         }
         let next = conversation.messages.get(index + 1).map(|next| next.role);
+        let summary = without_continuation(message);
+        if written_into_previous(&summary, &mut messages) {
+            pending = (next == Some(Role::User)).then_some(Pending::Join);
+            continue;
+        }
         match next {
-            _ if written_into_previous(message, &mut messages) => {}
-            Some(Role::User) => leading = Some(without_continuation(message)),
-            Some(Role::Assistant | Role::Tool) => messages.push(
-                serde_json::json!({"role": "user", "content": without_continuation(message)}),
-            ),
+            Some(Role::User) => pending = Some(Pending::Before(summary)),
+            Some(Role::Assistant | Role::Tool) => {
+                messages.push(serde_json::json!({"role": "user", "content": summary}));
+            }
             _ => write_message(message, instructions, &mut messages),
         }
     }
@@ -383,32 +390,41 @@ fn is_summary_written_here(message: &Message) -> bool {
     message.role == Role::System && message.is_summary_written_here()
 }
 
+/// What [`to_value`] does with the message after condense's summary.
+enum Pending {
+    /// The summary goes before its text ([`written_first`]).
+    Before(String),
+    /// It joins the person's message the summary went into ([`join_last_two`]).
+    Join,
+}
+
 /// Where condense's summary goes in a Chat Completions body, so that no system message follows
 /// the conversation's start, no two user messages meet, and no answer of the agent's comes
 /// first after the system prompt: what the chat templates of many open models refuse (Gemma's
 /// and Mistral's raise "Conversation roles must alternate user/assistant/user/assistant/...";
 /// llama.cpp's server and vLLM render the template a model ships with). Whether `summary` was
 /// written into the message before it in `out`, the person's (an autonomous run's task, kept in
-/// front of it), after its text: the prefix the provider cached keeps its bytes. Otherwise it
-/// goes before the text of the person's message that comes next ([`written_first`]), or, before
-/// an answer of the agent's, is a user message of its own, as Claude Code, Codex and opencode
-/// send theirs. Read back, it is taken out again ([`split_summaries`]).
-fn written_into_previous(summary: &Message, out: &mut [Value]) -> bool {
+/// front of it), after its text: the prefix the provider cached keeps its bytes; a message of
+/// the person's right after the summary (the tail can start with one) then joins them too.
+/// Otherwise the summary goes before the text of the person's message that comes next
+/// ([`written_first`]), or, before an answer of the agent's, is a user message of its own, as
+/// Claude Code, Codex and opencode send theirs. Read back, it is taken out again
+/// ([`split_summaries`]).
+fn written_into_previous(summary: &str, out: &mut [Value]) -> bool {
     let Some(Value::Object(previous)) = out.last_mut() else {
         return false;
     };
     if previous.get("role").and_then(Value::as_str) != Some("user") {
         return false;
     }
-    let text = summary.plain_text();
     match previous.get_mut("content") {
         Some(Value::String(content)) if !content.is_empty() => {
             content.push_str(SUMMARY_SEPARATOR);
-            content.push_str(&text);
+            content.push_str(summary);
             true
         }
         Some(Value::Array(parts)) if !parts.is_empty() => {
-            parts.push(serde_json::json!({"type": "text", "text": text}));
+            parts.push(serde_json::json!({"type": "text", "text": summary}));
             true
         }
         _ => false,
@@ -436,9 +452,35 @@ fn written_first(summary: &str, out: &mut Vec<Value>) {
     }
 }
 
-/// The summary's text up to its closing tag: the continuation after it, which tells the agent
-/// to go on, is for a summary that ends what precedes the agent's next step, and here a message
-/// of the person's or the agent's own work follows it.
+/// The person's message last in `out` joined to the one before it, which holds condense's
+/// summary: its text after the summary's. Only a message of nothing but a role and a content
+/// of the same shape joins (a string to a string, parts to parts), so nothing of it is lost;
+/// any other stays a message of its own.
+fn join_last_two(out: &mut Vec<Value>) {
+    let [.., Value::Object(previous), Value::Object(last)] = out.as_mut_slice() else {
+        return;
+    };
+    let plain = last.len() == 2 && last.get("role").and_then(Value::as_str) == Some("user");
+    let joined = match (previous.get_mut("content"), last.get("content")) {
+        (Some(Value::String(into)), Some(Value::String(text))) if plain && !text.is_empty() => {
+            into.push_str(SUMMARY_SEPARATOR);
+            into.push_str(text);
+            true
+        }
+        (Some(Value::Array(into)), Some(Value::Array(parts))) if plain && !parts.is_empty() => {
+            into.extend(parts.iter().cloned());
+            true
+        }
+        _ => false,
+    };
+    if joined {
+        out.pop();
+    }
+}
+
+/// The summary's text up to its closing tag: in a Chat Completions body it goes into the
+/// person's message, or before the agent's answer, and the continuation after it, which tells
+/// the agent to go on, is for a summary that ends the request.
 fn without_continuation(summary: &Message) -> String {
     let mut text = summary.plain_text();
     let close = condense_core::SUMMARY_CLOSE;
@@ -449,92 +491,115 @@ fn without_continuation(summary: &Message) -> String {
 }
 
 /// Takes condense's summary out of the person's message it was written into
-/// ([`written_into_previous`], [`written_first`]) and puts it back beside that message, as the
-/// message condense made; whether it took one. Only where condense writes it is it looked for:
-/// the first user message after the leading system messages, the summary's tags
-/// (`<prior-conversation-summary>` ... `</prior-conversation-summary>`) after the message's text
-/// and running to its end, or first and followed by its text. A tool's output that quotes such
-/// tags, later in the session, is left as it is.
+/// ([`written_into_previous`], [`written_first`], [`join_last_two`]): the message's text before
+/// it, the summary, and the text after it become the messages they were; whether it took one.
+/// Only where condense writes it is it looked for: the first user message after the leading
+/// system messages, the summary's tags (`<prior-conversation-summary>` ...
+/// `</prior-conversation-summary>`) at its start or after [`SUMMARY_SEPARATOR`], and only
+/// [`SUMMARY_SEPARATOR`] and more text after them, or as a content part of their own. A tool's
+/// output that quotes such tags, later in the session, is left as it is.
 fn split_summaries(messages: &mut Vec<Message>) -> bool {
     let at = messages
         .iter()
         .take_while(|message| message.role == Role::System)
         .count();
     let Some(message) = messages
-        .get_mut(at)
+        .get(at)
         .filter(|message| message.role == Role::User)
     else {
         return false;
     };
-    match summary_written_into(message) {
-        Some((summary, Side::After)) => {
-            messages.insert(at + 1, Message::text(Role::System, summary))
-        }
-        Some((summary, Side::Before)) => messages.insert(at, Message::text(Role::System, summary)),
-        None => return false,
-    }
+    let Some(split) = summary_written_into(message) else {
+        return false;
+    };
+    messages.splice(at..=at, split);
     true
 }
 
-/// Where a summary stood beside the message it was written into.
-enum Side {
-    /// After the message's text: it came after the message.
-    After,
-    /// Before it: it came before the message.
-    Before,
-}
-
-/// The summary condense wrote into `message` (a user message read from the wire), taken out of
-/// it, and on which side of the message's own text it stood.
-fn summary_written_into(message: &mut Message) -> Option<(String, Side)> {
+/// `message` (a user message read from the wire) as the messages it was before condense wrote
+/// its summary into it: its text before the summary, the summary, its text after; `None` where
+/// it holds no summary condense wrote, or nothing but the summary.
+fn summary_written_into(message: &Message) -> Option<Vec<Message>> {
     use condense_core::{SUMMARY_CLOSE, SUMMARY_OPEN};
-    if message.wire.len() != 1 {
+    let [record] = message.wire.as_slice() else {
+        return None;
+    };
+    let (before, summary, after): (Vec<Part>, String, Vec<Part>) =
+        match (record.shape, message.parts.as_slice()) {
+            (ContentShape::String, [Part::Text(text)]) => {
+                let whole = text.text.as_str();
+                let open = if whole.starts_with(SUMMARY_OPEN) {
+                    0
+                } else {
+                    whole.find(&format!("{SUMMARY_SEPARATOR}{SUMMARY_OPEN}"))?
+                        + SUMMARY_SEPARATOR.len()
+                };
+                let close = open + whole[open..].find(SUMMARY_CLOSE)? + SUMMARY_CLOSE.len();
+                let rest = &whole[close..];
+                let after = match rest.strip_prefix(SUMMARY_SEPARATOR) {
+                    None if rest.is_empty() => None,
+                    Some(after) if !after.is_empty() => Some(after),
+                    _ => return None,
+                };
+                let before = (open > 0).then(|| &whole[..open - SUMMARY_SEPARATOR.len()]);
+                let text_part = |text: &str| {
+                    vec![Part::Text(Text {
+                        text: text.to_owned(),
+                        extra: JsonMap::new(),
+                    })]
+                };
+                (
+                    before.map(text_part).unwrap_or_default(),
+                    whole[open..close].to_owned(),
+                    after.map(text_part).unwrap_or_default(),
+                )
+            }
+            (ContentShape::Blocks, parts) => {
+                let (at, summary) = parts.iter().enumerate().find_map(|(at, part)| match part {
+                    Part::Text(text)
+                        if text.extra.is_empty()
+                            && text.text.starts_with(SUMMARY_OPEN)
+                            && text.text.ends_with(SUMMARY_CLOSE) =>
+                    {
+                        Some((at, text.text.clone()))
+                    }
+                    _ => None,
+                })?;
+                (parts[..at].to_vec(), summary, parts[at + 1..].to_vec())
+            }
+            _ => return None,
+        };
+    if before.is_empty() && after.is_empty() {
         return None;
     }
-    let shape = message.wire[0].shape;
-    let taken = match (shape, message.parts.as_mut_slice()) {
-        (ContentShape::String, [Part::Text(text)]) => {
-            if let Some(rest) = text.text.strip_prefix(SUMMARY_OPEN) {
-                // Before the text: the summary up to its closing tag, then the separator.
-                let end = rest.find(&format!("{SUMMARY_CLOSE}{SUMMARY_SEPARATOR}"))?;
-                let end = SUMMARY_OPEN.len() + end + SUMMARY_CLOSE.len();
-                let summary = text.text[..end].to_owned();
-                text.text.drain(..end + SUMMARY_SEPARATOR.len());
-                (summary, Side::Before)
-            } else {
-                let at = text
-                    .text
-                    .find(&format!("{SUMMARY_SEPARATOR}{SUMMARY_OPEN}"))?;
-                let summary = &text.text[at + SUMMARY_SEPARATOR.len()..];
-                if !summary.contains(SUMMARY_CLOSE) {
-                    return None;
-                }
-                let summary = summary.to_owned();
-                text.text.truncate(at);
-                (summary, Side::After)
-            }
-        }
-        (ContentShape::Blocks, [_, .., Part::Text(last)]) if is_summary_part(last) => {
-            let summary = std::mem::take(&mut last.text);
-            message.parts.pop();
-            (summary, Side::After)
-        }
-        (ContentShape::Blocks, [Part::Text(first), _, ..]) if is_summary_part(first) => {
-            let summary = std::mem::take(&mut first.text);
-            message.parts.remove(0);
-            (summary, Side::Before)
-        }
-        _ => return None,
+    let with = |parts: Vec<Part>, fields: JsonMap| Message {
+        role: Role::User,
+        wire: vec![WireRecord {
+            fields,
+            parts: parts.len(),
+            shape: record.shape,
+        }],
+        parts,
+        generated: message.generated,
     };
-    message.wire[0].parts = message.parts.len();
-    Some(taken)
-}
-
-/// Whether `text` is a content part condense wrote: its summary, tags and all, alone.
-fn is_summary_part(text: &Text) -> bool {
-    text.extra.is_empty()
-        && text.text.starts_with(condense_core::SUMMARY_OPEN)
-        && text.text.contains(condense_core::SUMMARY_CLOSE)
+    let mut plain = JsonMap::new();
+    plain.insert("role".into(), "user".into());
+    let mut split = Vec::with_capacity(3);
+    // The message's own fields go with its text before the summary, or after it where the
+    // summary came first.
+    let (before_fields, after_fields) = if before.is_empty() {
+        (JsonMap::new(), record.fields.clone())
+    } else {
+        (record.fields.clone(), plain)
+    };
+    if !before.is_empty() {
+        split.push(with(before, before_fields));
+    }
+    split.push(Message::text(Role::System, summary));
+    if !after.is_empty() {
+        split.push(with(after, after_fields));
+    }
+    Some(split)
 }
 
 /// The role the client gives its own instructions: that of the first of its system-level
@@ -821,14 +886,14 @@ mod tests {
         let body = |messages: Value| serde_json::json!({"model": "m", "messages": messages});
         let parts = |text: &str| serde_json::json!([{"type": "text", "text": text}]);
         for (messages, at, expected) in [
-            // An autonomous run: after the task kept in front of it, with the continuation.
+            // An autonomous run: after the task kept in front of it.
             (
                 serde_json::json!([{"role": "developer", "content": "Be terse."},
                     {"role": "user", "content": "fix it"},
                     {"role": "assistant", "content": "Looking."}]),
                 2,
                 serde_json::json!([{"role": "developer", "content": "Be terse."},
-                    {"role": "user", "content": format!("fix it\n\n{continued}")},
+                    {"role": "user", "content": format!("fix it\n\n{summary}")},
                     {"role": "assistant", "content": "Looking."}]),
             ),
             // The same, the task in parts.
@@ -838,8 +903,29 @@ mod tests {
                 1,
                 serde_json::json!([{"role": "user", "content": [
                         {"type": "text", "text": "fix it"},
-                        {"type": "text", "text": continued}]},
+                        {"type": "text", "text": summary}]},
                     {"role": "assistant", "content": "Looking."}]),
+            ),
+            // A tail that starts with a message of the person's (a harness's reminder) joins
+            // the task and the summary.
+            (
+                serde_json::json!([{"role": "system", "content": "Be terse."},
+                    {"role": "user", "content": "fix it"},
+                    {"role": "user", "content": "One action, please."},
+                    {"role": "assistant", "content": "Looking."}]),
+                2,
+                serde_json::json!([{"role": "system", "content": "Be terse."},
+                    {"role": "user", "content": format!("fix it\n\n{summary}\n\nOne action, please.")},
+                    {"role": "assistant", "content": "Looking."}]),
+            ),
+            (
+                serde_json::json!([{"role": "user", "content": parts("fix it")},
+                    {"role": "user", "content": parts("One action, please.")}]),
+                1,
+                serde_json::json!([{"role": "user", "content": [
+                    {"type": "text", "text": "fix it"},
+                    {"type": "text", "text": summary},
+                    {"type": "text", "text": "One action, please."}]}]),
             ),
             // An interactive session: before the person's request that comes next.
             (

@@ -1756,3 +1756,86 @@ async fn an_autonomous_runs_task_stays_in_front_through_every_compaction() {
     }
     assert_eq!(runs, 2);
 }
+
+/// Every Chat Completions session, compacted at windows from 4K to 32K and written, keeps its
+/// roles as strict chat templates want them (Mistral's rule: after an optional first system
+/// message, user and assistant alternate, tool messages and the assistant's tool calls aside,
+/// and no other system message), as the session itself did; read back, the summary is
+/// condense's again, and the person's first request is there as it was.
+#[tokio::test]
+async fn every_chat_completions_session_keeps_its_roles_alternating_when_compacted() {
+    fn breaks(messages: &[serde_json::Value]) -> Vec<usize> {
+        let role = |message: &serde_json::Value| message["role"].as_str().unwrap_or("").to_owned();
+        let start = usize::from(
+            messages
+                .first()
+                .is_some_and(|first| matches!(role(first).as_str(), "system" | "developer")),
+        );
+        let mut turn = 0;
+        let mut broken = Vec::new();
+        for (at, message) in messages.iter().enumerate().skip(start) {
+            let role = role(message);
+            if role == "tool" || role == "assistant" && message.get("tool_calls").is_some() {
+                continue;
+            }
+            let wanted = if turn % 2 == 0 { "user" } else { "assistant" };
+            if role != wanted {
+                broken.push(at);
+            }
+            turn += 1;
+        }
+        broken
+    }
+    let mut checked = 0;
+    for transcript in transcripts().unwrap() {
+        let (format, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        if format != condense_formats::Format::OpenAi {
+            continue;
+        }
+        let sent = |bytes: &[u8]| -> Vec<serde_json::Value> {
+            let value: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+            value
+                .get("messages")
+                .unwrap_or(&value)
+                .as_array()
+                .unwrap()
+                .clone()
+        };
+        assert_eq!(breaks(&sent(&transcript.bytes)), Vec::<usize>::new());
+        for window in ["4000", "8000", "16000", "32000"] {
+            let at = format!("{} at {window}", transcript.name);
+            let compaction = compactor(&config_at(window, "1024"))
+                .compact(conversation.clone())
+                .await
+                .unwrap();
+            if !matches!(
+                compaction.report.compaction,
+                CompactionOutcome::Summarized { .. }
+            ) {
+                continue;
+            }
+            let written = condense_formats::write(format, &compaction.conversation).unwrap();
+            assert_eq!(breaks(&sent(&written)), Vec::<usize>::new(), "{at}");
+            let (_, read) = condense_formats::read(&written, Some(format)).unwrap();
+            let summaries: Vec<&Message> = read
+                .messages
+                .iter()
+                .filter(|message| message.is_compaction_summary())
+                .collect();
+            assert_eq!(summaries.len(), 1, "{at}");
+            let first_request = |messages: &[Message]| {
+                messages
+                    .iter()
+                    .find(|message| message.is_user_turn())
+                    .map(Message::plain_text)
+            };
+            assert_eq!(
+                first_request(&read.messages),
+                first_request(&compaction.conversation.messages),
+                "{at}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked} compactions checked");
+}
