@@ -104,6 +104,19 @@ async fn proxy_before(
     (url, proxy, dir)
 }
 
+/// The proxy's settings for a session the small model's window cannot hold: condense counts
+/// with o200k, and SmolLM2's tokenizer makes about twice as many tokens of the same code, so the
+/// configured window is half the model's; a small tail and summary.
+const HALF_WINDOW: [(&str, &str); 7] = [
+    ("CONDENSE_MODEL_CONTEXT_WINDOW", "4096"),
+    ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "256"),
+    ("CONDENSE_COMPACTION_MIN_TAIL_TOKENS", "500"),
+    ("CONDENSE_COMPACTION_MAX_TAIL_TOKENS", "1000"),
+    ("CONDENSE_COMPACTION_MIN_TAIL_TURNS", "0"),
+    ("CONDENSE_SUMMARIZER_BUDGET_TOKENS", "1200"),
+    ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS", "true"),
+];
+
 /// Sends `body` through the proxy at `url`; the completion, which must be a real one.
 async fn complete(client: &reqwest::Client, url: &str, body: &Value) -> Value {
     let response = client
@@ -148,18 +161,8 @@ async fn through_the_proxy(test: &str, upstream_summarizer: bool) {
         "{refusal}"
     );
 
-    // Through the proxy. condense counts with o200k, and SmolLM2's tokenizer makes about twice
-    // as many tokens of the same code, so the configured window is half the model's.
-    let env = [
-        ("CONDENSE_MODEL_CONTEXT_WINDOW", "4096"),
-        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "256"),
-        ("CONDENSE_COMPACTION_MIN_TAIL_TOKENS", "500"),
-        ("CONDENSE_COMPACTION_MAX_TAIL_TOKENS", "1000"),
-        ("CONDENSE_COMPACTION_MIN_TAIL_TURNS", "0"),
-        ("CONDENSE_SUMMARIZER_BUDGET_TOKENS", "1200"),
-        ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS", "true"),
-    ];
-    let (url, proxy, _dir) = proxy_before(&origin, &env, |config| {
+    // Through the proxy, with half the model's window (`HALF_WINDOW`).
+    let (url, proxy, _dir) = proxy_before(&origin, &HALF_WINDOW, |config| {
         // The head in chunks the small model can read, each summary short: a summary, not a
         // good one, is what this checks.
         upstream_summarizer.then(|| {
@@ -398,17 +401,8 @@ async fn a_server_whose_template_wants_alternating_roles_answers_a_compacted_ses
         "{refusal}"
     );
 
-    // The whole session through the proxy, compacted, with the same window as above.
-    let env = [
-        ("CONDENSE_MODEL_CONTEXT_WINDOW", "4096"),
-        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "256"),
-        ("CONDENSE_COMPACTION_MIN_TAIL_TOKENS", "500"),
-        ("CONDENSE_COMPACTION_MAX_TAIL_TOKENS", "1000"),
-        ("CONDENSE_COMPACTION_MIN_TAIL_TURNS", "0"),
-        ("CONDENSE_SUMMARIZER_BUDGET_TOKENS", "1200"),
-        ("CONDENSE_PRUNE_ADAPTIVE_THRESHOLDS", "true"),
-    ];
-    let (url, proxy, _dir) = proxy_before(origin, &env, |_| None).await;
+    // The whole session through the proxy, compacted.
+    let (url, proxy, _dir) = proxy_before(origin, &HALF_WINDOW, |_| None).await;
     let answer = complete(&client, &url, &chat(&json!(messages))).await;
     let prompt_tokens = answer["usage"]["prompt_tokens"].as_u64().unwrap();
     assert!(prompt_tokens < 8_192, "{prompt_tokens}");
