@@ -604,8 +604,9 @@ fn summary_written_into(message: &Message) -> Option<Vec<Message>> {
 
 /// The role the client gives its own instructions: that of the first of its system-level
 /// messages (`developer`, which OpenAI asks for with its reasoning models, or `system`). A
-/// message condense made at that level (a summary) is written in it, so that a request never
-/// mixes the two where the client used one.
+/// message condense made at that level and sent as one (a Responses body's summary, a Chat
+/// Completions summary with nothing after it) is written in it, so that a request never mixes
+/// the two where the client used one.
 pub(crate) fn instructions_role(messages: &[Message]) -> Option<&str> {
     messages
         .iter()
