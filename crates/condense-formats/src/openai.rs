@@ -414,17 +414,21 @@ fn written_into_previous(summary: &str, out: &mut [Value]) -> bool {
     let Some(Value::Object(previous)) = out.last_mut() else {
         return false;
     };
-    if previous.get("role").and_then(Value::as_str) != Some("user") {
-        return false;
-    }
-    match previous.get_mut("content") {
+    previous.get("role").and_then(Value::as_str) == Some("user")
+        && text_appended(previous.get_mut("content"), summary)
+}
+
+/// Whether `text` was appended to `content`, a message's text (after [`SUMMARY_SEPARATOR`]) or
+/// its parts (as a part of its own); not to an empty or absent one.
+fn text_appended(content: Option<&mut Value>, text: &str) -> bool {
+    match content {
         Some(Value::String(content)) if !content.is_empty() => {
             content.push_str(SUMMARY_SEPARATOR);
-            content.push_str(summary);
+            content.push_str(text);
             true
         }
         Some(Value::Array(parts)) if !parts.is_empty() => {
-            parts.push(serde_json::json!({"type": "text", "text": summary}));
+            parts.push(serde_json::json!({"type": "text", "text": text}));
             true
         }
         _ => false,
@@ -462,10 +466,8 @@ fn join_last_two(out: &mut Vec<Value>) {
     };
     let plain = last.len() == 2 && last.get("role").and_then(Value::as_str) == Some("user");
     let joined = match (previous.get_mut("content"), last.get("content")) {
-        (Some(Value::String(into)), Some(Value::String(text))) if plain && !text.is_empty() => {
-            into.push_str(SUMMARY_SEPARATOR);
-            into.push_str(text);
-            true
+        (Some(into @ Value::String(_)), Some(Value::String(text))) if plain && !text.is_empty() => {
+            text_appended(Some(into), text)
         }
         (Some(Value::Array(into)), Some(Value::Array(parts))) if plain && !parts.is_empty() => {
             into.extend(parts.iter().cloned());
