@@ -524,8 +524,9 @@ fn a_compacted_anthropic_request_starts_with_the_summary_as_a_user_message() {
 
 /// A Responses body (the OpenHands run as Codex would send it) is detected, compacted and
 /// written back as a Responses body: the instructions stay `instructions`, the run's task stays
-/// the first item, as it came, with the summary after it, the last items are the session's own,
-/// and a forced format that contradicts the content is refused.
+/// the first item, its parts as they came, with the summary written after them (no second user
+/// message after it), the last items are the session's own, and a forced format that
+/// contradicts the content is refused.
 #[test]
 fn a_compacted_responses_body_is_still_a_responses_body() {
     let dir = tempfile::tempdir().unwrap();
@@ -559,12 +560,20 @@ fn a_compacted_responses_body_is_still_a_responses_body() {
         before["input"].as_array().unwrap(),
     );
     assert!(items.len() < original.len());
-    assert_eq!(items[0], original[0]);
-    assert!(
-        items[1]["content"]
-            .to_string()
-            .contains("<prior-conversation-summary>")
+    // The task's parts as they came, the summary a part of its own after them, in one message.
+    let (task, parts) = (&items[0], original[0]["content"].as_array().unwrap());
+    assert_eq!(task["role"], "user");
+    assert_eq!(
+        task["content"].as_array().unwrap()[..parts.len()],
+        parts[..]
     );
+    assert!(
+        task["content"][parts.len()]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("<prior-conversation-summary>")
+    );
+    assert_ne!(items[1]["role"], "user");
     assert_eq!(items.last(), original.last());
     let out = condense(dir.path(), &["count", "codex.json", "--format", "openai"]);
     assert_eq!(

@@ -28,15 +28,17 @@ pub(crate) fn from_value(value: Value) -> Result<Conversation, FormatError> {
     for (index, raw) in raw_messages.into_iter().enumerate() {
         messages.push(message_from_value(index, raw)?);
     }
-    assemble(body, messages)
+    assemble(body, messages).map(|(conversation, _)| conversation)
 }
 
 /// The conversation of a request whose `messages` are read already (`body` without them): its
-/// `system` becomes the first message, the rest of the body the envelope.
+/// `system` becomes the first message, the rest of the body the envelope; and whether
+/// condense's summary was taken out of the message it was written into
+/// ([`crate::placement::split_summaries`]), which changes the messages as read.
 pub(crate) fn assemble(
     mut body: JsonMap,
     mut messages: Vec<Message>,
-) -> Result<Conversation, FormatError> {
+) -> Result<(Conversation, bool), FormatError> {
     if let Some(system) = body.shift_remove("system") {
         let (parts, shape) = parts_from_content(Some(system)).map_err(|problem| {
             FormatError::malformed(Location::TopLevel, format!("`system`: {problem}"))
@@ -55,11 +57,13 @@ pub(crate) fn assemble(
             },
         );
     }
-    Ok(Conversation {
+    let split = crate::placement::split_summaries(&mut messages);
+    let conversation = Conversation {
         messages,
         envelope: Some(body),
         side: Vec::new(),
-    })
+    };
+    Ok((conversation, split))
 }
 
 pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, FormatError> {
@@ -108,10 +112,12 @@ pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, Fo
 
 pub(crate) fn to_value(conversation: &Conversation) -> Value {
     let mut body = conversation.envelope.clone().unwrap_or_default();
-    // A summary condense made is not the system prompt: it goes out as the first user message,
-    // which also keeps the rule that a conversation starts with the user when the tail starts
-    // with the assistant. A `system` the body came with stays `system`, whatever its text
-    // starts with (one that opened with the summary marker once came back as a user message).
+    // A summary condense made is not the system prompt: it goes into the person's message
+    // beside it, or is a user message of its own before the agent's answer
+    // ([`crate::placement::placed`]), which also keeps the rule that a conversation starts with
+    // the user when the tail starts with the assistant. A `system` the body came with stays
+    // `system`, whatever its text starts with (one that opened with the summary marker once came
+    // back as a user message).
     let leading_system = conversation
         .messages
         .iter()
@@ -125,7 +131,8 @@ pub(crate) fn to_value(conversation: &Conversation) -> Value {
     if let Some(value) = system_value(system) {
         body.insert("system".into(), value);
     }
-    let mut messages: Vec<Value> = rest.iter().map(message_to_value).collect();
+    let placed = crate::placement::placed(rest, crate::placement::Joining::Blocks);
+    let mut messages: Vec<Value> = placed.iter().map(message_to_value).collect();
     if condense_core::task_leads_a_summary_written_here(rest) {
         mark_the_task(&body, &mut messages);
     }
@@ -164,23 +171,42 @@ const MOST_MARKS: usize = 4;
 /// marks ends where the task does, so each compaction would write the task to the cache again
 /// behind the system prompt, though every request since the run began has sent it there. Marked,
 /// it is read instead. The mark is the client's own next one (its `ttl` with it: a mark may not
-/// outlive one before it), else its system prompt's, else the default five-minute one.
+/// outlive one before it), else its system prompt's, else the default five-minute one. The
+/// summary is written into the task's message as a block of its own after the task's
+/// ([`crate::placement::Joining::Blocks`]), so the mark goes on the block before it.
 fn mark_the_task(body: &JsonMap, messages: &mut [Value]) {
+    let Some((task, later)) = messages.split_first_mut() else {
+        return;
+    };
+    let Some(content) = task.get_mut("content") else {
+        return;
+    };
+    let blocks: &[Value] = content.as_array().map_or(&[], Vec::as_slice);
+    // The task's blocks: those before the summary's, all of them where it has its own message.
+    let end = blocks
+        .iter()
+        .position(|block| {
+            block
+                .get("text")
+                .and_then(Value::as_str)
+                .is_some_and(|text| text.starts_with(condense_core::SUMMARY_OPEN))
+        })
+        .unwrap_or(blocks.len());
+    let own = marks(&Value::Array(blocks[..end].to_vec()));
     let before: Vec<Value> = ["tools", "system"]
         .iter()
         .filter_map(|key| body.get(*key))
         .flat_map(marks)
         .collect();
-    let after: Vec<Value> = messages
-        .iter()
-        .skip(1)
-        .filter_map(|message| message.get("content"))
-        .flat_map(marks)
+    let after: Vec<Value> = marks(&Value::Array(blocks[end..].to_vec()))
+        .into_iter()
+        .chain(
+            later
+                .iter()
+                .filter_map(|message| message.get("content"))
+                .flat_map(marks),
+        )
         .collect();
-    let Some(task) = messages.first_mut() else {
-        return;
-    };
-    let own = task.get("content").map(marks).unwrap_or_default();
     if !own.is_empty() || before.len() + after.len() >= MOST_MARKS {
         return;
     }
@@ -189,13 +215,17 @@ fn mark_the_task(body: &JsonMap, messages: &mut [Value]) {
         .or(before.last())
         .cloned()
         .unwrap_or_else(|| serde_json::json!({"type": "ephemeral"}));
-    let Some(content) = task.get_mut("content") else {
-        return;
+    let end = match content {
+        Value::String(text) => {
+            *content = serde_json::json!([{"type": "text", "text": text}]);
+            1
+        }
+        _ => end,
     };
-    if let Value::String(text) = content {
-        *content = serde_json::json!([{"type": "text", "text": text}]);
-    }
-    if let Some(Value::Object(last)) = content.as_array_mut().and_then(|blocks| blocks.last_mut()) {
+    let last = end
+        .checked_sub(1)
+        .and_then(|at| content.as_array_mut()?.get_mut(at));
+    if let Some(Value::Object(last)) = last {
         last.insert("cache_control".into(), mark);
     }
 }
@@ -278,35 +308,41 @@ mod tests {
                 ],
             })
         };
+        let summary = format!(
+            "{}\nwork so far\n{}",
+            condense_core::SUMMARY_OPEN,
+            condense_core::SUMMARY_CLOSE
+        );
         let compacted = |value: Value| {
             let mut conversation = from_value(value).unwrap();
-            let summary = Message::text(
-                Role::System,
-                format!(
-                    "{}\nwork so far\n{}",
-                    condense_core::SUMMARY_OPEN,
-                    condense_core::SUMMARY_CLOSE
-                ),
-            );
-            conversation.messages.insert(2, summary);
+            conversation
+                .messages
+                .insert(2, Message::text(Role::System, summary.clone()));
             to_value(&conversation)
         };
+        // The summary is a block of its own after the task's, in the task's message; the mark
+        // ends where the task does.
         let out = compacted(body(hour.clone(), 0));
         assert_eq!(
             out["messages"][0]["content"],
-            serde_json::json!([{"type": "text", "text": "Fix the parser.", "cache_control": hour}])
+            serde_json::json!([{"type": "text", "text": "Fix the parser.", "cache_control": hour},
+                {"type": "text", "text": summary}])
         );
-        assert!(
-            out["messages"][1]["content"]
-                .to_string()
-                .contains(condense_core::SUMMARY_OPEN)
-        );
+        assert_eq!(out["messages"].as_array().unwrap().len(), 3);
+        // Read back, the summary is condense's own again, and written again, the same bytes.
+        let read = from_value(out.clone()).unwrap();
+        assert_eq!(read.messages.len(), 5);
+        assert!(read.messages[2].is_summary_written_here());
+        assert!(read.messages[1].is_user_turn());
+        assert_eq!(to_value(&read), out);
         // No client mark after it: the system prompt's.
         let unmarked = compacted(body(Value::Null, 0));
         assert_eq!(unmarked["messages"][0]["content"][0]["cache_control"], hour);
         // Four marks already (the system prompt's, two tools', the last message's): none added.
+        let unmarked_task = serde_json::json!([{"type": "text", "text": "Fix the parser."},
+            {"type": "text", "text": summary}]);
         let full = compacted(body(hour.clone(), 2));
-        assert_eq!(full["messages"][0]["content"], "Fix the parser.");
+        assert_eq!(full["messages"][0]["content"], unmarked_task);
         // A mark inside a tool result's blocks counts as well.
         let mut nested = body(hour.clone(), 1);
         nested["messages"][2]["content"] = serde_json::json!([{"type": "tool_result",
@@ -314,10 +350,69 @@ mod tests {
                 "cache_control": {"type": "ephemeral"}}]},
             {"type": "text", "text": "go on", "cache_control": hour.clone()}]);
         let nested = compacted(nested);
-        assert_eq!(nested["messages"][0]["content"], "Fix the parser.");
+        assert_eq!(nested["messages"][0]["content"], unmarked_task);
         // Without a summary after it, the body is the client's own.
         let plain = body(hour, 0);
         assert_eq!(to_value(&from_value(plain.clone()).unwrap()), plain);
+    }
+
+    /// condense's summary never stands as a second user message beside the person's: it goes
+    /// before the text of the person's next request (a block of its own), the person's message
+    /// that starts a tail joins the task it went into, and before the agent's answer it is a
+    /// user message of its own; read back, it is condense's own again, the same bytes.
+    #[test]
+    fn a_summary_is_written_where_the_roles_still_alternate_and_read_back_out() {
+        let summary = format!(
+            "{}\nwork so far\n{}",
+            condense_core::SUMMARY_OPEN,
+            condense_core::SUMMARY_CLOSE
+        );
+        let continued = format!("{summary}\n\nContinue if you have next steps.");
+        let block = |text: &str| serde_json::json!({"type": "text", "text": text});
+        for (messages, at, expected) in [
+            // An interactive session: before the person's request.
+            (
+                serde_json::json!([{"role": "user", "content": "and now?"}]),
+                1,
+                serde_json::json!([{"role": "user", "content": [block(&summary), block("and now?")]}]),
+            ),
+            // A tail that starts with a message of the person's joins the task and the summary.
+            (
+                serde_json::json!([{"role": "user", "content": "fix it"},
+                    {"role": "user", "content": [block("one step at a time")]},
+                    {"role": "assistant", "content": [block("Looking.")]}]),
+                2,
+                // (The task marked for the cache, where it ends: before the summary.)
+                serde_json::json!([{"role": "user", "content": [
+                        {"type": "text", "text": "fix it", "cache_control": {"type": "ephemeral"}},
+                        block(&summary), block("one step at a time")]},
+                    {"role": "assistant", "content": [block("Looking.")]}]),
+            ),
+            // Before the agent's answer: a user message of its own.
+            (
+                serde_json::json!([{"role": "assistant", "content": [block("Looking.")]}]),
+                1,
+                serde_json::json!([{"role": "user", "content": [block(&summary)]},
+                    {"role": "assistant", "content": [block("Looking.")]}]),
+            ),
+        ] {
+            let body = serde_json::json!({"system": "Be terse.", "messages": messages});
+            let mut conversation = from_value(body).unwrap();
+            conversation
+                .messages
+                .insert(at, Message::text(Role::System, continued.clone()));
+            let value = to_value(&conversation);
+            assert_eq!(value["messages"], expected);
+            let read = from_value(value.clone()).unwrap();
+            assert_eq!(to_value(&read), value, "the same bytes again");
+            assert!(read.messages.iter().any(Message::is_compaction_summary));
+            assert!(
+                !read
+                    .messages
+                    .iter()
+                    .any(|m| m.is_user_turn() && m.is_compaction_summary())
+            );
+        }
     }
 
     /// What Claude Code 2 sends: a `system` prompt, and a `system` message of its own among the

@@ -22,6 +22,7 @@ mod legacy;
 mod lifetime;
 mod openai;
 mod order;
+mod placement;
 mod reading;
 mod request;
 mod responses;

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::blocks::{content_with, kind_of, take_string};
 use crate::legacy::{self, FUNCTION_CALL, FUNCTION_ROLE};
+use crate::placement::{self, Joining};
 use crate::{FormatError, Location, embedded};
 
 pub(crate) fn from_value(value: Value) -> Result<Conversation, FormatError> {
@@ -49,12 +50,12 @@ pub(crate) fn assemble(envelope: Option<JsonMap>, messages: Vec<Message>) -> Con
 /// [`assemble`], and whether it linked tool calls written in text, or functions to their
 /// answers, or took condense's summary out of the message it was written into (which changes
 /// messages as read, depending on their neighbours: see [`embedded::link`], [`legacy::link`],
-/// [`split_summaries`]).
+/// [`placement::split_summaries`]).
 pub(crate) fn assemble_linked(
     envelope: Option<JsonMap>,
     mut messages: Vec<Message>,
 ) -> (Conversation, bool) {
-    let split = split_summaries(&mut messages);
+    let split = placement::split_summaries(&mut messages);
     let in_text = embedded::link(&mut messages, envelope.as_ref());
     let functions = legacy::link(&mut messages);
     let linked = split || in_text || functions;
@@ -344,32 +345,8 @@ fn function_call(mut function: JsonMap) -> Result<Part, String> {
 pub(crate) fn to_value(conversation: &Conversation) -> Value {
     let mut messages = Vec::with_capacity(conversation.messages.len());
     let instructions = instructions_role(&conversation.messages);
-    // What becomes of the message after condense's summary: the summary goes before its text,
-    // or it joins the message the summary went into.
-    let mut pending: Option<Pending> = None;
-    for (index, message) in conversation.messages.iter().enumerate() {
-        if !is_summary_written_here(message) {
-            write_message(message, instructions, &mut messages);
-            match pending.take() {
-                Some(Pending::Before(summary)) => written_first(&summary, &mut messages),
-                Some(Pending::Join) => join_last_two(&mut messages),
-                None => {}
-            }
-            continue;
-        }
-        let next = conversation.messages.get(index + 1).map(|next| next.role);
-        let summary = without_continuation(message);
-        if written_into_previous(&summary, &mut messages) {
-            pending = (next == Some(Role::User)).then_some(Pending::Join);
-            continue;
-        }
-        match next {
-            Some(Role::User) => pending = Some(Pending::Before(summary)),
-            Some(Role::Assistant | Role::Tool) => {
-                messages.push(serde_json::json!({"role": "user", "content": summary}));
-            }
-            _ => write_message(message, instructions, &mut messages),
-        }
+    for message in placement::placed(&conversation.messages, Joining::Text).iter() {
+        write_message(message, instructions, &mut messages);
     }
     match &conversation.envelope {
         None => Value::Array(messages),
@@ -381,234 +358,11 @@ pub(crate) fn to_value(conversation: &Conversation) -> Value {
     }
 }
 
-/// What parts condense's summary from the text of the message it is written into.
-const SUMMARY_SEPARATOR: &str = "\n\n";
-
-/// Whether `message` is condense's own summary: a system-level message it made, with no wire
-/// record of the client's.
-fn is_summary_written_here(message: &Message) -> bool {
-    message.role == Role::System && message.is_summary_written_here()
-}
-
-/// What [`to_value`] does with the message after condense's summary.
-enum Pending {
-    /// The summary goes before its text ([`written_first`]).
-    Before(String),
-    /// It joins the person's message the summary went into ([`join_last_two`]).
-    Join,
-}
-
-/// Where condense's summary goes in a Chat Completions body, so that no system message follows
-/// the conversation's start, no two user messages meet, and no answer of the agent's comes
-/// first after the system prompt: what the chat templates of many open models refuse (Gemma's
-/// and Mistral's raise "Conversation roles must alternate user/assistant/user/assistant/...";
-/// llama.cpp's server and vLLM render the template a model ships with). Whether `summary` was
-/// written into the message before it in `out`, the person's (an autonomous run's task, kept in
-/// front of it), after its text: the prefix the provider cached keeps its bytes; a message of
-/// the person's right after the summary (the tail can start with one) then joins them too.
-/// Otherwise the summary goes before the text of the person's message that comes next
-/// ([`written_first`]), or, before an answer of the agent's, is a user message of its own, as
-/// Claude Code, Codex and opencode send theirs. Read back, it is taken out again
-/// ([`split_summaries`]).
-fn written_into_previous(summary: &str, out: &mut [Value]) -> bool {
-    let Some(Value::Object(previous)) = out.last_mut() else {
-        return false;
-    };
-    previous.get("role").and_then(Value::as_str) == Some("user")
-        && text_appended(previous.get_mut("content"), summary)
-}
-
-/// Whether `text` was appended to `content`, a message's text (after [`SUMMARY_SEPARATOR`]) or
-/// its parts (as a part of its own); not to an empty or absent one.
-fn text_appended(content: Option<&mut Value>, text: &str) -> bool {
-    match content {
-        Some(Value::String(content)) if !content.is_empty() => {
-            content.push_str(SUMMARY_SEPARATOR);
-            content.push_str(text);
-            true
-        }
-        Some(Value::Array(parts)) if !parts.is_empty() => {
-            parts.push(serde_json::json!({"type": "text", "text": text}));
-            true
-        }
-        _ => false,
-    }
-}
-
-/// `summary` written before the text of the person's message last in `out`; a user message of
-/// its own before it where that message has no text to go before.
-fn written_first(summary: &str, out: &mut Vec<Value>) {
-    let Some(Value::Object(next)) = out.last_mut() else {
-        return;
-    };
-    match next.get_mut("content") {
-        Some(Value::String(content)) if !content.is_empty() => {
-            content.insert_str(0, SUMMARY_SEPARATOR);
-            content.insert_str(0, summary);
-        }
-        Some(Value::Array(parts)) if !parts.is_empty() => {
-            parts.insert(0, serde_json::json!({"type": "text", "text": summary}));
-        }
-        _ => {
-            let at = out.len() - 1;
-            out.insert(at, serde_json::json!({"role": "user", "content": summary}));
-        }
-    }
-}
-
-/// The person's message last in `out` joined to the one before it, which holds condense's
-/// summary: its text after the summary's. Only a message of nothing but a role and a content
-/// of the same shape joins (a string to a string, parts to parts), so nothing of it is lost;
-/// any other stays a message of its own.
-fn join_last_two(out: &mut Vec<Value>) {
-    let [.., Value::Object(previous), Value::Object(last)] = out.as_mut_slice() else {
-        return;
-    };
-    let plain = last.len() == 2 && last.get("role").and_then(Value::as_str) == Some("user");
-    let joined = match (previous.get_mut("content"), last.get("content")) {
-        (Some(into @ Value::String(_)), Some(Value::String(text))) if plain && !text.is_empty() => {
-            text_appended(Some(into), text)
-        }
-        (Some(Value::Array(into)), Some(Value::Array(parts))) if plain && !parts.is_empty() => {
-            into.extend(parts.iter().cloned());
-            true
-        }
-        _ => false,
-    };
-    if joined {
-        out.pop();
-    }
-}
-
-/// The summary's text up to its closing tag: in a Chat Completions body it goes into the
-/// person's message, or before the agent's answer, and the continuation after it, which tells
-/// the agent to go on, is for a summary that ends the request.
-fn without_continuation(summary: &Message) -> String {
-    let mut text = summary.plain_text();
-    let close = condense_core::SUMMARY_CLOSE;
-    if let Some(at) = text.rfind(close) {
-        text.truncate(at + close.len());
-    }
-    text
-}
-
-/// Takes condense's summary out of the person's message it was written into
-/// ([`written_into_previous`], [`written_first`], [`join_last_two`]): the message's text before
-/// it, the summary, and the text after it become the messages they were; whether it took one.
-/// Only where condense writes it is it looked for: the first user message after the leading
-/// system messages, the summary's tags (`<prior-conversation-summary>` ...
-/// `</prior-conversation-summary>`) at its start or after [`SUMMARY_SEPARATOR`], and only
-/// [`SUMMARY_SEPARATOR`] and more text after them, or as a content part of their own. A tool's
-/// output that quotes such tags, later in the session, is left as it is.
-fn split_summaries(messages: &mut Vec<Message>) -> bool {
-    let at = messages
-        .iter()
-        .take_while(|message| message.role == Role::System)
-        .count();
-    let Some(message) = messages
-        .get(at)
-        .filter(|message| message.role == Role::User)
-    else {
-        return false;
-    };
-    let Some(split) = summary_written_into(message) else {
-        return false;
-    };
-    messages.splice(at..=at, split);
-    true
-}
-
-/// `message` (a user message read from the wire) as the messages it was before condense wrote
-/// its summary into it: its text before the summary, the summary, its text after; `None` where
-/// it holds no summary condense wrote, or nothing but the summary.
-fn summary_written_into(message: &Message) -> Option<Vec<Message>> {
-    use condense_core::{SUMMARY_CLOSE, SUMMARY_OPEN};
-    let [record] = message.wire.as_slice() else {
-        return None;
-    };
-    let (before, summary, after): (Vec<Part>, String, Vec<Part>) =
-        match (record.shape, message.parts.as_slice()) {
-            (ContentShape::String, [Part::Text(text)]) => {
-                let whole = text.text.as_str();
-                let open = if whole.starts_with(SUMMARY_OPEN) {
-                    0
-                } else {
-                    whole.find(&format!("{SUMMARY_SEPARATOR}{SUMMARY_OPEN}"))?
-                        + SUMMARY_SEPARATOR.len()
-                };
-                let close = open + whole[open..].find(SUMMARY_CLOSE)? + SUMMARY_CLOSE.len();
-                let rest = &whole[close..];
-                let after = match rest.strip_prefix(SUMMARY_SEPARATOR) {
-                    None if rest.is_empty() => None,
-                    Some(after) if !after.is_empty() => Some(after),
-                    _ => return None,
-                };
-                let before = (open > 0).then(|| &whole[..open - SUMMARY_SEPARATOR.len()]);
-                let text_part = |text: &str| {
-                    vec![Part::Text(Text {
-                        text: text.to_owned(),
-                        extra: JsonMap::new(),
-                    })]
-                };
-                (
-                    before.map(text_part).unwrap_or_default(),
-                    whole[open..close].to_owned(),
-                    after.map(text_part).unwrap_or_default(),
-                )
-            }
-            (ContentShape::Blocks, parts) => {
-                let (at, summary) = parts.iter().enumerate().find_map(|(at, part)| match part {
-                    Part::Text(text)
-                        if text.extra.is_empty()
-                            && text.text.starts_with(SUMMARY_OPEN)
-                            && text.text.ends_with(SUMMARY_CLOSE) =>
-                    {
-                        Some((at, text.text.clone()))
-                    }
-                    _ => None,
-                })?;
-                (parts[..at].to_vec(), summary, parts[at + 1..].to_vec())
-            }
-            _ => return None,
-        };
-    if before.is_empty() && after.is_empty() {
-        return None;
-    }
-    let with = |parts: Vec<Part>, fields: JsonMap| Message {
-        role: Role::User,
-        wire: vec![WireRecord {
-            fields,
-            parts: parts.len(),
-            shape: record.shape,
-        }],
-        parts,
-        generated: message.generated,
-    };
-    let mut plain = JsonMap::new();
-    plain.insert("role".into(), "user".into());
-    let mut split = Vec::with_capacity(3);
-    // The message's own fields go with its text before the summary, or after it where the
-    // summary came first.
-    let (before_fields, after_fields) = if before.is_empty() {
-        (JsonMap::new(), record.fields.clone())
-    } else {
-        (record.fields.clone(), plain)
-    };
-    if !before.is_empty() {
-        split.push(with(before, before_fields));
-    }
-    split.push(Message::text(Role::System, summary));
-    if !after.is_empty() {
-        split.push(with(after, after_fields));
-    }
-    Some(split)
-}
-
 /// The role the client gives its own instructions: that of the first of its system-level
 /// messages (`developer`, which OpenAI asks for with its reasoning models, or `system`). A
-/// message condense made at that level and sent as one (a Responses body's summary, a Chat
-/// Completions summary with nothing after it) is written in it, so that a request never mixes
-/// the two where the client used one.
+/// message condense made at that level and sent as one (a summary with nothing after it, in a
+/// Chat Completions or Responses body: [`placement::placed`]) is written in it, so that a request
+/// never mixes the two where the client used one.
 pub(crate) fn instructions_role(messages: &[Message]) -> Option<&str> {
     messages
         .iter()

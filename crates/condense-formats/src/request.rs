@@ -106,7 +106,8 @@ impl<'a> Request<'a> {
     /// [`Request::read`], with each message's memo: what was computed about a message on an
     /// earlier request that held it (its content hash, its tokens) serves this one (see
     /// [`condense_core::Memos`]). A message that reading changes after the cache gave it (an
-    /// OpenAI session whose tool calls are written in text, linked to their neighbours) or that
+    /// OpenAI session whose tool calls are written in text, linked to their neighbours; condense's
+    /// summary taken out of the person's message it was written into) or that
     /// the body does not hold as a message (Anthropic's `system`) has none.
     pub fn read_memoized(
         &self,
@@ -161,17 +162,16 @@ impl<'a> Request<'a> {
             memos.push(Some(memo));
         }
         let mut memos = Memos::new(memos);
-        let conversation = match format {
-            Format::OpenAi => {
-                let (conversation, linked) = openai::assemble_linked(Some(envelope), read);
-                if linked {
-                    memos = Memos::new(vec![None; conversation.messages.len()]);
-                }
-                conversation
-            }
+        let (conversation, changed) = match format {
+            Format::OpenAi => openai::assemble_linked(Some(envelope), read),
             Format::Responses => responses::assemble(envelope, read),
             _ => anthropic::assemble(envelope, read)?,
         };
+        // Messages reading changed after the cache gave them (linked to their neighbours, or
+        // condense's summary taken out of the person's message) have no memo of their own.
+        if changed {
+            memos = Memos::new(vec![None; conversation.messages.len()]);
+        }
         // Messages the envelope added before the body's own (Anthropic's `system`).
         for index in 0..conversation.messages.len().saturating_sub(memos.len()) {
             memos.insert_unknown(index);

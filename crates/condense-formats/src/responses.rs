@@ -18,6 +18,7 @@ use condense_core::{
 use serde_json::Value;
 
 use crate::blocks::{content_with, kind_of, take_string};
+use crate::placement::{self, Joining};
 use crate::{FormatError, Location};
 
 /// The item types that hold a call, with the key their arguments are under.
@@ -49,12 +50,14 @@ pub(crate) fn from_value(value: Value) -> Result<Conversation, FormatError> {
     for (index, item) in items.into_iter().enumerate() {
         messages.push(message_from_value(index, item)?);
     }
-    Ok(assemble(body, messages))
+    Ok(assemble(body, messages).0)
 }
 
 /// The conversation of a request whose `input` items are read already (`body` without them):
-/// a string `instructions` becomes the first message, the rest of the body the envelope.
-pub(crate) fn assemble(mut body: JsonMap, mut messages: Vec<Message>) -> Conversation {
+/// a string `instructions` becomes the first message, the rest of the body the envelope; and
+/// whether condense's summary was taken out of the message it was written into
+/// ([`placement::split_summaries`]), which changes the messages as read.
+pub(crate) fn assemble(mut body: JsonMap, mut messages: Vec<Message>) -> (Conversation, bool) {
     if let Some(Value::String(instructions)) = body.get("instructions") {
         let instructions = instructions.clone();
         body.shift_remove("instructions");
@@ -74,11 +77,13 @@ pub(crate) fn assemble(mut body: JsonMap, mut messages: Vec<Message>) -> Convers
             },
         );
     }
-    Conversation {
+    let split = placement::split_summaries(&mut messages);
+    let conversation = Conversation {
         messages,
         envelope: Some(body),
         side: Vec::new(),
-    }
+    };
+    (conversation, split)
 }
 
 /// One `input` item as a message.
@@ -312,7 +317,7 @@ pub(crate) fn to_value(conversation: &Conversation) -> Value {
     }
     let mut items = Vec::with_capacity(messages.len());
     let instructions = crate::openai::instructions_role(messages);
-    for message in messages {
+    for message in placement::placed(messages, Joining::Text).iter() {
         write_message(message, instructions, &mut items);
     }
     body.insert("input".into(), Value::Array(items));
@@ -586,6 +591,73 @@ mod tests {
             to_value(&short)["input"],
             serde_json::json!([{"role": "user", "content": "Hello"}])
         );
+    }
+
+    /// condense's summary goes into the person's message beside it, never at the instructions'
+    /// level after the conversation began: after the task's text (a part of its own where the
+    /// task is a list of parts), before the person's next request, or a user message of its own
+    /// before the agent's answer; read back, it is condense's own again, and written again, the
+    /// same bytes.
+    #[test]
+    fn a_summary_is_written_into_the_person_s_message_and_read_back_out() {
+        let summary = format!(
+            "{}\nwork so far\n{}",
+            condense_core::SUMMARY_OPEN,
+            condense_core::SUMMARY_CLOSE
+        );
+        let continued = format!("{summary}\n\nContinue if you have next steps.");
+        // The request with the messages `keep` keeps, the summary inserted at `at`.
+        let compacted = |keep: &dyn Fn(usize) -> bool, at: usize| {
+            let mut conversation = from_value(codex_request()).unwrap();
+            let mut index = 0;
+            conversation.messages.retain(|_| {
+                index += 1;
+                keep(index - 1)
+            });
+            conversation
+                .messages
+                .insert(at, Message::text(Role::System, continued.clone()));
+            conversation
+        };
+        let task = serde_json::json!({"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "Fix the failing test."},
+            {"type": "input_text", "text": summary}]});
+        for (conversation, at, written) in [
+            // An autonomous run: the task kept in front of it, the rest after.
+            (compacted(&|_| true, 3), 1, task),
+            // An interactive turn: before the person's next request.
+            (
+                compacted(&|index| index < 2 || index == 9, 2),
+                1,
+                serde_json::json!({"role": "user",
+                    "content": format!("{summary}\n\nThanks, now commit.")}),
+            ),
+            // Before the agent's answer: a user message of its own.
+            (
+                compacted(&|index| index != 2, 2),
+                1,
+                serde_json::json!({"role": "user", "content": summary}),
+            ),
+        ] {
+            let value = to_value(&conversation);
+            assert_eq!(value["input"][at], written, "{value}");
+            let roles: Vec<&str> = value["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|item| item["role"].as_str())
+                .collect();
+            assert_eq!(roles.iter().filter(|role| **role == "developer").count(), 1);
+            assert!(!roles.contains(&"system"));
+            let read = from_value(value.clone()).unwrap();
+            assert_eq!(to_value(&read), value, "the same bytes again");
+            assert!(read.messages.iter().any(Message::is_compaction_summary));
+        }
+        // Read back where it went into a message, it is a message of condense's again.
+        let read = from_value(to_value(&compacted(&|_| true, 3))).unwrap();
+        assert_eq!(read.messages.len(), 11);
+        assert!(read.messages[3].is_summary_written_here());
+        assert_eq!(read.messages[2].plain_text(), "Fix the failing test.");
     }
 
     /// A summary condense adds beside a client's `developer` message (Codex's) is a `developer`

@@ -1757,14 +1757,25 @@ async fn an_autonomous_runs_task_stays_in_front_through_every_compaction() {
     assert_eq!(runs, 2);
 }
 
-/// Every Chat Completions session, compacted at windows from 4K to 32K and written, keeps its
-/// roles as strict chat templates want them (Mistral's rule: after an optional first system
-/// message, user and assistant alternate, tool messages and the assistant's tool calls aside,
-/// and no other system message), as the session itself did; read back, the summary is
-/// condense's again, and the person's first request is there as it was.
+/// Every Chat Completions and Anthropic session, compacted at windows from 4K to 32K and
+/// written, keeps its roles as strict chat templates want them, as the session itself did
+/// (Mistral's rule for Chat Completions: after an optional first system message, user and
+/// assistant alternate, tool messages and the assistant's tool calls aside, and no other system
+/// message; for Anthropic's messages, which hold tool results in user messages, user and
+/// assistant alternate from the first); read back, the summary is condense's again, and the
+/// person's first request is there as it was.
 #[tokio::test]
-async fn every_chat_completions_session_keeps_its_roles_alternating_when_compacted() {
-    fn breaks(messages: &[serde_json::Value]) -> Vec<usize> {
+async fn every_session_keeps_its_roles_alternating_when_compacted() {
+    fn breaks(format: condense_formats::Format, messages: &[serde_json::Value]) -> Vec<usize> {
+        if format == condense_formats::Format::Anthropic {
+            let role = |at: usize| messages[at]["role"].as_str();
+            return (0..messages.len())
+                .filter(|&at| {
+                    let wanted = if at % 2 == 0 { "user" } else { "assistant" };
+                    role(at) != Some(wanted)
+                })
+                .collect();
+        }
         let role = |message: &serde_json::Value| message["role"].as_str().unwrap_or("").to_owned();
         let start = usize::from(
             messages
@@ -1786,10 +1797,13 @@ async fn every_chat_completions_session_keeps_its_roles_alternating_when_compact
         }
         broken
     }
-    let mut checked = 0;
+    let mut checked = std::collections::HashMap::new();
     for transcript in transcripts().unwrap() {
         let (format, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
-        if format != condense_formats::Format::OpenAi {
+        if !matches!(
+            format,
+            condense_formats::Format::OpenAi | condense_formats::Format::Anthropic
+        ) {
             continue;
         }
         let sent = |bytes: &[u8]| -> Vec<serde_json::Value> {
@@ -1801,7 +1815,10 @@ async fn every_chat_completions_session_keeps_its_roles_alternating_when_compact
                 .unwrap()
                 .clone()
         };
-        assert_eq!(breaks(&sent(&transcript.bytes)), Vec::<usize>::new());
+        assert_eq!(
+            breaks(format, &sent(&transcript.bytes)),
+            Vec::<usize>::new()
+        );
         for window in ["4000", "8000", "16000", "32000"] {
             let at = format!("{} at {window}", transcript.name);
             let compaction = compactor(&config_at(window, "1024"))
@@ -1815,7 +1832,7 @@ async fn every_chat_completions_session_keeps_its_roles_alternating_when_compact
                 continue;
             }
             let written = condense_formats::write(format, &compaction.conversation).unwrap();
-            assert_eq!(breaks(&sent(&written)), Vec::<usize>::new(), "{at}");
+            assert_eq!(breaks(format, &sent(&written)), Vec::<usize>::new(), "{at}");
             let (_, read) = condense_formats::read(&written, Some(format)).unwrap();
             let summaries: Vec<&Message> = read
                 .messages
@@ -1834,8 +1851,15 @@ async fn every_chat_completions_session_keeps_its_roles_alternating_when_compact
                 first_request(&compaction.conversation.messages),
                 "{at}"
             );
-            checked += 1;
+            *checked.entry(format).or_insert(0) += 1;
         }
     }
-    assert!(checked >= 20, "{checked} compactions checked");
+    assert!(
+        checked[&condense_formats::Format::OpenAi] >= 20,
+        "{checked:?} compactions checked"
+    );
+    assert!(
+        checked[&condense_formats::Format::Anthropic] >= 6,
+        "{checked:?} compactions checked"
+    );
 }
