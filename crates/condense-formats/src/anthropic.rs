@@ -132,7 +132,10 @@ pub(crate) fn to_value(conversation: &Conversation) -> Value {
         body.insert("system".into(), value);
     }
     let placed = crate::placement::placed(rest, crate::placement::Joining::Blocks);
-    let mut messages: Vec<Value> = placed.iter().map(message_to_value).collect();
+    let mut messages: Vec<Value> = placed
+        .iter()
+        .map(|message| message_to_value(message))
+        .collect();
     if condense_core::task_leads_a_summary_written_here(rest) {
         mark_the_task(&body, &mut messages);
     }

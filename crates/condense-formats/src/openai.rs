@@ -345,8 +345,8 @@ fn function_call(mut function: JsonMap) -> Result<Part, String> {
 pub(crate) fn to_value(conversation: &Conversation) -> Value {
     let mut messages = Vec::with_capacity(conversation.messages.len());
     let instructions = instructions_role(&conversation.messages);
-    for message in placement::placed(&conversation.messages, Joining::Text).iter() {
-        write_message(message, instructions, &mut messages);
+    for message in placement::placed(&conversation.messages, Joining::Text) {
+        write_message(&message, instructions, &mut messages);
     }
     match &conversation.envelope {
         None => Value::Array(messages),

@@ -38,52 +38,53 @@ pub(crate) enum Joining {
 /// (the tail can start with one); otherwise before the text of the person's message that comes
 /// next, or, before an answer of the agent's, a user message of its own. A summary with nothing
 /// after it stays where it is, at the instructions' level. The continuation after the summary
-/// (which tells the agent to go on) is left out wherever something follows it. Borrowed where
-/// there is no summary to place.
-pub(crate) fn placed(messages: &[Message], joining: Joining) -> Cow<'_, [Message]> {
-    if !messages.iter().any(is_summary_written_here) {
-        return Cow::Borrowed(messages);
-    }
-    let mut out: Vec<Message> = Vec::with_capacity(messages.len());
+/// (which tells the agent to go on) is left out wherever something follows it. Only the
+/// messages written into are copies: the others (a session's tool outputs among them) are
+/// borrowed.
+pub(crate) fn placed(messages: &[Message], joining: Joining) -> Vec<Cow<'_, Message>> {
+    let mut out: Vec<Cow<'_, Message>> = Vec::with_capacity(messages.len());
     let mut pending = None;
     for (index, message) in messages.iter().enumerate() {
         if !is_summary_written_here(message) {
-            let mut message = message.clone();
             match pending.take() {
                 Some(Pending::Before(summary)) => {
-                    if !written_first(&mut message, &summary, joining) {
-                        out.push(Message::text(Role::User, summary));
+                    let mut next = Cow::Borrowed(message);
+                    if !(takes_text(message) && written_first(next.to_mut(), &summary, joining)) {
+                        out.push(Cow::Owned(Message::text(Role::User, summary)));
+                        next = Cow::Borrowed(message);
                     }
-                    out.push(message);
+                    out.push(next);
                 }
                 Some(Pending::Join) => {
-                    if !out
+                    let joined = out
                         .last_mut()
-                        .is_some_and(|into| joined(into, &message, joining))
-                    {
-                        out.push(message);
+                        .is_some_and(|into| joined(into.to_mut(), message, joining));
+                    if !joined {
+                        out.push(Cow::Borrowed(message));
                     }
                 }
-                None => out.push(message),
+                None => out.push(Cow::Borrowed(message)),
             }
             continue;
         }
         let next = messages.get(index + 1).map(|next| next.role);
         let summary = without_continuation(message);
-        if out
-            .last_mut()
-            .is_some_and(|previous| appended(previous, &summary, joining))
-        {
+        let into_previous = out.last_mut().is_some_and(|previous| {
+            takes_text(previous) && appended(previous.to_mut(), &summary, joining)
+        });
+        if into_previous {
             pending = (next == Some(Role::User)).then_some(Pending::Join);
             continue;
         }
         match next {
             Some(Role::User) => pending = Some(Pending::Before(summary)),
-            Some(Role::Assistant | Role::Tool) => out.push(Message::text(Role::User, summary)),
-            _ => out.push(message.clone()),
+            Some(Role::Assistant | Role::Tool) => {
+                out.push(Cow::Owned(Message::text(Role::User, summary)));
+            }
+            _ => out.push(Cow::Borrowed(message)),
         }
     }
-    Cow::Owned(out)
+    out
 }
 
 /// Whether `message` is condense's own summary, made for this request: a system-level message
@@ -112,14 +113,21 @@ fn takes_text(message: &Message) -> bool {
             .all(|part| !matches!(part, Part::ToolCall(_) | Part::ToolResult(_)))
 }
 
-/// The one string `message`'s content is, where it is one and the format joins text into it.
+/// The one string `message`'s content is, where it is one, not empty, and the format joins text
+/// into it. (An empty one takes the summary as a part of its own: read back, the text before
+/// the summary must be there to tell the two apart.)
 fn own_string(message: &mut Message, joining: Joining) -> Option<&mut String> {
     let string = message
         .wire
         .first()
         .is_none_or(|record| record.shape == ContentShape::String);
     match message.parts.as_mut_slice() {
-        [Part::Text(text)] if string && joining == Joining::Text && text.extra.is_empty() => {
+        [Part::Text(text)]
+            if string
+                && joining == Joining::Text
+                && text.extra.is_empty()
+                && !text.text.is_empty() =>
+        {
             Some(&mut text.text)
         }
         _ => None,
@@ -147,11 +155,10 @@ fn appended(previous: &mut Message, summary: &str, joining: Joining) -> bool {
         return false;
     }
     match own_string(previous, joining) {
-        Some(text) if !text.is_empty() => {
+        Some(text) => {
             text.push_str(SUMMARY_SEPARATOR);
             text.push_str(summary);
         }
-        Some(_) => return false,
         None => previous.parts.push(text_part(summary)),
     }
     recounted(previous);
@@ -164,11 +171,10 @@ fn written_first(next: &mut Message, summary: &str, joining: Joining) -> bool {
         return false;
     }
     match own_string(next, joining) {
-        Some(text) if !text.is_empty() => {
+        Some(text) => {
             text.insert_str(0, SUMMARY_SEPARATOR);
             text.insert_str(0, summary);
         }
-        Some(_) => return false,
         None => next.parts.insert(0, text_part(summary)),
     }
     recounted(next);
@@ -185,11 +191,13 @@ fn joined(into: &mut Message, next: &Message, joining: Joining) -> bool {
     }
     let mut next = next.clone();
     match (own_string(into, joining), own_string(&mut next, joining)) {
-        (Some(text), Some(after)) if !after.is_empty() => {
+        (Some(text), Some(after)) => {
             text.push_str(SUMMARY_SEPARATOR);
             text.push_str(after);
         }
-        (Some(_), _) => return false,
+        // The summary went into a string, which a list of parts cannot follow: read back, the
+        // string is split at the summary's tags, and parts after it would not be told apart.
+        (Some(_), None) => return false,
         (None, _) => into.parts.append(&mut next.parts),
     }
     recounted(into);

@@ -317,8 +317,8 @@ pub(crate) fn to_value(conversation: &Conversation) -> Value {
     }
     let mut items = Vec::with_capacity(messages.len());
     let instructions = crate::openai::instructions_role(messages);
-    for message in placement::placed(messages, Joining::Text).iter() {
-        write_message(message, instructions, &mut items);
+    for message in placement::placed(messages, Joining::Text) {
+        write_message(&message, instructions, &mut items);
     }
     body.insert("input".into(), Value::Array(items));
     Value::Object(body)

@@ -61,6 +61,34 @@ fn build(turns: &[Turn], tool_role: Role) -> Conversation {
     Conversation::new(messages)
 }
 
+/// The places in a written request body where a strict chat template (Gemma's, Mistral's)
+/// refuses its roles: a first message (after the instructions) not the person's, a system-level
+/// message after that, and two messages of one role in a row (tool results aside, where they
+/// have a role of their own).
+fn breaks(format: Format, bytes: &[u8]) -> usize {
+    let value: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+    // A Chat Completions conversation without a body is a bare list.
+    let list = match format {
+        Format::Responses => &value["input"],
+        _ => value.get("messages").unwrap_or(&value),
+    };
+    let roles: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|message| message["role"].as_str())
+        .filter(|role| !matches!(*role, "tool" | "function"))
+        .collect();
+    let start = usize::from(matches!(roles.first(), Some(&("system" | "developer"))));
+    let roles = &roles[start..];
+    usize::from(roles.first().is_some_and(|role| *role != "user"))
+        + roles
+            .iter()
+            .filter(|role| matches!(**role, "system" | "developer"))
+            .count()
+        + roles.windows(2).filter(|pair| pair[0] == pair[1]).count()
+}
+
 /// What survives a write and a read: roles, and the parts with wire-only details cleared.
 fn essence(conversation: &Conversation) -> Vec<(Role, Vec<Part>)> {
     conversation
@@ -75,6 +103,13 @@ fn essence(conversation: &Conversation) -> Vec<(Role, Vec<Part>)> {
                         raw_input: None,
                         ..call.clone()
                     }),
+                    // The type Responses names text by (`input_text`) is kept with a part
+                    // read from a list of parts.
+                    Part::Text(text) => {
+                        let mut text = text.clone();
+                        text.extra.shift_remove("type");
+                        Part::Text(text)
+                    }
                     other => other.clone(),
                 })
                 .collect();
@@ -112,6 +147,65 @@ proptest! {
             let (_, back) = read(&bytes, Some(Format::ClaudeCode)).unwrap();
             prop_assert_eq!(essence(&back), essence(&conversation));
         }
+    }
+
+    /// condense's summary, where a compaction puts it (after the system prompt, the run's task
+    /// kept in front of it or not), adds nothing a strict chat template refuses to any request
+    /// body it is written into; read back, it is one summary beside the client's messages as
+    /// they were, and written again, the same bytes.
+    #[test]
+    fn a_summary_written_into_a_request_adds_no_break_and_reads_back_out(
+        turns in conversation(),
+        keep_task in any::<bool>(),
+        format in prop_oneof![Just(Format::OpenAi), Just(Format::Responses), Just(Format::Anthropic)],
+    ) {
+        let tool_role = if format == Format::Anthropic { Role::User } else { Role::Tool };
+        let mut conversation = build(&turns, tool_role);
+        let task = conversation.messages.get(1).is_some_and(Message::is_user_turn);
+        let at = if keep_task && task { 2 } else { 1 };
+        // Alone at the end, a summary stands at the instructions' level; and a person's message
+        // after the task joins it only with text to join. Neither is this property's.
+        let Some(next) = conversation.messages.get(at) else {
+            return Ok(());
+        };
+        if next.role == Role::User && next.plain_text().is_empty() {
+            return Ok(());
+        }
+        let without = write(format, &conversation).unwrap();
+        let summary = format!(
+            "{}\nwork so far\n{}\n\nContinue.",
+            condense_core::SUMMARY_OPEN,
+            condense_core::SUMMARY_CLOSE
+        );
+        conversation.messages.insert(at, Message::text(Role::System, summary));
+        let with = write(format, &conversation).unwrap();
+        prop_assert!(breaks(format, &with) <= breaks(format, &without));
+        let (_, back) = read(&with, Some(format)).unwrap();
+        let summaries = |conversation: &Conversation| {
+            conversation.messages.iter().filter(|m| m.is_compaction_summary()).count()
+        };
+        prop_assert_eq!(summaries(&back), 1);
+        // The client's messages, without the `cache_control` mark an Anthropic writer puts on
+        // a task kept in front of a summary.
+        let theirs = |conversation: &Conversation| {
+            let mut messages: Vec<Message> = conversation
+                .messages
+                .iter()
+                .filter(|m| !m.is_compaction_summary())
+                .cloned()
+                .collect();
+            for part in messages.iter_mut().flat_map(|m| m.parts.iter_mut()) {
+                if let Part::Text(text) = part {
+                    text.extra.shift_remove("cache_control");
+                }
+            }
+            essence(&Conversation::new(messages))
+        };
+        // As the format reads them back without a summary (a Responses body parts an answer
+        // into its items).
+        let (_, plain) = read(&without, Some(format)).unwrap();
+        prop_assert_eq!(theirs(&back), theirs(&plain));
+        prop_assert_eq!(write(format, &back).unwrap(), with);
     }
 
     #[test]
