@@ -261,7 +261,8 @@ async fn codex_resumes_a_log_that_condense_pruned_and_compacted() {
         );
     }
 
-    // Compacted in place: the head became a summary, which Codex sends as a developer message.
+    // Compacted in place: the head became a summary, which Codex sends as a user message, as it
+    // sends the summary of its own compaction.
     // The tail by whole turns (`min_tail_calls = 0`): the summary then stands for calls, and
     // the test sees they are not sent again.
     std::fs::write(
@@ -298,7 +299,7 @@ async fn codex_resumes_a_log_that_condense_pruned_and_compacted() {
         .filter(|item| item.to_string().contains("<prior-conversation-summary>"))
         .collect();
     assert_eq!(summary.len(), 1, "{items:?}");
-    assert_eq!(summary[0]["role"], "developer");
+    assert_eq!(summary[0]["role"], "user");
     let last = items.last().unwrap();
     assert_eq!(last["content"][0]["text"], "and then?");
     // What the summary stands for is not sent again.

@@ -307,6 +307,12 @@ fn message_lines(message: &Message, timestamp: &mut Option<Value>) -> Vec<Value>
         _ => JsonMap::new(),
     };
     let mut item_message = message.clone();
+    // condense's summary speaks as the person's message, as Codex's own compaction leaves its
+    // summary: in the `developer` role, what it quotes of tool outputs would carry the
+    // instructions' authority in every request of the resumed session.
+    if message.is_summary_written_here() {
+        item_message.role = condense_core::Role::User;
+    }
     item_message.wire = match message.wire.first() {
         Some(record) => vec![WireRecord {
             fields: item_fields,
@@ -332,8 +338,9 @@ fn message_lines(message: &Message, timestamp: &mut Option<Value>) -> Vec<Value>
 
 /// A message item condense made, in the form Codex keeps in its log: Codex reads its history
 /// back with types of its own, which need `type`, a list of content parts, and a role it keeps
-/// (it drops `system` messages when it resumes a session, so a summary goes in as `developer`,
-/// the role of its own instructions). Other items go as they are.
+/// (it drops `system` messages when it resumes a session, so another message condense made at
+/// that level goes in as `developer`, the role of its own instructions; a summary is the
+/// user's, [`message_lines`]). Other items go as they are.
 fn codex_item(item: Value) -> Value {
     let Value::Object(mut fields) = item else {
         return item;

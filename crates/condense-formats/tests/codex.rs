@@ -153,10 +153,11 @@ fn a_message_condense_makes_is_written_as_codex_keeps_one() {
         .map(|line| serde_json::from_str::<Value>(line).unwrap())
         .find(|line| line.to_string().contains("prior-conversation-summary"))
         .unwrap();
-    // Codex drops `system` messages and string content when it resumes a session.
+    // Codex drops `system` messages and string content when it resumes a session; the summary
+    // is the user's, as Codex's own compaction leaves its own, not the instructions'.
     assert_eq!(line["type"], "response_item");
     assert_eq!(line["payload"]["type"], "message");
-    assert_eq!(line["payload"]["role"], "developer");
+    assert_eq!(line["payload"]["role"], "user");
     assert_eq!(line["payload"]["content"][0]["type"], "input_text");
     assert!(line["timestamp"].is_string(), "{line}");
     let (_, reread) = read(written.as_bytes(), None).unwrap();
