@@ -147,11 +147,16 @@ pub(crate) fn to_value(conversation: &Conversation) -> Value {
 /// a list of blocks, or text), in order, those of the blocks a tool result holds among them:
 /// Anthropic counts every one.
 fn marks(value: &Value) -> Vec<Value> {
-    let blocks: Vec<&Value> = match value {
-        Value::Array(blocks) => blocks.iter().collect(),
-        Value::Object(_) => vec![value],
+    match value {
+        Value::Array(blocks) => marks_in(blocks),
+        Value::Object(_) => marks_in(std::slice::from_ref(value)),
         _ => Vec::new(),
-    };
+    }
+}
+
+/// The `cache_control` marks of `blocks`, in order, those of the blocks a tool result holds
+/// among them.
+fn marks_in(blocks: &[Value]) -> Vec<Value> {
     let mut found = Vec::new();
     for block in blocks {
         if let Some(mark) = block.get("cache_control").filter(|mark| !mark.is_null()) {
@@ -195,13 +200,13 @@ fn mark_the_task(body: &JsonMap, messages: &mut [Value]) {
                 .is_some_and(|text| text.starts_with(condense_core::SUMMARY_OPEN))
         })
         .unwrap_or(blocks.len());
-    let own = marks(&Value::Array(blocks[..end].to_vec()));
+    let own = marks_in(&blocks[..end]);
     let before: Vec<Value> = ["tools", "system"]
         .iter()
         .filter_map(|key| body.get(*key))
         .flat_map(marks)
         .collect();
-    let after: Vec<Value> = marks(&Value::Array(blocks[end..].to_vec()))
+    let after: Vec<Value> = marks_in(&blocks[end..])
         .into_iter()
         .chain(
             later
