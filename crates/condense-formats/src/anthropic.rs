@@ -316,11 +316,7 @@ mod tests {
                 ],
             })
         };
-        let summary = format!(
-            "{}\nwork so far\n{}",
-            condense_core::SUMMARY_OPEN,
-            condense_core::SUMMARY_CLOSE
-        );
+        let (summary, _) = crate::placement::testing::summary();
         let compacted = |value: Value| {
             let mut conversation = from_value(value).unwrap();
             conversation
@@ -370,12 +366,7 @@ mod tests {
     /// user message of its own; read back, it is condense's own again, the same bytes.
     #[test]
     fn a_summary_is_written_where_the_roles_still_alternate_and_read_back_out() {
-        let summary = format!(
-            "{}\nwork so far\n{}",
-            condense_core::SUMMARY_OPEN,
-            condense_core::SUMMARY_CLOSE
-        );
-        let continued = format!("{summary}\n\nContinue if you have next steps.");
+        let (summary, continued) = crate::placement::testing::summary();
         let block = |text: &str| serde_json::json!({"type": "text", "text": text});
         for (messages, at, expected) in [
             // An interactive session: before the person's request.

@@ -634,12 +634,7 @@ mod tests {
     /// bytes.
     #[test]
     fn a_summary_is_written_where_the_roles_still_alternate_and_read_back_out() {
-        let summary = format!(
-            "{}\nwork so far\n{}",
-            condense_core::SUMMARY_OPEN,
-            condense_core::SUMMARY_CLOSE
-        );
-        let continued = format!("{summary}\n\nContinue if you have next steps.");
+        let (summary, continued) = crate::placement::testing::summary();
         let body = |messages: Value| serde_json::json!({"model": "m", "messages": messages});
         let parts = |text: &str| serde_json::json!([{"type": "text", "text": text}]);
         for (messages, at, expected) in [

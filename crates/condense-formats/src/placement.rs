@@ -317,3 +317,19 @@ fn plain(extra: &JsonMap) -> bool {
         key == "type" && matches!(value.as_str(), Some("text" | "input_text" | "output_text"))
     })
 }
+
+/// What the writers' tests place: a summary as condense writes one.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// A summary of condense's, and the same with the continuation after it, as a compaction
+    /// hands it to a writer.
+    pub(crate) fn summary() -> (String, String) {
+        let summary = format!(
+            "{}\nwork so far\n{}",
+            condense_core::SUMMARY_OPEN,
+            condense_core::SUMMARY_CLOSE
+        );
+        let continued = format!("{summary}\n\nContinue if you have next steps.");
+        (summary, continued)
+    }
+}

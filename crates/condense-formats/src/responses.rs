@@ -600,12 +600,7 @@ mod tests {
     /// same bytes.
     #[test]
     fn a_summary_is_written_into_the_person_s_message_and_read_back_out() {
-        let summary = format!(
-            "{}\nwork so far\n{}",
-            condense_core::SUMMARY_OPEN,
-            condense_core::SUMMARY_CLOSE
-        );
-        let continued = format!("{summary}\n\nContinue if you have next steps.");
+        let (summary, continued) = crate::placement::testing::summary();
         // The request with the messages `keep` keeps, the summary inserted at `at`.
         let compacted = |keep: &dyn Fn(usize) -> bool, at: usize| {
             let mut conversation = from_value(codex_request()).unwrap();
