@@ -584,6 +584,100 @@ fn a_compacted_responses_body_is_still_a_responses_body() {
     );
 }
 
+/// A session of the local shell tool (codex-mini's, the AI SDK's `localShell`) compacts as the
+/// same session of function calls does: its calls are calls, its outputs their results (here
+/// named by `id`, as the API reference has it), so the summary names the same files, the tail
+/// keeps as many calls, and no output is left without its call.
+#[test]
+fn a_local_shell_session_compacts_as_its_function_calling_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    let chat: Value = serde_json::from_slice(
+        &std::fs::read(transcripts().join("openai/openhands-ponylang__ponyc-4588.json")).unwrap(),
+    )
+    .unwrap();
+    let functions = condense_core::testing::responses_from_chat(&chat);
+    // Every shell command the agent ran, as the local shell tool's call and output.
+    let mut shell = functions.clone();
+    let mut local = std::collections::HashSet::new();
+    for item in shell["input"].as_array_mut().unwrap() {
+        if item["type"] == "function_call" && item["name"] == "execute_bash" {
+            let arguments: Value =
+                serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
+            local.insert(item["call_id"].as_str().unwrap().to_owned());
+            *item = serde_json::json!({"type": "local_shell_call", "call_id": item["call_id"],
+                "status": "completed", "action": {"type": "exec",
+                "command": ["bash", "-lc", arguments["command"]], "env": {}}});
+        } else if item["type"] == "function_call_output"
+            && local.contains(item["call_id"].as_str().unwrap())
+        {
+            *item = serde_json::json!({"type": "local_shell_call_output",
+                "id": item["call_id"], "output": item["output"]});
+        }
+    }
+    assert_eq!(local.len(), 24);
+    let compacted = |name: &str, body: &Value| {
+        std::fs::write(dir.path().join(name), body.to_string()).unwrap();
+        let out = condense(
+            dir.path(),
+            &[
+                "compact",
+                name,
+                "--context-window",
+                "16000",
+                "--max-output-tokens",
+                "4096",
+                "-q",
+                "-o",
+                "out.json",
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
+        let after: Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("out.json")).unwrap()).unwrap();
+        after["input"].as_array().unwrap().clone()
+    };
+    let (as_functions, as_shell) = (
+        compacted("functions.json", &functions),
+        compacted("shell.json", &shell),
+    );
+    let summary = |items: &[Value]| {
+        let text = items[0]["content"].to_string();
+        let start = text
+            .find("<prior-conversation-summary>")
+            .expect("a summary");
+        text[start..].to_owned()
+    };
+    // The same summary, the tool named as each session names it.
+    assert_eq!(
+        summary(&as_shell).replace("- local_shell: ", "- execute_bash: "),
+        summary(&as_functions)
+    );
+    assert_eq!(as_shell.len(), as_functions.len());
+    let ids = |items: &[Value], kinds: &[&str], key: &str| -> Vec<String> {
+        items
+            .iter()
+            .filter(|item| kinds.contains(&item["type"].as_str().unwrap_or_default()))
+            .map(|item| item[key].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let calls = ids(&as_shell, &["local_shell_call", "function_call"], "call_id");
+    let mut answered = ids(&as_shell, &["function_call_output"], "call_id");
+    answered.extend(ids(&as_shell, &["local_shell_call_output"], "id"));
+    answered.sort();
+    let mut called = calls.clone();
+    called.sort();
+    assert_eq!(
+        answered, called,
+        "every output has its call, every call its output"
+    );
+    assert!(
+        as_shell
+            .iter()
+            .any(|item| item["type"] == "local_shell_call"),
+        "the tail keeps the local shell's calls"
+    );
+}
+
 /// The trim tool, ready to paste into a harness's tool list, in each provider's shape; and a
 /// session whose agent called it comes out with the result trimmed and the call reported.
 #[test]

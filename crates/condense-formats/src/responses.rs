@@ -2,9 +2,9 @@
 //! plus an `input` list of typed items instead of messages.
 //!
 //! Each item is one message of the model: a `message` item (or a bare `{role, content}`) is a
-//! message of its role; a `function_call` or `custom_tool_call` is an assistant message holding
-//! that call; a `function_call_output` or `custom_tool_call_output` is a tool message holding
-//! that result. Any other item is kept as an opaque part, written back as it came: in an
+//! message of its role; a call item (`function_call`, `custom_tool_call`, and the built-in
+//! tools' `local_shell_call` and `apply_patch_call`) is an assistant message holding that call;
+//! its output item (`function_call_output`, …) is a tool message holding that result. Any other item is kept as an opaque part, written back as it came: in an
 //! assistant message when the model made it (`reasoning` with its encrypted content,
 //! `web_search_call`, …), in a user message that is no person's turn when the client did
 //! (`computer_call_output`, `mcp_approval_response`, `item_reference`). `instructions`, when a string, is the first message (a system one), as
@@ -21,13 +21,77 @@ use crate::blocks::{content_with, kind_of, take_string};
 use crate::placement::{self, Joining};
 use crate::{FormatError, Location};
 
-/// The item types that hold a call, with the key their arguments are under.
-const CALLS: [(&str, &str); 2] = [
-    ("function_call", "arguments"),
-    ("custom_tool_call", "input"),
+/// An item type that holds a call: where its arguments are, and how.
+struct CallKind {
+    /// The item's `type`.
+    kind: &'static str,
+    /// The key its arguments are under.
+    arguments: &'static str,
+    /// How they are written there.
+    form: Arguments,
+    /// The tool's name, for the built-in tools whose items name none (the engine's rules and
+    /// the files a call touched go by a tool's name and input).
+    builtin: Option<&'static str>,
+}
+
+/// How a call item carries its arguments.
+#[derive(Clone, Copy, PartialEq)]
+enum Arguments {
+    /// A JSON text (`function_call`'s `arguments`).
+    Json,
+    /// Free text (a custom tool's `input`, Codex's apply_patch).
+    Text,
+    /// A JSON object (a built-in tool's `action` or `operation`).
+    Object,
+}
+
+/// The item types that hold a call. `local_shell_call` is the local shell tool's (codex-mini,
+/// the AI SDK's `localShell`: `action.command` as a word list, as Codex's `shell` function
+/// has it); `apply_patch_call` the apply_patch tool's (`operation.path`, `operation.diff`).
+const CALLS: [CallKind; 4] = [
+    CallKind {
+        kind: "function_call",
+        arguments: "arguments",
+        form: Arguments::Json,
+        builtin: None,
+    },
+    CallKind {
+        kind: "custom_tool_call",
+        arguments: "input",
+        form: Arguments::Text,
+        builtin: None,
+    },
+    CallKind {
+        kind: "local_shell_call",
+        arguments: "action",
+        form: Arguments::Object,
+        builtin: Some("local_shell"),
+    },
+    CallKind {
+        kind: "apply_patch_call",
+        arguments: "operation",
+        form: Arguments::Object,
+        builtin: Some("apply_patch"),
+    },
 ];
-/// The item types that hold a call's output.
-const OUTPUTS: [&str; 2] = ["function_call_output", "custom_tool_call_output"];
+
+/// The item types that hold a call's output (a string, or for the first two a list of
+/// content parts too).
+const OUTPUTS: [&str; 4] = [
+    "function_call_output",
+    "custom_tool_call_output",
+    "local_shell_call_output",
+    "apply_patch_call_output",
+];
+
+/// The output item that may name its call by `id` where the others have `call_id`: the API
+/// reference's `local_shell_call_output` (the AI SDK and Codex send `call_id`, which is read
+/// first). Written back as it came: without `call_id` where its `id` is the call's.
+const OUTPUT_NAMED_BY_ID: &str = "local_shell_call_output";
+
+fn call_kind(kind: &str) -> Option<&'static CallKind> {
+    CALLS.iter().find(|call| call.kind == kind)
+}
 
 pub(crate) fn from_value(value: Value) -> Result<Conversation, FormatError> {
     let Value::Object(mut body) = value else {
@@ -117,14 +181,14 @@ pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, Fo
     };
     match kind.as_deref() {
         None | Some("message") => message_item(at, fields),
-        Some(kind) if CALLS.iter().any(|(call, _)| *call == kind) => {
+        Some(kind) if let Some(spec) = call_kind(kind) => {
             let call =
-                call(kind, &mut fields).map_err(|problem| FormatError::malformed(at, problem))?;
+                call(spec, &mut fields).map_err(|problem| FormatError::malformed(at, problem))?;
             Ok(item(Role::Assistant, call))
         }
         Some(kind) if OUTPUTS.contains(&kind) => {
             let (result, shape) =
-                output(&mut fields).map_err(|problem| FormatError::malformed(at, problem))?;
+                output(kind, &mut fields).map_err(|problem| FormatError::malformed(at, problem))?;
             let mut message = item(Role::Tool, result);
             message.wire[0].shape = shape;
             Ok(message)
@@ -222,51 +286,64 @@ fn content_part(item: Value) -> Result<Part, String> {
 
 /// A call item: its `call_id` is the id its output names; the item's other fields (`type`, the
 /// item's own `id`, `status`) stay with the call.
-fn call(kind: &str, fields: &mut JsonMap) -> Result<Part, String> {
+fn call(spec: &CallKind, fields: &mut JsonMap) -> Result<Part, String> {
+    let kind = spec.kind;
     let Some(id) = take_string(fields, "call_id") else {
         return Err(format!("a {kind} item has no `call_id`"));
     };
-    let Some(name) = take_string(fields, "name") else {
-        return Err(format!("{kind} `{id}` has no `name`"));
+    let name = match spec.builtin {
+        Some(name) => name.to_owned(),
+        None => {
+            take_string(fields, "name").ok_or_else(|| format!("{kind} `{id}` has no `name`"))?
+        }
     };
-    let key = arguments_key(kind);
-    let raw = match fields.shift_remove(key) {
-        Some(Value::String(raw)) => raw,
-        None => String::new(),
-        Some(other) => {
+    let key = spec.arguments;
+    let (input, raw_input) = match (spec.form, fields.shift_remove(key)) {
+        (Arguments::Object, Some(value @ Value::Object(_))) => (value, None),
+        (Arguments::Object, other) => {
+            return Err(format!(
+                "{kind} `{id}`: `{key}` must be an object, not {}",
+                other.as_ref().map_or("nothing", kind_of)
+            ));
+        }
+        (form, Some(Value::String(raw))) => {
+            // Only function arguments are JSON; a custom tool's input is free text.
+            let input = match form {
+                Arguments::Json => {
+                    serde_json::from_str(&raw).unwrap_or_else(|_| Value::String(raw.clone()))
+                }
+                _ => Value::String(raw.clone()),
+            };
+            (input, Some(raw))
+        }
+        (_, None) => (Value::String(String::new()), Some(String::new())),
+        (_, Some(other)) => {
             return Err(format!(
                 "{kind} `{id}`: `{key}` must be a string, not {}",
                 kind_of(&other)
             ));
         }
     };
-    // A custom tool's input is free text (Codex's apply_patch): only function arguments are
-    // JSON.
-    let input = match key {
-        "arguments" => serde_json::from_str(&raw).unwrap_or_else(|_| Value::String(raw.clone())),
-        _ => Value::String(raw.clone()),
-    };
     Ok(Part::ToolCall(ToolCall {
         id,
         name,
         input,
-        raw_input: Some(raw),
+        raw_input,
         embedded: false,
         extra: std::mem::take(fields),
     }))
 }
 
-fn arguments_key(kind: &str) -> &'static str {
-    CALLS
-        .iter()
-        .find(|(call, _)| *call == kind)
-        .map_or("arguments", |(_, key)| key)
-}
-
 /// An output item: a string, or a list of content parts.
-fn output(fields: &mut JsonMap) -> Result<(Part, ContentShape), String> {
-    let Some(call_id) = take_string(fields, "call_id") else {
-        return Err("an output item has no `call_id`".into());
+fn output(kind: &str, fields: &mut JsonMap) -> Result<(Part, ContentShape), String> {
+    // An output named by its `id` keeps the `id` among its fields, and is written back so.
+    let named = take_string(fields, "call_id").or_else(|| {
+        (kind == OUTPUT_NAMED_BY_ID)
+            .then(|| fields.get("id").and_then(Value::as_str).map(str::to_owned))
+            .flatten()
+    });
+    let Some(call_id) = named else {
+        return Err(format!("a {kind} item has no `call_id`"));
     };
     let (content, shape) = match fields.shift_remove("output") {
         Some(Value::String(text)) => (ToolOutput::Text(text), ContentShape::String),
@@ -404,15 +481,25 @@ fn call_item(call: &ToolCall) -> Value {
         Some(Value::String(kind)) => kind,
         _ => "function_call".to_owned(),
     };
-    let raw = call.raw_input.clone().unwrap_or_else(|| match &call.input {
-        Value::String(text) if kind != "function_call" => text.clone(),
-        input => input.to_string(),
-    });
+    let spec = call_kind(&kind);
     let mut object = JsonMap::new();
     object.insert("type".into(), kind.clone().into());
     object.insert("call_id".into(), call.id.clone().into());
-    object.insert("name".into(), call.name.clone().into());
-    object.insert(arguments_key(&kind).into(), raw.into());
+    if spec.is_none_or(|spec| spec.builtin.is_none()) {
+        object.insert("name".into(), call.name.clone().into());
+    }
+    let arguments = match (spec.map(|spec| spec.form), &call.raw_input) {
+        (Some(Arguments::Object), _) => call.input.clone(),
+        (_, Some(raw)) => raw.clone().into(),
+        (_, None) => match &call.input {
+            Value::String(text) if kind != "function_call" => text.clone().into(),
+            input => input.to_string().into(),
+        },
+    };
+    object.insert(
+        spec.map_or("arguments", |spec| spec.arguments).into(),
+        arguments,
+    );
     object.append(&mut extra);
     Value::Object(object)
 }
@@ -423,9 +510,13 @@ fn output_item(result: &ToolResult, shape: ContentShape) -> Value {
         Some(Value::String(kind)) => kind,
         _ => "function_call_output".to_owned(),
     };
+    let named_by_id = kind == OUTPUT_NAMED_BY_ID
+        && extra.get("id").and_then(Value::as_str) == Some(result.call_id.as_str());
     let mut object = JsonMap::new();
     object.insert("type".into(), kind.into());
-    object.insert("call_id".into(), result.call_id.clone().into());
+    if !named_by_id {
+        object.insert("call_id".into(), result.call_id.clone().into());
+    }
     match (&result.content, shape) {
         (ToolOutput::Text(text), ContentShape::Absent) if text.is_empty() => {}
         (ToolOutput::Text(text), _) => {
@@ -677,6 +768,86 @@ mod tests {
         let value = to_value(&plain);
         assert_eq!(value["instructions"], "You are terse.");
         assert_eq!(value["input"][0]["role"], "system");
+    }
+
+    /// The built-in tools' calls are calls like a function's, with the tool's name where the
+    /// item has none, and their outputs answer them, whichever key names the call; all of it
+    /// goes back as it came.
+    #[test]
+    fn built_in_tool_calls_are_calls_and_their_outputs_results() {
+        let action = |script: &str| {
+            serde_json::json!({"type": "exec", "command": ["bash", "-lc", script],
+                "timeout_ms": 10000, "working_directory": "/repo", "env": {}, "user": null})
+        };
+        let body = serde_json::json!({"model": "codex-mini-latest", "input": [
+            {"role": "user", "content": "fix the parser"},
+            // Codex answers a local shell call with a function call's output.
+            {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_1", "status": "completed", "action": action("cat src/parser.rs")},
+            {"type": "function_call_output", "call_id": "call_1", "output": "{\"output\":\"fn parse() {}\",\"metadata\":{\"exit_code\":0}}"},
+            // The AI SDK with `call_id`; the API reference with the call's id as `id`.
+            {"type": "local_shell_call", "id": "lsh_2", "call_id": "call_2", "status": "completed", "action": action("grep -n parse src/lib.rs")},
+            {"type": "local_shell_call_output", "call_id": "call_2", "output": "3:mod parser;"},
+            {"type": "local_shell_call", "id": "lsh_3", "call_id": "call_3", "status": "completed", "action": action("ls src")},
+            {"type": "local_shell_call_output", "id": "call_3", "output": "lib.rs parser.rs", "status": "completed"},
+            {"type": "apply_patch_call", "id": "apc_4", "call_id": "call_4", "status": "completed",
+                "operation": {"type": "update_file", "path": "src/parser.rs", "diff": "@@\n-fn parse() {}\n+fn parse() -> Tree {}\n"}},
+            {"type": "apply_patch_call_output", "call_id": "call_4", "status": "completed"}
+        ]});
+        let conversation = from_value(body.clone()).unwrap();
+        let calls: Vec<(&str, &str)> = conversation
+            .messages
+            .iter()
+            .flat_map(|message| &message.parts)
+            .filter_map(Part::as_tool_call)
+            .map(|call| (call.id.as_str(), call.name.as_str()))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("call_1", "local_shell"),
+                ("call_2", "local_shell"),
+                ("call_3", "local_shell"),
+                ("call_4", "apply_patch")
+            ]
+        );
+        let answered: Vec<&str> = conversation
+            .messages
+            .iter()
+            .filter(|message| message.role == Role::Tool)
+            .flat_map(|message| &message.parts)
+            .filter_map(|part| match part {
+                Part::ToolResult(result) => Some(result.call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(answered, ["call_1", "call_2", "call_3", "call_4"]);
+        // What the engine reads of them: the files a call touched, and whether it wrote them.
+        let call = |at: usize| conversation.messages[at].parts[0].as_tool_call().unwrap();
+        assert_eq!(
+            condense_core::tool_paths::touched(&call(1).name, &call(1).input),
+            (vec!["src/parser.rs"], false)
+        );
+        assert_eq!(
+            condense_core::tool_paths::touched(&call(7).name, &call(7).input),
+            (vec!["src/parser.rs"], true)
+        );
+        assert_eq!(to_value(&conversation), body);
+        assert_eq!(
+            to_value(&conversation).to_string(),
+            to_value(&from_value(to_value(&conversation)).unwrap()).to_string(),
+            "the same bytes again"
+        );
+    }
+
+    #[test]
+    fn a_built_in_call_without_its_arguments_object_is_named() {
+        let error = from_value(serde_json::json!({"input": [
+            {"type": "local_shell_call", "call_id": "call_1", "action": "ls"}
+        ]}))
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("message 0"), "{error}");
+        assert!(error.contains("`action` must be an object"), "{error}");
     }
 
     /// Items the model made are its answers; items the client sends back are not a person's

@@ -292,7 +292,7 @@ fn a_bad_item_is_reported_at_its_line() {
     let error = read(broken.as_bytes(), None).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "line 15: an output item has no `call_id`"
+        "line 15: a function_call_output item has no `call_id`"
     );
 }
 
