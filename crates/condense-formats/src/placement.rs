@@ -20,7 +20,7 @@ use condense_core::{
 };
 
 /// What parts condense's summary from the text of the message it is written into.
-pub(crate) const SUMMARY_SEPARATOR: &str = "\n\n";
+const SUMMARY_SEPARATOR: &str = "\n\n";
 
 /// How a format joins text to a message whose content is one string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

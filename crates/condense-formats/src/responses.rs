@@ -4,12 +4,14 @@
 //! Each item is one message of the model: a `message` item (or a bare `{role, content}`) is a
 //! message of its role; a call item (`function_call`, `custom_tool_call`, and the built-in
 //! tools' `local_shell_call` and `apply_patch_call`) is an assistant message holding that call;
-//! its output item (`function_call_output`, …) is a tool message holding that result. Any other item is kept as an opaque part, written back as it came: in an
-//! assistant message when the model made it (`reasoning` with its encrypted content,
-//! `web_search_call`, …), in a user message that is no person's turn when the client did
-//! (`computer_call_output`, `mcp_approval_response`, `item_reference`). `instructions`, when a string, is the first message (a system one), as
-//! Anthropic's `system` is. A string `input` is the API's shorthand for one user message, and is
-//! read as that message (written back as a one-item list, which the API reads the same).
+//! its output item (`function_call_output`, …) is a tool message holding that result. Any
+//! other item is kept as an opaque part, written back as it came: in an assistant message when
+//! the model made it (`reasoning` with its encrypted content, `web_search_call`, the `shell`
+//! tool's `shell_call`, …), in a user message that is no person's turn when the client did
+//! (`computer_call_output`, `mcp_approval_response`, `item_reference`). `instructions`, when a
+//! string, is the first message (a system one), as Anthropic's `system` is. A string `input` is
+//! the API's shorthand for one user message, and is read as that message (written back as a
+//! one-item list, which the API reads the same).
 
 use condense_core::{
     ContentShape, Conversation, JsonMap, Message, Part, Role, Text, ToolCall, ToolOutput,
@@ -35,7 +37,7 @@ struct CallKind {
 }
 
 /// How a call item carries its arguments.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Arguments {
     /// A JSON text (`function_call`'s `arguments`).
     Json,
