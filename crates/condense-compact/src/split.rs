@@ -1,3 +1,4 @@
+use std::collections::HashMap;
 use std::ops::Range;
 
 use condense_core::{Message, Part, Role, ToolPairs, ToolResult};
@@ -578,23 +579,29 @@ fn last_exchange_start(messages: &[Message], pinned: usize, earliest_call: &[usi
 }
 
 /// For each message, the index of the earliest message holding a call that one of its results
-/// answers (`usize::MAX` when it has no results with a known call).
+/// answers, or an opaque part it is linked to ([`Part::opaque_link`]: a built-in tool's call
+/// that condense keeps whole, and its output); `usize::MAX` when it answers nothing before it.
 fn earliest_calls(messages: &[Message], pairs: &ToolPairs) -> Vec<usize> {
-    messages
-        .iter()
-        .map(|message| {
-            message
-                .parts
-                .iter()
-                .filter_map(|part| match part {
-                    Part::ToolResult(result) => pairs.call_site(&result.call_id),
-                    _ => None,
-                })
-                .map(|site| site.message)
-                .min()
-                .unwrap_or(usize::MAX)
-        })
-        .collect()
+    // Where each link id first appears.
+    let mut linked: HashMap<&str, usize> = HashMap::new();
+    let mut earliest = Vec::with_capacity(messages.len());
+    for (index, message) in messages.iter().enumerate() {
+        let mut needed = usize::MAX;
+        for part in &message.parts {
+            let site = match part {
+                Part::ToolResult(result) => {
+                    pairs.call_site(&result.call_id).map(|site| site.message)
+                }
+                _ => part
+                    .opaque_link()
+                    .map(|link| *linked.entry(link).or_insert(index))
+                    .filter(|&first| first < index),
+            };
+            needed = needed.min(site.unwrap_or(usize::MAX));
+        }
+        earliest.push(needed);
+    }
+    earliest
 }
 
 /// Moves `start` back until no result in the tail has its call in the head.

@@ -3,7 +3,7 @@
 use condense_compact::{TailSettings, split};
 use condense_core::testing::transcripts;
 use condense_core::testing::{tool_call, tool_result};
-use condense_core::{Message, Role};
+use condense_core::{Message, Part, Role};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 use proptest::prelude::*;
 
@@ -58,16 +58,28 @@ fn assert_pairs_whole(messages: &[Message], tail_start: usize) {
 }
 
 /// A conversation of turns, each a person's message then steps of calls and results of random
-/// sizes; a generated flag puts some results inside the next user message, as Anthropic does.
+/// sizes; a generated flag puts some results inside the next user message, as Anthropic does,
+/// and another makes some steps a built-in tool's call and output that condense keeps whole
+/// (opaque items linked by their `call_id`, as the Responses API's computer use sends them).
 fn conversation() -> impl Strategy<Value = Vec<Message>> {
-    let step = (1..4usize, 0..800usize, any::<bool>());
+    let step = (
+        1..4usize,
+        0..800usize,
+        any::<bool>(),
+        prop::bool::weighted(0.25),
+    );
     let turn = (0..400usize, prop::collection::vec(step, 0..4));
     prop::collection::vec(turn, 0..12).prop_map(|turns| {
         let mut messages = vec![Message::text(Role::System, "be useful")];
         let mut id = 0;
         for (words, steps) in turns {
             messages.push(Message::text(Role::User, "ask ".repeat(words + 1)));
-            for (calls, size, inline) in steps {
+            for (calls, size, inline, built_in) in steps {
+                if built_in {
+                    id += 1;
+                    messages.extend(built_in_step(&format!("c{id}"), size));
+                    continue;
+                }
                 let mut call_parts = Vec::new();
                 let mut results = Vec::new();
                 for _ in 0..calls {
@@ -110,11 +122,12 @@ proptest! {
         let pinned: usize = counter.count_each(&messages[..split.pinned]).iter().sum();
         prop_assert_eq!(pinned + split.head_tokens + split.tail_tokens, total);
 
-        // No pair crosses the cut.
+        // No pair crosses the cut, nor any opaque items the wire links.
         let pairs = condense_core::ToolPairs::index(&messages);
         for (call, result) in pairs.pairs() {
             prop_assert_eq!(call.message < split.tail_start, result.message < split.tail_start);
         }
+        prop_assert_eq!(links_split(&messages, split.tail_start), None);
 
         // The tail always holds the last exchange: the last assistant message and all after it.
         if let Some(last_assistant) = messages.iter().rposition(|m| m.role == Role::Assistant) {
@@ -164,6 +177,42 @@ proptest! {
             }
         }
     }
+}
+
+/// The first link of opaque items ([`Part::opaque_link`]) that a cut at `tail_start` splits.
+fn links_split(messages: &[Message], tail_start: usize) -> Option<String> {
+    let mut sides: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
+    for (index, message) in messages.iter().enumerate() {
+        for link in message.parts.iter().filter_map(Part::opaque_link) {
+            let side = index < tail_start;
+            if *sides.entry(link).or_insert(side) != side {
+                return Some(link.to_owned());
+            }
+        }
+    }
+    None
+}
+
+/// A built-in tool's call and output that condense keeps whole: opaque items linked by their
+/// `call_id`, the output sent by the client (a generated user message), as the Responses API's
+/// computer use has them.
+fn built_in_step(id: &str, size: usize) -> [Message; 2] {
+    let call = Message::new(
+        Role::Assistant,
+        vec![Part::Opaque {
+            value: serde_json::json!({"type": "computer_call", "call_id": id,
+                "action": {"type": "screenshot"}}),
+        }],
+    );
+    let mut output = Message::new(
+        Role::User,
+        vec![Part::Opaque {
+            value: serde_json::json!({"type": "computer_call_output", "call_id": id,
+                "output": "out ".repeat(size)}),
+        }],
+    );
+    output.generated = true;
+    [call, output]
 }
 
 /// One person's request, then an autonomous run of single-call steps, each output `sizes[i]`
@@ -219,6 +268,44 @@ proptest! {
             prop_assert_eq!(split.rule == condense_compact::TailRule::LatestCalls, fitting > wanted);
         }
         prop_assert!(split.tail_tokens <= split.budget || split.rule == condense_compact::TailRule::LastExchange || split.rule == condense_compact::TailRule::RecentCalls);
+    }
+}
+
+/// An autonomous run whose steps are function calls or, some of them, a built-in tool's that
+/// condense keeps whole ([`built_in_step`]).
+fn mixed_run() -> impl Strategy<Value = Vec<Message>> {
+    prop::collection::vec((0..600usize, prop::bool::weighted(0.4)), 1..80).prop_map(|steps| {
+        let mut messages = run_of([]);
+        for (id, (size, built_in)) in steps.into_iter().enumerate() {
+            let id = format!("c{id}");
+            if built_in {
+                messages.extend(built_in_step(&id, size));
+            } else {
+                messages.push(Message::new(
+                    Role::Assistant,
+                    vec![tool_call(&id, "bash", serde_json::json!({"command": "ls"}))],
+                ));
+                messages.push(Message::new(
+                    Role::Tool,
+                    vec![tool_result(&id, "out ".repeat(size))],
+                ));
+            }
+        }
+        messages
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A built-in tool's call and its output are never parted, as a call and its result are
+    /// not: the API refuses an output whose call is gone.
+    #[test]
+    fn a_cut_never_parts_linked_items(messages in mixed_run(), window in 4_000usize..40_000) {
+        let counter = Tiktoken::default();
+        let split = split(&messages, &counter, &settings(window));
+        prop_assert_eq!(links_split(&messages, split.tail_start), None);
+        assert_pairs_whole(&messages, split.tail_start);
     }
 }
 

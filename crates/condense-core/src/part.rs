@@ -128,6 +128,26 @@ impl Part {
         })
     }
 
+    /// The id by which the wire links an opaque part to others, which must then stay together as
+    /// a call and its result do: the Responses API's built-in tools that condense keeps whole (a
+    /// `computer_call` and its `computer_call_output`, a `shell_call` and its
+    /// `shell_call_output`, …) share a `call_id`; an MCP tool's `mcp_approval_request` is
+    /// answered by the `approval_request_id` of an `mcp_approval_response` (and of the
+    /// `mcp_call` it approved). `None` for any other part.
+    pub fn opaque_link(&self) -> Option<&str> {
+        let Part::Opaque { value } = self else {
+            return None;
+        };
+        let field = |key: &str| value.get(key).and_then(Value::as_str);
+        field("call_id")
+            .or_else(|| field("approval_request_id"))
+            .or_else(|| {
+                (field("type") == Some("mcp_approval_request"))
+                    .then(|| field("id"))
+                    .flatten()
+            })
+    }
+
     /// The call, if this part is one.
     pub fn as_tool_call(&self) -> Option<&ToolCall> {
         match self {
@@ -167,4 +187,41 @@ pub fn plain_text(parts: &[Part]) -> String {
         })
         .collect();
     texts.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opaque_items_are_linked_by_the_ids_the_wire_pairs_them_by() {
+        let link = |value: Value| Part::Opaque { value }.opaque_link().map(str::to_owned);
+        let linked = [
+            (
+                serde_json::json!({"type": "computer_call", "id": "cu_1", "call_id": "call_1"}),
+                "call_1",
+            ),
+            (
+                serde_json::json!({"type": "computer_call_output", "call_id": "call_1"}),
+                "call_1",
+            ),
+            (
+                serde_json::json!({"type": "mcp_approval_request", "id": "mcpr_1", "name": "x"}),
+                "mcpr_1",
+            ),
+            (
+                serde_json::json!({"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": true}),
+                "mcpr_1",
+            ),
+        ];
+        for (value, id) in linked {
+            assert_eq!(link(value), Some(id.to_owned()));
+        }
+        // An item's own id links nothing; nor does a part that is not opaque.
+        assert_eq!(
+            link(serde_json::json!({"type": "reasoning", "id": "rs_1"})),
+            None
+        );
+        assert_eq!(Part::text("call_id").opaque_link(), None);
+    }
 }
