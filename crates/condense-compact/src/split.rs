@@ -578,15 +578,27 @@ fn last_exchange_start(messages: &[Message], pinned: usize, earliest_call: &[usi
     take_calls_along(last.min(messages.len()), pinned, earliest_call)
 }
 
-/// For each message, the index of the earliest message holding a call that one of its results
-/// answers, or an opaque part it is linked to ([`Part::opaque_link`]: a built-in tool's call
-/// that condense keeps whole, and its output); `usize::MAX` when it answers nothing before it.
+/// For each message, the index of the earliest message it cannot go without: the call one of
+/// its results answers, an opaque part it is linked to ([`Part::opaque_link`]: a built-in
+/// tool's call that condense keeps whole, and its output), or the first message of the answer it
+/// continues (an answer of several assistant messages, as a Responses answer's reasoning item
+/// and the calls it led to, or a Claude Code log's blocks, is never parted: the API refuses a
+/// call without the reasoning that made it); `usize::MAX` when it needs nothing before it.
 fn earliest_calls(messages: &[Message], pairs: &ToolPairs) -> Vec<usize> {
     // Where each link id first appears.
     let mut linked: HashMap<&str, usize> = HashMap::new();
     let mut earliest = Vec::with_capacity(messages.len());
+    let mut answer_start = 0;
     for (index, message) in messages.iter().enumerate() {
         let mut needed = usize::MAX;
+        if message.role == Role::Assistant {
+            let continues = index > 0 && messages[index - 1].role == Role::Assistant;
+            if continues {
+                needed = answer_start;
+            } else {
+                answer_start = index;
+            }
+        }
         for part in &message.parts {
             let site = match part {
                 Part::ToolResult(result) => {

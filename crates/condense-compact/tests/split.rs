@@ -272,11 +272,22 @@ proptest! {
 }
 
 /// An autonomous run whose steps are function calls or, some of them, a built-in tool's that
-/// condense keeps whole ([`built_in_step`]).
+/// condense keeps whole ([`built_in_step`]); some answers start with a reasoning item of their
+/// own, as a Responses answer does.
 fn mixed_run() -> impl Strategy<Value = Vec<Message>> {
-    prop::collection::vec((0..600usize, prop::bool::weighted(0.4)), 1..80).prop_map(|steps| {
+    let step = (0..600usize, prop::bool::weighted(0.4), any::<bool>());
+    prop::collection::vec(step, 1..80).prop_map(|steps| {
         let mut messages = run_of([]);
-        for (id, (size, built_in)) in steps.into_iter().enumerate() {
+        for (id, (size, built_in, reasoned)) in steps.into_iter().enumerate() {
+            if reasoned {
+                messages.push(Message::new(
+                    Role::Assistant,
+                    vec![Part::Opaque {
+                        value: serde_json::json!({"type": "reasoning", "id": format!("rs_{id}"),
+                            "encrypted_content": "gAAAA"}),
+                    }],
+                ));
+            }
             let id = format!("c{id}");
             if built_in {
                 messages.extend(built_in_step(&id, size));
@@ -299,13 +310,20 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     /// A built-in tool's call and its output are never parted, as a call and its result are
-    /// not: the API refuses an output whose call is gone.
+    /// not: the API refuses an output whose call is gone; nor is an answer of several assistant
+    /// messages (a call without the reasoning item before it is refused too).
     #[test]
-    fn a_cut_never_parts_linked_items(messages in mixed_run(), window in 4_000usize..40_000) {
+    fn a_cut_never_parts_linked_items_or_an_answer(messages in mixed_run(), window in 4_000usize..40_000) {
         let counter = Tiktoken::default();
         let split = split(&messages, &counter, &settings(window));
         prop_assert_eq!(links_split(&messages, split.tail_start), None);
         assert_pairs_whole(&messages, split.tail_start);
+        let start = split.tail_start;
+        prop_assert!(
+            start == 0 || start >= messages.len()
+                || !(messages[start].role == Role::Assistant && messages[start - 1].role == Role::Assistant),
+            "the tail starts at {start}, inside an answer"
+        );
     }
 }
 
