@@ -678,6 +678,68 @@ fn a_local_shell_session_compacts_as_its_function_calling_twin() {
     );
 }
 
+/// A run as the AI SDK sends it with `store` on: every earlier answer an `item_reference` to
+/// what the provider stored (its reasoning, then its call), the outputs inline with no call
+/// shown. Compacted at any window, the tail starts at an answer, never at an output whose call
+/// went into the summary or between an answer's reasoning and its call (OpenAI refuses both).
+#[test]
+fn a_stored_answers_references_stay_with_their_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let chat: Value = serde_json::from_slice(
+        &std::fs::read(transcripts().join("openai/openhands-ponylang__ponyc-4588.json")).unwrap(),
+    )
+    .unwrap();
+    let mut body = condense_core::testing::responses_from_chat(&chat);
+    let mut stored = Vec::new();
+    for (index, item) in body["input"].as_array().unwrap().iter().enumerate() {
+        let reference = |id: String| serde_json::json!({"type": "item_reference", "id": id});
+        match item["type"].as_str() {
+            Some("function_call") => {
+                stored.push(reference(format!("rs_{index}")));
+                stored.push(reference(format!("fc_{index}")));
+            }
+            Some("message") if item["role"] == "assistant" => {
+                stored.push(reference(format!("msg_{index}")))
+            }
+            _ => stored.push(item.clone()),
+        }
+    }
+    body["input"] = Value::Array(stored);
+    body["store"] = Value::Bool(true);
+    std::fs::write(dir.path().join("stored.json"), body.to_string()).unwrap();
+    for window in ["4000", "6000", "8000", "12000", "16000", "24000"] {
+        let out = condense(
+            dir.path(),
+            &[
+                "compact",
+                "stored.json",
+                "--context-window",
+                window,
+                "--max-output-tokens",
+                "1000",
+                "-q",
+                "-o",
+                "out.json",
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
+        let after: Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("out.json")).unwrap()).unwrap();
+        let items = after["input"].as_array().unwrap();
+        assert!(
+            items.len() < body["input"].as_array().unwrap().len(),
+            "at {window}"
+        );
+        // The task, with the summary in it, then an answer's first reference.
+        let first = &items[1];
+        let id = first["id"].as_str().unwrap_or_default();
+        assert!(
+            first["type"] == "item_reference" && (id.starts_with("rs_") || id.starts_with("msg_")),
+            "at {window} the tail starts at {first}"
+        );
+    }
+}
+
 /// The trim tool, ready to paste into a harness's tool list, in each provider's shape; and a
 /// session whose agent called it comes out with the result trimmed and the call reported.
 #[test]

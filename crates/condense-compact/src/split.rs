@@ -583,27 +583,30 @@ fn last_exchange_start(messages: &[Message], pinned: usize, earliest_call: &[usi
 /// tool's call that condense keeps whole, and its output), or the first message of the answer it
 /// continues (an answer of several assistant messages, as a Responses answer's reasoning item
 /// and the calls it led to, or a Claude Code log's blocks, is never parted: the API refuses a
-/// call without the reasoning that made it); `usize::MAX` when it needs nothing before it.
+/// call without the reasoning that made it), or, for a result whose call the request does not
+/// show (an `item_reference` to a call the provider stores), the answer before it;
+/// `usize::MAX` when it needs nothing before it.
 fn earliest_calls(messages: &[Message], pairs: &ToolPairs) -> Vec<usize> {
     // Where each link id first appears.
     let mut linked: HashMap<&str, usize> = HashMap::new();
     let mut earliest = Vec::with_capacity(messages.len());
-    let mut answer_start = 0;
+    let mut answer_start = None;
     for (index, message) in messages.iter().enumerate() {
         let mut needed = usize::MAX;
         if message.role == Role::Assistant {
             let continues = index > 0 && messages[index - 1].role == Role::Assistant;
             if continues {
-                needed = answer_start;
+                needed = answer_start.unwrap_or(usize::MAX);
             } else {
-                answer_start = index;
+                answer_start = Some(index);
             }
         }
         for part in &message.parts {
             let site = match part {
-                Part::ToolResult(result) => {
-                    pairs.call_site(&result.call_id).map(|site| site.message)
-                }
+                Part::ToolResult(result) => pairs
+                    .call_site(&result.call_id)
+                    .map(|site| site.message)
+                    .or(answer_start),
                 _ => part
                     .opaque_link()
                     .map(|link| *linked.entry(link).or_insert(index))

@@ -272,13 +272,35 @@ proptest! {
 }
 
 /// An autonomous run whose steps are function calls or, some of them, a built-in tool's that
-/// condense keeps whole ([`built_in_step`]); some answers start with a reasoning item of their
-/// own, as a Responses answer does.
+/// condense keeps whole ([`built_in_step`]) or an answer the provider stores (references, and an
+/// output whose call is not shown); some answers start with a reasoning item of their own, as a
+/// Responses answer does.
 fn mixed_run() -> impl Strategy<Value = Vec<Message>> {
-    let step = (0..600usize, prop::bool::weighted(0.4), any::<bool>());
+    let step = (0..600usize, 0..3u8, any::<bool>());
     prop::collection::vec(step, 1..80).prop_map(|steps| {
         let mut messages = run_of([]);
-        for (id, (size, built_in, reasoned)) in steps.into_iter().enumerate() {
+        for (id, (size, kind, reasoned)) in steps.into_iter().enumerate() {
+            if kind == 2 {
+                // The AI SDK's with `store` on: the answer as references to what the provider
+                // stored, its output beside them with no call shown.
+                let reference = |id: String| Part::Opaque {
+                    value: serde_json::json!({"type": "item_reference", "id": id}),
+                };
+                messages.push(Message::new(
+                    Role::Assistant,
+                    vec![reference(format!("rs_{id}"))],
+                ));
+                messages.push(Message::new(
+                    Role::Assistant,
+                    vec![reference(format!("fc_{id}"))],
+                ));
+                messages.push(Message::new(
+                    Role::Tool,
+                    vec![tool_result(format!("call_{id}"), "out ".repeat(size))],
+                ));
+                continue;
+            }
+            let built_in = kind == 1;
             if reasoned {
                 messages.push(Message::new(
                     Role::Assistant,
@@ -311,7 +333,8 @@ proptest! {
 
     /// A built-in tool's call and its output are never parted, as a call and its result are
     /// not: the API refuses an output whose call is gone; nor is an answer of several assistant
-    /// messages (a call without the reasoning item before it is refused too).
+    /// messages (a call without the reasoning item before it is refused too), nor an output
+    /// from the answer whose stored call it answers.
     #[test]
     fn a_cut_never_parts_linked_items_or_an_answer(messages in mixed_run(), window in 4_000usize..40_000) {
         let counter = Tiktoken::default();
@@ -323,6 +346,12 @@ proptest! {
             start == 0 || start >= messages.len()
                 || !(messages[start].role == Role::Assistant && messages[start - 1].role == Role::Assistant),
             "the tail starts at {start}, inside an answer"
+        );
+        // Every result needs what comes before it: its call, or the answer its call was in.
+        prop_assert!(
+            start >= messages.len()
+                || !messages[start].parts.iter().any(|part| matches!(part, Part::ToolResult(_))),
+            "the tail starts at {start}, at a result"
         );
     }
 }

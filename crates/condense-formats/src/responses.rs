@@ -7,8 +7,9 @@
 //! its output item (`function_call_output`, …) is a tool message holding that result. Any
 //! other item is kept as an opaque part, written back as it came: in an assistant message when
 //! the model made it (`reasoning` with its encrypted content, `web_search_call`, the `shell`
-//! tool's `shell_call`, …), in a user message that is no person's turn when the client did
-//! (`computer_call_output`, `mcp_approval_response`, `item_reference`). `instructions`, when a
+//! tool's `shell_call`, an `item_reference` to what the provider stored of it, …), in a user
+//! message that is no person's turn when the client did (`computer_call_output`,
+//! `mcp_approval_response`). `instructions`, when a
 //! string, is the first message (a system one), as Anthropic's `system` is. A string `input` is
 //! the API's shorthand for one user message, and is read as that message (written back as a
 //! one-item list, which the API reads the same).
@@ -196,15 +197,16 @@ pub(crate) fn message_from_value(index: usize, raw: Value) -> Result<Message, Fo
             Ok(message)
         }
         Some(kind) => {
-            let by_client = kind.ends_with("_output")
-                || kind.ends_with("_response")
-                || kind == "item_reference";
+            // An `item_reference` stands for an item the provider stores: the model's own, as
+            // the AI SDK sends every earlier answer back with `store` on (its reasoning, its
+            // calls, its text), so it is read as the model's.
+            let by_client = kind.ends_with("_output") || kind.ends_with("_response");
             let value = Part::Opaque {
                 value: Value::Object(fields),
             };
             Ok(if by_client {
-                // What the client sends back (a computer call's screenshot, an approval, a
-                // reference to a stored item): a program wrote it, so it is no person's turn.
+                // What the client sends back (a computer call's screenshot, an approval): a
+                // program wrote it, so it is no person's turn.
                 Message {
                     generated: true,
                     ..item(Role::User, value)
@@ -875,7 +877,7 @@ mod tests {
                 (Role::User, false),
                 (Role::Assistant, false),
                 (Role::User, true),
-                (Role::User, true),
+                (Role::Assistant, false),
                 (Role::Assistant, false)
             ]
         );
