@@ -499,7 +499,7 @@ fn suffix_tail(
     let fits = (pinned..=messages.len())
         .find(|&index| suffix[index] <= budget)
         .unwrap_or(messages.len());
-    let fits = skip_orphaned_results(fits, earliest_call);
+    let fits = skip_orphaned_results(fits, pinned, earliest_call);
     let latest = latest_calls(messages, fits, settings.rules.min_tail_calls, earliest_call);
     if latest > fits {
         (latest, TailRule::LatestCalls)
@@ -619,7 +619,8 @@ fn earliest_calls(messages: &[Message], pairs: &ToolPairs) -> Vec<usize> {
     earliest
 }
 
-/// Moves `start` back until no result in the tail has its call in the head.
+/// Moves `start` back until no result in the tail has its call in the head, or to the pinned
+/// messages, which are never summarized (what a tail message needs among them stays anyway).
 fn take_calls_along(mut start: usize, pinned: usize, earliest_call: &[usize]) -> usize {
     if start >= earliest_call.len() {
         return start;
@@ -630,16 +631,22 @@ fn take_calls_along(mut start: usize, pinned: usize, earliest_call: &[usize]) ->
             .copied()
             .min()
             .unwrap_or(usize::MAX);
-        if needed >= start {
+        let back = needed.max(pinned);
+        if back >= start {
             return start;
         }
-        start = needed.max(pinned);
+        start = back;
     }
 }
 
-/// Moves `start` forward past every result whose call is before it.
-fn skip_orphaned_results(mut start: usize, earliest_call: &[usize]) -> usize {
-    while start < earliest_call.len() && earliest_call[start..].iter().any(|&call| call < start) {
+/// Moves `start` forward past every result whose call is before it and not among the pinned
+/// messages (which stay).
+fn skip_orphaned_results(mut start: usize, pinned: usize, earliest_call: &[usize]) -> usize {
+    while start < earliest_call.len()
+        && earliest_call[start..]
+            .iter()
+            .any(|&call| call < start && call >= pinned)
+    {
         start += 1;
     }
     start

@@ -642,3 +642,38 @@ fn an_autonomous_runs_task_leads_the_summary_and_stays_pinned() {
     let moved = condense_compact::reassemble(&messages, 1, cut.tail_start, "done", None);
     assert_eq!(condense_compact::pinned(&moved), 1);
 }
+
+/// What a tail message needs among the pinned messages stays with them: a provider's compaction
+/// pinned after the system prompt, an answer that continues it and an output whose call it
+/// holds. The split ends (it looped forever, looking further back than the pinned messages) and
+/// keeps what it needs.
+#[test]
+fn what_the_tail_needs_among_the_pinned_messages_stays_there() {
+    let pinned = vec![
+        Message::text(Role::System, "be useful"),
+        Message::new(
+            Role::Assistant,
+            vec![Part::Opaque {
+                value: serde_json::json!({"type": "compaction", "encrypted_content": "gAAAA"}),
+            }],
+        ),
+        Message::text(Role::Assistant, "Carrying on from the compaction."),
+        Message::new(
+            Role::Tool,
+            vec![tool_result("call_before", "out ".repeat(500))],
+        ),
+    ];
+    let counter = Tiktoken::default();
+    // Short enough for the tail to reach back to the pinned messages, and long.
+    for steps in [0, 1, 3, 30] {
+        let mut messages = pinned.clone();
+        let run = run_of((0..steps).map(|step| 200 + step * 20));
+        messages.extend(run.into_iter().skip(1));
+        for window in [4_000, 8_000, 16_000, 32_000] {
+            let split = split(&messages, &counter, &settings(window));
+            assert_eq!(split.pinned, 2, "the system prompt and the compaction");
+            assert!(split.tail_start >= split.pinned && split.tail_start <= messages.len());
+            assert_pairs_whole(&messages, split.tail_start);
+        }
+    }
+}
