@@ -221,15 +221,15 @@ pub fn split_counted(
     }
 
     let pairs = ToolPairs::index(messages);
-    let earliest_call = earliest_calls(messages, &pairs);
+    let earliest_need = earliest_needs(messages, &pairs);
     let mut tail_start = if kept > 0 {
-        take_calls_along(turns[turns.len() - kept], pinned, &earliest_call)
+        take_calls_along(turns[turns.len() - kept], pinned, &earliest_need)
     } else {
-        let (start, by) = suffix_tail(messages, &suffix, pinned, budget, settings, &earliest_call);
+        let (start, by) = suffix_tail(messages, &suffix, pinned, budget, settings, &earliest_need);
         rule = by;
         start
     };
-    let last_exchange = last_exchange_start(messages, pinned, &earliest_call);
+    let last_exchange = last_exchange_start(messages, pinned, &earliest_need);
     if tail_start > last_exchange {
         tail_start = last_exchange;
         rule = TailRule::LastExchange;
@@ -237,7 +237,7 @@ pub fn split_counted(
     let recent = RecentCalls {
         messages,
         suffix: &suffix,
-        earliest_call: &earliest_call,
+        earliest_need: &earliest_need,
         pinned,
         last_exchange,
         budget,
@@ -266,7 +266,7 @@ pub fn split_counted(
 struct RecentCalls<'a> {
     messages: &'a [Message],
     suffix: &'a [usize],
-    earliest_call: &'a [usize],
+    earliest_need: &'a [usize],
     pinned: usize,
     last_exchange: usize,
     budget: usize,
@@ -360,7 +360,7 @@ impl RecentCalls<'_> {
             else {
                 break;
             };
-            let start = take_calls_along(self.pinned + call, self.pinned, self.earliest_call);
+            let start = take_calls_along(self.pinned + call, self.pinned, self.earliest_need);
             let tokens = self.suffix[start] - self.suffix[tail_start] + kept;
             if start <= self.pinned || tokens > self.budget {
                 break;
@@ -456,7 +456,7 @@ impl RecentCalls<'_> {
                     .any(|part| matches!(part, Part::ToolCall(_)))
             })
         {
-            let start = take_calls_along(self.pinned + call, self.pinned, self.earliest_call);
+            let start = take_calls_along(self.pinned + call, self.pinned, self.earliest_need);
             if start <= self.pinned {
                 break;
             }
@@ -494,13 +494,13 @@ fn suffix_tail(
     pinned: usize,
     budget: usize,
     settings: &TailSettings,
-    earliest_call: &[usize],
+    earliest_need: &[usize],
 ) -> (usize, TailRule) {
     let fits = (pinned..=messages.len())
         .find(|&index| suffix[index] <= budget)
         .unwrap_or(messages.len());
-    let fits = skip_orphaned_results(fits, pinned, earliest_call);
-    let latest = latest_calls(messages, fits, settings.rules.min_tail_calls, earliest_call);
+    let fits = skip_orphaned_results(fits, pinned, earliest_need);
+    let latest = latest_calls(messages, fits, settings.rules.min_tail_calls, earliest_need);
     if latest > fits {
         (latest, TailRule::LatestCalls)
     } else {
@@ -515,7 +515,7 @@ fn latest_calls(
     messages: &[Message],
     start: usize,
     wanted: usize,
-    earliest_call: &[usize],
+    earliest_need: &[usize],
 ) -> usize {
     if wanted == 0 || calls_from(messages, start) <= wanted {
         return start;
@@ -528,7 +528,7 @@ fn latest_calls(
             .filter(|part| matches!(part, Part::ToolCall(_)))
             .count();
         if seen >= wanted {
-            return take_calls_along(index, start, earliest_call).max(start);
+            return take_calls_along(index, start, earliest_need).max(start);
         }
     }
     start
@@ -568,14 +568,14 @@ fn excess(
 
 /// Where the last exchange begins: the last assistant message (its calls' results follow it),
 /// or the last message when no assistant spoke; never inside the pinned messages.
-fn last_exchange_start(messages: &[Message], pinned: usize, earliest_call: &[usize]) -> usize {
+fn last_exchange_start(messages: &[Message], pinned: usize, earliest_need: &[usize]) -> usize {
     let last = messages
         .iter()
         .rposition(|message| message.role == Role::Assistant)
         .or_else(|| messages.len().checked_sub(1))
         .unwrap_or(0)
         .max(pinned);
-    take_calls_along(last.min(messages.len()), pinned, earliest_call)
+    take_calls_along(last.min(messages.len()), pinned, earliest_need)
 }
 
 /// For each message, the index of the earliest message it cannot go without: the call one of
@@ -586,7 +586,7 @@ fn last_exchange_start(messages: &[Message], pinned: usize, earliest_call: &[usi
 /// call without the reasoning that made it), or, for a result whose call the request does not
 /// show (an `item_reference` to a call the provider stores), the answer before it;
 /// `usize::MAX` when it needs nothing before it.
-fn earliest_calls(messages: &[Message], pairs: &ToolPairs) -> Vec<usize> {
+fn earliest_needs(messages: &[Message], pairs: &ToolPairs) -> Vec<usize> {
     // Where each link id first appears.
     let mut linked: HashMap<&str, usize> = HashMap::new();
     let mut earliest = Vec::with_capacity(messages.len());
@@ -621,12 +621,12 @@ fn earliest_calls(messages: &[Message], pairs: &ToolPairs) -> Vec<usize> {
 
 /// Moves `start` back until no result in the tail has its call in the head, or to the pinned
 /// messages, which are never summarized (what a tail message needs among them stays anyway).
-fn take_calls_along(mut start: usize, pinned: usize, earliest_call: &[usize]) -> usize {
-    if start >= earliest_call.len() {
+fn take_calls_along(mut start: usize, pinned: usize, earliest_need: &[usize]) -> usize {
+    if start >= earliest_need.len() {
         return start;
     }
     loop {
-        let needed = earliest_call[start..]
+        let needed = earliest_need[start..]
             .iter()
             .copied()
             .min()
@@ -641,9 +641,9 @@ fn take_calls_along(mut start: usize, pinned: usize, earliest_call: &[usize]) ->
 
 /// Moves `start` forward past every result whose call is before it and not among the pinned
 /// messages (which stay).
-fn skip_orphaned_results(mut start: usize, pinned: usize, earliest_call: &[usize]) -> usize {
-    while start < earliest_call.len()
-        && earliest_call[start..]
+fn skip_orphaned_results(mut start: usize, pinned: usize, earliest_need: &[usize]) -> usize {
+    while start < earliest_need.len()
+        && earliest_need[start..]
             .iter()
             .any(|&call| call < start && call >= pinned)
     {
