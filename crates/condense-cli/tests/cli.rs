@@ -584,6 +584,36 @@ fn a_compacted_responses_body_is_still_a_responses_body() {
     );
 }
 
+/// `body` (a Responses request) written to `name` in `dir` and compacted for `window` tokens
+/// with `max_output` reserved: the items it comes out with.
+fn compacted_items(
+    dir: &Path,
+    name: &str,
+    body: &Value,
+    window: &str,
+    max_output: &str,
+) -> Vec<Value> {
+    std::fs::write(dir.join(name), body.to_string()).unwrap();
+    let out = condense(
+        dir,
+        &[
+            "compact",
+            name,
+            "--context-window",
+            window,
+            "--max-output-tokens",
+            max_output,
+            "-q",
+            "-o",
+            "out.json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr, dir));
+    let after: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("out.json")).unwrap()).unwrap();
+    after["input"].as_array().unwrap().clone()
+}
+
 /// A session of the local shell tool (codex-mini's, the AI SDK's `localShell`) compacts as the
 /// same session of function calls does: its calls are calls, its outputs their results (here
 /// named by `id`, as the API reference has it), so the summary names the same files, the tail
@@ -615,30 +645,9 @@ fn a_local_shell_session_compacts_as_its_function_calling_twin() {
         }
     }
     assert_eq!(local.len(), 24);
-    let compacted = |name: &str, body: &Value| {
-        std::fs::write(dir.path().join(name), body.to_string()).unwrap();
-        let out = condense(
-            dir.path(),
-            &[
-                "compact",
-                name,
-                "--context-window",
-                "16000",
-                "--max-output-tokens",
-                "4096",
-                "-q",
-                "-o",
-                "out.json",
-            ],
-        );
-        assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
-        let after: Value =
-            serde_json::from_slice(&std::fs::read(dir.path().join("out.json")).unwrap()).unwrap();
-        after["input"].as_array().unwrap().clone()
-    };
     let (as_functions, as_shell) = (
-        compacted("functions.json", &functions),
-        compacted("shell.json", &shell),
+        compacted_items(dir.path(), "functions.json", &functions, "16000", "4096"),
+        compacted_items(dir.path(), "shell.json", &shell, "16000", "4096"),
     );
     let summary = |items: &[Value]| {
         let text = items[0]["content"].to_string();
@@ -706,26 +715,8 @@ fn a_stored_answers_references_stay_with_their_outputs() {
     }
     body["input"] = Value::Array(stored);
     body["store"] = Value::Bool(true);
-    std::fs::write(dir.path().join("stored.json"), body.to_string()).unwrap();
     for window in ["4000", "6000", "8000", "12000", "16000", "24000"] {
-        let out = condense(
-            dir.path(),
-            &[
-                "compact",
-                "stored.json",
-                "--context-window",
-                window,
-                "--max-output-tokens",
-                "1000",
-                "-q",
-                "-o",
-                "out.json",
-            ],
-        );
-        assert!(out.status.success(), "{}", text(&out.stderr, dir.path()));
-        let after: Value =
-            serde_json::from_slice(&std::fs::read(dir.path().join("out.json")).unwrap()).unwrap();
-        let items = after["input"].as_array().unwrap();
+        let items = compacted_items(dir.path(), "stored.json", &body, window, "1000");
         assert!(
             items.len() < body["input"].as_array().unwrap().len(),
             "at {window}"
