@@ -223,20 +223,20 @@ fn run_of(sizes: impl IntoIterator<Item = usize>) -> Vec<Message> {
         Message::text(Role::User, "fix the bug"),
     ];
     for (id, size) in sizes.into_iter().enumerate() {
-        messages.push(Message::new(
-            Role::Assistant,
-            vec![tool_call(
-                format!("c{id}"),
-                "bash",
-                serde_json::json!({"command": "ls"}),
-            )],
-        ));
-        messages.push(Message::new(
-            Role::Tool,
-            vec![tool_result(format!("c{id}"), "out ".repeat(size))],
-        ));
+        messages.extend(function_step(&format!("c{id}"), size));
     }
     messages
+}
+
+/// One step of a run: a shell call and its output of `size` words.
+fn function_step(id: &str, size: usize) -> [Message; 2] {
+    [
+        Message::new(
+            Role::Assistant,
+            vec![tool_call(id, "bash", serde_json::json!({"command": "ls"}))],
+        ),
+        Message::new(Role::Tool, vec![tool_result(id, "out ".repeat(size))]),
+    ]
 }
 
 /// An autonomous run ([`run_of`]) with outputs of random sizes, some small enough for the tail
@@ -314,14 +314,7 @@ fn mixed_run() -> impl Strategy<Value = Vec<Message>> {
             if built_in {
                 messages.extend(built_in_step(&id, size));
             } else {
-                messages.push(Message::new(
-                    Role::Assistant,
-                    vec![tool_call(&id, "bash", serde_json::json!({"command": "ls"}))],
-                ));
-                messages.push(Message::new(
-                    Role::Tool,
-                    vec![tool_result(&id, "out ".repeat(size))],
-                ));
+                messages.extend(function_step(&id, size));
             }
         }
         messages
