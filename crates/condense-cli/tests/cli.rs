@@ -614,40 +614,52 @@ fn compacted_items(
     after["input"].as_array().unwrap().clone()
 }
 
-/// A session of the local shell tool (codex-mini's, the AI SDK's `localShell`) compacts as the
-/// same session of function calls does: its calls are calls, its outputs their results (here
-/// named by `id`, as the API reference has it), so the summary names the same files, the tail
-/// keeps as many calls, and no output is left without its call.
-#[test]
-fn a_local_shell_session_compacts_as_its_function_calling_twin() {
-    let dir = tempfile::tempdir().unwrap();
+/// The OpenHands run (its 24 shell commands Codex-style function calls) with every command
+/// made a built-in tool's call and output by `as_builtin` (the call's id, its command, its
+/// output): the function-calling session and its built-in twin.
+fn shell_twins(as_builtin: impl Fn(&Value, &str, &Value) -> (Value, Value)) -> (Value, Value) {
     let chat: Value = serde_json::from_slice(
         &std::fs::read(transcripts().join("openai/openhands-ponylang__ponyc-4588.json")).unwrap(),
     )
     .unwrap();
     let functions = condense_core::testing::responses_from_chat(&chat);
-    // Every shell command the agent ran, as the local shell tool's call and output.
-    let mut shell = functions.clone();
-    let mut local = std::collections::HashSet::new();
-    for item in shell["input"].as_array_mut().unwrap() {
+    let mut twin = functions.clone();
+    let mut outputs = std::collections::HashMap::new();
+    for item in twin["input"].as_array_mut().unwrap() {
         if item["type"] == "function_call" && item["name"] == "execute_bash" {
             let arguments: Value =
                 serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
-            local.insert(item["call_id"].as_str().unwrap().to_owned());
-            *item = serde_json::json!({"type": "local_shell_call", "call_id": item["call_id"],
-                "status": "completed", "action": {"type": "exec",
-                "command": ["bash", "-lc", arguments["command"]], "env": {}}});
+            outputs.insert(item["call_id"].as_str().unwrap().to_owned(), None);
+            *item = as_builtin(
+                &item["call_id"],
+                arguments["command"].as_str().unwrap(),
+                &Value::Null,
+            )
+            .0;
         } else if item["type"] == "function_call_output"
-            && local.contains(item["call_id"].as_str().unwrap())
+            && let Some(slot) = outputs.get_mut(item["call_id"].as_str().unwrap())
         {
-            *item = serde_json::json!({"type": "local_shell_call_output",
-                "id": item["call_id"], "output": item["output"]});
+            *slot = Some(());
+            *item = as_builtin(&item["call_id"], "", &item["output"]).1;
         }
     }
-    assert_eq!(local.len(), 24);
-    let (as_functions, as_shell) = (
-        compacted_items(dir.path(), "functions.json", &functions, "16000", "4096"),
-        compacted_items(dir.path(), "shell.json", &shell, "16000", "4096"),
+    assert_eq!(outputs.len(), 24);
+    assert!(outputs.values().all(Option::is_some));
+    (functions, twin)
+}
+
+/// What a compaction of `twin` keeps, against the same compaction of its function-calling
+/// twin: the same summary (the tool named as each session names it), as many items, and every
+/// output with its call (`answered` names the calls the outputs answer).
+fn compacts_as_the_function_twin(
+    dir: &Path,
+    (functions, twin): (Value, Value),
+    tool: &str,
+    answered: impl Fn(&Value) -> Option<String>,
+) -> Vec<Value> {
+    let (as_functions, as_twin) = (
+        compacted_items(dir, "functions.json", &functions, "16000", "4096"),
+        compacted_items(dir, "twin.json", &twin, "16000", "4096"),
     );
     let summary = |items: &[Value]| {
         let text = items[0]["content"].to_string();
@@ -656,34 +668,127 @@ fn a_local_shell_session_compacts_as_its_function_calling_twin() {
             .expect("a summary");
         text[start..].to_owned()
     };
-    // The same summary, the tool named as each session names it.
     assert_eq!(
-        summary(&as_shell).replace("- local_shell: ", "- execute_bash: "),
+        summary(&as_twin).replace(&format!("- {tool}: "), "- execute_bash: "),
         summary(&as_functions)
     );
-    assert_eq!(as_shell.len(), as_functions.len());
-    let ids = |items: &[Value], kinds: &[&str], key: &str| -> Vec<String> {
-        items
-            .iter()
-            .filter(|item| kinds.contains(&item["type"].as_str().unwrap_or_default()))
-            .map(|item| item[key].as_str().unwrap().to_owned())
-            .collect()
-    };
-    let calls = ids(&as_shell, &["local_shell_call", "function_call"], "call_id");
-    let mut answered = ids(&as_shell, &["function_call_output"], "call_id");
-    answered.extend(ids(&as_shell, &["local_shell_call_output"], "id"));
-    answered.sort();
-    let mut called = calls.clone();
-    called.sort();
+    assert_eq!(as_twin.len(), as_functions.len());
+    let mut calls: Vec<String> = as_twin
+        .iter()
+        .filter(|item| {
+            item["type"]
+                .as_str()
+                .is_some_and(|kind| kind.ends_with("_call"))
+        })
+        .map(|item| item["call_id"].as_str().unwrap().to_owned())
+        .collect();
+    let mut outputs: Vec<String> = as_twin.iter().filter_map(answered).collect();
+    calls.sort();
+    outputs.sort();
     assert_eq!(
-        answered, called,
+        outputs, calls,
         "every output has its call, every call its output"
     );
+    as_twin
+}
+
+/// A session of the local shell tool (codex-mini's, the AI SDK's `localShell`) compacts as the
+/// same session of function calls does: its calls are calls, its outputs their results (here
+/// named by `id`, as the API reference has it), so the summary names the same files, the tail
+/// keeps as many calls, and no output is left without its call.
+#[test]
+fn a_local_shell_session_compacts_as_its_function_calling_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    let twins = shell_twins(|id, command, output| {
+        (
+            serde_json::json!({"type": "local_shell_call", "call_id": id, "status": "completed",
+                "action": {"type": "exec", "command": ["bash", "-lc", command], "env": {}}}),
+            serde_json::json!({"type": "local_shell_call_output", "id": id, "output": output}),
+        )
+    });
+    let items = compacts_as_the_function_twin(dir.path(), twins, "local_shell", |item| {
+        let key = match item["type"].as_str()? {
+            "function_call_output" => "call_id",
+            "local_shell_call_output" => "id",
+            _ => return None,
+        };
+        Some(item[key].as_str()?.to_owned())
+    });
     assert!(
-        as_shell
-            .iter()
-            .any(|item| item["type"] == "local_shell_call"),
+        items.iter().any(|item| item["type"] == "local_shell_call"),
         "the tail keeps the local shell's calls"
+    );
+}
+
+/// The same with the shell tool (GPT-5.1's, the Agents SDK's `ShellTool`), whose output is a
+/// list of chunks: read as their text, the session compacts as its twin does, and every output
+/// goes out as chunks the API takes, the ones condense cut to a preview as well.
+#[test]
+fn a_shell_tool_session_compacts_as_its_function_calling_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    let twins = shell_twins(|id, command, output| {
+        (
+            serde_json::json!({"type": "shell_call", "call_id": id, "status": "completed",
+                "action": {"commands": [command], "timeout_ms": 120000, "max_output_length": null}}),
+            serde_json::json!({"type": "shell_call_output", "call_id": id, "output": [
+                {"stdout": output, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]}),
+        )
+    });
+    let originals: std::collections::HashMap<String, Value> = twins.1["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "shell_call_output")
+        .map(|item| (item["call_id"].as_str().unwrap().to_owned(), item.clone()))
+        .collect();
+    let twin = twins.1.clone();
+    let items = compacts_as_the_function_twin(dir.path(), twins, "shell", |item| {
+        matches!(
+            item["type"].as_str()?,
+            "function_call_output" | "shell_call_output"
+        )
+        .then(|| item["call_id"].as_str().map(str::to_owned))?
+    });
+    assert!(
+        items.iter().any(|item| item["type"] == "shell_call_output"),
+        "the tail keeps the shell tool's outputs"
+    );
+    // In smaller windows the tail's outputs are cut to previews: each goes out as one chunk
+    // with its command's outcome.
+    let mut changed = 0;
+    for window in ["16000", "8000", "6000", "4000"] {
+        let items = compacted_items(dir.path(), "twin.json", &twin, window, "1000");
+        for output in items
+            .iter()
+            .filter(|item| item["type"] == "shell_call_output")
+        {
+            let original = &originals[output["call_id"].as_str().unwrap()];
+            let [chunk] = output["output"].as_array().unwrap().as_slice() else {
+                panic!("one chunk, as it came: {output}");
+            };
+            assert!(
+                chunk["stdout"].is_string() && chunk["stderr"] == "",
+                "{output}"
+            );
+            assert_eq!(chunk["outcome"], original["output"][0]["outcome"]);
+            if output != original {
+                // Cut to its start, shorter than it came.
+                let (cut, whole) = (
+                    chunk["stdout"].as_str().unwrap(),
+                    original["output"][0]["stdout"].as_str().unwrap(),
+                );
+                assert!(
+                    cut.len() < whole.len()
+                        && whole.starts_with(&cut.chars().take(40).collect::<String>()),
+                    "{cut}"
+                );
+                changed += 1;
+            }
+        }
+    }
+    assert!(
+        changed > 0,
+        "an output condense cut goes out as a chunk too"
     );
 }
 

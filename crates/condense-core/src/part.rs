@@ -130,8 +130,7 @@ impl Part {
 
     /// The id by which the wire links an opaque part to others, which must then stay together as
     /// a call and its result do: the Responses API's built-in tools that condense keeps whole (a
-    /// `computer_call` and its `computer_call_output`, a `shell_call` and its
-    /// `shell_call_output`, …) share a `call_id`; an MCP tool's `mcp_approval_request` is
+    /// `computer_call` and its `computer_call_output`, …) share a `call_id`; an MCP tool's `mcp_approval_request` is
     /// answered by the `approval_request_id` of an `mcp_approval_response` (and of the
     /// `mcp_call` it approved). `None` for any other part.
     pub fn opaque_link(&self) -> Option<&str> {

@@ -289,22 +289,31 @@ pub fn touched<'i>(tool: &str, input: &'i Value) -> (Vec<&'i str>, bool) {
 }
 
 /// The shell command of a call, for the tools that run one: a string (`command`, or `cmd` as
-/// Codex's `exec_command` has it), or Codex's `shell` argument list, whose script is the last
-/// word of `["bash", "-lc", SCRIPT]` and otherwise the words joined.
+/// Codex's `exec_command` has it), Codex's `shell` argument list, whose script is the last
+/// word of `["bash", "-lc", SCRIPT]` and otherwise the words joined, or the shell tool's
+/// `commands`, whole command lines run one after another (one script, a line each).
 pub fn command_of(input: &Value) -> Option<Cow<'_, str>> {
     let pieces = command_pieces(input);
+    let between = if input.get("commands").is_some() {
+        "\n"
+    } else {
+        " "
+    };
     let command = match pieces.as_slice() {
         [] => return None,
         [one] => Cow::Borrowed(*one),
-        several => Cow::Owned(several.join(" ")),
+        several => Cow::Owned(several.join(between)),
     };
     let shell_like = command.contains(' ') || command.contains('/') || command.len() > 12;
     shell_like.then_some(command)
 }
 
 /// A call's command as words borrowed from its input: the one string, the script of a shell
-/// invoked with `-c`, or each word of an argument list.
+/// invoked with `-c`, each word of an argument list, or each of the shell tool's `commands`.
 fn command_pieces(input: &Value) -> Vec<&str> {
+    if let Some(Value::Array(commands)) = input.get("commands") {
+        return commands.iter().filter_map(Value::as_str).collect();
+    }
     match input.get("command").or_else(|| input.get("cmd")) {
         Some(Value::String(command)) => vec![command.as_str()],
         Some(Value::Array(words)) => {
@@ -742,6 +751,30 @@ mod tests {
             paths_in_command("pytest tests/test_domain_py.py::test_xref -x"),
             ["tests/test_domain_py.py"]
         );
+    }
+
+    /// The shell tool's `commands` are whole command lines, run one after another: each names
+    /// its paths, a writing one makes the call a write, and the call only looks when every line
+    /// does.
+    #[test]
+    fn the_shell_tool_s_commands_are_lines_of_one_script() {
+        let reads = json!({"commands": ["cat src/lib.rs", "grep -n parse src/parser.rs"],
+            "timeout_ms": 10000, "max_output_length": null});
+        assert_eq!(
+            touched("shell", &reads),
+            (vec!["src/lib.rs", "src/parser.rs"], false)
+        );
+        assert!(only_looks("shell", &reads));
+        assert_eq!(
+            command_of(&reads).as_deref(),
+            Some("cat src/lib.rs\ngrep -n parse src/parser.rs")
+        );
+        let writes = json!({"commands": ["ls src/", "sed -i 's/a/b/' src/lib.rs"]});
+        assert_eq!(
+            touched("shell", &writes),
+            (vec!["src/", "src/lib.rs"], true)
+        );
+        assert!(!only_looks("shell", &writes));
     }
 
     /// What a command writes or searches for is not a file it names: a here-document's body

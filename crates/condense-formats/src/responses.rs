@@ -3,12 +3,12 @@
 //!
 //! Each item is one message of the model: a `message` item (or a bare `{role, content}`) is a
 //! message of its role; a call item (`function_call`, `custom_tool_call`, and the built-in
-//! tools' `local_shell_call` and `apply_patch_call`) is an assistant message holding that call;
-//! its output item (`function_call_output`, …) is a tool message holding that result. Any
-//! other item is kept as an opaque part, written back as it came: in an assistant message when
-//! the model made it (`reasoning` with its encrypted content, `web_search_call`, the `shell`
-//! tool's `shell_call`, an `item_reference` to what the provider stored of it, …), in a user
-//! message that is no person's turn when the client did (`computer_call_output`,
+//! tools' `local_shell_call`, `shell_call` and `apply_patch_call`) is an assistant message
+//! holding that call; its output item (`function_call_output`, …) is a tool message holding
+//! that result. Any other item is kept as an opaque part, written back as it came: in an
+//! assistant message when the model made it (`reasoning` with its encrypted content,
+//! `web_search_call`, a `computer_call`, an `item_reference` to what the provider stored of it,
+//! …), in a user message that is no person's turn when the client did (`computer_call_output`,
 //! `mcp_approval_response`). `instructions`, when a
 //! string, is the first message (a system one), as Anthropic's `system` is. A string `input` is
 //! the API's shorthand for one user message, and is read as that message (written back as a
@@ -50,8 +50,10 @@ enum Arguments {
 
 /// The item types that hold a call. `local_shell_call` is the local shell tool's (codex-mini,
 /// the AI SDK's `localShell`: `action.command` as a word list, as Codex's `shell` function
-/// has it); `apply_patch_call` the apply_patch tool's (`operation.path`, `operation.diff`).
-const CALLS: [CallKind; 4] = [
+/// has it); `shell_call` the shell tool's (GPT-5.1's, the Agents SDK's `ShellTool`:
+/// `action.commands`, each a whole command line); `apply_patch_call` the apply_patch tool's
+/// (`operation.path`, `operation.diff`).
+const CALLS: [CallKind; 5] = [
     CallKind {
         kind: "function_call",
         arguments: "arguments",
@@ -71,6 +73,12 @@ const CALLS: [CallKind; 4] = [
         builtin: Some("local_shell"),
     },
     CallKind {
+        kind: "shell_call",
+        arguments: "action",
+        form: Arguments::Object,
+        builtin: Some("shell"),
+    },
+    CallKind {
         kind: "apply_patch_call",
         arguments: "operation",
         form: Arguments::Object,
@@ -79,13 +87,23 @@ const CALLS: [CallKind; 4] = [
 ];
 
 /// The item types that hold a call's output (a string, or for the first two a list of
-/// content parts too).
-const OUTPUTS: [&str; 4] = [
+/// content parts too; the shell tool's, a list of [`SHELL_OUTPUT`] chunks).
+const OUTPUTS: [&str; 5] = [
     "function_call_output",
     "custom_tool_call_output",
     "local_shell_call_output",
+    "shell_call_output",
     "apply_patch_call_output",
 ];
+
+/// The shell tool's output: a list of chunks, one per command, each `{stdout, stderr,
+/// outcome}` (`outcome` an exit with its code, or a timeout), which the API takes in no other
+/// shape. Read as the text of its streams, one part each; the rest of each chunk stays among
+/// the item's fields under `output` with the streams left `null`, to be filled in again.
+const SHELL_OUTPUT: &str = "shell_call_output";
+
+/// The streams of a [`SHELL_OUTPUT`] chunk, in the order they are read.
+const SHELL_STREAMS: [&str; 2] = ["stdout", "stderr"];
 
 /// The output item that may name its call by `id` where the others have `call_id`: the API
 /// reference's `local_shell_call_output` (the AI SDK and Codex send `call_id`, which is read
@@ -350,6 +368,11 @@ fn output(kind: &str, fields: &mut JsonMap) -> Result<(Part, ContentShape), Stri
         return Err(format!("a {kind} item has no `call_id`"));
     };
     let (content, shape) = match fields.shift_remove("output") {
+        Some(Value::Array(chunks)) if kind == SHELL_OUTPUT => {
+            let (parts, skeleton) = shell_streams(&call_id, chunks)?;
+            fields.insert("output".into(), Value::Array(skeleton));
+            (ToolOutput::Parts(parts), ContentShape::Blocks)
+        }
         Some(Value::String(text)) => (ToolOutput::Text(text), ContentShape::String),
         Some(Value::Array(items)) => (
             ToolOutput::Parts(
@@ -377,6 +400,76 @@ fn output(kind: &str, fields: &mut JsonMap) -> Result<(Part, ContentShape), Stri
         extra: std::mem::take(fields),
     };
     Ok((Part::ToolResult(result), shape))
+}
+
+/// A shell output's chunks as the text of their streams (a part for each that is not empty:
+/// what the agent read) and the chunks with those streams left `null` (what they came in).
+fn shell_streams(call_id: &str, chunks: Vec<Value>) -> Result<(Vec<Part>, Vec<Value>), String> {
+    let mut parts = Vec::new();
+    let mut skeleton = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        let Value::Object(mut chunk) = chunk else {
+            return Err(format!(
+                "shell output `{call_id}`: a chunk of `output` must be an object, not {}",
+                kind_of(&chunk)
+            ));
+        };
+        for stream in SHELL_STREAMS {
+            if let Some(Value::String(text)) = chunk.get_mut(stream)
+                && !text.is_empty()
+            {
+                parts.push(Part::text(std::mem::take(text)));
+                chunk.insert(stream.into(), Value::Null);
+            }
+        }
+        skeleton.push(Value::Object(chunk));
+    }
+    Ok((parts, skeleton))
+}
+
+/// A shell output's chunks again: `skeleton`'s streams filled from `content` where it still
+/// has a text for each, as it came; else (an output condense replaced or cut) one chunk of
+/// its text, with the last command's outcome, which says how the commands ended.
+fn shell_chunks(content: &ToolOutput, skeleton: Vec<Value>) -> Vec<Value> {
+    let holes = |chunk: &Value| {
+        SHELL_STREAMS
+            .iter()
+            .filter(|stream| chunk.get(**stream).is_some_and(Value::is_null))
+            .count()
+    };
+    let texts: Option<Vec<&str>> = match content {
+        ToolOutput::Parts(parts) => parts
+            .iter()
+            .map(|part| match part {
+                Part::Text(text) if text.extra.is_empty() => Some(text.text.as_str()),
+                _ => None,
+            })
+            .collect(),
+        ToolOutput::Text(_) => None,
+    };
+    if let Some(texts) = texts
+        && texts.len() == skeleton.iter().map(holes).sum::<usize>()
+    {
+        let mut texts = texts.into_iter();
+        return skeleton
+            .into_iter()
+            .map(|mut chunk| {
+                for stream in SHELL_STREAMS {
+                    if let Some(slot) = chunk.get_mut(stream).filter(|slot| slot.is_null()) {
+                        *slot = texts.next().unwrap_or_default().into();
+                    }
+                }
+                chunk
+            })
+            .collect();
+    }
+    let mut chunk = match skeleton.into_iter().last() {
+        Some(Value::Object(chunk)) => chunk,
+        _ => JsonMap::new(),
+    };
+    chunk.insert("stdout".into(), content.text().into_owned().into());
+    chunk.insert("stderr".into(), String::new().into());
+    vec![Value::Object(chunk)]
 }
 
 pub(crate) fn to_value(conversation: &Conversation) -> Value {
@@ -516,12 +609,21 @@ fn output_item(result: &ToolResult, shape: ContentShape) -> Value {
     };
     let named_by_id = kind == OUTPUT_NAMED_BY_ID
         && extra.get("id").and_then(Value::as_str) == Some(result.call_id.as_str());
+    // A shell output's chunks, their streams taken out when it was read.
+    let skeleton = (kind == SHELL_OUTPUT).then(|| match extra.shift_remove("output") {
+        Some(Value::Array(chunks)) => chunks,
+        _ => Vec::new(),
+    });
     let mut object = JsonMap::new();
     object.insert("type".into(), kind.into());
     if !named_by_id {
         object.insert("call_id".into(), result.call_id.clone().into());
     }
     match (&result.content, shape) {
+        _ if let Some(skeleton) = skeleton => {
+            let chunks = shell_chunks(&result.content, skeleton);
+            object.insert("output".into(), Value::Array(chunks));
+        }
         (ToolOutput::Text(text), ContentShape::Absent) if text.is_empty() => {}
         (ToolOutput::Text(text), _) => {
             object.insert("output".into(), text.clone().into());
@@ -840,6 +942,143 @@ mod tests {
             to_value(&conversation).to_string(),
             to_value(&from_value(to_value(&conversation)).unwrap()).to_string(),
             "the same bytes again"
+        );
+    }
+
+    /// The shell tool's output is read as what the agent saw of it, the text of its streams,
+    /// and goes back in the chunks it came in; replaced, it is one chunk of the new text with
+    /// the last command's outcome, the only shape the API takes.
+    #[test]
+    fn a_shell_output_is_the_text_of_its_streams_in_its_chunks() {
+        let body = serde_json::json!({"model": "gpt-5.1", "input": [
+            {"role": "user", "content": "fix the parser"},
+            {"type": "shell_call", "id": "sh_1", "call_id": "call_1", "status": "completed",
+                "action": {"commands": ["cat src/parser.rs", "cargo test"], "timeout_ms": 60000, "max_output_length": null}},
+            {"type": "shell_call_output", "id": "sho_1", "call_id": "call_1", "max_output_length": 4096, "output": [
+                {"stdout": "fn parse() {}", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}},
+                {"stdout": "", "stderr": "error[E0308]: mismatched types", "outcome": {"type": "exit", "exit_code": 101}, "created_by": "agent"}
+            ]}
+        ]});
+        let mut conversation = from_value(body.clone()).unwrap();
+        let call = conversation.messages[1].parts[0].as_tool_call().unwrap();
+        assert_eq!((call.id.as_str(), call.name.as_str()), ("call_1", "shell"));
+        assert_eq!(
+            condense_core::tool_paths::touched(&call.name, &call.input),
+            (vec!["src/parser.rs"], false)
+        );
+        let result = |conversation: &Conversation| match &conversation.messages[2].parts[0] {
+            Part::ToolResult(result) => result.clone(),
+            other => panic!("the shell output is a result, not {other:?}"),
+        };
+        assert_eq!(result(&conversation).call_id, "call_1");
+        assert_eq!(
+            result(&conversation).content.text(),
+            "fn parse() {}\nerror[E0308]: mismatched types"
+        );
+        assert_eq!(to_value(&conversation), body);
+        assert_eq!(
+            to_value(&conversation).to_string(),
+            to_value(&from_value(to_value(&conversation)).unwrap()).to_string(),
+            "the same bytes again"
+        );
+        // Pruned: one chunk, ended as the last command ended.
+        let mut pruned = result(&conversation);
+        pruned.content = ToolOutput::Text("[output pruned: 2 commands]".into());
+        conversation.messages[2].parts[0] = Part::ToolResult(pruned);
+        let written = to_value(&conversation);
+        assert_eq!(
+            written["input"][2],
+            serde_json::json!({"type": "shell_call_output", "call_id": "call_1", "output": [
+                {"stdout": "[output pruned: 2 commands]", "stderr": "", "outcome": {"type": "exit", "exit_code": 101}, "created_by": "agent"}
+            ], "id": "sho_1", "max_output_length": 4096})
+        );
+        assert_eq!(
+            to_value(&from_value(written.clone()).unwrap()),
+            written,
+            "read back as written"
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever a shell output's chunks hold (empty streams, a timeout, fields the API may
+        /// add), it reads into the text of its streams and goes back byte for byte; replaced,
+        /// it goes back as one chunk with the last chunk's outcome.
+        #[test]
+        fn any_shell_output_goes_back_as_it_came(
+            chunks in proptest::collection::vec(
+                (
+                    proptest::option::of("[a-z \n]{0,12}"),
+                    proptest::option::of("[a-z \n]{0,12}"),
+                    proptest::option::of(proptest::prelude::any::<i32>()),
+                    proptest::prelude::any::<bool>(),
+                ),
+                0..5,
+            )
+        ) {
+            let output: Vec<Value> = chunks
+                .iter()
+                .map(|(stdout, stderr, exit, created)| {
+                    let mut chunk = JsonMap::new();
+                    if let Some(stdout) = stdout {
+                        chunk.insert("stdout".into(), stdout.clone().into());
+                    }
+                    if let Some(stderr) = stderr {
+                        chunk.insert("stderr".into(), stderr.clone().into());
+                    }
+                    let outcome = match exit {
+                        Some(code) => serde_json::json!({"type": "exit", "exit_code": code}),
+                        None => serde_json::json!({"type": "timeout"}),
+                    };
+                    chunk.insert("outcome".into(), outcome);
+                    if *created {
+                        chunk.insert("created_by".into(), "agent".into());
+                    }
+                    Value::Object(chunk)
+                })
+                .collect();
+            let body = serde_json::json!({"input": [
+                {"type": "shell_call", "call_id": "c", "action": {"commands": ["ls"]}},
+                {"type": "shell_call_output", "call_id": "c", "output": output}
+            ]});
+            let conversation = from_value(body.clone()).unwrap();
+            proptest::prop_assert_eq!(&to_value(&conversation), &body);
+            let Part::ToolResult(result) = &conversation.messages[1].parts[0] else {
+                panic!("a result");
+            };
+            let streams: Vec<&str> = chunks
+                .iter()
+                .flat_map(|(stdout, stderr, _, _)| [stdout, stderr])
+                .filter_map(|stream| stream.as_deref())
+                .filter(|stream| !stream.is_empty())
+                .collect();
+            proptest::prop_assert_eq!(result.content.text(), streams.join("\n"));
+            let mut replaced = conversation.clone();
+            if let Part::ToolResult(result) = &mut replaced.messages[1].parts[0] {
+                result.content = ToolOutput::Text("[pruned]".into());
+            }
+            let written = to_value(&replaced);
+            let chunks = written["input"][1]["output"].as_array().unwrap();
+            proptest::prop_assert_eq!(chunks.len(), 1);
+            proptest::prop_assert_eq!(&chunks[0]["stdout"], "[pruned]");
+            proptest::prop_assert_eq!(&chunks[0]["stderr"], "");
+            proptest::prop_assert_eq!(
+                &chunks[0]["outcome"],
+                output.last().map_or(&Value::Null, |chunk| &chunk["outcome"])
+            );
+        }
+    }
+
+    #[test]
+    fn a_shell_output_chunk_that_is_no_object_is_named() {
+        let error = from_value(serde_json::json!({"input": [
+            {"type": "shell_call_output", "call_id": "call_1", "output": ["ok"]}
+        ]}))
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("message 0"), "{error}");
+        assert!(
+            error.contains("`call_1`: a chunk of `output` must be an object"),
+            "{error}"
         );
     }
 
