@@ -553,7 +553,7 @@ impl Compactor {
             && {
                 let as_measured = measure(conversation, reported, counts, |_| 0, tools).0;
                 let sample = usage::sample(&as_measured, as_measured.tokens(), tokens_in);
-                let line = line_for(&as_measured, sample, state.counted.as_ref(), prefix, reply);
+                let line = line_for(&as_measured, sample, state, prefix, reply);
                 let as_it_came =
                     usage::in_providers(&as_measured, as_measured.tokens(), counts, line);
                 as_it_came < due_at(tail, line) && {
@@ -594,7 +594,7 @@ impl Compactor {
         let sample = harness_figure
             .then(|| usage::sample(&measured, due_tokens, tokens))
             .flatten();
-        let line = line_for(&measured, sample, state.counted.as_ref(), prefix, reply);
+        let line = line_for(&measured, sample, state, prefix, reply);
         if let Some(sample) = sample {
             state.counted = Some(Counted::with(state.counted, sample, prefix));
         }
@@ -2006,9 +2006,10 @@ fn tools_without_a_figure(
     }
 }
 
-/// The line a request `measured` so is sized by, with the agent's longest `reply`: through its
-/// `sample` (the provider's figure against condense's count) and the session's `counted`
-/// requests of the same `prefix`, where they give one. Before the provider has reported any
+/// The line a request `measured` so is sized by, with the agent's longest `reply` and the
+/// room a reply cut short asked for ([`SessionState::reply_floor`]): through its `sample` (the
+/// provider's figure against condense's count) and the session's counted requests of the same
+/// `prefix`, where they give one. Before the provider has reported any
 /// figure: the request's tool definitions as the fixed part, in condense's count
 /// ([`Line::of_tools`]), where it carries any; the room a compaction leaves the summary and the
 /// tail is then the window less them, not a share of the request that shrinks with the
@@ -2016,17 +2017,17 @@ fn tools_without_a_figure(
 fn line_for(
     measured: &Measure,
     sample: Option<Sample>,
-    counted: Option<&Counted>,
+    state: &SessionState,
     prefix: u64,
     reply: usize,
 ) -> Option<Line> {
     let line = match *measured {
         Measure::Tokenizer { tools, .. } => Line::of_tools(tools),
         Measure::ProviderUsage { .. } => {
-            sample.and_then(|sample| Line::through(counted, sample, prefix))
+            sample.and_then(|sample| Line::through(state.counted.as_ref(), sample, prefix))
         }
     };
-    line.map(|line| line.with_reply(reply))
+    line.map(|line| line.with_reply(reply).with_reply_floor(state.reply_floor))
 }
 
 /// The result judged on the trigger's own measure: the provider's count (when the trigger used

@@ -42,6 +42,15 @@ pub struct SessionState {
     /// Absent from states saved before it existed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub longest_reply: usize,
+    /// The least room left to the reply, in the provider's tokens, after a reply stopped at a
+    /// limit condense had lowered ([`SessionState::record_cut_reply`]) and until one goes
+    /// through: twice that limit, up to the reserve the window keeps for it. The agent wrote a
+    /// longer reply than the room condense judged enough, and the client sends its request
+    /// again, or asks the agent to go on: in the same room it would be cut again. Once a reply
+    /// goes through, it is in the history, and [`SessionState::longest_reply`] holds its
+    /// length. Absent from states saved before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reply_floor: usize,
     /// How many messages the request last prepared from this state carried as it went out
     /// (condense's summary and continuation among them): where the provider refuses that
     /// request as longer than its window, its count covers all of them
@@ -126,19 +135,23 @@ impl Counted {
 }
 
 /// The provider's count of the request that produced the message at `message`: its whole input
-/// plus that reply. Or, `refused`, of a request it refused as longer than the model's window:
-/// its input alone, `message` the last message that request carried.
+/// plus that reply. Or, `unanswered`, of a request whose answer the client cannot go on from
+/// (refused as longer than the model's window, or cut short at a limit condense lowered): its
+/// input alone, `message` the last message that request carried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReportedUsage {
     /// The message whose usage it is.
     pub message: usize,
     /// The tokens the provider counted.
     pub tokens: usize,
-    /// The provider refused the request as too long and said how long it counted it: nothing
-    /// answered it, so the client sends the same messages again with no answer among them.
-    /// (A figure for an answer stands at the answer, which the next request carries.)
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub refused: bool,
+    /// Nothing the client can go on from answered the request: the provider refused it as too
+    /// long, saying how long it counted it, or its reply stopped at a limit condense had
+    /// lowered. The client sends the same messages again with no answer among them (or goes on
+    /// after them), so the figure, its input alone, stands at the request's last message. (A
+    /// figure for an answer stands at the answer, which the next request carries.) Saved as
+    /// `refused` before a cut reply was one.
+    #[serde(default, alias = "refused", skip_serializing_if = "std::ops::Not::not")]
+    pub unanswered: bool,
 }
 
 impl ReportedUsage {
@@ -148,24 +161,25 @@ impl ReportedUsage {
         ReportedUsage {
             message,
             tokens,
-            refused: false,
+            unanswered: false,
         }
     }
 
-    /// The provider's count of the input of a request it refused as longer than the window,
-    /// whose last message was at `message`.
-    pub fn refused(message: usize, tokens: usize) -> Self {
+    /// The provider's count of the input of a request nothing the client can go on from
+    /// answered (refused as longer than the window, or its reply cut short at a limit condense
+    /// lowered), whose last message was at `message`.
+    pub fn unanswered(message: usize, tokens: usize) -> Self {
         ReportedUsage {
             message,
             tokens,
-            refused: true,
+            unanswered: true,
         }
     }
 
-    /// [`ReportedUsage::refused`] for a refused request of `sent` messages, as prepared: the
-    /// count stands at its last message. `None` for a request of none, which nothing prepared.
-    pub fn refused_request(sent: usize, tokens: usize) -> Option<Self> {
-        Some(ReportedUsage::refused(sent.checked_sub(1)?, tokens))
+    /// [`ReportedUsage::unanswered`] for a request of `sent` messages, as prepared: the count
+    /// stands at its last message. `None` for a request of none, which nothing prepared.
+    pub fn unanswered_request(sent: usize, tokens: usize) -> Option<Self> {
+        Some(ReportedUsage::unanswered(sent.checked_sub(1)?, tokens))
     }
 }
 
@@ -201,6 +215,7 @@ impl SessionState {
         if self.sent_messages == 0 {
             return false;
         }
+        self.reply_went_through();
         self.reported_usage = Some(ReportedUsage::answered(self.sent_messages, tokens));
         true
     }
@@ -213,11 +228,35 @@ impl SessionState {
     /// and the harness should see the provider's error. `false`, and nothing recorded, where no
     /// request was prepared from this state.
     pub fn record_refusal(&mut self, tokens: usize) -> bool {
-        let Some(refused) = ReportedUsage::refused_request(self.sent_messages, tokens) else {
+        let Some(refused) = ReportedUsage::unanswered_request(self.sent_messages, tokens) else {
             return false;
         };
         self.reported_usage = Some(refused);
         true
+    }
+
+    /// The reply to the request last prepared from this state stopped at `limit`, a limit
+    /// condense had lowered the request's to (the report's `reply_limit`; Anthropic's
+    /// `stop_reason: "max_tokens"`, Chat Completions' `finish_reason: "length"`). Until a reply
+    /// goes through, the reply keeps twice that room, up to the reserve the window keeps for
+    /// it, and the conversation is compacted to leave it: doubling finds a reply of any length
+    /// in as many cuts as it takes to double past it, and takes from the conversation no more
+    /// than twice the room that reply needed. `input_tokens`, the provider's count of the request's input
+    /// where the answer gave it, is recorded as the figure of a request nothing answered
+    /// ([`ReportedUsage::unanswered`]): the client sends it again, or goes on after it.
+    pub fn record_cut_reply(&mut self, limit: usize, input_tokens: Option<usize>) {
+        self.reply_floor = self.reply_floor.max(limit.saturating_mul(2));
+        if let Some(usage) = input_tokens
+            .and_then(|tokens| ReportedUsage::unanswered_request(self.sent_messages, tokens))
+        {
+            self.reported_usage = Some(usage);
+        }
+    }
+
+    /// A reply went through, not cut: the room a cut reply asked for is no longer needed
+    /// ([`SessionState::reply_floor`]).
+    pub fn reply_went_through(&mut self) {
+        self.reply_floor = 0;
     }
 
     /// A state saved with [`SessionState::to_json`].
@@ -233,6 +272,38 @@ impl SessionState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each cut doubles the room of the limit that cut it, a shorter cut lowering nothing, and
+    /// the input's count, where there is one, stands at the cut request's last message, until a
+    /// reply goes through; a state saved before the floor existed reads with none, and one
+    /// without a cut saves none.
+    #[test]
+    fn a_cut_reply_s_floor_doubles_and_never_falls() {
+        let mut state = SessionState::default();
+        state.record_cut_reply(1_200, None);
+        assert_eq!(state.reply_floor, 2_400);
+        state.record_cut_reply(800, None);
+        assert_eq!(state.reply_floor, 2_400);
+        state.record_cut_reply(2_400, None);
+        assert_eq!(state.reply_floor, 4_800);
+        assert_eq!(state.reported_usage, None, "nothing prepared, no figure");
+        // The input's count stands at the last message of the request prepared.
+        state.sent_messages = 9;
+        state.record_cut_reply(2_000, Some(14_000));
+        assert_eq!(state.reply_floor, 4_800);
+        assert_eq!(
+            state.reported_usage,
+            Some(ReportedUsage::unanswered(8, 14_000))
+        );
+        let saved = state.to_json();
+        assert_eq!(SessionState::from_json(&saved).unwrap().reply_floor, 4_800);
+        // A reply that goes through ends it.
+        assert!(state.record_answer(20_000));
+        assert_eq!(state.reply_floor, 0);
+        let fresh = SessionState::default().to_json();
+        assert!(!fresh.contains("reply_floor"), "{fresh}");
+        assert_eq!(SessionState::from_json(&fresh).unwrap().reply_floor, 0);
+    }
 
     /// A cache used again moves last with its new time; past [`CacheUse::KEPT`] the one used
     /// longest ago goes; a state saved before the list existed reads with none.
@@ -262,10 +333,10 @@ mod tests {
     #[test]
     fn a_refusal_stands_at_the_refused_request_s_last_message() {
         assert_eq!(
-            ReportedUsage::refused_request(5, 40_000),
-            Some(ReportedUsage::refused(4, 40_000))
+            ReportedUsage::unanswered_request(5, 40_000),
+            Some(ReportedUsage::unanswered(4, 40_000))
         );
-        assert_eq!(ReportedUsage::refused_request(0, 40_000), None);
+        assert_eq!(ReportedUsage::unanswered_request(0, 40_000), None);
         let mut state = SessionState::default();
         assert!(!state.record_refusal(40_000));
         assert_eq!(state.reported_usage, None);
@@ -273,7 +344,7 @@ mod tests {
         assert!(state.record_refusal(40_000));
         assert_eq!(
             state.reported_usage,
-            Some(ReportedUsage::refused(4, 40_000))
+            Some(ReportedUsage::unanswered(4, 40_000))
         );
     }
 }

@@ -149,6 +149,14 @@ impl Line {
         }
     }
 
+    /// The line, the reply given at least `floor` tokens ([`crate::SessionState::reply_floor`]).
+    pub fn with_reply_floor(self, floor: usize) -> Line {
+        Line {
+            reply: self.reply.max(floor as f64),
+            ..self
+        }
+    }
+
     /// The provider's count at which a request is due for compaction: `usable`, the window less
     /// the reply's reserve, unless the fixed part leaves the conversation less than
     /// [`CONVERSATION_SHARE`] of what it leaves of the `window`; then that share, or less where
@@ -310,8 +318,9 @@ pub(crate) fn measure(
     let harness = reported
         .and_then(|usage| {
             let last = conversation.messages.len().checked_sub(1)?;
-            let message = if usage.refused {
-                // What the provider refused comes again as the client sent it: its figure
+            let message = if usage.unanswered {
+                // What the provider refused, or answered with a reply cut short, comes again as
+                // the client sent it (or goes on after it): its figure
                 // covers every message (and a continuation condense appended, which the
                 // client's do not hold). A history shorter than that is another request.
                 if usage.message > last + 1 {
@@ -469,7 +478,7 @@ mod tests {
             |usage: ReportedUsage| measure(&conversation, Some(usage), &counts, |_| 0, 0).0;
         for message in [2, 3] {
             assert_eq!(
-                measured(ReportedUsage::refused(message, 40_000)),
+                measured(ReportedUsage::unanswered(message, 40_000)),
                 Measure::ProviderUsage {
                     tokens: 40_000,
                     reported: 40_000,
@@ -479,7 +488,7 @@ mod tests {
             );
         }
         assert!(matches!(
-            measured(ReportedUsage::refused(4, 40_000)),
+            measured(ReportedUsage::unanswered(4, 40_000)),
             Measure::Tokenizer { .. }
         ));
         // Taken as an answer's, the figure would stand one earlier and count the last message

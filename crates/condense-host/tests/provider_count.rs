@@ -833,6 +833,75 @@ async fn the_first_compaction_lowers_the_reply_s_limit_by_the_provider_s_count()
     );
 }
 
+/// A reply that stopped at the limit condense lowered (the proxy reads `max_tokens` in the
+/// answer) asks for more room. Where tools take 11K of a 16K window, a compaction leaves the
+/// conversation three quarters of the rest and lowers the reply's limit to what is left; the
+/// same request prepared again after that reply was cut, as the client sends it to try again,
+/// leaves the reply twice the limit that cut it, here more than the reserve the harness keeps
+/// for it, so the limit goes out as the harness asked, and the conversation is compacted to
+/// fit beside it. Where tools leave less, the conversation gives up all it can.
+#[tokio::test]
+async fn a_reply_cut_at_a_lowered_limit_gets_twice_the_room_next_time() {
+    const WINDOW: usize = 16_000;
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "16000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+    ]);
+    let counter = Tiktoken::default();
+    for (tools, least_room) in [(40, 4_096), (46, 3_000)] {
+        let tools: Vec<serde_json::Value> = (0..tools)
+            .map(|tool| {
+                serde_json::json!({
+                    "name": format!("tool_{tool}"),
+                    "description": format!("Tool {tool} checks one part of the build. ").repeat(25),
+                    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+                })
+            })
+            .collect();
+        let tools_tokens = counter.count_text(&serde_json::Value::from(tools.clone()).to_string());
+        let mut messages = vec![
+            Message::text(Role::System, "You are a careful agent."),
+            Message::text(Role::User, "make the checks pass"),
+        ];
+        shell_steps(&mut messages, 0, 12, 500);
+        let mut conversation = Conversation::new(messages);
+        conversation.envelope =
+            serde_json::json!({"model": "m", "max_tokens": 4_096, "tools": tools})
+                .as_object()
+                .cloned();
+        let prepare = |mut state: SessionState| {
+            let (compactor, conversation) = (&compactor, conversation.clone());
+            async move {
+                let sent = compactor.prepare(conversation, &mut state).await.unwrap();
+                (sent, state)
+            }
+        };
+        let (first, mut state) = prepare(SessionState::default()).await;
+        let cut = summarized_within(&first, tools_tokens, WINDOW);
+        assert!(
+            cut < 2_048 + 1_024,
+            "{tools_tokens} tokens of tools: lowered to {cut}"
+        );
+        assert_eq!(state.reply_floor, 0);
+        state.record_cut_reply(cut, None);
+        let (again, kept) = prepare(state).await;
+        let room = summarized_within(&again, tools_tokens, WINDOW);
+        assert!(
+            room >= least_room && room <= 4_096,
+            "{tools_tokens} tokens of tools: {cut} then {room}"
+        );
+        assert!(
+            counter.count_conversation(&again.conversation)
+                < counter.count_conversation(&first.conversation) / 2
+        );
+        assert_eq!(
+            kept.reply_floor,
+            2 * cut,
+            "the floor stays with the session"
+        );
+    }
+}
+
 /// Before the provider has reported any figure (a resumed session's first request), the tool
 /// definitions the request carries are counted beside its messages: thirty steps that fit a
 /// 32K window alone are due with 8K tokens of tools, and compacted to fit the window beside

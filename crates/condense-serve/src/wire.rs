@@ -220,6 +220,8 @@ pub struct UsageScanner {
 pub struct ScannedAnswer {
     /// The request's whole input plus its output, where the provider reported them.
     pub tokens: Option<u64>,
+    /// The request's whole input alone, where the provider reported it.
+    pub input: Option<u64>,
     /// Whether the reply stopped because it reached its limit.
     pub at_limit: bool,
 }
@@ -275,6 +277,7 @@ impl UsageScanner {
         };
         ScannedAnswer {
             tokens,
+            input: self.input,
             at_limit: self.at_limit,
         }
     }

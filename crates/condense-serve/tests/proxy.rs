@@ -2111,6 +2111,19 @@ async fn anthropic_window(
     prefix: usize,
     scale: f64,
 ) -> (SocketAddr, Arc<std::sync::Mutex<Vec<(Value, bool)>>>) {
+    anthropic_writing(window, prefix, scale, 0).await
+}
+
+/// [`anthropic_window`]'s upstream, for an agent told to write the whole report (its last
+/// message says so) with a reply that takes `needs` tokens: a `Write` of the report, or, where
+/// `max_tokens` is less, the text so far stopped at the limit, as Anthropic's reply does
+/// (`stop_reason: "max_tokens"`).
+async fn anthropic_writing(
+    window: usize,
+    prefix: usize,
+    scale: f64,
+    needs: usize,
+) -> (SocketAddr, Arc<std::sync::Mutex<Vec<(Value, bool)>>>) {
     let received: Arc<std::sync::Mutex<Vec<(Value, bool)>>> = Arc::default();
     let bodies = received.clone();
     let answer = move |body: axum::body::Bytes| {
@@ -2120,6 +2133,10 @@ async fn anthropic_window(
             let input = (anthropic_tokens(&body) as f64 * scale).round() as usize + prefix;
             let limit = body["max_tokens"].as_u64().unwrap() as usize;
             let refused = input + limit > window;
+            let writes = body["messages"]
+                .as_array()
+                .and_then(|messages| messages.last())
+                .is_some_and(|last| last.to_string().contains(WRITE_THE_REPORT));
             let turn = {
                 let mut bodies = bodies.lock().unwrap();
                 bodies.push((body, refused));
@@ -2136,21 +2153,119 @@ async fn anthropic_window(
                 let error = json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
                 return (axum::http::StatusCode::BAD_REQUEST, error.to_string());
             }
-            let reply = json!({
-                "id": format!("msg_{turn}"), "type": "message", "role": "assistant",
-                "model": "claude-sonnet-4",
-                "content": [{"type": "tool_use", "id": format!("toolu_{turn}"), "name": "Bash",
-                             "input": {"command": format!("cat part_{turn}.log")}}],
-                "stop_reason": "tool_use", "stop_sequence": null,
-                "usage": {"input_tokens": 3, "cache_read_input_tokens": input - 3,
-                          "cache_creation_input_tokens": 0, "output_tokens": 40},
-            });
+            let reply = if writes && limit < needs {
+                json!({
+                    "id": format!("msg_{turn}"), "type": "message", "role": "assistant",
+                    "model": "claude-sonnet-4",
+                    "content": [{"type": "text", "text": "Here is the report on every part"}],
+                    "stop_reason": "max_tokens", "stop_sequence": null,
+                    "usage": {"input_tokens": 3, "cache_read_input_tokens": input - 3,
+                              "cache_creation_input_tokens": 0, "output_tokens": limit},
+                })
+            } else if writes {
+                let report = "part served ok. ".repeat(needs / 4);
+                json!({
+                    "id": format!("msg_{turn}"), "type": "message", "role": "assistant",
+                    "model": "claude-sonnet-4",
+                    "content": [{"type": "tool_use", "id": format!("toolu_{turn}"), "name": "Write",
+                                 "input": {"file_path": "report.md", "content": report}}],
+                    "stop_reason": "tool_use", "stop_sequence": null,
+                    "usage": {"input_tokens": 3, "cache_read_input_tokens": input - 3,
+                              "cache_creation_input_tokens": 0, "output_tokens": needs},
+                })
+            } else {
+                json!({
+                    "id": format!("msg_{turn}"), "type": "message", "role": "assistant",
+                    "model": "claude-sonnet-4",
+                    "content": [{"type": "tool_use", "id": format!("toolu_{turn}"), "name": "Bash",
+                                 "input": {"command": format!("cat part_{turn}.log")}}],
+                    "stop_reason": "tool_use", "stop_sequence": null,
+                    "usage": {"input_tokens": 3, "cache_read_input_tokens": input - 3,
+                              "cache_creation_input_tokens": 0, "output_tokens": 40},
+                })
+            };
             (axum::http::StatusCode::OK, reply.to_string())
         }
     };
     let app = axum::Router::new().route("/v1/messages", axum::routing::post(answer));
     let address = serving(app).await;
     (address, received)
+}
+
+/// What the client's last message says when the agent is to write its report in one reply
+/// ([`anthropic_writing`]).
+const WRITE_THE_REPORT: &str = "now write the whole report";
+
+/// An agent whose replies take a few dozen tokens until it is told to write its report in one
+/// reply of 2,500, where a system prompt and tools take 11,000 of a 16K window: condense gives
+/// the conversation three quarters of what they leave and lowers the reply's limit to the rest
+/// (more than any reply before needed), which cuts the report short. The client sends that
+/// request again, as Claude Code does after a reply stopped at `max_tokens`: condense, having
+/// read the cut in the answer, leaves the reply twice that limit, and the report goes through
+/// (after which it is the longest reply in the history, and the room that cut asked for is
+/// given back). Without that, every retry was cut at the same limit. No request is refused,
+/// none cut twice.
+#[tokio::test]
+async fn a_request_sent_again_after_a_reply_cut_at_a_lowered_limit_leaves_it_room() {
+    const WINDOW: usize = 16_000;
+    const PREFIX: usize = 11_000;
+    const NEEDS: usize = 2_500;
+    let (upstream, received) = anthropic_writing(WINDOW, PREFIX, 1.0, NEEDS).await;
+    let running = proxy_to(upstream, WINDOW, |_| {}).await;
+    let mut messages = vec![json!({"role": "user", "content": "report on every part of the log"})];
+    let (mut cuts, mut turn) = (Vec::new(), 0);
+    while turn < 10 {
+        let response = client()
+            .post(format!("{}/v1/messages", running.url))
+            .header("x-api-key", "sk-ant-test")
+            .header("anthropic-version", "2023-06-01")
+            .header("x-condense-session", "long-replies-cut")
+            .json(&json!({"model": "claude-sonnet-4", "max_tokens": 4_096, "messages": messages}))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let answer: Value = response.json().await.unwrap();
+        assert_eq!(status, 200, "request {turn}: {answer}");
+        running.proxy.flushed().await;
+        if answer["stop_reason"] == "max_tokens" {
+            // Sent again as it was.
+            cuts.push(turn);
+            assert!(cuts.len() <= 1, "cut again: {cuts:?}");
+            continue;
+        }
+        let id = answer["content"][0]["id"].clone();
+        messages.push(json!({"role": "assistant", "content": answer["content"]}));
+        let mut output: String = (0..80)
+            .map(|line| format!("part {turn} line {line}: request served in {line} ms\n"))
+            .collect();
+        if turn == 4 {
+            output.push_str(WRITE_THE_REPORT);
+        }
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": output}]}));
+        turn += 1;
+    }
+    assert_eq!(
+        cuts,
+        [5],
+        "the report was cut once, at the limit condense lowered"
+    );
+    let bodies = received.lock().unwrap().clone();
+    assert!(bodies.iter().all(|(_, refused)| !refused));
+    let limits: Vec<u64> = bodies
+        .iter()
+        .map(|(body, _)| body["max_tokens"].as_u64().unwrap())
+        .collect();
+    let cut = limits[5];
+    assert!((cut as usize) < NEEDS, "{limits:?}");
+    // The request sent again: twice the room, and the report went through in it.
+    assert!(limits[6] >= (2 * cut).min(4_096), "{limits:?}");
+    let metrics = running.proxy.metrics.render();
+    assert_eq!(
+        metric(&metrics, "condense_replies_cut_at_lowered_limit_total"),
+        1
+    );
 }
 
 /// A client that asks Anthropic for replies of up to 12,000 tokens in a 32K window, where

@@ -565,7 +565,7 @@ impl Proxy {
             Some(TooLong::Uncounted) if prepared.window == 0 => None,
             refusal => refusal.map(|refusal| refusal.input_tokens(prepared.window)),
         };
-        let Some(usage) = tokens.and_then(|tokens| ReportedUsage::refused_request(sent, tokens))
+        let Some(usage) = tokens.and_then(|tokens| ReportedUsage::unanswered_request(sent, tokens))
         else {
             return Answered::Given(relayed_whole(provider, status, &headers, body));
         };

@@ -173,10 +173,10 @@ pub(super) struct UsageSink {
 
 impl UsageSink {
     fn record(self, answer: ScannedAnswer) {
-        if answer.at_limit
-            && let Some(limit) = self.lowered_limit
-        {
+        let cut_at = self.lowered_limit.filter(|_| answer.at_limit);
+        if let Some(limit) = cut_at {
             // The one cost of lowering a limit: a reply longer than the room condense left.
+            // The session's next requests leave the reply more (`record_cut_reply`).
             Metrics::add(&self.proxy.metrics.replies_cut_at_lowered_limit, 1);
             tracing::warn!(
                 session = %self.session,
@@ -184,15 +184,33 @@ impl UsageSink {
                 "the reply stopped at the limit condense lowered it to"
             );
         }
-        let Some(tokens) = answer.tokens else {
-            return;
+        let count = |tokens: u64| usize::try_from(tokens).unwrap_or(usize::MAX);
+        let usage = match cut_at {
+            // No answer the client can go on from: it sends the request again (or goes on
+            // after it), which the input's count measures.
+            Some(_) => answer
+                .input
+                .and_then(|input| ReportedUsage::unanswered_request(self.message, count(input))),
+            None => answer
+                .tokens
+                .map(|tokens| ReportedUsage::answered(self.message, count(tokens))),
         };
+        if usage.is_none() && cut_at.is_none() {
+            return;
+        }
         let proxy = self.proxy.clone();
         proxy.in_background(async move {
-            let tokens = usize::try_from(tokens).unwrap_or(usize::MAX);
-            self.proxy
-                .record_usage(self.session, ReportedUsage::answered(self.message, tokens))
-                .await;
+            let learn = |state: &mut SessionState| {
+                if let Some(usage) = usage {
+                    state.reported_usage = Some(usage);
+                }
+                match cut_at {
+                    // The input's figure is `usage`'s, at the message this request sent last.
+                    Some(limit) => state.record_cut_reply(count(limit), None),
+                    None => state.reply_went_through(),
+                }
+            };
+            self.proxy.learn(self.session, learn).await;
         });
     }
 }

@@ -139,6 +139,13 @@ impl Proxy {
 
     /// Records the provider's count of a request in its session, for the next trigger.
     pub(super) async fn record_usage(&self, session: String, usage: ReportedUsage) {
+        self.learn(session, |state| state.reported_usage = Some(usage))
+            .await;
+    }
+
+    /// Records what the provider's answer told of the session (`learn`, applied to its latest
+    /// state, again where a concurrent save won): its count of the request, a reply cut short.
+    pub(super) async fn learn(&self, session: String, learn: impl Fn(&mut SessionState)) {
         let lock = self.session_lock(&session);
         let _guard = lock.lock().await;
         for _ in 0..SAVE_ATTEMPTS {
@@ -149,7 +156,7 @@ impl Proxy {
                     return;
                 }
             };
-            versioned.state.reported_usage = Some(usage);
+            learn(&mut versioned.state);
             match self
                 .save(&session, versioned.state, versioned.version)
                 .await
