@@ -367,7 +367,7 @@ impl Compactor {
                 at_message,
                 ignored_messages: 0,
             });
-            state.sent_messages = compaction.conversation.messages.len();
+            state.record_sent(&compaction);
             return Ok(compaction);
         };
         // The provider's count is for a request as the client sent it: in the view it stands
@@ -405,7 +405,7 @@ impl Compactor {
         });
         // As it goes out, the provider's compaction and what it hides included: a refusal's
         // count is of all of it, as an answer's is ([`SessionState::record_refusal`]).
-        state.sent_messages = compaction.conversation.messages.len();
+        state.record_sent(&compaction);
         Ok(compaction)
     }
 

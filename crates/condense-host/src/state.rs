@@ -57,6 +57,12 @@ pub struct SessionState {
     /// ([`SessionState::record_refusal`]). Absent from states saved before it existed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub sent_messages: usize,
+    /// The reply limit the request last prepared from this state went out with, where condense
+    /// lowered it (the report's `reply_limit`); 0 where it did not. A reply cut at it is
+    /// condense's doing ([`SessionState::record_cut_short`]). Absent from states saved before
+    /// it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sent_reply_limit: usize,
 }
 
 /// Whether `value` is 0 (serde's `skip_serializing_if` takes a function).
@@ -253,6 +259,28 @@ impl SessionState {
         }
     }
 
+    /// The reply to the request last prepared from this state stopped at the limit condense
+    /// lowered it to ([`SessionState::sent_reply_limit`]): [`SessionState::record_cut_reply`]
+    /// with that limit. `false`, and nothing recorded, where condense did not lower the
+    /// request's limit: a reply cut at the limit the harness asked is the harness's to handle.
+    pub fn record_cut_short(&mut self, input_tokens: Option<usize>) -> bool {
+        if self.sent_reply_limit == 0 {
+            return false;
+        }
+        self.record_cut_reply(self.sent_reply_limit, input_tokens);
+        true
+    }
+
+    /// What the request `sent` was prepared into: how many messages it carried as it went out,
+    /// and the reply limit condense lowered, for what the provider answers to it.
+    pub(crate) fn record_sent(&mut self, sent: &crate::Compaction) {
+        self.sent_messages = sent.conversation.messages.len();
+        self.sent_reply_limit = sent
+            .report
+            .reply_limit
+            .map_or(0, |limit| usize::try_from(limit.sent).unwrap_or(usize::MAX));
+    }
+
     /// A reply went through, not cut: the room a cut reply asked for is no longer needed
     /// ([`SessionState::reply_floor`]).
     pub fn reply_went_through(&mut self) {
@@ -287,6 +315,8 @@ mod tests {
         state.record_cut_reply(2_400, None);
         assert_eq!(state.reply_floor, 4_800);
         assert_eq!(state.reported_usage, None, "nothing prepared, no figure");
+        // Where condense lowered no limit, a cut is not its doing.
+        assert!(!state.clone().record_cut_short(Some(14_000)));
         // The input's count stands at the last message of the request prepared.
         state.sent_messages = 9;
         state.record_cut_reply(2_000, Some(14_000));

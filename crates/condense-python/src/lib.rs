@@ -292,8 +292,11 @@ impl Compactor {
     /// session), pruned, and summarized only when due; `usage` is the provider's count of the
     /// request that the body's last assistant message answered (its input and that answer),
     /// when the harness has it; `refused`, the provider's refusal of the request last prepared
-    /// from `state` as longer than the window: its error (a body), or the count it gave.
-    #[pyo3(signature = (body, format, state=None, usage=None, refused=None))]
+    /// from `state` as longer than the window: its error (a body), or the count it gave;
+    /// `cut_short`, the provider's count of the input of the request last prepared from
+    /// `state`, whose reply stopped at the limit condense lowered it to.
+    #[pyo3(signature = (body, format, state=None, usage=None, refused=None, cut_short=None))]
+    #[allow(clippy::too_many_arguments)]
     fn prepare(
         &self,
         py: Python<'_>,
@@ -302,6 +305,7 @@ impl Compactor {
         state: Option<&str>,
         usage: Option<usize>,
         refused: Option<&Bound<'_, PyAny>>,
+        cut_short: Option<usize>,
     ) -> PyResult<Prepared> {
         let format = format_named(format)?;
         let body = body_of(body)?;
@@ -313,6 +317,16 @@ impl Compactor {
         if usage.is_some() && refused.is_some() {
             return Err(error(
                 "`usage` and `refused` are for two different requests: `usage` for the one the body's last assistant message answered, `refused` for the one last prepared, which got no answer",
+            ));
+        }
+        if cut_short.is_some() && (usage.is_some() || refused.is_some()) {
+            return Err(error(
+                "`cut_short` is for the request last prepared, whose reply stopped at the limit condense lowered: it got no answer to count (`usage`), and was not refused (`refused`)",
+            ));
+        }
+        if cut_short.is_some() && !state.record_cut_short(cut_short) {
+            return Err(error(
+                "`cut_short`: condense did not lower the reply's limit of the request last prepared from this state; a reply cut at the limit the harness asked is the harness's to handle",
             ));
         }
         py.detach(|| {

@@ -194,6 +194,58 @@ def test_a_request_the_provider_refused_is_prepared_again_by_its_count(transcrip
         compactor.prepare(messages, first.state, usage=100, refused=counted)
 
 
+def test_a_reply_cut_at_the_limit_condense_lowered_gets_twice_the_room(isolated):
+    """A harness whose provider counts 11,000 tokens of system prompt and tools beside the
+    messages, in a 16K window, and gives condense its usage on every request: as the session
+    grows condense lowers the reply's limit to what the conversation leaves. The reply to the
+    seventh request stops there; given back as ``cut_short`` (the provider's usage, or its
+    input count), the same request prepared again leaves the reply twice that limit, and is
+    compacted to fit beside it. A reply cut at the harness's own limit is not condense's to
+    act on."""
+    compactor = condense.Compactor(context_window=16_000, max_output_tokens=4_096)
+    tools = [{"name": f"tool_{n}",
+              "description": f"Tool {n} checks one part of the build. " * 25,
+              "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+             for n in range(40)]
+    prefix = 11_000
+
+    def step(n):
+        output = "".join(f"turn 0 step {n} line {line} ok\n" for line in range(50))
+        return [{"role": "assistant", "content": [
+                    {"type": "tool_use", "id": f"call_{n}", "name": "bash",
+                     "input": {"command": f"run check 0 {n}"}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": f"call_{n}", "content": output}]}]
+
+    def provider(messages):
+        return compactor.count({"messages": messages}, format="anthropic") + prefix
+
+    messages = [{"role": "user", "content": "make the checks pass"}]
+    state, usage = None, None
+    for n in range(7):
+        body = {"model": "m", "max_tokens": 4_096, "tools": tools, "messages": list(messages)}
+        prepared = compactor.prepare(body, state, format="anthropic", usage=usage)
+        state, sent = prepared.state, json.loads(prepared.body)
+        # What the provider counted: the request as sent, and its answer.
+        usage = provider(sent["messages"] + step(n)[:1])
+        if n < 6:
+            messages += step(n)
+    cut = sent["max_tokens"]
+    assert prepared.report["reply_limit"]["sent"] == cut < 2_048
+    counted = provider(sent["messages"])
+    again = compactor.prepare(body, state, format="anthropic",
+                              cut_short={"input_tokens": 3, "cache_read_input_tokens": counted - 3,
+                                         "output_tokens": cut})
+    assert json.loads(again.body)["max_tokens"] >= 2 * cut
+    assert provider(json.loads(again.body)["messages"]) + 2 * cut <= 16_000
+    # The input's count alone does the same.
+    assert compactor.prepare(body, state, format="anthropic", cut_short=counted).body == again.body
+    with pytest.raises(condense.CondenseError, match="did not lower the reply's limit"):
+        compactor.prepare(body, None, format="anthropic", cut_short=counted)
+    with pytest.raises(condense.CondenseError, match="got no answer to count"):
+        compactor.prepare(body, state, format="anthropic", usage=100, cut_short=counted)
+
+
 def test_usage_counts_the_answer_it_stands_at(isolated):
     """A provider's usage object is the request's input and the answer's output: the figure
     stands at that answer, which the next request sends too."""

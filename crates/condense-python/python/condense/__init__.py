@@ -209,6 +209,7 @@ class Compactor:
         tools: Sequence[Mapping[str, Any]] | None = None,
         usage: int | Mapping[str, Any] | None = None,
         refused: int | Mapping[str, Any] | str | bytes | None = None,
+        cut_short: int | Mapping[str, Any] | None = None,
     ) -> Prepared:
         """Prepares the next request of a session: decisions frozen from ``state`` (``None``
         for a new session), old outputs pruned, and a summary made when the request is due.
@@ -224,14 +225,24 @@ class Compactor:
         first request can go out over the window: the provider's refusal says how long it
         counted it, and the same messages prepared again with it are compacted to fit. Once:
         refused again, give the caller the provider's error. Any other error raises
-        :class:`CondenseError`."""
+        :class:`CondenseError`;
+        ``cut_short`` is the provider's usage of the request last prepared from ``state`` (its
+        ``usage`` object, or an ``int``, its input), whose reply stopped at the limit condense
+        lowered it to (``prepared.report["reply_limit"]``; Anthropic's ``stop_reason:
+        "max_tokens"``, Chat Completions' ``finish_reason: "length"``): the same messages
+        prepared again, as a harness sends them to try once more, leave the reply twice that
+        limit, up to the window's reserve, until a reply goes through."""
         body = self._body(messages, format, system, tools)
         if isinstance(state, SessionState):
             state = state.to_json() if state._json is not None else None
         if isinstance(refused, Mapping):
             refused = json.dumps(refused)
         return self._prepared(
-            format, body, self._inner.prepare(body, format, state, _usage(usage), refused)
+            format,
+            body,
+            self._inner.prepare(
+                body, format, state, _usage(usage), refused, _input(cut_short)
+            ),
         )
 
     async def aprepare(
@@ -308,6 +319,19 @@ def _usage(usage: int | Mapping[str, Any] | None) -> int | None:
         + count("cache_read_input_tokens")
         + count("cache_creation_input_tokens")
         + count("output_tokens")
+    )
+
+
+def _input(usage: int | Mapping[str, Any] | None) -> int | None:
+    if usage is None or isinstance(usage, int):
+        return usage
+    # A request's input alone: Chat Completions' prompt_tokens; Anthropic's input tokens with
+    # the cached ones; the Responses API's input_tokens.
+    if "prompt_tokens" in usage:
+        return int(usage.get("prompt_tokens", 0) or 0)
+    return sum(
+        int(usage.get(key, 0) or 0)
+        for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
     )
 
 

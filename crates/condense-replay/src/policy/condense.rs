@@ -148,8 +148,6 @@ pub struct Condense {
     /// How summaries are asked, and so priced.
     requests: SummaryRequests,
     state: SessionState,
-    /// The reply limit the request just prepared went out with, where condense lowered it.
-    lowered: Option<usize>,
     clock: ReplayClock,
     runtime: tokio::runtime::Runtime,
 }
@@ -186,7 +184,6 @@ impl Condense {
             compactor,
             requests,
             state: SessionState::default(),
-            lowered: None,
             clock,
             runtime,
         })
@@ -201,17 +198,15 @@ impl Policy for Condense {
     /// As `condense serve` does: the provider's count of the request and its answer, so that the
     /// next trigger measures in the provider's tokens (with the system prompt the log leaves
     /// out), not in condense's own; and a reply cut short at a limit condense lowered, so that
-    /// the next requests leave the reply more room ([`SessionState::record_cut_reply`]).
+    /// the next requests leave the reply more room ([`SessionState::record_cut_short`]).
     fn observe(&mut self, input_tokens: u64, output_tokens: u64) {
         let count = |tokens: u64| usize::try_from(tokens).unwrap_or(usize::MAX);
         // A reply longer than the limit condense lowered stops at it, which the proxy reads in
         // the provider's answer (`max_tokens`): no answer the client can go on from, the
         // input's count stands at the request's last message.
-        if let Some(limit) = self.lowered
-            && output_tokens > limit as u64
+        if output_tokens > self.state.sent_reply_limit as u64
+            && self.state.record_cut_short(Some(count(input_tokens)))
         {
-            self.state
-                .record_cut_reply(limit, Some(count(input_tokens)));
             return;
         }
         // At the answer, as the proxy records it: where the log holds the answer as several
@@ -283,9 +278,8 @@ impl Policy for Condense {
             }),
             _ => None,
         };
-        self.lowered = report.reply_limit.map(|limit| limit.sent as usize);
         Ok(Prepared {
-            reply_limit: self.lowered,
+            reply_limit: report.reply_limit.map(|limit| limit.sent as usize),
             input: compaction.conversation.messages.into(),
             summarizer,
             // Outputs replaced for this request; those only re-applied from the log are not new.
