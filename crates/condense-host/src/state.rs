@@ -327,6 +327,10 @@ mod tests {
         );
         let saved = state.to_json();
         assert_eq!(SessionState::from_json(&saved).unwrap().reply_floor, 4_800);
+        // Saved as `unanswered`; a state saved before, as `refused`, reads the same.
+        assert!(saved.contains("\"unanswered\": true"), "{saved}");
+        let before = SessionState::from_json(&saved.replace("\"unanswered\"", "\"refused\""));
+        assert_eq!(before.unwrap().reported_usage, state.reported_usage);
         // A reply that goes through ends it.
         assert!(state.record_answer(20_000));
         assert_eq!(state.reply_floor, 0);
