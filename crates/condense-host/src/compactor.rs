@@ -2009,7 +2009,8 @@ fn tools_without_a_figure(
 /// The line a request `measured` so is sized by, with the agent's longest `reply` and the
 /// room a reply cut short asked for ([`SessionState::reply_floor`]): through its `sample` (the
 /// provider's figure against condense's count) and the session's counted requests of the same
-/// `prefix`, where they give one. Before the provider has reported any
+/// `prefix`, where they give one; else through the sample alone ([`Line::of_one`]). Before
+/// the provider has reported any
 /// figure: the request's tool definitions as the fixed part, in condense's count
 /// ([`Line::of_tools`]), where it carries any; the room a compaction leaves the summary and the
 /// tail is then the window less them, not a share of the request that shrinks with the
@@ -2023,9 +2024,9 @@ fn line_for(
 ) -> Option<Line> {
     let line = match *measured {
         Measure::Tokenizer { tools, .. } => Line::of_tools(tools),
-        Measure::ProviderUsage { .. } => {
-            sample.and_then(|sample| Line::through(state.counted.as_ref(), sample, prefix))
-        }
+        Measure::ProviderUsage { .. } => sample.and_then(|sample| {
+            Line::through(state.counted.as_ref(), sample, prefix).or_else(|| Line::of_one(sample))
+        }),
     };
     line.map(|line| line.with_reply(reply).with_reply_floor(state.reply_floor))
 }

@@ -98,7 +98,7 @@ impl Line {
     /// often sends requests of much the same size: its line was lost on every request between
     /// two far apart.) `None` when no two are apart, when the slope is not a tokenizer's
     /// ([`SCALES`]), or when the line puts less than nothing beyond the messages: then the
-    /// provider's count is taken as condense's scaled, as from one request.
+    /// request is sized by its own figure ([`Line::of_one`]).
     pub fn through(counted: Option<&Counted>, sample: Sample, prefix: u64) -> Option<Line> {
         let counted = counted.filter(|counted| counted.prefix == prefix)?;
         let other = [counted.smallest, counted.largest]
@@ -125,6 +125,24 @@ impl Line {
         (fixed > 0.0).then_some(Line {
             fixed,
             scale,
+            reply: 0.0,
+        })
+    }
+
+    /// The line through one request's `sample`, until two of the session's are far enough
+    /// apart to give the slope ([`Line::through`]): everything the provider counted beyond
+    /// condense's count of the same messages is the fixed part (a system prompt, tool
+    /// definitions), at condense's scale. Taken as scaled with the conversation instead, a
+    /// prefix that fills most of the window seemed to shrink with it: a compaction judged to
+    /// fit left the reply less than its reserve, and a reply cut short there was cut again
+    /// when the client sent the request once more. Where the provider's tokenizer counts more,
+    /// the fixed part holds that excess of the messages counted, and a compaction keeps less,
+    /// not more, than fits. `None` where the provider counted no more than condense.
+    pub fn of_one(sample: Sample) -> Option<Line> {
+        let fixed = sample.provider as f64 - sample.ours as f64;
+        (fixed > 0.0).then_some(Line {
+            fixed,
+            scale: 1.0,
             reply: 0.0,
         })
     }
@@ -653,6 +671,19 @@ mod tests {
         // Twice condense's count and nothing else.
         let scaled = Counted::with(None, at(8_000, 16_000), 7);
         assert_eq!(Line::through(Some(&scaled), at(4_000, 8_000), 7), None);
+    }
+
+    /// One request's figure alone sizes it by what the provider counted beyond condense's
+    /// count, fixed, at condense's scale; a figure no larger than condense's count gives none.
+    #[test]
+    fn one_figure_is_a_fixed_part_beside_the_messages() {
+        let line = Line::of_one(at(8_000, 26_000)).unwrap();
+        assert_eq!((line.fixed, line.scale), (18_000.0, 1.0));
+        // The prefix leaves 14,000 of a 32,000 window: the conversation may take three
+        // quarters of it, beside the 18,000, where the reply's whole reserve would leave less.
+        assert_eq!(line.limit(27_904, 32_000), 28_500);
+        assert_eq!(Line::of_one(at(8_000, 8_000)), None);
+        assert_eq!(Line::of_one(at(8_000, 6_000)), None);
     }
 
     /// A request whose system prompt or tools changed (another prefix) is not put on a line

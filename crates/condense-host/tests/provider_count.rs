@@ -518,7 +518,15 @@ async fn a_prefix_that_changes_mid_session_is_parted_afresh() {
         ));
         history.extend(answer);
     }
-    assert!(due[..change].iter().all(|&at| at == 18_000), "{due:?}");
+    // The old prefix: due at the window less the reply's reserve, or within a few tokens past
+    // it while the session's one figure sizes the requests (its fixed part holds the
+    // tokenizer's excess over the messages, and leaves the conversation a hair under four
+    // times the reserve, where three quarters of it is the conversation's).
+    assert!(
+        due[..change].iter().all(|&at| (18_000..=18_050).contains(&at)),
+        "{due:?}"
+    );
+    assert!(due[3..change].iter().all(|&at| at == 18_000), "{due:?}");
     let parted = due[change..]
         .iter()
         .position(|at| at.abs_diff(19_000) <= 2)
@@ -793,7 +801,9 @@ async fn a_summary_written_again_smaller_gives_up_its_files_for_one_request_only
 /// request goes out with the reply's limit the harness asked (4,096) lowered so that the
 /// provider's count of the request and the limit fit the window, as the provider requires.
 /// Scaling the provider's figure by what condense's count went down by takes the prefix to
-/// shrink with the conversation, and sent the limit unchanged over the window.
+/// shrink with the conversation, and sent the limit unchanged over the window. (Sized by its
+/// one figure, the request may fill three quarters of what the prefix leaves before it is due:
+/// fourteen steps are.)
 #[tokio::test]
 async fn the_first_compaction_lowers_the_reply_s_limit_by_the_provider_s_count() {
     const PREFIX: usize = 11_000;
@@ -807,7 +817,7 @@ async fn the_first_compaction_lowers_the_reply_s_limit_by_the_provider_s_count()
         Message::text(Role::System, "You are a careful agent."),
         Message::text(Role::User, "make the checks pass"),
     ];
-    shell_steps(&mut messages, 0, 8, 300);
+    shell_steps(&mut messages, 0, 14, 300);
     // The provider counted the request before the last step, with the prefix.
     let answered = messages.len() - 2;
     let mut state = SessionState {
@@ -900,6 +910,52 @@ async fn a_reply_cut_at_a_lowered_limit_gets_twice_the_room_next_time() {
             "the floor stays with the session"
         );
     }
+}
+
+/// The same cut where the provider's count of the cut request is the session's only figure
+/// (its first answer was the one cut): the request sent again is sized by that figure, what it
+/// counted beyond condense's count a fixed part, and leaves the reply twice the limit that cut
+/// it. Taken as condense's count scaled, the prefix seemed to shrink with the conversation, and
+/// the request sent again left the reply less than the limit that had cut it.
+#[tokio::test]
+async fn a_reply_cut_at_the_session_s_first_figure_gets_twice_the_room() {
+    const WINDOW: usize = 16_000;
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "16000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+    ]);
+    let counter = Tiktoken::default();
+    let tools: Vec<serde_json::Value> = (0..40)
+        .map(|tool| {
+            serde_json::json!({
+                "name": format!("tool_{tool}"),
+                "description": format!("Tool {tool} checks one part of the build. ").repeat(25),
+                "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+            })
+        })
+        .collect();
+    let tools_tokens = counter.count_text(&serde_json::Value::from(tools.clone()).to_string());
+    let mut messages = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, "make the checks pass"),
+    ];
+    shell_steps(&mut messages, 0, 12, 500);
+    let mut conversation = Conversation::new(messages);
+    conversation.envelope = serde_json::json!({"model": "m", "max_tokens": 4_096, "tools": tools})
+        .as_object()
+        .cloned();
+    let mut state = SessionState::default();
+    let first = compactor
+        .prepare(conversation.clone(), &mut state)
+        .await
+        .unwrap();
+    let cut = summarized_within(&first, tools_tokens, WINDOW);
+    // The provider counted the request as it went out, its tools beside its messages.
+    let input = counter.count_conversation(&first.conversation) + tools_tokens;
+    assert!(state.record_cut_short(Some(input)));
+    let again = compactor.prepare(conversation, &mut state).await.unwrap();
+    let room = summarized_within(&again, tools_tokens, WINDOW);
+    assert!(room >= (2 * cut).min(4_096), "{cut} then {room}");
 }
 
 /// Before the provider has reported any figure (a resumed session's first request), the tool
