@@ -247,9 +247,10 @@ impl SessionState {
     /// goes through, the reply keeps twice that room, up to the reserve the window keeps for
     /// it, and the conversation is compacted to leave it: doubling finds a reply of any length
     /// in as many cuts as it takes to double past it, and takes from the conversation no more
-    /// than twice the room that reply needed. `input_tokens`, the provider's count of the request's input
-    /// where the answer gave it, is recorded as the figure of a request nothing answered
-    /// ([`ReportedUsage::unanswered`]): the client sends it again, or goes on after it.
+    /// than twice the room that reply needed. `input_tokens`, the provider's count of the
+    /// request's input where the answer gave it, is recorded as the figure of a request
+    /// nothing answered ([`ReportedUsage::unanswered`]): the client sends it again, or goes on
+    /// after it.
     pub fn record_cut_reply(&mut self, limit: usize, input_tokens: Option<usize>) {
         self.reply_floor = self.reply_floor.max(limit.saturating_mul(2));
         if let Some(usage) = input_tokens
