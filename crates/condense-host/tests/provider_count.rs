@@ -523,7 +523,9 @@ async fn a_prefix_that_changes_mid_session_is_parted_afresh() {
     // tokenizer's excess over the messages, and leaves the conversation a hair under four
     // times the reserve, where three quarters of it is the conversation's).
     assert!(
-        due[..change].iter().all(|&at| (18_000..=18_050).contains(&at)),
+        due[..change]
+            .iter()
+            .all(|&at| (18_000..=18_050).contains(&at)),
         "{due:?}"
     );
     assert!(due[3..change].iter().all(|&at| at == 18_000), "{due:?}");
