@@ -845,6 +845,38 @@ async fn the_first_compaction_lowers_the_reply_s_limit_by_the_provider_s_count()
     );
 }
 
+/// `count` tool definitions of about 276 tokens each, and condense's count of them all.
+fn tool_definitions(count: usize) -> (Vec<serde_json::Value>, usize) {
+    let tools: Vec<serde_json::Value> = (0..count)
+        .map(|tool| {
+            serde_json::json!({
+                "name": format!("tool_{tool}"),
+                "description": format!("Tool {tool} checks one part of the build. ").repeat(25),
+                "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+            })
+        })
+        .collect();
+    let tokens =
+        Tiktoken::default().count_text(&serde_json::Value::from(tools.clone()).to_string());
+    (tools, tokens)
+}
+
+/// Twelve shell steps of about 500 tokens beside `tools` tool definitions (about 276 tokens
+/// each), with the harness's 4,096-token reply limit: the conversation and the tools' count.
+fn checks_with_tools(tools: usize) -> (Conversation, usize) {
+    let (tools, tools_tokens) = tool_definitions(tools);
+    let mut messages = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, "make the checks pass"),
+    ];
+    shell_steps(&mut messages, 0, 12, 500);
+    let mut conversation = Conversation::new(messages);
+    conversation.envelope = serde_json::json!({"model": "m", "max_tokens": 4_096, "tools": tools})
+        .as_object()
+        .cloned();
+    (conversation, tools_tokens)
+}
+
 /// A reply that stopped at the limit condense lowered (the proxy reads `max_tokens` in the
 /// answer) asks for more room. Where tools take 11K of a 16K window, a compaction leaves the
 /// conversation three quarters of the rest and lowers the reply's limit to what is left; the
@@ -861,26 +893,7 @@ async fn a_reply_cut_at_a_lowered_limit_gets_twice_the_room_next_time() {
     ]);
     let counter = Tiktoken::default();
     for (tools, least_room) in [(40, 4_096), (46, 3_000)] {
-        let tools: Vec<serde_json::Value> = (0..tools)
-            .map(|tool| {
-                serde_json::json!({
-                    "name": format!("tool_{tool}"),
-                    "description": format!("Tool {tool} checks one part of the build. ").repeat(25),
-                    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
-                })
-            })
-            .collect();
-        let tools_tokens = counter.count_text(&serde_json::Value::from(tools.clone()).to_string());
-        let mut messages = vec![
-            Message::text(Role::System, "You are a careful agent."),
-            Message::text(Role::User, "make the checks pass"),
-        ];
-        shell_steps(&mut messages, 0, 12, 500);
-        let mut conversation = Conversation::new(messages);
-        conversation.envelope =
-            serde_json::json!({"model": "m", "max_tokens": 4_096, "tools": tools})
-                .as_object()
-                .cloned();
+        let (conversation, tools_tokens) = checks_with_tools(tools);
         let prepare = |mut state: SessionState| {
             let (compactor, conversation) = (&compactor, conversation.clone());
             async move {
@@ -927,25 +940,7 @@ async fn a_reply_cut_at_the_session_s_first_figure_gets_twice_the_room() {
         ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
     ]);
     let counter = Tiktoken::default();
-    let tools: Vec<serde_json::Value> = (0..40)
-        .map(|tool| {
-            serde_json::json!({
-                "name": format!("tool_{tool}"),
-                "description": format!("Tool {tool} checks one part of the build. ").repeat(25),
-                "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
-            })
-        })
-        .collect();
-    let tools_tokens = counter.count_text(&serde_json::Value::from(tools.clone()).to_string());
-    let mut messages = vec![
-        Message::text(Role::System, "You are a careful agent."),
-        Message::text(Role::User, "make the checks pass"),
-    ];
-    shell_steps(&mut messages, 0, 12, 500);
-    let mut conversation = Conversation::new(messages);
-    conversation.envelope = serde_json::json!({"model": "m", "max_tokens": 4_096, "tools": tools})
-        .as_object()
-        .cloned();
+    let (conversation, tools_tokens) = checks_with_tools(40);
     let mut state = SessionState::default();
     let first = compactor
         .prepare(conversation.clone(), &mut state)
@@ -969,16 +964,7 @@ async fn a_first_request_s_tool_definitions_count_before_any_figure() {
     const WINDOW: usize = 32_000;
     let compactor = compactor(&DUE_AT_32K);
     let counter = Tiktoken::default();
-    let tools: Vec<serde_json::Value> = (0..30)
-        .map(|tool| {
-            serde_json::json!({
-                "name": format!("tool_{tool}"),
-                "description": format!("Tool {tool} checks one part of the build. ").repeat(25),
-                "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
-            })
-        })
-        .collect();
-    let tools_tokens = counter.count_text(&serde_json::Value::from(tools.clone()).to_string());
+    let (tools, tools_tokens) = tool_definitions(30);
     let history = thirty_steps();
     let messages = counter.count_conversation(&history);
     let usable = WINDOW - 4_096;

@@ -87,6 +87,28 @@ fn client() -> reqwest::Client {
 }
 
 /// The messages of a shared transcript as JSON, as a client would send them.
+/// `body` sent to the proxy's Messages API in `session`: the answer's status and JSON, once
+/// the proxy has recorded what it read of the answer.
+async fn messages_through(
+    running: &Running,
+    session: &str,
+    body: &Value,
+) -> (reqwest::StatusCode, Value) {
+    let response = client()
+        .post(format!("{}/v1/messages", running.url))
+        .header("x-api-key", "sk-ant-test")
+        .header("anthropic-version", "2023-06-01")
+        .header("x-condense-session", session)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let answer: Value = response.json().await.unwrap();
+    running.proxy.flushed().await;
+    (status, answer)
+}
+
 fn messages(name: &str) -> Vec<Value> {
     let value: Value = serde_json::from_slice(&transcript(name).unwrap().bytes).unwrap();
     value["messages"].as_array().unwrap().clone()
@@ -1824,19 +1846,8 @@ async fn a_request_the_provider_refuses_as_too_long_is_sent_again_compacted_by_i
         ours < WINDOW - 4_096 && theirs > WINDOW,
         "condense's count {ours} under the window, the provider's {theirs} over it"
     );
-    let response = client()
-        .post(format!("{}/v1/messages", running.url))
-        .header("x-api-key", "sk-ant-test")
-        .header("anthropic-version", "2023-06-01")
-        .header("x-condense-session", "resumed")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    let answer: Value = response.json().await.unwrap();
+    let (status, answer) = messages_through(&running, "resumed", &body).await;
     assert_eq!(status, 200, "{answer}");
-    running.proxy.flushed().await;
     let sent = received.lock().unwrap().clone();
     let refusals: Vec<bool> = sent.iter().map(|(_, refused)| *refused).collect();
     assert_eq!(refusals, [true, false], "refused once, then taken");
@@ -2215,19 +2226,9 @@ async fn a_request_sent_again_after_a_reply_cut_at_a_lowered_limit_leaves_it_roo
     let mut messages = vec![json!({"role": "user", "content": "report on every part of the log"})];
     let (mut cuts, mut turn) = (Vec::new(), 0);
     while turn < 10 {
-        let response = client()
-            .post(format!("{}/v1/messages", running.url))
-            .header("x-api-key", "sk-ant-test")
-            .header("anthropic-version", "2023-06-01")
-            .header("x-condense-session", "long-replies-cut")
-            .json(&json!({"model": "claude-sonnet-4", "max_tokens": 4_096, "messages": messages}))
-            .send()
-            .await
-            .unwrap();
-        let status = response.status();
-        let answer: Value = response.json().await.unwrap();
+        let body = json!({"model": "claude-sonnet-4", "max_tokens": 4_096, "messages": messages});
+        let (status, answer) = messages_through(&running, "long-replies-cut", &body).await;
         assert_eq!(status, 200, "request {turn}: {answer}");
-        running.proxy.flushed().await;
         if answer["stop_reason"] == "max_tokens" {
             // Sent again as it was.
             cuts.push(turn);
@@ -2284,19 +2285,9 @@ async fn a_reply_limit_past_the_room_the_input_leaves_is_lowered_to_it() {
     let running = proxy_to(upstream, WINDOW, |_| {}).await;
     let mut messages = vec![json!({"role": "user", "content": "read every part of the log"})];
     for turn in 0..14 {
-        let response = client()
-            .post(format!("{}/v1/messages", running.url))
-            .header("x-api-key", "sk-ant-test")
-            .header("anthropic-version", "2023-06-01")
-            .header("x-condense-session", "long-replies")
-            .json(&json!({"model": "claude-sonnet-4", "max_tokens": ASKED, "messages": messages}))
-            .send()
-            .await
-            .unwrap();
-        let status = response.status();
-        let answer: Value = response.json().await.unwrap();
+        let body = json!({"model": "claude-sonnet-4", "max_tokens": ASKED, "messages": messages});
+        let (status, answer) = messages_through(&running, "long-replies", &body).await;
         assert_eq!(status, 200, "request {turn}: {answer}");
-        running.proxy.flushed().await;
         let id = answer["content"][0]["id"].clone();
         messages.push(json!({"role": "assistant", "content": answer["content"]}));
         let output: String = (0..120)
