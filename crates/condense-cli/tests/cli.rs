@@ -530,11 +530,7 @@ fn a_compacted_anthropic_request_starts_with_the_summary_as_a_user_message() {
 #[test]
 fn a_compacted_responses_body_is_still_a_responses_body() {
     let dir = tempfile::tempdir().unwrap();
-    let chat: Value = serde_json::from_slice(
-        &std::fs::read(transcripts().join("openai/openhands-ponylang__ponyc-4588.json")).unwrap(),
-    )
-    .unwrap();
-    let before = condense_core::testing::responses_from_chat(&chat);
+    let before = openhands_as_responses();
     std::fs::write(dir.path().join("codex.json"), before.to_string()).unwrap();
     let out = condense(
         dir.path(),
@@ -584,6 +580,16 @@ fn a_compacted_responses_body_is_still_a_responses_body() {
     );
 }
 
+/// The OpenHands run (Chat Completions, its shell commands `execute_bash` calls) as the
+/// Responses API request Codex would send of it.
+fn openhands_as_responses() -> Value {
+    let chat: Value = serde_json::from_slice(
+        &std::fs::read(transcripts().join("openai/openhands-ponylang__ponyc-4588.json")).unwrap(),
+    )
+    .unwrap();
+    condense_core::testing::responses_from_chat(&chat)
+}
+
 /// `body` (a Responses request) written to `name` in `dir` and compacted for `window` tokens
 /// with `max_output` reserved: the items it comes out with.
 fn compacted_items(
@@ -618,11 +624,7 @@ fn compacted_items(
 /// made a built-in tool's call and output by `as_builtin` (the call's id, its command, its
 /// output): the function-calling session and its built-in twin.
 fn shell_twins(as_builtin: impl Fn(&Value, &str, &Value) -> (Value, Value)) -> (Value, Value) {
-    let chat: Value = serde_json::from_slice(
-        &std::fs::read(transcripts().join("openai/openhands-ponylang__ponyc-4588.json")).unwrap(),
-    )
-    .unwrap();
-    let functions = condense_core::testing::responses_from_chat(&chat);
+    let functions = openhands_as_responses();
     let mut twin = functions.clone();
     let mut outputs = std::collections::HashMap::new();
     for item in twin["input"].as_array_mut().unwrap() {
@@ -799,11 +801,7 @@ fn a_shell_tool_session_compacts_as_its_function_calling_twin() {
 #[test]
 fn a_stored_answers_references_stay_with_their_outputs() {
     let dir = tempfile::tempdir().unwrap();
-    let chat: Value = serde_json::from_slice(
-        &std::fs::read(transcripts().join("openai/openhands-ponylang__ponyc-4588.json")).unwrap(),
-    )
-    .unwrap();
-    let mut body = condense_core::testing::responses_from_chat(&chat);
+    let mut body = openhands_as_responses();
     let mut stored = Vec::new();
     for (index, item) in body["input"].as_array().unwrap().iter().enumerate() {
         let reference = |id: String| serde_json::json!({"type": "item_reference", "id": id});

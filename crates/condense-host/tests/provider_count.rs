@@ -100,6 +100,12 @@ const DUE_AT_32K: [(&str, &str); 3] = [
     ("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0"),
 ];
 
+/// A 16K window with 4,096 tokens for the reply.
+const AT_16K: [(&str, &str); 2] = [
+    ("CONDENSE_MODEL_CONTEXT_WINDOW", "16000"),
+    ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+];
+
 /// A 20K window where the old outputs of [`thirty_steps`] are pruned on the first request.
 const PRUNING_AT_20K: [(&str, &str); 4] = [
     ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
@@ -810,10 +816,7 @@ async fn a_summary_written_again_smaller_gives_up_its_files_for_one_request_only
 async fn the_first_compaction_lowers_the_reply_s_limit_by_the_provider_s_count() {
     const PREFIX: usize = 11_000;
     const WINDOW: usize = 16_000;
-    let compactor = compactor(&[
-        ("CONDENSE_MODEL_CONTEXT_WINDOW", "16000"),
-        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
-    ]);
+    let compactor = compactor(&AT_16K);
     let counter = Tiktoken::default();
     let mut messages = vec![
         Message::text(Role::System, "You are a careful agent."),
@@ -887,10 +890,7 @@ fn checks_with_tools(tools: usize) -> (Conversation, usize) {
 #[tokio::test]
 async fn a_reply_cut_at_a_lowered_limit_gets_twice_the_room_next_time() {
     const WINDOW: usize = 16_000;
-    let compactor = compactor(&[
-        ("CONDENSE_MODEL_CONTEXT_WINDOW", "16000"),
-        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
-    ]);
+    let compactor = compactor(&AT_16K);
     let counter = Tiktoken::default();
     for (tools, least_room) in [(40, 4_096), (46, 3_000)] {
         let (conversation, tools_tokens) = checks_with_tools(tools);
@@ -935,10 +935,7 @@ async fn a_reply_cut_at_a_lowered_limit_gets_twice_the_room_next_time() {
 #[tokio::test]
 async fn a_reply_cut_at_the_session_s_first_figure_gets_twice_the_room() {
     const WINDOW: usize = 16_000;
-    let compactor = compactor(&[
-        ("CONDENSE_MODEL_CONTEXT_WINDOW", "16000"),
-        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
-    ]);
+    let compactor = compactor(&AT_16K);
     let counter = Tiktoken::default();
     let (conversation, tools_tokens) = checks_with_tools(40);
     let mut state = SessionState::default();
