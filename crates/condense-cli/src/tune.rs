@@ -90,9 +90,10 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
 
     let candidates = candidates();
     let progress = Progress::new((candidates.len() + 1) * sessions.len(), verbosity);
-    // One policy replayed on one session: its figures, the progress told.
-    let figures_of =
-        |session: &Session, policy: Box<dyn condense_replay::Policy>| -> Result<Figures> {
+    // One policy replayed on one session: its figures, the progress told, and whether the
+    // log's own usage bears out its messages.
+    let replayed =
+        |session: &Session, policy: Box<dyn condense_replay::Policy>| -> Result<(Figures, bool)> {
             let replay = condense_replay::replay_sized(
                 &session.recording,
                 &mut [policy],
@@ -104,23 +105,27 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
             .with_context(|| session.name.clone())?;
             progress.tick();
             let result = &replay.policies[0];
-            Ok((
+            let figures = (
                 result.cost_usd,
                 result.retention,
                 result.retention_min,
                 result.failures,
                 replay.agent_requests,
-            ))
+            );
+            Ok((figures, replay.calibration.fits_the_log()))
         };
+    let figures_of = |session: &Session, policy| Ok(replayed(session, policy)?.0);
     // Claude Code's rules on every session: the reference.
-    let reference: Vec<Figures> = sessions
+    let (reference, fits): (Vec<Figures>, Vec<bool>) = sessions
         .par_iter()
         .map(|session| {
             let policy = policy::named("claude-code", counter.clone())
                 .ok_or_else(|| usage_error("the claude-code policy is missing"))?;
-            figures_of(session, policy)
+            replayed(session, policy)
         })
-        .collect::<Result<_>>()?;
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
     let outcomes: Vec<Outcome> = candidates
         .par_iter()
         .map(|changes| {
@@ -140,6 +145,14 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
         })
         .collect::<Result<_>>()?;
     progress.clear();
+    if verbosity != Verbosity::Quiet {
+        for (session, _) in sessions.iter().zip(&fits).filter(|(_, fits)| !**fits) {
+            eprintln!(
+                "condense: {}: the log's own usage does not bear out its messages (its text redacted or cut, or messages missing): its figures price the log as it is, not what the provider billed",
+                session.name
+            );
+        }
+    }
     let reference = outcome(Vec::new(), &reference);
     let frontier = frontier(&outcomes);
     let groups = alike(&outcomes, &base);

@@ -977,6 +977,40 @@ fn replay_of_a_claude_code_log_reports_the_logs_own_figures() {
     assert!(value["policies"][1].get("recorded_requests").is_none());
 }
 
+/// A log whose text was redacted (as log-sharing tools do) replays, but says that its figures
+/// are not the session's: its own usage counts some fourteen times what its messages hold.
+/// The log as recorded says nothing of the kind.
+#[test]
+fn replay_of_a_log_with_its_text_redacted_says_its_figures_are_not_the_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = transcripts().join("claude-code/e80aa543-6eff-4cb5-91e0-6d4e8e7951e9.jsonl");
+    let redacted = dir.path().join("redacted.jsonl");
+    std::fs::write(
+        &redacted,
+        condense_core::testing::with_text_redacted(&std::fs::read_to_string(&original).unwrap()),
+    )
+    .unwrap();
+    const WARNING: &str = "warning: the log's own usage does not bear out its messages";
+    for (input, warned) in [(&original, false), (&redacted, true)] {
+        let out = condense(
+            dir.path(),
+            &["replay", input.to_str().unwrap(), "--policy", "recorded"],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let table = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(table.contains(WARNING), warned, "{table}");
+    }
+    let value = replay_json(dir.path(), &redacted, &["recorded"]);
+    assert!(
+        value["calibration"]["fitted_scale"].as_f64().unwrap() > 5.0,
+        "{value}"
+    );
+}
+
 #[test]
 fn replay_refuses_what_it_cannot_do_before_writing_anything() {
     let dir = tempfile::tempdir().unwrap();

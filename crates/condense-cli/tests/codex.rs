@@ -141,6 +141,22 @@ fn replay_of_a_codex_log_prices_it_at_openai_with_the_logs_own_figures() {
     assert_eq!(recorded["recorded_cache_write_tokens"], 0);
     assert_eq!(recorded["recorded_uncached_tokens"], 77_532 - 65_152);
     assert_eq!(recorded["failures"], 0);
+    // Priced at the replay's prices, OpenAI's GPT-4.1 ($2 a million input, $0.50 cached, $8
+    // output), not at Anthropic's ($0.0609 there).
+    let at_openai = (65_152.0 * 0.5 + (77_532.0 - 65_152.0) * 2.0 + 280.0 * 8.0) / 1e6;
+    let cost = recorded["recorded_cost_usd"].as_f64().unwrap();
+    assert!(
+        (cost - at_openai).abs() < 1e-9,
+        "{cost} against {at_openai}"
+    );
+    // The log is what the model read: its usage lies on a line of o200k's scale.
+    let calibration = &value["calibration"];
+    assert!(
+        calibration["fit_error"].as_f64().unwrap() < 0.05,
+        "{calibration}"
+    );
+    let scale = calibration["fitted_scale"].as_f64().unwrap();
+    assert!((0.9..1.1).contains(&scale), "{calibration}");
 }
 
 /// A log Codex compacted on its own is replayed from its start: `recorded` sends what Codex

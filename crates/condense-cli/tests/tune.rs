@@ -196,6 +196,43 @@ fn tune_sizes_a_models_summary_by_every_log_that_holds_one() {
     );
 }
 
+/// Among a team's logs, one whose text was redacted is named: its figures price the log as
+/// it is, not what the provider billed. The others are not.
+#[test]
+fn tune_names_a_log_whose_usage_its_messages_do_not_bear_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    std::fs::create_dir(&sessions).unwrap();
+    let log = transcripts().join("claude-code/e80aa543-6eff-4cb5-91e0-6d4e8e7951e9.jsonl");
+    std::fs::copy(&log, sessions.join("as-recorded.jsonl")).unwrap();
+    std::fs::write(
+        sessions.join("redacted.jsonl"),
+        condense_core::testing::with_text_redacted(&std::fs::read_to_string(&log).unwrap()),
+    )
+    .unwrap();
+    let out = condense(
+        dir.path(),
+        &[
+            "tune",
+            sessions.to_str().unwrap(),
+            "--context-window",
+            "64000",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let told = String::from_utf8(out.stderr).unwrap();
+    let named: Vec<&str> = told
+        .lines()
+        .filter(|line| line.contains("the log's own usage does not bear out its messages"))
+        .collect();
+    assert_eq!(named.len(), 1, "{told}");
+    assert!(named[0].contains("redacted.jsonl"), "{told}");
+}
+
 #[test]
 fn tune_refuses_what_is_not_there() {
     let dir = tempfile::tempdir().unwrap();

@@ -216,3 +216,29 @@ pub fn responses_from_chat(chat: &serde_json::Value) -> serde_json::Value {
     body.insert("input".into(), Value::Array(input));
     Value::Object(body)
 }
+
+/// A Claude Code log (JSON lines) with its text redacted as log-sharing tools do it: every
+/// tool output and every text block one short mark, the rest (the calls, the usage) as
+/// recorded. What is left is not what the model read, which a replay must notice.
+pub fn with_text_redacted(log: &str) -> String {
+    let mut redacted = String::new();
+    for line in log.lines() {
+        let Ok(mut record) = serde_json::from_str::<serde_json::Value>(line) else {
+            redacted.push_str(line);
+            redacted.push('\n');
+            continue;
+        };
+        if let Some(blocks) = record["message"]["content"].as_array_mut() {
+            for block in blocks {
+                match block["type"].as_str() {
+                    Some("tool_result") => block["content"] = "[REDACTED]".into(),
+                    Some("text") => block["text"] = "[REDACTED]".into(),
+                    _ => {}
+                }
+            }
+        }
+        redacted.push_str(&record.to_string());
+        redacted.push('\n');
+    }
+    redacted
+}

@@ -30,6 +30,14 @@ pub struct Calibration {
     /// soon after another reads them (the log's first request reads this many tokens). 0 when
     /// the first request read nothing.
     pub warm_prefix: u64,
+    /// How far the log's requests lie from the fitted line: the mean of `|recorded - line|`
+    /// over `recorded` (0 with no recorded usage). A log whose messages are what the model read
+    /// lies on it within a few hundredths; a log whose text was redacted or cut does not
+    /// ([`Calibration::fits_the_log`]).
+    pub fit_error: f64,
+    /// The provider tokens per condense token the log's usage gave: `scale` as fitted, kept
+    /// where [`Calibration::unscaled`] sets `scale` to 1.
+    pub fitted_scale: f64,
 }
 
 impl Default for Calibration {
@@ -39,6 +47,8 @@ impl Default for Calibration {
             scale: 1.0,
             fitted_on: 0,
             warm_prefix: 0,
+            fit_error: 0.0,
+            fitted_scale: 1.0,
         }
     }
 }
@@ -69,20 +79,37 @@ impl Calibration {
         } else {
             (0.0, 0.0)
         };
-        if var > 0.0 && scale > 0.0 && prefix >= 0.0 {
-            return Calibration {
-                hidden_prefix: prefix.round() as u64,
-                scale,
-                fitted_on: n,
-                warm_prefix: 0,
-            };
-        }
+        let (prefix, scale) = if var > 0.0 && scale > 0.0 && prefix >= 0.0 {
+            (prefix, scale)
+        } else {
+            ((mean_y - mean_x).max(0.0), 1.0)
+        };
+        let fit_error = points
+            .iter()
+            .map(|&(x, y)| {
+                let line = prefix + scale * x as f64;
+                (y as f64 - line).abs() / (y as f64).max(1.0)
+            })
+            .sum::<f64>()
+            / count;
         Calibration {
-            hidden_prefix: (mean_y - mean_x).max(0.0).round() as u64,
-            scale: 1.0,
+            hidden_prefix: prefix.round() as u64,
+            scale,
             fitted_on: n,
             warm_prefix: 0,
+            fit_error,
+            fitted_scale: scale,
         }
+    }
+
+    /// Whether the log's own usage bears out its messages: the requests on the fitted line
+    /// within [`FIT_TOLERANCE`], at a scale one real tokenizer can have against another
+    /// ([`SCALES`]). Where it does not, the log is not what the model read (its text redacted,
+    /// its outputs cut, messages missing), and what a replay of it says a policy would cost
+    /// prices another session than the one recorded. True where the log records no usage.
+    pub fn fits_the_log(&self) -> bool {
+        self.fitted_on == 0
+            || self.fit_error <= FIT_TOLERANCE && SCALES.contains(&self.fitted_scale)
     }
 
     /// `tokens` of condense's count in the provider's.
@@ -103,11 +130,22 @@ impl Calibration {
         Calibration {
             hidden_prefix: unscale(self.hidden_prefix),
             scale: 1.0,
-            fitted_on: self.fitted_on,
             warm_prefix: unscale(self.warm_prefix),
+            ..*self
         }
     }
 }
+
+/// The most [`Calibration::fit_error`] taken for a log whose messages are what the model read:
+/// the Claude Code logs here (the shared ones and two of Claude Code 2.1) lie within 0.4-7 % of
+/// their lines, where a log with its text redacted lies 5-16 % off, or (a fixture with made-up
+/// figures) hundreds. The scale ([`SCALES`]) is what tells most of them apart; this catches
+/// the usage that no line explains.
+pub const FIT_TOLERANCE: f64 = 0.25;
+/// The provider tokens per condense token one real tokenizer can count against another (o200k
+/// against Claude's: 1.14-1.53 on the Claude Code logs here). Codex logs with their text
+/// redacted fit at 4.8-23.9.
+pub const SCALES: std::ops::RangeInclusive<f64> = 0.5..=2.5;
 
 /// One candidate cache point: the end of a message (or of the hidden prefix).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -286,6 +324,48 @@ mod tests {
     use super::*;
     use condense_tokenizer::Tiktoken;
 
+    /// Requests on a line of a tokenizer's scale fit it; the same usage over messages a
+    /// fourteenth of their size (the text redacted) or scattered about no line does not. The
+    /// fit is kept where a provider that counts as condense does drops the scale.
+    #[test]
+    fn a_log_fits_its_line_only_where_its_messages_are_what_the_model_read() {
+        let line: Vec<(u64, u64)> = [1_000u64, 4_000, 9_000, 20_000]
+            .iter()
+            .map(|&ours| (ours, 14_000 + ours * 13 / 10))
+            .collect();
+        let fitted = Calibration::fit(&line);
+        assert!(fitted.fit_error < 0.001, "{fitted:?}");
+        assert!((fitted.fitted_scale - 1.3).abs() < 0.001, "{fitted:?}");
+        assert!(fitted.fits_the_log());
+        let unscaled = fitted.unscaled();
+        assert_eq!(unscaled.scale, 1.0);
+        assert_eq!(
+            (unscaled.fitted_scale, unscaled.fit_error),
+            (fitted.fitted_scale, fitted.fit_error)
+        );
+        assert!(unscaled.fits_the_log());
+
+        let redacted: Vec<(u64, u64)> =
+            line.iter().map(|&(ours, sent)| (ours / 14, sent)).collect();
+        let fitted = Calibration::fit(&redacted);
+        assert!(fitted.fitted_scale > 10.0, "{fitted:?}");
+        assert!(!fitted.fits_the_log() && !fitted.unscaled().fits_the_log());
+
+        // No line through them (the fit falls back to a prefix alone): far off it.
+        let scattered = [
+            (1_000, 90_000),
+            (2_000, 10_000),
+            (3_000, 60_000),
+            (4_000, 5_000),
+        ];
+        let fitted = Calibration::fit(&scattered);
+        assert!(fitted.fit_error > FIT_TOLERANCE, "{fitted:?}");
+        assert!(!fitted.fits_the_log());
+
+        // No usage: nothing to judge.
+        assert!(Calibration::fit(&[]).fits_the_log());
+    }
+
     /// The harness marks the end of its system prompt and the last message. A summary condense
     /// wrote is sent after the system prompt, as a user message, so the first mark stays at
     /// the system prompt's end, where every request after a compaction finds it cached; a
@@ -295,9 +375,8 @@ mod tests {
         let counter = Tiktoken::default();
         let calibration = Calibration {
             hidden_prefix: 5_000,
-            scale: 1.0,
             fitted_on: 10,
-            warm_prefix: 0,
+            ..Calibration::default()
         };
         let system = Message::text(Role::System, "You are a careful agent.");
         let summary = Message::text(

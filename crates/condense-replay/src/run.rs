@@ -131,7 +131,8 @@ pub struct RecordedFigures {
     pub recorded_uncached_tokens: u64,
     /// Sum of `output_tokens`.
     pub recorded_output_tokens: u64,
-    /// Those figures at the table's prices.
+    /// Those figures at the replay's prices, its provider's (a write priced as input read uncached
+    /// where that provider bills none).
     pub recorded_cost_usd: f64,
 }
 
@@ -892,7 +893,9 @@ fn cost(settings: &ReplaySettings, usage: &Usage, output: u64) -> f64 {
         }
         Provider::OpenAi => {
             let prices = &settings.prices.openai;
-            usage.uncached as f64 * per_token(prices.input_per_mtok)
+            // OpenAI bills no write: a token a log says was written to a cache (an Anthropic
+            // log priced at OpenAI's rates) is input read uncached.
+            (usage.uncached + usage.cache_write) as f64 * per_token(prices.input_per_mtok)
                 + usage.cache_read as f64 * per_token(prices.cached_input_per_mtok)
                 + output as f64 * per_token(prices.output_per_mtok)
         }
@@ -934,17 +937,13 @@ fn recorded_figures(recording: &Recording, settings: &ReplaySettings) -> Option<
         uncached: sum(|u| u.uncached),
     };
     let output = sum(|u| u.output);
-    let anthropic = ReplaySettings {
-        provider: Provider::Anthropic,
-        ..settings.clone()
-    };
     Some(RecordedFigures {
         recorded_requests: usages.len(),
         recorded_cache_read_tokens: usage.cache_read,
         recorded_cache_write_tokens: usage.cache_write,
         recorded_uncached_tokens: usage.uncached,
         recorded_output_tokens: output,
-        recorded_cost_usd: cost(&anthropic, &usage, output),
+        recorded_cost_usd: cost(settings, &usage, output),
     })
 }
 

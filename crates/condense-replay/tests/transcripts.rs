@@ -171,6 +171,12 @@ fn the_recorded_policy_reproduces_the_providers_own_cache_accounting() {
             &mut |_| {},
         )
         .unwrap();
+        // The log is what the model read: its usage bears out its messages.
+        assert!(
+            replay.calibration.fits_the_log(),
+            "{name}: {:?}",
+            replay.calibration
+        );
         let agreement = Agreement::of(&recording, &replay.policies[0]).unwrap();
         let gap = (agreement.simulated_hit_share - agreement.recorded_hit_share).abs();
         assert!(
@@ -341,6 +347,32 @@ fn the_calibration_finds_the_prompt_the_log_does_not_show() {
         "{calibration:?}"
     );
     assert!((1.1..1.8).contains(&calibration.scale), "{calibration:?}");
+}
+
+/// A log whose text was redacted (every output and every reply's text one short mark, its
+/// usage as recorded) is not what the model read, and its calibration says so: the usage
+/// gives some fourteen provider tokens per token of what is left.
+#[test]
+fn a_log_with_its_text_redacted_does_not_fit_its_line() {
+    let path = condense_core::testing::transcripts_dir()
+        .join("claude-code/e80aa543-6eff-4cb5-91e0-6d4e8e7951e9.jsonl");
+    let redacted =
+        condense_core::testing::with_text_redacted(&std::fs::read_to_string(path).unwrap());
+    let recording = Recording::of(condense_formats::read(redacted.as_bytes(), None).unwrap().1);
+    let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+    let mut policies = vec![policy::named("recorded", counter.clone()).unwrap()];
+    let replay = replay(
+        &recording,
+        &mut policies,
+        &settings(Provider::Anthropic, 200_000),
+        counter,
+        &mut |_| {},
+    )
+    .unwrap();
+    let calibration = replay.calibration;
+    assert_eq!(calibration.fitted_on, 17);
+    assert!(calibration.fitted_scale > 5.0, "{calibration:?}");
+    assert!(!calibration.fits_the_log(), "{calibration:?}");
 }
 
 /// No tool call or result of `input` is left unpaired that was paired in `history` (a
