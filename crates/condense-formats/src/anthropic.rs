@@ -414,6 +414,36 @@ mod tests {
         }
     }
 
+    /// A client that keeps condense's request as its history and marks the last block of a
+    /// message for its cache (here the summary, written after the task) sends the summary back
+    /// with a `cache_control` mark: read, it is still condense's summary, apart from the
+    /// person's task, and not a request of the person's.
+    #[test]
+    fn a_summary_a_client_marked_for_its_cache_is_read_back_as_condense_s() {
+        let (summary, _) = crate::placement::testing::summary();
+        let body = serde_json::json!({"system": "Be terse.", "messages": [
+            {"role": "user", "content": [
+                {"type": "text", "text": "fix it"},
+                {"type": "text", "text": summary, "cache_control": {"type": "ephemeral"}}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "Looking."}]},
+        ]});
+        let read = from_value(body).unwrap();
+        let summaries: Vec<&Message> = read
+            .messages
+            .iter()
+            .filter(|message| message.is_compaction_summary())
+            .collect();
+        assert_eq!(summaries.len(), 1, "{:?}", read.messages);
+        assert_eq!(summaries[0].role, Role::System);
+        assert_eq!(summaries[0].plain_text(), summary);
+        let task = read
+            .messages
+            .iter()
+            .find(|message| message.is_user_turn())
+            .unwrap();
+        assert_eq!(task.plain_text(), "fix it");
+    }
+
     /// What Claude Code 2 sends: a `system` prompt, and a `system` message of its own among the
     /// others (here at the end, as it puts the agent types its Agent tool can start).
     #[test]

@@ -311,10 +311,15 @@ fn summary_written_into(message: &Message) -> Option<Vec<Message>> {
 }
 
 /// A text part's wire fields as condense writes its own: none, or only the text `type` a format
-/// names it by (Responses keeps `input_text` there).
+/// names it by (Responses keeps `input_text` there), and a `cache_control` mark a client may
+/// have put on it (an Anthropic client marks the last block of a message it wants cached; the
+/// summary is condense's, written again with condense's own marks, so the client's goes with
+/// it).
 fn plain(extra: &JsonMap) -> bool {
     extra.iter().all(|(key, value)| {
-        key == "type" && matches!(value.as_str(), Some("text" | "input_text" | "output_text"))
+        key == "cache_control"
+            || key == "type"
+                && matches!(value.as_str(), Some("text" | "input_text" | "output_text"))
     })
 }
 
