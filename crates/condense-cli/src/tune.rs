@@ -145,14 +145,7 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
         })
         .collect::<Result<_>>()?;
     progress.clear();
-    if verbosity != Verbosity::Quiet {
-        for (session, _) in sessions.iter().zip(&fits).filter(|(_, fits)| !**fits) {
-            eprintln!(
-                "condense: {}: the log's own usage does not bear out its messages (its text redacted or cut, or messages missing): its figures price the log as it is, not what the provider billed",
-                session.name
-            );
-        }
-    }
+    name_logs_not_borne_out(&sessions, &fits, verbosity);
     let reference = outcome(Vec::new(), &reference);
     let frontier = frontier(&outcomes);
     let groups = alike(&outcomes, &base);
@@ -174,6 +167,21 @@ pub fn tune(args: TuneArgs, verbosity: Verbosity) -> Result<()> {
         write_layer(path, &text, &base_sources, verbosity)?;
     }
     Ok(())
+}
+
+/// Each session whose log's own usage its messages do not bear out
+/// ([`condense_replay::Calibration::fits_the_log`], `fits` false), named on stderr: what tune
+/// reports of it prices the log as it is.
+fn name_logs_not_borne_out(sessions: &[Session], fits: &[bool], verbosity: Verbosity) {
+    if verbosity == Verbosity::Quiet {
+        return;
+    }
+    for (session, _) in sessions.iter().zip(fits).filter(|(_, fits)| !**fits) {
+        eprintln!(
+            "condense: {}: the log's own usage does not bear out its messages (its text redacted or cut, or messages missing): its figures price the log as it is, not what the provider billed",
+            session.name
+        );
+    }
 }
 
 /// How many replays are done, told on one line of a terminal's stderr.

@@ -151,6 +151,20 @@ fn threads_with_usage() -> Vec<(String, Recording)> {
     threads
 }
 
+/// `recording` replayed by the `recorded` policy alone, under Anthropic's model at 200K.
+fn as_recorded(recording: &Recording) -> Replay {
+    let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+    let mut policies = vec![policy::named("recorded", counter.clone()).unwrap()];
+    replay(
+        recording,
+        &mut policies,
+        &settings(Provider::Anthropic, 200_000),
+        counter,
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
 /// The `recorded` policy against Anthropic's cache model reproduces Claude Code's own usage:
 /// the cache-hit share within 3 points on every thread that has usage (the main thread of each
 /// session, and each subagent's), and at least 80 % of the requests with a large recorded cache
@@ -161,16 +175,7 @@ fn the_recorded_policy_reproduces_the_providers_own_cache_accounting() {
     let mut flagged = 0;
     let mut compared = 0;
     for (name, recording) in threads_with_usage() {
-        let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
-        let mut policies = vec![policy::named("recorded", counter.clone()).unwrap()];
-        let replay = replay(
-            &recording,
-            &mut policies,
-            &settings(Provider::Anthropic, 200_000),
-            counter,
-            &mut |_| {},
-        )
-        .unwrap();
+        let replay = as_recorded(&recording);
         // The log is what the model read: its usage bears out its messages.
         assert!(
             replay.calibration.fits_the_log(),
@@ -359,16 +364,7 @@ fn a_log_with_its_text_redacted_does_not_fit_its_line() {
     let redacted =
         condense_core::testing::with_text_redacted(&std::fs::read_to_string(path).unwrap());
     let recording = Recording::of(condense_formats::read(redacted.as_bytes(), None).unwrap().1);
-    let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
-    let mut policies = vec![policy::named("recorded", counter.clone()).unwrap()];
-    let replay = replay(
-        &recording,
-        &mut policies,
-        &settings(Provider::Anthropic, 200_000),
-        counter,
-        &mut |_| {},
-    )
-    .unwrap();
+    let replay = as_recorded(&recording);
     let calibration = replay.calibration;
     assert_eq!(calibration.fitted_on, 17);
     assert!(calibration.fitted_scale > 5.0, "{calibration:?}");
