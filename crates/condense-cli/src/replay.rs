@@ -375,7 +375,7 @@ fn print_heading(replay: &Replay, name: &str) -> Result<()> {
 
 /// What a replay says of a log whose own usage does not bear out its messages
 /// ([`condense_replay::Calibration::fits_the_log`]).
-pub(crate) fn unfit_log_warning(calibration: &condense_replay::Calibration) -> String {
+fn unfit_log_warning(calibration: &condense_replay::Calibration) -> String {
     format!(
         "warning: the log's own usage does not bear out its messages ({:.2} provider tokens per condense token, the requests {:.0} % off that line; a log of what the model read gives {}-{} within {:.0} %): its text was redacted or cut, or messages are missing, so these figures price the log as it is, not the requests the provider billed",
         calibration.fitted_scale,
