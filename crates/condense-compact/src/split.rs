@@ -509,8 +509,8 @@ fn suffix_tail(
 }
 
 /// Where the tail from `start` begins once it holds no more than the last `wanted` tool calls
-/// (the message of the `wanted`-th call from the end, with any call whose result follows); `start`
-/// when it holds no more than that, or `wanted` is 0.
+/// (the message of the `wanted`-th answered call from the end, with any call whose result
+/// follows); `start` when it holds no more than that, or `wanted` is 0.
 fn latest_calls(
     messages: &[Message],
     start: usize,
@@ -520,27 +520,23 @@ fn latest_calls(
     if wanted == 0 || calls_from(messages, start) <= wanted {
         return start;
     }
+    let answered = condense_core::answered_calls(&messages[start..]);
     let mut seen = 0;
-    for index in (start..messages.len()).rev() {
-        seen += messages[index]
-            .parts
-            .iter()
-            .filter(|part| matches!(part, Part::ToolCall(_)))
-            .count();
+    for (offset, calls) in answered.iter().enumerate().rev() {
+        seen += calls;
         if seen >= wanted {
-            return take_calls_along(index, start, earliest_need).max(start);
+            return take_calls_along(start + offset, start, earliest_need).max(start);
         }
     }
     start
 }
 
-/// The tool calls in `messages[start..]`.
+/// The tool calls in `messages[start..]` that have their result there: the agent's recent work
+/// ([`condense_core::answered_calls`]; a call a log never answered is none).
 fn calls_from(messages: &[Message], start: usize) -> usize {
-    messages[start..]
+    condense_core::answered_calls(&messages[start..])
         .iter()
-        .flat_map(|message| &message.parts)
-        .filter(|part| matches!(part, Part::ToolCall(_)))
-        .count()
+        .sum()
 }
 
 /// The tokens that cutting every output of `messages[within]` over `over` tokens to its preview

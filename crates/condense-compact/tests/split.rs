@@ -670,3 +670,49 @@ fn what_the_tail_needs_among_the_pinned_messages_stays_there() {
         }
     }
 }
+
+/// A call a log never answered (a step interrupted, the agent going on with its next message)
+/// is no recent work: the tail of a run holds the last `min_tail_calls` calls that have their
+/// outputs, the unanswered one among them besides. Counted as one of the ten, it once left the
+/// oldest of them to the summary, where the replay's `keeps` (and the agent) missed it.
+#[test]
+fn a_call_never_answered_is_not_one_of_the_recent_calls_the_tail_holds() {
+    // Each output about 500 tokens: the run is over the 8,000 of the budget, more than ten
+    // of its steps within it.
+    let mut messages = run_of([500; 20]);
+    let interrupted = Message::new(
+        Role::Assistant,
+        vec![tool_call(
+            "cut",
+            "bash",
+            serde_json::json!({"command": "make"}),
+        )],
+    );
+    // Between the 15th step's output and the 16th step.
+    let at = 2 + 2 * 15;
+    messages.insert(at, interrupted);
+    let counter = Tiktoken::default();
+    let settings = settings(64_000);
+    let split = split(&messages, &counter, &settings);
+    let wanted = settings.rules.min_tail_calls;
+    assert_eq!(
+        split.rule,
+        condense_compact::TailRule::LatestCalls,
+        "{split:?}"
+    );
+    assert_eq!(split.tail_calls, wanted);
+    let ids: Vec<&str> = messages[split.tail_start..]
+        .iter()
+        .flat_map(|message| &message.parts)
+        .filter_map(Part::as_tool_call)
+        .map(|call| call.id.as_str())
+        .collect();
+    let answered: Vec<String> = (20 - wanted..20).map(|step| format!("c{step}")).collect();
+    for id in &answered {
+        assert!(
+            ids.contains(&id.as_str()),
+            "{id} left to the summary: {ids:?}"
+        );
+    }
+    assert!(ids.contains(&"cut") && !ids.contains(&"c9"), "{ids:?}");
+}

@@ -1,4 +1,4 @@
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::{Message, Part, ToolCall, ToolResult};
 
@@ -100,5 +100,84 @@ impl<'m> ToolPairs<'m> {
             .collect();
         pairs.sort_by_key(|(call, _)| (call.message, call.part));
         pairs
+    }
+}
+
+/// How many of each message's tool calls have a result among `messages`: the calls the agent
+/// acted on, each with the output it saw. A call nothing answered (a log's step that was
+/// interrupted and never answered) is no recent work to keep, and holds no output to protect:
+/// the tail's count of the agent's last calls, the early compaction's and the pruner's skip
+/// boundary count these, as the replay's `keeps` does. Results come after their calls, so the
+/// count of a slice that starts at a step is that of the slice alone.
+pub fn answered_calls(messages: &[Message]) -> Vec<usize> {
+    let answered: HashSet<&str> = messages
+        .iter()
+        .flat_map(|message| &message.parts)
+        .filter_map(|part| match part {
+            Part::ToolResult(result) => Some(result.call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    messages
+        .iter()
+        .map(|message| {
+            message
+                .parts
+                .iter()
+                .filter(|part| matches!(part, Part::ToolCall(call) if answered.contains(call.id.as_str())))
+                .count()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Role, ToolOutput};
+
+    fn tool_call(id: &str) -> Part {
+        Part::ToolCall(ToolCall {
+            id: id.into(),
+            name: "bash".into(),
+            input: serde_json::json!({}),
+            raw_input: None,
+            embedded: false,
+            extra: Default::default(),
+        })
+    }
+
+    fn tool_result(id: &str) -> Part {
+        Part::ToolResult(ToolResult {
+            call_id: id.into(),
+            content: ToolOutput::Text("ok".into()),
+            is_error: None,
+            embedded: false,
+            compacted: None,
+            extra: Default::default(),
+        })
+    }
+
+    /// Only a call with its result counts, wherever the result is; a message of two calls of
+    /// which one was answered counts one.
+    #[test]
+    fn a_call_counts_as_answered_only_with_its_result() {
+        let call = |ids: &[&str]| {
+            Message::new(
+                Role::Assistant,
+                ids.iter().map(|id| tool_call(id)).collect(),
+            )
+        };
+        let result = |id: &str| Message::new(Role::Tool, vec![tool_result(id)]);
+        let messages = vec![
+            Message::text(Role::User, "go"),
+            call(&["a", "b"]),
+            result("a"),
+            call(&["never"]),
+            call(&["c"]),
+            result("c"),
+        ];
+        assert_eq!(answered_calls(&messages), [0, 1, 0, 0, 1, 0]);
+        // A slice from a step counts what it answers itself.
+        assert_eq!(answered_calls(&messages[3..]), [0, 1, 0]);
     }
 }

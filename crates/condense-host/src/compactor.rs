@@ -2379,7 +2379,9 @@ fn room(
 /// it keeps the recent calls whole, in a wider tail where they are more than the budget and that
 /// pays ([`holding_recent_work`]), or waits for the window to fill.
 fn keeps_recent_work(messages: &[Message], cut: &Split, tail: &TailSettings) -> bool {
-    let calls: usize = messages[cut.pinned..].iter().map(tool_calls).sum();
+    let calls: usize = condense_core::answered_calls(&messages[cut.pinned..])
+        .iter()
+        .sum();
     cut.previews.is_none() && cut.tail_calls >= calls.min(tail.rules.min_tail_calls)
 }
 
@@ -2440,15 +2442,6 @@ impl Weighing<'_> {
     }
 }
 
-/// The tool calls `message` makes.
-fn tool_calls(message: &Message) -> usize {
-    message
-        .parts
-        .iter()
-        .filter(|part| matches!(part, condense_core::Part::ToolCall(_)))
-        .count()
-}
-
 /// `tail` with a budget that holds the agent's last `min_tail_calls` tool calls whole (all of
 /// them, when it has made fewer): the tokens from the step that made the earliest of them to
 /// the end, as far as half the usable room (what [`room`] leaves the tail at most). `None` when
@@ -2460,19 +2453,20 @@ fn holding_recent_work(
     tail: &TailSettings,
 ) -> Option<TailSettings> {
     let pinned = condense_compact::pinned(messages);
-    let wanted = messages[pinned..]
+    let answered = condense_core::answered_calls(&messages[pinned..]);
+    let wanted = answered
         .iter()
-        .map(tool_calls)
         .sum::<usize>()
         .min(tail.rules.min_tail_calls);
     if wanted == 0 {
         return None;
     }
     let mut seen = 0;
-    let start = (pinned..messages.len()).rev().find(|&index| {
-        seen += tool_calls(&messages[index]);
-        seen >= wanted
-    })?;
+    let start = pinned
+        + (0..answered.len()).rev().find(|&offset| {
+            seen += answered[offset];
+            seen >= wanted
+        })?;
     let needed: usize = counts[start..].iter().sum();
     let budget = condense_compact::tail_budget(tail);
     let widest = condense_compact::usable(tail) / 2;

@@ -179,19 +179,20 @@ fn boundary_counted(
     by_turns.max(boundary_by_calls(messages, settings.rules.skip_tool_calls))
 }
 
-/// The message holding the `calls`-th tool call from the end (`0` when there are fewer;
-/// `messages.len()` with `calls = 0`).
+/// The message holding the `calls`-th tool call from the end, counting the calls that have a
+/// result ([`condense_core::answered_calls`]: one a log never answered has no output to keep)
+/// (`0` when there are fewer; `messages.len()` with `calls = 0`).
 pub fn boundary_by_calls(messages: &[Message], calls: usize) -> usize {
     if calls == 0 {
         return messages.len();
     }
     let mut seen = 0;
-    for (index, message) in messages.iter().enumerate().rev() {
-        seen += message
-            .parts
-            .iter()
-            .filter(|part| matches!(part, Part::ToolCall(_)))
-            .count();
+    for (index, answered) in condense_core::answered_calls(messages)
+        .into_iter()
+        .enumerate()
+        .rev()
+    {
+        seen += answered;
         if seen >= calls {
             return index;
         }

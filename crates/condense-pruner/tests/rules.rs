@@ -1031,3 +1031,23 @@ fn protected_outputs_are_cut_to_fit_only_as_the_last_resort_and_the_cut_repeats(
     assert_eq!(again.messages[2], originals.messages[2]);
     assert_eq!(reason_of(&report, "small"), Reason::Protected);
 }
+
+/// The skip boundary of an autonomous run counts the calls that were answered: a call a log
+/// never answered holds no output to protect, and counted, it left the oldest of the last ten
+/// outputs outside the boundary.
+#[test]
+fn a_call_never_answered_does_not_move_the_skip_boundary() {
+    let mut messages = vec![user("go")];
+    for step in 0..12 {
+        messages.push(call(&format!("c{step}"), "bash"));
+        messages.push(result(&format!("c{step}"), "ok"));
+    }
+    let answered_only = condense_pruner::boundary_by_calls(&messages, 10);
+    // The message of c2, the tenth answered call from the end.
+    assert_eq!(answered_only, 1 + 2 * 2);
+    messages.insert(1 + 2 * 8, call("interrupted", "bash"));
+    assert_eq!(
+        condense_pruner::boundary_by_calls(&messages, 10),
+        answered_only
+    );
+}

@@ -688,6 +688,66 @@ fn at_16k_condense_fails_no_request_where_claude_code_s_rules_fail_none() {
     assert_eq!(person_cut, 2, "both sessions with a screenshot replayed");
 }
 
+/// A Claude Code log with calls it never answered (a step interrupted, the agent going on with
+/// its next message, as Claude Code 2 logs show), here every tenth result taken out: at 128K,
+/// where Claude Code's rules never compact and keep everything, condense compacts early and
+/// still keeps everything. Its tail once counted an unanswered call as one of the last ten
+/// and left the oldest of them to the summary (99.4 %-99.8 % kept).
+#[test]
+fn calls_a_log_never_answered_are_not_counted_among_the_ten_the_tail_keeps() {
+    for (name, provider) in [
+        ("d7d349f9", Provider::Anthropic),
+        ("d7d349f9", Provider::OpenAi),
+        ("5f8cbb78", Provider::OpenAi),
+    ] {
+        let path = transcripts()
+            .into_iter()
+            .find(|path| {
+                path.extension().unwrap() == "jsonl" && path.to_string_lossy().contains(name)
+            })
+            .unwrap();
+        let mut conversation = condense_formats::read(&std::fs::read(&path).unwrap(), None)
+            .unwrap()
+            .1;
+        let mut results = 0;
+        conversation.messages.retain(|message| {
+            let only_results = message.role != condense_core::Role::Assistant
+                && !message.parts.is_empty()
+                && message
+                    .parts
+                    .iter()
+                    .all(|part| matches!(part, condense_core::Part::ToolResult(_)));
+            results += usize::from(only_results);
+            !only_results || results % 10 != 5
+        });
+        let recording = Recording::of(conversation);
+        let counter: Arc<dyn TokenCounter> = Arc::new(Tiktoken::default());
+        let mut policies = vec![
+            policy::named("claude-code", counter.clone()).unwrap(),
+            condense_policy("condense", 128_000, None),
+        ];
+        let replay = replay(
+            &recording,
+            &mut policies,
+            &settings(provider, 128_000),
+            counter,
+            &mut |_| {},
+        )
+        .unwrap();
+        let (theirs, ours) = (named(&replay, "claude-code"), named(&replay, "condense"));
+        assert_eq!(
+            (theirs.compactions, theirs.retention),
+            (0, 1.0),
+            "{name} {provider}"
+        );
+        assert!(
+            ours.compactions > 0,
+            "{name} {provider}: condense compacts early"
+        );
+        assert_eq!(ours.retention, 1.0, "{name} {provider}");
+    }
+}
+
 /// `path`'s Claude Code log with `tokens` more of system prompt and tools on every request (read
 /// from the cache, as Claude Code's own prompt is): what its usage would say of a harness whose
 /// prefix is that much larger.
