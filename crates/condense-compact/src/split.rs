@@ -520,9 +520,8 @@ fn latest_calls(
     if wanted == 0 || calls_from(messages, start) <= wanted {
         return start;
     }
-    let answered = condense_core::answered_calls(&messages[start..]);
     let mut seen = 0;
-    for (offset, calls) in answered.iter().enumerate().rev() {
+    for (offset, calls) in condense_core::answered_calls_from_end(&messages[start..]) {
         seen += calls;
         if seen >= wanted {
             return take_calls_along(start + offset, start, earliest_need).max(start);
@@ -532,10 +531,10 @@ fn latest_calls(
 }
 
 /// The tool calls in `messages[start..]` that have their result there: the agent's recent work
-/// ([`condense_core::answered_calls`]; a call a log never answered is none).
+/// ([`condense_core::answered_calls_from_end`]; a call a log never answered is none).
 fn calls_from(messages: &[Message], start: usize) -> usize {
-    condense_core::answered_calls(&messages[start..])
-        .iter()
+    condense_core::answered_calls_from_end(&messages[start..])
+        .map(|(_, calls)| calls)
         .sum()
 }
 

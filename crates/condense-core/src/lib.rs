@@ -34,7 +34,7 @@ pub use native::{
     LiveView, NATIVE_COMPACTION_TYPE, has_native_compaction, is_native_compaction,
     last_native_compaction,
 };
-pub use pairs::{CallSite, ResultSite, ToolPairs, answered_calls};
+pub use pairs::{CallSite, ResultSite, ToolPairs, answered_calls_from_end};
 pub use part::{Image, Part, Text, Thinking, ToolCall, ToolOutput, ToolResult, plain_text};
 pub use turns::user_turns;
 pub use validate::{Finding, FindingKind, validate};

@@ -103,31 +103,32 @@ impl<'m> ToolPairs<'m> {
     }
 }
 
-/// How many of each message's tool calls have a result among `messages`: the calls the agent
-/// acted on, each with the output it saw. A call nothing answered (a log's step that was
-/// interrupted and never answered) is no recent work to keep, and holds no output to protect:
-/// the tail's count of the agent's last calls, the early compaction's and the pruner's skip
-/// boundary count these, as the replay's `keeps` does. Results come after their calls, so the
-/// count of a slice that starts at a step is that of the slice alone.
-pub fn answered_calls(messages: &[Message]) -> Vec<usize> {
-    let answered: HashSet<&str> = messages
-        .iter()
-        .flat_map(|message| &message.parts)
-        .filter_map(|part| match part {
-            Part::ToolResult(result) => Some(result.call_id.as_str()),
-            _ => None,
-        })
-        .collect();
+/// Each message of `messages`, from the last back, with how many of its tool calls have a
+/// result after it: the calls the agent acted on, each with the output it saw. A call nothing
+/// answered (a log's step that was interrupted and never answered) is no recent work to keep,
+/// and holds no output to protect: the tail's count of the agent's last calls, the early
+/// compaction's and the pruner's skip boundary count these, as the replay's `keeps` does.
+/// Results come after their calls, so a walk from the end sees each result before its call and
+/// reads no further than its caller takes: the skip boundary is found on every request.
+pub fn answered_calls_from_end(messages: &[Message]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut answered: HashSet<&str> = HashSet::new();
     messages
         .iter()
-        .map(|message| {
-            message
-                .parts
-                .iter()
-                .filter(|part| matches!(part, Part::ToolCall(call) if answered.contains(call.id.as_str())))
-                .count()
+        .enumerate()
+        .rev()
+        .map(move |(index, message)| {
+            let mut calls = 0;
+            for part in &message.parts {
+                match part {
+                    Part::ToolResult(result) => {
+                        answered.insert(result.call_id.as_str());
+                    }
+                    Part::ToolCall(call) if answered.contains(call.id.as_str()) => calls += 1,
+                    _ => {}
+                }
+            }
+            (index, calls)
         })
-        .collect()
 }
 
 #[cfg(test)]
@@ -157,8 +158,8 @@ mod tests {
         })
     }
 
-    /// Only a call with its result counts, wherever the result is; a message of two calls of
-    /// which one was answered counts one.
+    /// Only a call with its result after it counts; a message of two calls of which one was
+    /// answered counts one; a slice from a step counts what it answers itself.
     #[test]
     fn a_call_counts_as_answered_only_with_its_result() {
         let call = |ids: &[&str]| {
@@ -176,8 +177,9 @@ mod tests {
             call(&["c"]),
             result("c"),
         ];
-        assert_eq!(answered_calls(&messages), [0, 1, 0, 0, 1, 0]);
-        // A slice from a step counts what it answers itself.
-        assert_eq!(answered_calls(&messages[3..]), [0, 1, 0]);
+        let counts: Vec<(usize, usize)> = answered_calls_from_end(&messages).collect();
+        assert_eq!(counts, [(5, 0), (4, 1), (3, 0), (2, 0), (1, 1), (0, 0)]);
+        let from_a_step: Vec<(usize, usize)> = answered_calls_from_end(&messages[3..]).collect();
+        assert_eq!(from_a_step, [(2, 0), (1, 1), (0, 0)]);
     }
 }

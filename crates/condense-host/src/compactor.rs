@@ -2379,8 +2379,8 @@ fn room(
 /// it keeps the recent calls whole, in a wider tail where they are more than the budget and that
 /// pays ([`holding_recent_work`]), or waits for the window to fill.
 fn keeps_recent_work(messages: &[Message], cut: &Split, tail: &TailSettings) -> bool {
-    let calls: usize = condense_core::answered_calls(&messages[cut.pinned..])
-        .iter()
+    let calls: usize = condense_core::answered_calls_from_end(&messages[cut.pinned..])
+        .map(|(_, calls)| calls)
         .sum();
     cut.previews.is_none() && cut.tail_calls >= calls.min(tail.rules.min_tail_calls)
 }
@@ -2453,20 +2453,20 @@ fn holding_recent_work(
     tail: &TailSettings,
 ) -> Option<TailSettings> {
     let pinned = condense_compact::pinned(messages);
-    let answered = condense_core::answered_calls(&messages[pinned..]);
-    let wanted = answered
-        .iter()
+    let answered = || condense_core::answered_calls_from_end(&messages[pinned..]);
+    let wanted = answered()
+        .map(|(_, calls)| calls)
         .sum::<usize>()
         .min(tail.rules.min_tail_calls);
     if wanted == 0 {
         return None;
     }
     let mut seen = 0;
-    let start = pinned
-        + (0..answered.len()).rev().find(|&offset| {
-            seen += answered[offset];
-            seen >= wanted
-        })?;
+    let (offset, _) = answered().find(|&(_, calls)| {
+        seen += calls;
+        seen >= wanted
+    })?;
+    let start = pinned + offset;
     let needed: usize = counts[start..].iter().sum();
     let budget = condense_compact::tail_budget(tail);
     let widest = condense_compact::usable(tail) / 2;

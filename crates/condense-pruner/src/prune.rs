@@ -180,18 +180,14 @@ fn boundary_counted(
 }
 
 /// The message holding the `calls`-th tool call from the end, counting the calls that have a
-/// result ([`condense_core::answered_calls`]: one a log never answered has no output to keep)
-/// (`0` when there are fewer; `messages.len()` with `calls = 0`).
+/// result ([`condense_core::answered_calls_from_end`]: one a log never answered has no output
+/// to keep) (`0` when there are fewer; `messages.len()` with `calls = 0`).
 pub fn boundary_by_calls(messages: &[Message], calls: usize) -> usize {
     if calls == 0 {
         return messages.len();
     }
     let mut seen = 0;
-    for (index, answered) in condense_core::answered_calls(messages)
-        .into_iter()
-        .enumerate()
-        .rev()
-    {
+    for (index, answered) in condense_core::answered_calls_from_end(messages) {
         seen += answered;
         if seen >= calls {
             return index;
