@@ -14,6 +14,8 @@ mod message;
 mod native;
 mod pairs;
 mod part;
+#[cfg(test)]
+mod test_parts;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod time;

@@ -134,29 +134,8 @@ pub fn answered_calls_from_end(messages: &[Message]) -> impl Iterator<Item = (us
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Role, ToolOutput};
-
-    fn tool_call(id: &str) -> Part {
-        Part::ToolCall(ToolCall {
-            id: id.into(),
-            name: "bash".into(),
-            input: serde_json::json!({}),
-            raw_input: None,
-            embedded: false,
-            extra: Default::default(),
-        })
-    }
-
-    fn tool_result(id: &str) -> Part {
-        Part::ToolResult(ToolResult {
-            call_id: id.into(),
-            content: ToolOutput::Text("ok".into()),
-            is_error: None,
-            embedded: false,
-            compacted: None,
-            extra: Default::default(),
-        })
-    }
+    use crate::Role;
+    use crate::test_parts::{call as tool_call, result as tool_result};
 
     /// Only a call with its result after it counts; a message of two calls of which one was
     /// answered counts one; a slice from a step counts what it answers itself.

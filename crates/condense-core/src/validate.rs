@@ -164,32 +164,9 @@ pub fn validate(messages: &[Message]) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
-    use crate::{Role, ToolCall, ToolOutput, ToolResult};
-
-    fn call(id: &str) -> Part {
-        Part::ToolCall(ToolCall {
-            id: id.into(),
-            name: "bash".into(),
-            input: json!({"command": "ls"}),
-            raw_input: None,
-            embedded: false,
-            extra: Default::default(),
-        })
-    }
-
-    fn result(id: &str) -> Part {
-        Part::ToolResult(ToolResult {
-            call_id: id.into(),
-            content: ToolOutput::Text("ok".into()),
-            is_error: None,
-            embedded: false,
-            compacted: None,
-            extra: Default::default(),
-        })
-    }
+    use crate::Role;
+    use crate::test_parts::{call, result};
 
     fn assistant(parts: Vec<Part>) -> Message {
         Message::new(Role::Assistant, parts)
