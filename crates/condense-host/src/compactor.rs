@@ -10,7 +10,7 @@ use condense_compact::{
 use condense_core::{Conversation, LiveView, Memos, Message, Role};
 use condense_pruner::{Clock, DirStore, PruneRequest, PruneSettings, Pruner, Store, SystemClock};
 use condense_summarize::{Anthropic, Extractive, Fork, OpenAi, Summarizer};
-use condense_template::{PromptVars, Template, parse_summary};
+use condense_template::{PromptVars, Template, parse_summary, summary_as_written};
 use condense_tokenizer::{Tiktoken, TokenCounter, conversation_total, count_each_memoized};
 
 use crate::head::{self, FrozenHead, WholeSummary, message_hash};
@@ -1740,12 +1740,14 @@ impl Compactor {
         let sections = self.template.sections().len();
         let room = fork.summary_tokens;
         let judge = |answer: &str| -> Result<condense_template::ParsedSummary, String> {
+            // condense's own summary is built to the template: nothing to check, and nothing in
+            // it to read as markup (the requests it quotes may hold a `<summary>` line).
+            if summarizer.name() == self.extractive.name() {
+                return summary_as_written(answer, &self.template)
+                    .map_err(|error| error.to_string());
+            }
             let parsed =
                 parse_summary(answer, &self.template).map_err(|error| error.to_string())?;
-            // condense's own summary is built to the template: nothing to check.
-            if summarizer.name() == self.extractive.name() {
-                return Ok(parsed);
-            }
             if let Some(room) = answer_room {
                 let tokens = self.counter.count_text(&parsed.text);
                 if tokens > room {
@@ -1830,7 +1832,7 @@ impl Compactor {
         let restored = self.with_originals(conversation, head.clone());
         let head = &restored.as_ref().unwrap_or(conversation).messages[head];
         match self.extractive.within(room).summary_carrying(head, carried) {
-            Ok(answer) => parse_summary(&answer, &self.template)
+            Ok(answer) => summary_as_written(&answer, &self.template)
                 .map_err(|error| (FailureKind::BadSummary, error.to_string())),
             Err(error) => Err((FailureKind::Summarizer(error.kind()), error.to_string())),
         }

@@ -547,6 +547,43 @@ async fn a_second_compaction_keeps_what_the_first_summary_kept() {
 /// summarized messages touched and quotes every request of the person's among them.
 #[tokio::test]
 async fn every_summary_is_within_its_budget_with_every_file_and_request() {
+    let points = summaries_with_every_file_and_request(|conversation| conversation).await;
+    assert!(points >= 12, "{points} compaction points");
+}
+
+/// A person's message that holds a `<summary>` line (Claude Code's `<task-notification>` when a
+/// background command ends; a C# doc comment pasted in) is quoted in condense's summary like any
+/// other, and the summary stays whole: it used to be read as a model's answer, whose
+/// `<summary>` block is the summary, and became that one line, naming no file.
+#[tokio::test]
+async fn a_request_holding_a_summary_tag_leaves_the_summary_whole() {
+    const NOTIFICATION: &str = "<task-notification>\n<task-id>b0be39e</task-id>\n<status>completed</status>\n<summary>Background command \"Run the tests\" completed (exit code 0)</summary>\n</task-notification>\n";
+    let points = summaries_with_every_file_and_request(|mut conversation| {
+        // (Two of the logs hold side records only: no request to edit.)
+        let said = conversation
+            .messages
+            .iter_mut()
+            .filter(|message| message.is_user_turn())
+            .flat_map(|message| message.parts.iter_mut())
+            .find_map(|part| match part {
+                Part::Text(said) if !said.text.trim().is_empty() => Some(said),
+                _ => None,
+            });
+        if let Some(said) = said {
+            said.text.insert_str(0, NOTIFICATION);
+        }
+        conversation
+    })
+    .await;
+    assert!(points >= 12, "{points} compaction points");
+}
+
+/// Compacts every shared session, `edited`, at 24K and 32K, and checks that each summary is
+/// within its budget, names every file the head's calls touched and quotes the start of each of
+/// the person's requests in it: how many were summarized.
+async fn summaries_with_every_file_and_request(
+    edited: impl Fn(Conversation) -> Conversation,
+) -> usize {
     let mut points = 0;
     for window in ["24000", "32000"] {
         let config = Config::load(&Sources {
@@ -561,6 +598,7 @@ async fn every_summary_is_within_its_budget_with_every_file_and_request() {
         assert_eq!(budget, 3_000);
         for transcript in transcripts().unwrap() {
             let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+            let conversation = edited(conversation);
             let result = compactor(&config)
                 .compact(conversation.clone())
                 .await
@@ -603,7 +641,7 @@ async fn every_summary_is_within_its_budget_with_every_file_and_request() {
             }
         }
     }
-    assert!(points >= 12, "{points} compaction points");
+    points
 }
 
 /// What the head of each round touched and asked, found without the summarizer: every path a

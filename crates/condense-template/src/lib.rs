@@ -9,5 +9,5 @@
 mod parse;
 mod template;
 
-pub use parse::{ParsedSummary, parse_summary};
+pub use parse::{ParsedSummary, parse_summary, summary_as_written};
 pub use template::{BUILTIN, PromptVars, Template, TemplateError, VARIABLES};

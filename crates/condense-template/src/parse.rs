@@ -12,11 +12,23 @@ pub struct ParsedSummary {
 
 /// Takes what the summarizer answered: drops an `<analysis>` block (scratch work the prompt asked
 /// for), takes the `<summary>` block when there is one, and checks the template's headings.
+///
+/// The block is the one the answer opens on a line of its own, and it runs to the answer's last
+/// `</summary>`: a summary quotes what the session holds, and that can hold the same tags (a
+/// C# doc comment's `/// <summary>`, Claude Code's `<task-notification>`, whose `<summary>` line
+/// says how a background command ended), which must neither end the block early nor be taken
+/// for it. condense's own summary is not a model's answer: [`summary_as_written`].
 pub fn parse_summary(answer: &str, template: &Template) -> Result<ParsedSummary, TemplateError> {
     let without_analysis = strip_block(answer, "analysis");
-    let text = inner_block(&without_analysis, "summary")
-        .unwrap_or(&without_analysis)
-        .trim();
+    let text = summary_block(&without_analysis).unwrap_or(&without_analysis);
+    summary_as_written(text, template)
+}
+
+/// A summary taken as it was written (condense's own, built to the template): trimmed, and its
+/// headings checked. Nothing in it is read as markup: the person's requests it quotes may hold
+/// any tags.
+pub fn summary_as_written(text: &str, template: &Template) -> Result<ParsedSummary, TemplateError> {
+    let text = text.trim();
     if text.is_empty() {
         return Err(TemplateError::EmptySummary);
     }
@@ -37,6 +49,25 @@ pub fn parse_summary(answer: &str, template: &Template) -> Result<ParsedSummary,
     })
 }
 
+/// The answer's `<summary>` block ([`parse_summary`]): from the first `<summary>` that opens a
+/// line to the last `</summary>` after it, or to the end where none closes it.
+fn summary_block(text: &str) -> Option<&str> {
+    const OPEN: &str = "<summary>";
+    let mut at = 0;
+    let start = text.split_inclusive('\n').find_map(|line| {
+        let line_start = at;
+        at += line.len();
+        let indent = line.len() - line.trim_start().len();
+        line.trim_start()
+            .starts_with(OPEN)
+            .then_some(line_start + indent + OPEN.len())
+    })?;
+    let end = text[start..]
+        .rfind("</summary>")
+        .map_or(text.len(), |end| start + end);
+    Some(&text[start..end])
+}
+
 /// `text` without `<tag>…</tag>`; an unclosed block runs to the end.
 fn strip_block(text: &str, tag: &str) -> String {
     let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
@@ -51,16 +82,6 @@ fn strip_block(text: &str, tag: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// The text inside the first `<tag>…</tag>`, the rest of the text when it is not closed.
-fn inner_block<'t>(text: &'t str, tag: &str) -> Option<&'t str> {
-    let open = format!("<{tag}>");
-    let start = text.find(&open)? + open.len();
-    let end = text[start..]
-        .find(&format!("</{tag}>"))
-        .map_or(text.len(), |end| start + end);
-    Some(&text[start..end])
 }
 
 /// A line as a heading: markdown `#`s, bold markers, numbering and a trailing colon removed.
@@ -106,6 +127,39 @@ mod tests {
         assert!(parsed.text.starts_with("## Goal\nfix it"));
         assert!(!parsed.text.contains("thinking") && !parsed.text.contains("trailing"));
         assert!(parsed.missing_sections.is_empty());
+    }
+
+    /// A summary that quotes the session's own tags: a block opened inside a line (a C# doc
+    /// comment) is not the answer's, and one quoted inside the answer's block does not end it.
+    #[test]
+    fn a_summary_tag_quoted_in_the_summary_is_not_its_block() {
+        let quoted = "## Goal\nDocument `/// <summary>Parses it</summary>` in parser.cs\n## Accomplished\nnothing";
+        assert_eq!(parse_summary(quoted, &structured()).unwrap().text, quoted);
+        let nested = "<analysis>x</analysis>\n<summary>\n## Goal\nThe person wrote:\n<task-notification>\n<summary>Background command done</summary>\n</task-notification>\n## Accomplished\nall\n</summary>\nafter";
+        let parsed = parse_summary(nested, &structured()).unwrap();
+        assert!(
+            parsed.text.starts_with("## Goal\nThe person wrote:"),
+            "{}",
+            parsed.text
+        );
+        assert!(
+            parsed.text.ends_with("## Accomplished\nall"),
+            "{}",
+            parsed.text
+        );
+    }
+
+    /// condense's own summary quoting a request that holds a `<summary>` line is kept whole.
+    #[test]
+    fn a_summary_as_written_reads_no_markup() {
+        let ours = "## Goal\nx\n## Instructions\n1. <task-notification>\n<summary>Background command done</summary>\n</task-notification>\n## Discoveries\n## Accomplished\n## Relevant files / directories\n- src/a.rs";
+        let parsed = summary_as_written(ours, &structured()).unwrap();
+        assert_eq!(parsed.text, ours);
+        assert!(parsed.missing_sections.is_empty());
+        assert_eq!(
+            summary_as_written(" \n", &structured()),
+            Err(TemplateError::EmptySummary)
+        );
     }
 
     #[test]
