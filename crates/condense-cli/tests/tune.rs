@@ -10,8 +10,7 @@ use common::{condense, transcripts};
 #[test]
 fn tune_writes_a_layer_that_loads_and_keeps_what_it_says() {
     let dir = tempfile::tempdir().unwrap();
-    let sessions = dir.path().join("sessions");
-    std::fs::create_dir(&sessions).unwrap();
+    let sessions = sessions_in(dir.path());
     for name in [
         "openai/mini-swe-agent-django__django-11138.json",
         "openai/swe-agent-marshmallow-1867.json",
@@ -162,8 +161,7 @@ fn tune_writes_a_layer_that_loads_and_keeps_what_it_says() {
 #[test]
 fn tune_sizes_a_models_summary_by_every_log_that_holds_one() {
     let dir = tempfile::tempdir().unwrap();
-    let sessions = dir.path().join("sessions");
-    std::fs::create_dir(&sessions).unwrap();
+    let sessions = sessions_in(dir.path());
     let data =
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../condense-formats/tests/data");
     for name in [
@@ -172,20 +170,7 @@ fn tune_sizes_a_models_summary_by_every_log_that_holds_one() {
     ] {
         std::fs::copy(data.join(name), sessions.join(name)).unwrap();
     }
-    let out = condense(
-        dir.path(),
-        &[
-            "tune",
-            sessions.to_str().unwrap(),
-            "--context-window",
-            "32000",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = tuned(dir.path(), &sessions, "32000");
     let table = String::from_utf8(out.stdout).unwrap();
     let second = table.lines().nth(1).unwrap();
     assert!(
@@ -201,8 +186,7 @@ fn tune_sizes_a_models_summary_by_every_log_that_holds_one() {
 #[test]
 fn tune_names_a_log_whose_usage_its_messages_do_not_bear_out() {
     let dir = tempfile::tempdir().unwrap();
-    let sessions = dir.path().join("sessions");
-    std::fs::create_dir(&sessions).unwrap();
+    let sessions = sessions_in(dir.path());
     let log = transcripts().join("claude-code/e80aa543-6eff-4cb5-91e0-6d4e8e7951e9.jsonl");
     std::fs::copy(&log, sessions.join("as-recorded.jsonl")).unwrap();
     std::fs::write(
@@ -210,20 +194,7 @@ fn tune_names_a_log_whose_usage_its_messages_do_not_bear_out() {
         condense_core::testing::with_text_redacted(&std::fs::read_to_string(&log).unwrap()),
     )
     .unwrap();
-    let out = condense(
-        dir.path(),
-        &[
-            "tune",
-            sessions.to_str().unwrap(),
-            "--context-window",
-            "64000",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = tuned(dir.path(), &sessions, "64000");
     let told = String::from_utf8(out.stderr).unwrap();
     let named: Vec<&str> = told
         .lines()
@@ -231,6 +202,33 @@ fn tune_names_a_log_whose_usage_its_messages_do_not_bear_out() {
         .collect();
     assert_eq!(named.len(), 1, "{told}");
     assert!(named[0].contains("redacted.jsonl"), "{told}");
+}
+
+/// An empty `sessions` directory in `dir`, for a test's logs.
+fn sessions_in(dir: &std::path::Path) -> std::path::PathBuf {
+    let sessions = dir.join("sessions");
+    std::fs::create_dir(&sessions).unwrap();
+    sessions
+}
+
+/// `condense tune` on the logs in `sessions` at a `window`-token context window, run in `dir`,
+/// which must succeed.
+fn tuned(dir: &std::path::Path, sessions: &std::path::Path, window: &str) -> std::process::Output {
+    let out = condense(
+        dir,
+        &[
+            "tune",
+            sessions.to_str().unwrap(),
+            "--context-window",
+            window,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 #[test]

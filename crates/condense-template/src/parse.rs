@@ -13,14 +13,15 @@ pub struct ParsedSummary {
 /// Takes what the summarizer answered: drops an `<analysis>` block (scratch work the prompt asked
 /// for), takes the `<summary>` block when there is one, and checks the template's headings.
 ///
-/// The block is the one the answer opens on a line of its own, and it runs to the answer's last
-/// `</summary>`: a summary quotes what the session holds, and that can hold the same tags (a
-/// C# doc comment's `/// <summary>`, Claude Code's `<task-notification>`, whose `<summary>` line
-/// says how a background command ended), which must neither end the block early nor be taken
-/// for it. condense's own summary is not a model's answer: [`summary_as_written`].
+/// The block is the one the answer opens on a line of its own before any of the template's
+/// sections, and it runs to the answer's last `</summary>`: a summary quotes what the session
+/// holds, and that can hold the same tags (a C# doc comment's `/// <summary>`, Claude Code's
+/// `<task-notification>`, whose `<summary>` line says how a background command ended), which
+/// must neither end the block early nor be taken for it. condense's own summary is not a
+/// model's answer: [`summary_as_written`].
 pub fn parse_summary(answer: &str, template: &Template) -> Result<ParsedSummary, TemplateError> {
     let without_analysis = strip_block(answer, "analysis");
-    let text = summary_block(&without_analysis).unwrap_or(&without_analysis);
+    let text = summary_block(&without_analysis, template).unwrap_or(&without_analysis);
     summary_as_written(text, template)
 }
 
@@ -50,18 +51,32 @@ pub fn summary_as_written(text: &str, template: &Template) -> Result<ParsedSumma
 }
 
 /// The answer's `<summary>` block ([`parse_summary`]): from the first `<summary>` that opens a
-/// line to the last `</summary>` after it, or to the end where none closes it.
-fn summary_block(text: &str) -> Option<&str> {
+/// line to the last `</summary>` after it, or to the end where none closes it. `None` where
+/// there is none, or where one of `template`'s sections begins before it: the answer is the
+/// summary, unwrapped, and the tag is one it quotes.
+fn summary_block<'t>(text: &'t str, template: &Template) -> Option<&'t str> {
     const OPEN: &str = "<summary>";
+    let sections = template.sections();
     let mut at = 0;
-    let start = text.split_inclusive('\n').find_map(|line| {
+    let mut start = None;
+    for line in text.split_inclusive('\n') {
         let line_start = at;
         at += line.len();
-        let indent = line.len() - line.trim_start().len();
-        line.trim_start()
-            .starts_with(OPEN)
-            .then_some(line_start + indent + OPEN.len())
-    })?;
+        let opened = line.trim_start();
+        if opened.starts_with(OPEN) {
+            start = Some(line_start + (line.len() - opened.len()) + OPEN.len());
+            break;
+        }
+        let a_section = heading_of(line).is_some_and(|heading| {
+            sections
+                .iter()
+                .any(|section| heading.eq_ignore_ascii_case(section))
+        });
+        if a_section {
+            return None;
+        }
+    }
+    let start = start?;
     let end = text[start..]
         .rfind("</summary>")
         .map_or(text.len(), |end| start + end);
@@ -135,6 +150,12 @@ mod tests {
     fn a_summary_tag_quoted_in_the_summary_is_not_its_block() {
         let quoted = "## Goal\nDocument `/// <summary>Parses it</summary>` in parser.cs\n## Accomplished\nnothing";
         assert_eq!(parse_summary(quoted, &structured()).unwrap().text, quoted);
+        // An answer not wrapped in a block that quotes a notification's line under a section.
+        let unwrapped = "## Goal\nFinish the port\n## Discoveries\nThe person was told:\n<summary>Background command done</summary>\n## Accomplished\nall";
+        assert_eq!(
+            parse_summary(unwrapped, &structured()).unwrap().text,
+            unwrapped
+        );
         let nested = "<analysis>x</analysis>\n<summary>\n## Goal\nThe person wrote:\n<task-notification>\n<summary>Background command done</summary>\n</task-notification>\n## Accomplished\nall\n</summary>\nafter";
         let parsed = parse_summary(nested, &structured()).unwrap();
         assert!(
