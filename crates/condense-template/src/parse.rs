@@ -13,14 +13,15 @@ pub struct ParsedSummary {
 /// Takes what the summarizer answered: drops an `<analysis>` block (scratch work the prompt asked
 /// for), takes the `<summary>` block when there is one, and checks the template's headings.
 ///
-/// The block is the one the answer opens on a line of its own before any of the template's
-/// sections, and it runs to the answer's last `</summary>`: a summary quotes what the session
-/// holds, and that can hold the same tags (a C# doc comment's `/// <summary>`, Claude Code's
-/// `<task-notification>`, whose `<summary>` line says how a background command ended), which
-/// must neither end the block early nor be taken for it. condense's own summary is not a
-/// model's answer: [`summary_as_written`].
+/// Each block is one the answer opens on a line of its own before any of the template's
+/// sections; the summary's runs to the answer's last `</summary>`. A summary quotes what the
+/// session holds, and that can hold the same tags (a C# doc comment's `/// <summary>`, Claude
+/// Code's `<task-notification>`, whose `<summary>` line says how a background command ended, a
+/// harness's own compaction prompt asking for `<analysis>`), which must neither end a block
+/// early nor be taken for one. condense's own summary is not a model's answer:
+/// [`summary_as_written`].
 pub fn parse_summary(answer: &str, template: &Template) -> Result<ParsedSummary, TemplateError> {
-    let without_analysis = strip_block(answer, "analysis");
+    let without_analysis = without_analysis(answer, template);
     let text = summary_block(&without_analysis, template).unwrap_or(&without_analysis);
     summary_as_written(text, template)
 }
@@ -50,22 +51,44 @@ pub fn summary_as_written(text: &str, template: &Template) -> Result<ParsedSumma
     })
 }
 
-/// The answer's `<summary>` block ([`parse_summary`]): from the first `<summary>` that opens a
-/// line to the last `</summary>` after it, or to the end where none closes it. `None` where
-/// there is none, or where one of `template`'s sections begins before it: the answer is the
-/// summary, unwrapped, and the tag is one it quotes.
+/// The answer's `<summary>` block ([`parse_summary`]): from the `<summary>` that opens a line
+/// before any of `template`'s sections to the last `</summary>` after it, or to the end where
+/// none closes it. `None` where there is none: the answer is the summary, unwrapped, and a tag
+/// after a section is one it quotes.
 fn summary_block<'t>(text: &'t str, template: &Template) -> Option<&'t str> {
-    const OPEN: &str = "<summary>";
+    let (_, start) = opening(text, "<summary>", template)?;
+    let end = text[start..]
+        .rfind("</summary>")
+        .map_or(text.len(), |end| start + end);
+    Some(&text[start..end])
+}
+
+/// The answer without its `<analysis>` block ([`parse_summary`]): from the `<analysis>` that
+/// opens a line before any of `template`'s sections to the first `</analysis>` after it, or to
+/// the end where none closes it.
+fn without_analysis(text: &str, template: &Template) -> String {
+    const CLOSE: &str = "</analysis>";
+    let Some((open, after)) = opening(text, "<analysis>", template) else {
+        return text.to_owned();
+    };
+    let rest = text[after..]
+        .find(CLOSE)
+        .map_or("", |end| &text[after + end + CLOSE.len()..]);
+    format!("{}{rest}", &text[..open])
+}
+
+/// Where `tag` opens a line of `text` before any of `template`'s sections begins: the tag's
+/// offset and the offset just after it.
+fn opening(text: &str, tag: &str, template: &Template) -> Option<(usize, usize)> {
     let sections = template.sections();
     let mut at = 0;
-    let mut start = None;
     for line in text.split_inclusive('\n') {
         let line_start = at;
         at += line.len();
         let opened = line.trim_start();
-        if opened.starts_with(OPEN) {
-            start = Some(line_start + (line.len() - opened.len()) + OPEN.len());
-            break;
+        if opened.starts_with(tag) {
+            let open = line_start + (line.len() - opened.len());
+            return Some((open, open + tag.len()));
         }
         let a_section = heading_of(line).is_some_and(|heading| {
             sections
@@ -76,27 +99,7 @@ fn summary_block<'t>(text: &'t str, template: &Template) -> Option<&'t str> {
             return None;
         }
     }
-    let start = start?;
-    let end = text[start..]
-        .rfind("</summary>")
-        .map_or(text.len(), |end| start + end);
-    Some(&text[start..end])
-}
-
-/// `text` without `<tag>…</tag>`; an unclosed block runs to the end.
-fn strip_block(text: &str, tag: &str) -> String {
-    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find(&open) {
-        out.push_str(&rest[..start]);
-        rest = match rest[start..].find(&close) {
-            Some(end) => &rest[start + end + close.len()..],
-            None => "",
-        };
-    }
-    out.push_str(rest);
-    out
+    None
 }
 
 /// A line as a heading: markdown `#`s, bold markers, numbering and a trailing colon removed.
@@ -167,6 +170,23 @@ mod tests {
             parsed.text.ends_with("## Accomplished\nall"),
             "{}",
             parsed.text
+        );
+    }
+
+    /// A summary about a harness's own prompts names `<analysis>` in a sentence: only a block
+    /// the answer opens on a line of its own, before its sections, is scratch work.
+    #[test]
+    fn an_analysis_tag_the_summary_names_is_not_its_scratch_work() {
+        let answer = "<analysis>\nfirst I read it\n</analysis>\n<summary>\n## Goal\nMake the prompt ask for <analysis> before the summary\n## Accomplished\nthe prompt file\n</summary>";
+        let parsed = parse_summary(answer, &structured()).unwrap();
+        assert_eq!(
+            parsed.text,
+            "## Goal\nMake the prompt ask for <analysis> before the summary\n## Accomplished\nthe prompt file"
+        );
+        let unwrapped = "## Goal\nMake the prompt ask for <analysis> first\n## Accomplished\nall";
+        assert_eq!(
+            parse_summary(unwrapped, &structured()).unwrap().text,
+            unwrapped
         );
     }
 
