@@ -746,3 +746,57 @@ fn counter_of(text: &str) -> usize {
     use condense_tokenizer::TokenCounter;
     Tiktoken::default().count_text(text)
 }
+
+/// The person's requests hold lines of the summary's own layout: a numbered list, a heading, a
+/// line that names a list of files. Folded into the next summary, each still comes back as the
+/// request it was, whole and once, in order (where the reader took such a line for the next
+/// request or the end of the list, one request was split in two, and a quote cut at
+/// `quote_chars` lost the end of the next; a heading dropped every request after it).
+#[test]
+fn requests_holding_the_summary_s_own_layout_come_back_whole() {
+    use condense_core::Role;
+    let summarizer = Extractive::new(
+        Template::builtin("structured").unwrap(),
+        ExtractiveSettings::built_in().unwrap(),
+    );
+    let filler = "Keep the public names as they are. ".repeat(40);
+    let requests = [
+        format!("Do these:\n1. rename the parser\n2. add a test for BOMs\n{filler}END_OF_FIRST"),
+        format!(
+            "Then the docs:\n## Usage\nexplain the flags\nRead:\n- the old README\n{filler}END_OF_SECOND"
+        ),
+        format!("~~~\nsome pasted block\n~~~\n3. and last, {filler}END_OF_THIRD"),
+    ];
+    let mut head = Vec::new();
+    for (index, request) in requests.iter().enumerate() {
+        head.push(Message::text(Role::User, request.clone()));
+        head.extend(condense_core::testing::tool_step(
+            &format!("c{index}"),
+            "bash",
+            serde_json::json!({ "command": format!("cargo test part{index}") }),
+            "ok",
+        ));
+    }
+    let mut summary = summarizer.summary_of(&head).unwrap();
+    // Folded twice: what a summary wrote, the next reads back and writes again.
+    for fold in 0..3 {
+        for request in &requests {
+            assert_eq!(
+                summary.matches(request.as_str()).count(),
+                1,
+                "fold {fold}: {summary}"
+            );
+        }
+        let first = summary.find("END_OF_FIRST").unwrap();
+        let second = summary.find("END_OF_SECOND").unwrap();
+        assert!(first < second && second < summary.find("END_OF_THIRD").unwrap());
+        let mut next = vec![summary_message(&summary)];
+        next.extend(condense_core::testing::tool_step(
+            &format!("n{fold}"),
+            "bash",
+            serde_json::json!({ "command": "cargo build" }),
+            "ok",
+        ));
+        summary = summarizer.summary_of(&next).unwrap();
+    }
+}

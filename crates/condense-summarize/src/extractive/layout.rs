@@ -21,3 +21,46 @@ pub(crate) const KEPT_WHOLE: &str = " (kept whole in the conversation)";
 pub(crate) const KEPT_WHOLE_AFTER: &str = " (kept whole after this summary)";
 /// The line the agent's plan follows, one `- [status] step` line a step.
 pub(crate) const PLAN: &str = "Plan:";
+/// The lines that head the lists of files and failures, after the requests.
+pub(crate) const LIST_LABELS: [&str; 4] = ["Modified:", "Read:", "Failed:", PLAN];
+
+/// Whether `line` heads a section of a template (`## `) or of the ledger (`### `).
+pub(crate) fn is_heading(line: &str) -> bool {
+    line.starts_with("## ") || line.starts_with("### ")
+}
+
+/// The `number`th of the numbered quotes of the person's requests, `N. text`. A request holding
+/// a line that the reader would take for the summary's own layout (a numbered line, a heading, a
+/// list's label, the line before an agent's quoted summary), or opening with a fence, is
+/// fenced instead: `N. ~~~`, its text verbatim, then the same fence, longer than any line of
+/// tildes in it. The text stays whole and unchanged (what the agent reads, and what a later
+/// summary quotes), and [`super::previous::read`] takes it back as one request.
+pub(crate) fn numbered_quote(number: usize, text: &str) -> String {
+    let mut lines = text.lines();
+    let opens_with_a_fence = lines.next().is_some_and(is_fence);
+    if !opens_with_a_fence && !lines.any(reads_as_layout) {
+        return format!("{number}. {text}");
+    }
+    let mut fence = "~~~".to_owned();
+    while text.lines().any(|line| line == fence) {
+        fence.push('~');
+    }
+    format!("{number}. {fence}\n{text}\n{fence}")
+}
+
+/// Whether `rest` (what follows an item's number) opens a fenced quote: three tildes or more.
+pub(crate) fn is_fence(rest: &str) -> bool {
+    rest.len() >= 3 && rest.bytes().all(|byte| byte == b'~')
+}
+
+/// Whether a line of a quote would read, unfenced, as the summary's layout: an item's number
+/// (`2. `, ending the quote before it), a heading or a list's label (ending the requests), or
+/// the line an agent's quoted summary follows.
+fn reads_as_layout(line: &str) -> bool {
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    let numbered = digits > 0
+        && line[digits..]
+            .strip_prefix('.')
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '));
+    numbered || is_heading(line) || LIST_LABELS.contains(&line) || line.starts_with(EARLIER_BY)
+}

@@ -109,11 +109,11 @@ impl Carried {
     /// requests and files, [`super::previous::read`]).
     fn read(summary: &str) -> Carried {
         let mut carried = Carried::default();
-        let Some(start) = summary.find(LEDGER_HEADING) else {
+        let Some(ledger) = super::previous::ledger_of(summary) else {
             return carried;
         };
         let mut list: Option<&mut Vec<String>> = None;
-        for line in summary[start..].lines().skip(1) {
+        for line in ledger.into_iter().skip(1) {
             match line {
                 "Failed:" => list = Some(&mut carried.failures),
                 _ if line.ends_with(':') && !line.starts_with("- ") => list = None,

@@ -390,7 +390,7 @@ impl Extractive {
                 } else {
                     quoted
                 };
-                format!("{}. {line}", index + 1)
+                layout::numbered_quote(index + 1, &line)
             })
             .collect()
     }

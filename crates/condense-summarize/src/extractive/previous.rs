@@ -8,7 +8,9 @@
 //! the new summary quotes every request and names every file the old one did, and keeps the
 //! plan until the agent writes a new one.
 
-use super::layout::{EARLIER_BY, LAST_TOOL, LEDGER_HEADING, PLAN};
+use super::layout::{
+    EARLIER_BY, LAST_TOOL, LEDGER_HEADING, LIST_LABELS, PLAN, is_fence, is_heading,
+};
 
 /// A summary an agent's own compaction left in the history: all that is left of what came
 /// before it.
@@ -32,13 +34,66 @@ pub(crate) struct Previous {
     pub earlier: Option<EarlierSummary>,
 }
 
+/// What a line of a summary is to its reader: the summary's own layout, or, of a request's
+/// fenced quote ([`super::layout::numbered_quote`]), the item's line that opens the fence, a
+/// line of the quote, or the fence that closes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Line {
+    Layout,
+    Opening,
+    Quoted,
+    Closing,
+}
+
+/// The lines of `summary`, each with what it is. A fence left open (a summary cut short) fences
+/// nothing: its lines are read as layout.
+fn lines_of(summary: &str) -> Vec<(&str, Line)> {
+    let lines: Vec<&str> = summary.lines().collect();
+    let mut read = Vec::with_capacity(lines.len());
+    let mut at = 0;
+    while at < lines.len() {
+        let line = lines[at];
+        at += 1;
+        let closed = fence_opened(line).and_then(|fence| {
+            let length = lines[at..].iter().position(|quoted| *quoted == fence)?;
+            Some((fence, length))
+        });
+        let Some((fence, length)) = closed else {
+            read.push((line, Line::Layout));
+            continue;
+        };
+        read.push((line, Line::Opening));
+        read.extend(
+            lines[at..at + length]
+                .iter()
+                .map(|quoted| (*quoted, Line::Quoted)),
+        );
+        read.push((fence, Line::Closing));
+        at += length + 1;
+    }
+    read
+}
+
+/// The fence `line` opens, when it is an item's number followed by one (`3. ~~~`).
+fn fence_opened(line: &str) -> Option<&str> {
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    let rest = line[digits..].strip_prefix(". ")?;
+    (digits > 0 && is_fence(rest)).then_some(rest)
+}
+
 /// The agents' summaries a summary of ours quotes (each under its `Earlier summary by AGENT,
 /// quoted …:` line, in `> ` lines), and its text without them.
 pub(crate) fn quoted_summaries(summary: &str) -> (Vec<EarlierSummary>, String) {
     let mut found = Vec::new();
     let mut rest = Vec::new();
     let mut quoting: Option<EarlierSummary> = None;
-    for line in summary.lines() {
+    for (line, kind) in lines_of(summary) {
+        if kind != Line::Layout {
+            // A request's fenced quote, whatever its lines look like.
+            found.extend(quoting.take());
+            rest.push(line);
+            continue;
+        }
         let quoted = line
             .strip_prefix("> ")
             .or_else(|| (line == ">").then_some(""));
@@ -68,8 +123,20 @@ pub(crate) fn quoted_summaries(summary: &str) -> (Vec<EarlierSummary>, String) {
     (found, rest.join("\n"))
 }
 
-fn is_heading(line: &str) -> bool {
-    line.starts_with("## ") || line.starts_with("### ")
+/// Where the ledger under a model's summary starts in `lines`, when there is one: the last line
+/// of the layout that is its heading (condense writes the ledger last; a request that quotes the
+/// heading is fenced, and the model's text above it is not the ledger).
+fn ledger_start(lines: &[(&str, Line)]) -> Option<usize> {
+    lines
+        .iter()
+        .rposition(|&(line, kind)| kind == Line::Layout && line == LEDGER_HEADING)
+}
+
+/// The ledger of `summary` and what follows it, when it has one ([`ledger_start`]).
+pub(crate) fn ledger_of(summary: &str) -> Option<Vec<&str>> {
+    let lines = lines_of(summary);
+    let start = ledger_start(&lines)?;
+    Some(lines[start..].iter().map(|&(line, _)| line).collect())
 }
 
 /// `N. rest` with exactly the number `n`.
@@ -81,26 +148,39 @@ fn numbered(line: &str, n: usize) -> Option<&str> {
 pub(crate) fn read(summary: &str) -> Previous {
     // Under a model's summary, the ledger is what condense wrote: its lists, not the model's
     // own numbered lines, are the requests and files.
-    let ledger = summary
-        .find(LEDGER_HEADING)
-        .map_or(summary, |start| &summary[start..]);
-    let lines: Vec<&str> = ledger.lines().collect();
+    let lines = lines_of(summary);
+    let lines = ledger_start(&lines).map_or(&lines[..], |start| &lines[start..]);
     let mut previous = Previous::default();
 
     // The first run of items numbered 1, 2, 3, …; an item runs until the next number, a
-    // heading, or the end. Quotes keep their own line breaks.
-    if let Some(start) = lines.iter().position(|line| numbered(line, 1).is_some()) {
+    // heading, or the end, and a fenced one is its fence's lines. Quotes keep their own line
+    // breaks.
+    let first = lines.iter().position(|(line, kind)| {
+        matches!(kind, Line::Layout | Line::Opening) && numbered(line, 1).is_some()
+    });
+    if let Some(start) = first {
         let mut current: Option<String> = None;
-        for line in &lines[start..] {
+        // Whether `current` is a fenced quote, and whether none of its lines is read yet.
+        let (mut fenced, mut fresh) = (false, false);
+        for &(line, kind) in &lines[start..] {
             let next = previous.requests.len() + usize::from(current.is_some()) + 1;
-            if let Some(rest) = numbered(line, next) {
+            if let Some(rest) = numbered(line, next).filter(|_| kind != Line::Quoted) {
                 previous.requests.extend(current.take());
-                current = Some(rest.to_owned());
-            } else if is_heading(line) || matches!(*line, "Modified:" | "Read:" | "Failed:" | PLAN)
-            {
-                break;
-            } else if let Some(item) = current.as_mut() {
-                item.push('\n');
+                fenced = kind == Line::Opening;
+                fresh = fenced;
+                current = Some(if fenced { "" } else { rest }.to_owned());
+                continue;
+            }
+            match kind {
+                Line::Closing if fenced => continue,
+                Line::Layout if is_heading(line) || LIST_LABELS.contains(&line) => break,
+                // Anything else, a fence that is not an item's among them, is the item's text.
+                _ => {}
+            }
+            if let Some(item) = current.as_mut() {
+                if !std::mem::take(&mut fresh) {
+                    item.push('\n');
+                }
                 item.push_str(line);
             }
         }
@@ -116,7 +196,7 @@ pub(crate) fn read(summary: &str) -> Previous {
     // Which list the `- item` lines go to: the files' (a path, with the ledger's last tool after
     // it) or the plan's (the line as it is).
     let mut list: Option<(&mut Vec<String>, bool)> = None;
-    for line in &lines {
+    for (line, _) in lines.iter().filter(|(_, kind)| *kind == Line::Layout) {
         match *line {
             "Modified:" => list = Some((&mut previous.files_modified, true)),
             "Read:" => list = Some((&mut previous.files_read, true)),
@@ -185,6 +265,70 @@ mod tests {
         // The newest stands for those before it.
         assert_eq!(previous.earlier, quoted.last().cloned());
         assert_eq!(previous.requests, vec!["Port it", "Test it"]);
+    }
+
+    #[test]
+    fn a_fence_that_is_not_an_item_s_or_left_open_is_text() {
+        // An old summary's request that opened with a fence of its own, left open, and a fenced
+        // quote under a number that is not the next item's.
+        let summary = "## Goal\nX\n1. ~~~\nplain\n2. Read it\n\n## Next\nnone";
+        assert_eq!(read(summary).requests, vec!["~~~\nplain", "Read it"]);
+        let summary = "## Goal\nX\n1. one\n5. ~~~\n2. inside\n~~~\n2. two";
+        assert_eq!(
+            read(summary).requests,
+            vec!["one\n5. ~~~\n2. inside\n~~~", "two"]
+        );
+    }
+
+    /// Lines a request may hold that read as the summary's own layout, and plain ones.
+    const LINES: [&str; 16] = [
+        "1. first",
+        "2.",
+        "10. tenth",
+        "## Usage",
+        "### Ledger",
+        "Read:",
+        "Modified:",
+        "Failed:",
+        "Plan:",
+        "- src/b.rs",
+        "~~~",
+        "~~~~",
+        "> quoted",
+        "Earlier summary by Codex, quoted in full:",
+        "plain words",
+        "",
+    ];
+
+    fn request() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        proptest::collection::vec(proptest::sample::select(LINES.to_vec()), 1..5)
+            .prop_map(|lines| lines.join("\n").trim().to_owned())
+            .prop_filter("a request says something", |text| !text.is_empty())
+    }
+
+    proptest::proptest! {
+        /// Whatever lines the person's requests hold, a summary that quotes them gives back
+        /// each, whole and in order, and the files it lists, and no more.
+        #[test]
+        fn every_quoted_request_comes_back_as_written(
+            requests in proptest::collection::vec(request(), 1..5)
+        ) {
+            let items: Vec<String> = requests
+                .iter()
+                .enumerate()
+                .map(|(index, text)| super::super::layout::numbered_quote(index + 1, text))
+                .collect();
+            let summary = format!(
+                "## Goal\nX (quoted in full below)\n{}\n\n## Relevant files / directories\nRead:\n- src/a.rs",
+                items.join("\n")
+            );
+            let previous = read(&summary);
+            proptest::prop_assert_eq!(&previous.requests, &requests, "{}", summary);
+            proptest::prop_assert_eq!(previous.files_read, vec!["src/a.rs".to_owned()]);
+            proptest::prop_assert!(previous.files_modified.is_empty() && previous.plan.is_empty());
+            proptest::prop_assert_eq!(previous.earlier, None);
+        }
     }
 
     #[test]
