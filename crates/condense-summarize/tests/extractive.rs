@@ -799,4 +799,33 @@ fn requests_holding_the_summary_s_own_layout_come_back_whole() {
         ));
         summary = summarizer.summary_of(&next).unwrap();
     }
+    // Within a budget that shortens the quotes to their starts, each stays fenced, and comes
+    // back as one request with its start.
+    let whole = summarizer.summary_of(&head).unwrap();
+    let short = summarizer
+        .strictly_within(counter_of(&whole) - 500)
+        .summary_of(&head)
+        .unwrap();
+    assert!(short.contains("1. ~~~\nDo these:\n1. rename"), "{short}");
+    assert!(!short.contains("END_OF_FIRST"), "{short}");
+    let mut next = vec![summary_message(&short)];
+    next.extend(condense_core::testing::tool_step(
+        "s",
+        "bash",
+        serde_json::json!({ "command": "cargo build" }),
+        "ok",
+    ));
+    let again = summarizer.summary_of(&next).unwrap();
+    for request in &requests {
+        let start: String = request.chars().take(150).collect();
+        assert_eq!(again.matches(start.as_str()).count(), 1, "{again}");
+    }
+    assert!(
+        again.contains("\n3. ~~~~\n~~~\nsome pasted block"),
+        "{again}"
+    );
+    assert!(
+        !again.contains("kept within"),
+        "the note is no request's: {again}"
+    );
 }

@@ -13,6 +13,9 @@ pub(crate) const EARLIER_BY: &str = "Earlier summary by ";
 pub(crate) const IN_FULL: &str = "quoted in full";
 /// Where a quote was cut.
 pub(crate) const CUT_MARK: &str = " […]";
+/// How the line that says where the budget cut a section starts (after the section's last item,
+/// a request's quote among them).
+pub(crate) const CUT_NOTE: &str = "[…";
 /// What follows the start of a request that the compaction keeps whole beside the summary (after
 /// it, or, an autonomous run's task, before it): the summary quotes only enough of it to say
 /// which request it is.
@@ -35,7 +38,7 @@ pub(crate) fn is_heading(line: &str) -> bool {
 /// fenced instead: `N. ~~~`, its text verbatim, then the same fence, longer than any line of
 /// tildes in it. The text stays whole and unchanged (what the agent reads, and what a later
 /// summary quotes), and [`super::previous::read`] takes it back as one request.
-pub(crate) fn numbered_quote(number: usize, text: &str) -> String {
+pub(crate) fn numbered_quote(number: impl std::fmt::Display, text: &str) -> String {
     let mut lines = text.lines();
     let opens_with_a_fence = lines.next().is_some_and(is_fence);
     if !opens_with_a_fence && !lines.any(reads_as_layout) {
@@ -48,19 +51,34 @@ pub(crate) fn numbered_quote(number: usize, text: &str) -> String {
     format!("{number}. {fence}\n{text}\n{fence}")
 }
 
+/// The text of a quote as [`numbered_quote`] wrote it after the number: fenced or not.
+pub(crate) fn unfenced(quote: &str) -> &str {
+    let Some((fence, rest)) = quote.split_once('\n') else {
+        return quote;
+    };
+    rest.strip_suffix(fence)
+        .and_then(|text| text.strip_suffix('\n'))
+        .filter(|_| is_fence(fence))
+        .unwrap_or(quote)
+}
+
 /// Whether `rest` (what follows an item's number) opens a fenced quote: three tildes or more.
 pub(crate) fn is_fence(rest: &str) -> bool {
     rest.len() >= 3 && rest.bytes().all(|byte| byte == b'~')
 }
 
 /// Whether a line of a quote would read, unfenced, as the summary's layout: an item's number
-/// (`2. `, ending the quote before it), a heading or a list's label (ending the requests), or
-/// the line an agent's quoted summary follows.
+/// (`2. `, ending the quote before it), a heading or a list's label (ending the requests), the
+/// note of a cut (ending the quote), or the line an agent's quoted summary follows.
 fn reads_as_layout(line: &str) -> bool {
     let digits = line.bytes().take_while(u8::is_ascii_digit).count();
     let numbered = digits > 0
         && line[digits..]
             .strip_prefix('.')
             .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '));
-    numbered || is_heading(line) || LIST_LABELS.contains(&line) || line.starts_with(EARLIER_BY)
+    numbered
+        || is_heading(line)
+        || LIST_LABELS.contains(&line)
+        || line.starts_with(CUT_NOTE)
+        || line.starts_with(EARLIER_BY)
 }

@@ -29,8 +29,7 @@ use serde::Deserialize;
 use crate::{SummarizeError, Summarizer};
 use facts::{Facts, Outcome, cut};
 
-/// How the line that says where the budget cut a section starts.
-const CUT_NOTE: &str = "[…";
+use layout::CUT_NOTE;
 /// The characters of a request that name it: the goal line's, and a request's that the
 /// compaction keeps whole after the summary.
 const GIST_CHARS: usize = 200;
@@ -251,7 +250,7 @@ impl Extractive {
         } else if kind == Kind::Goal {
             lines.extend(
                 facts.requests.first().map(|first| {
-                    format!("{} (quoted in full below)", cut(gist(first), GIST_CHARS))
+                    format!("{} (quoted in full below)", cut(&gist(first), GIST_CHARS))
                 }),
             );
         }
@@ -507,13 +506,52 @@ impl Extractive {
     }
 }
 
-/// The first line of a request that says something: not blank, not a bare `<tag>`.
-fn gist(request: &str) -> &str {
-    request
-        .lines()
-        .map(str::trim)
+/// The first line of a request that says something: not blank, not wrapped in a `<tag>` (an
+/// IDE's note of the file open, a reminder before the person's own words). A request of such
+/// lines alone (Claude Code's slash command: `<command-name>/compact</command-name>`, then its
+/// message and arguments) says it with its first line's tags taken off (or, tags alone, as its
+/// first line): one line, as the goal's is, where the whole request used to go in.
+fn gist(request: &str) -> String {
+    let mut lines = request.lines().map(str::trim);
+    if let Some(line) = lines
+        .clone()
         .find(|line| !(line.is_empty() || (line.starts_with('<') && line.ends_with('>'))))
-        .unwrap_or(request)
+    {
+        return line.to_owned();
+    }
+    lines
+        .clone()
+        .map(without_tags)
+        .find(|line| !line.is_empty())
+        .or_else(|| lines.find(|line| !line.is_empty()).map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// `line` without its tags (`<name>`, `</name>`, `<name/>`), trimmed.
+fn without_tags(line: &str) -> String {
+    let mut kept = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(open) = rest.find('<') {
+        kept.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let name = after.strip_prefix('/').unwrap_or(after);
+        let length = name
+            .bytes()
+            .take_while(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b':'))
+            .count();
+        let close = name[length..]
+            .strip_prefix("/>")
+            .or_else(|| name[length..].strip_prefix('>'));
+        match close {
+            Some(tail) if length > 0 => rest = tail,
+            _ => {
+                kept.push('<');
+                rest = after;
+            }
+        }
+    }
+    kept.push_str(rest);
+    kept.trim().to_owned()
 }
 
 fn file_lines(facts: &Facts) -> Vec<String> {
@@ -564,11 +602,12 @@ fn shed_required(bodies: &mut [Vec<String>], required: &mut [usize]) -> Option<u
     }
     let listed = request_lines(bodies, required);
     for &(index, line) in &listed {
-        let Some((number, text)) = numbered(&bodies[index][line]) else {
+        let Some((number, quote)) = numbered(&bodies[index][line]) else {
             continue;
         };
+        let text = layout::unfenced(quote);
         if text.chars().count() > GIST_CHARS + layout::CUT_MARK.chars().count() {
-            bodies[index][line] = format!("{number}. {}", cut(text, GIST_CHARS));
+            bodies[index][line] = layout::numbered_quote(number, &cut(text, GIST_CHARS));
             return Some(index);
         }
     }
@@ -721,7 +760,21 @@ impl Summarizer for Extractive {
 
 #[cfg(test)]
 mod tests {
-    use super::merged_repeats;
+    use super::{gist, merged_repeats};
+
+    #[test]
+    fn a_request_s_gist_is_one_line_that_says_something() {
+        let ide =
+            "<ide_opened_file>The user opened src/a.rs.</ide_opened_file>\nFix the bug\nin a.rs";
+        assert_eq!(gist(ide), "Fix the bug");
+        let command = "<command-name>/compact</command-name>\n            <command-message>compact</command-message>\n            <command-args>and go on</command-args>";
+        assert_eq!(gist(command), "/compact");
+        assert_eq!(gist("<a>\n<b/>\n  <c>x < y</c>"), "x < y");
+        assert_eq!(
+            gist("\n<task-notification>\n</task-notification>"),
+            "<task-notification>"
+        );
+    }
 
     #[test]
     fn the_same_line_is_written_once_where_it_last_came_with_its_count() {

@@ -9,7 +9,7 @@
 //! plan until the agent writes a new one.
 
 use super::layout::{
-    EARLIER_BY, LAST_TOOL, LEDGER_HEADING, LIST_LABELS, PLAN, is_fence, is_heading,
+    CUT_NOTE, EARLIER_BY, LAST_TOOL, LEDGER_HEADING, LIST_LABELS, PLAN, is_fence, is_heading,
 };
 
 /// A summary an agent's own compaction left in the history: all that is left of what came
@@ -153,28 +153,39 @@ pub(crate) fn read(summary: &str) -> Previous {
     let mut previous = Previous::default();
 
     // The first run of items numbered 1, 2, 3, …; an item runs until the next number, a
-    // heading, or the end, and a fenced one is its fence's lines. Quotes keep their own line
-    // breaks.
+    // heading, a note of the budget's cut, or the end, and a fenced one is its fence's lines.
+    // Quotes keep their own line breaks.
     let first = lines.iter().position(|(line, kind)| {
         matches!(kind, Line::Layout | Line::Opening) && numbered(line, 1).is_some()
     });
     if let Some(start) = first {
         let mut current: Option<String> = None;
-        // Whether `current` is a fenced quote, and whether none of its lines is read yet.
-        let (mut fenced, mut fresh) = (false, false);
+        // Whether `current` is a fenced quote, whether none of its lines is read yet, and
+        // whether it is whole (its fence closed, or a note of a cut after it): what follows,
+        // to the next item, is not its text.
+        let (mut fenced, mut fresh, mut whole) = (false, false, false);
         for &(line, kind) in &lines[start..] {
             let next = previous.requests.len() + usize::from(current.is_some()) + 1;
             if let Some(rest) = numbered(line, next).filter(|_| kind != Line::Quoted) {
                 previous.requests.extend(current.take());
                 fenced = kind == Line::Opening;
                 fresh = fenced;
+                whole = false;
                 current = Some(if fenced { "" } else { rest }.to_owned());
                 continue;
             }
             match kind {
-                Line::Closing if fenced => continue,
+                Line::Closing if fenced => {
+                    whole = true;
+                    continue;
+                }
                 Line::Layout if is_heading(line) || LIST_LABELS.contains(&line) => break,
+                Line::Layout if line.starts_with(CUT_NOTE) => {
+                    whole = true;
+                    continue;
+                }
                 // Anything else, a fence that is not an item's among them, is the item's text.
+                _ if whole => continue,
                 _ => {}
             }
             if let Some(item) = current.as_mut() {
@@ -281,8 +292,9 @@ mod tests {
     }
 
     /// Lines a request may hold that read as the summary's own layout, and plain ones.
-    const LINES: [&str; 16] = [
+    const LINES: [&str; 17] = [
         "1. first",
+        "[… 2 more item(s) cut here: the summary is kept within 610 tokens]",
         "2.",
         "10. tenth",
         "## Usage",
@@ -308,8 +320,9 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Whatever lines the person's requests hold, a summary that quotes them gives back
-        /// each, whole and in order, and the files it lists, and no more.
+        /// Whatever lines the person's requests hold, a summary that quotes them (a note of a
+        /// cut after them) gives back each, whole and in order, and the files it lists, and
+        /// no more.
         #[test]
         fn every_quoted_request_comes_back_as_written(
             requests in proptest::collection::vec(request(), 1..5)
@@ -320,7 +333,7 @@ mod tests {
                 .map(|(index, text)| super::super::layout::numbered_quote(index + 1, text))
                 .collect();
             let summary = format!(
-                "## Goal\nX (quoted in full below)\n{}\n\n## Relevant files / directories\nRead:\n- src/a.rs",
+                "## Goal\nX (quoted in full below)\n{}\n[… more item(s) cut here: the summary is kept within 9 tokens]\n\n## Relevant files / directories\nRead:\n- src/a.rs",
                 items.join("\n")
             );
             let previous = read(&summary);
