@@ -226,6 +226,59 @@ fn codexs_own_summary_is_quoted_under_its_name() {
     assert!(summary.contains("[…]"), "{summary}");
 }
 
+/// Claude Code's own summary comes with its model's analysis before it (`Analysis:`, then
+/// `Summary:`): quoted without that scratch work, the summary's last sections (the current work,
+/// the next step) fit the quote, where a quote cut to its budget lost them first.
+#[test]
+fn claude_codes_summary_is_quoted_without_its_analysis() {
+    let theirs = format!(
+        "This session is being continued from a previous conversation that ran out of context. \
+         The summary below covers the earlier portion of the conversation.\n\nAnalysis:\n\
+         Let me chronologically analyze the conversation:\n{}\n\nSummary:\n\
+         1. Primary Request and Intent:\n   Port the parser.\n{}\n\
+         9. Optional Next Step:\n   Run THE_LAST_STEP.",
+        "1. **Initial request**: the user asked me to port it.\n".repeat(60),
+        "   - src/parse.rs: the parser.\n".repeat(60),
+    );
+    let head = vec![
+        Message::text(condense_core::Role::User, theirs.clone()),
+        Message::text(condense_core::Role::User, "now add the tests"),
+        Message::text(condense_core::Role::Assistant, "Adding them."),
+    ];
+    let settings = {
+        let mut s = ExtractiveSettings::built_in().unwrap();
+        s.budget_tokens = 1_000;
+        s
+    };
+    let summarizer = Extractive::new(Template::builtin("structured").unwrap(), settings);
+    let summary = summarizer.summary_of(&head).unwrap();
+    // Whole, the summary is over the quote's 4,000 characters; without its analysis it is not.
+    assert!(theirs.chars().count() > 4_000, "{}", theirs.len());
+    assert!(
+        summary.contains(
+            "Earlier summary by Claude Code, quoted in full:\n> This session is being continued"
+        ),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("> [… the analysis it wrote before its summary left out]\n>\n> Summary:\n> 1. Primary Request and Intent:"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("> 9. Optional Next Step:\n>    Run THE_LAST_STEP.\n1. now add the tests"),
+        "{summary}"
+    );
+    assert!(!summary.contains("chronologically"), "{summary}");
+    // Folded again, it is quoted as it was.
+    let next = vec![
+        summary_message(&summary),
+        Message::text(condense_core::Role::User, "and the docs"),
+    ];
+    let again = summarizer.summary_of(&next).unwrap();
+    assert!(again.contains("Run THE_LAST_STEP."), "{again}");
+    assert_eq!(again.matches("the analysis it wrote").count(), 1, "{again}");
+}
+
 /// opencode's own summary is its answer to "What did we do so far?" (how opencode sends the
 /// request of its own compaction), and opencode 1.18 merges its next step into the same message:
 /// the answer's text is quoted whole under opencode's name, the step's call is in the tool log,

@@ -79,7 +79,7 @@ impl Facts {
                 let (_, own) = super::previous::quoted_summaries(&summary.text(message));
                 facts.earlier = Some(EarlierSummary {
                     by: summary.agent.to_owned(),
-                    text: own.trim().to_owned(),
+                    text: without_analysis(own.trim()),
                 });
                 summarized = summary.parts;
             }
@@ -388,6 +388,35 @@ fn names_an_error(line: &str) -> bool {
         .iter()
         .any(|mark| lower.contains(mark))
         || line.contains("FAILED")
+}
+
+/// What stands in an agent's summary for the analysis [`without_analysis`] leaves out.
+const ANALYSIS_LEFT_OUT: &str = "[… the analysis it wrote before its summary left out]";
+
+/// An agent's summary without the analysis written before it. Claude Code has its model think
+/// in an `<analysis>` block before the `<summary>` and sends both, as an `Analysis:` and a
+/// `Summary:` section: the analysis is the model's scratch work, a pass over the conversation
+/// in order that the summary then says again (a quarter of the summary in the Claude Code 2.1
+/// logs here). Quoted whole, it left the quote's budget too little for the summary's last
+/// sections (the pending tasks, the current work, the next step), which a quote cut to its
+/// length loses first. A summary without both sections, in that order, is as it came.
+fn without_analysis(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let analysis = lines.iter().position(|line| line.trim_end() == "Analysis:");
+    let summary = analysis.and_then(|start| {
+        lines[start..]
+            .iter()
+            .position(|line| line.trim_end() == "Summary:")
+            .map(|offset| start + offset)
+    });
+    let (Some(analysis), Some(summary)) = (analysis, summary) else {
+        return text.to_owned();
+    };
+    let mut kept: Vec<&str> = lines[..analysis].to_vec();
+    kept.push(ANALYSIS_LEFT_OUT);
+    kept.push("");
+    kept.extend(&lines[summary..]);
+    kept.join("\n")
 }
 
 /// At most `limit` characters of `text`, with " […]" when it was cut.
