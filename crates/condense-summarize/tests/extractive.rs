@@ -279,6 +279,82 @@ fn claude_codes_summary_is_quoted_without_its_analysis() {
     assert_eq!(again.matches("the analysis it wrote").count(), 1, "{again}");
 }
 
+/// A file the agent named both whole and relative to the working directory (Claude Code's Read
+/// and Edit take a whole path, its shell commands a relative one) is listed once, whole, and as
+/// changed where either name changed it. A relative name the whole one does not spell out
+/// (`./c.rs`), or one that a call resolved elsewhere (in a directory of its own), stays.
+#[test]
+fn a_file_named_whole_and_relative_is_listed_once() {
+    use condense_core::Role;
+    let step = |id: &str, tool: &str, input: serde_json::Value| {
+        condense_core::testing::tool_step(id, tool, input, "ok")
+    };
+    let mut head = vec![
+        Message::text(Role::System, "You are an agent.\nWorking directory: /w\n"),
+        Message::text(Role::User, "fix the parser"),
+    ];
+    head.extend(step(
+        "r1",
+        "Read",
+        serde_json::json!({ "file_path": "/w/src/a.rs" }),
+    ));
+    head.extend(step(
+        "s1",
+        "Bash",
+        serde_json::json!({ "command": "sed -i 's/a/b/' src/a.rs" }),
+    ));
+    head.extend(step(
+        "c1",
+        "Bash",
+        serde_json::json!({ "command": "cat src/b.rs" }),
+    ));
+    head.extend(step(
+        "c2",
+        "Bash",
+        serde_json::json!({ "command": "cat ./src/c.rs" }),
+    ));
+    head.extend(step(
+        "r2",
+        "Read",
+        serde_json::json!({ "file_path": "/w/src/c.rs" }),
+    ));
+    head.extend(step(
+        "r3",
+        "Read",
+        serde_json::json!({ "file_path": "/w/src/d.rs" }),
+    ));
+    head.extend(step(
+        "c3",
+        "Bash",
+        serde_json::json!({ "command": "cat src/d.rs" }),
+    ));
+    head.extend(step(
+        "c4",
+        "shell",
+        serde_json::json!({ "command": "cat src/d.rs", "workdir": "/v" }),
+    ));
+    let summarizer = Extractive::new(
+        Template::builtin("structured").unwrap(),
+        ExtractiveSettings::built_in().unwrap(),
+    );
+    let summary = summarizer.summary_of(&head).unwrap();
+    let files = &summary[summary.find("Modified:").expect("a file changed")..];
+    assert_eq!(
+        files.lines().collect::<Vec<_>>(),
+        [
+            "Modified:",
+            "- /w/src/a.rs",
+            "Read:",
+            "- src/b.rs",
+            "- ./src/c.rs",
+            "- /w/src/c.rs",
+            "- /w/src/d.rs",
+            "- src/d.rs",
+        ],
+        "{summary}"
+    );
+}
+
 /// opencode's own summary is its answer to "What did we do so far?" (how opencode sends the
 /// request of its own compaction), and opencode 1.18 merges its next step into the same message:
 /// the answer's text is quoted whole under opencode's name, the step's call is in the tool log,

@@ -57,13 +57,20 @@ pub(crate) struct Facts {
     pub earlier: Option<EarlierSummary>,
     /// Those of `requests` that the compaction keeps whole after the summary.
     pub carried: Vec<String>,
+    /// Each relative path of the files lists, as every call that named it resolved it (in the
+    /// directory the call names, else the session's working directory where the wire records
+    /// it): [`Facts::one_name_a_file`] drops it where the list names that file whole.
+    resolved: Vec<(String, String)>,
 }
 
 impl Facts {
     pub(crate) fn of(head: &[Message]) -> Facts {
         let pairs = ToolPairs::index(head);
         let mut facts = Facts::default();
+        // The session's working directory, as recorded last at or before the message read.
+        let mut directory: Option<&str> = None;
         for (index, message) in head.iter().enumerate() {
+            directory = condense_formats::working_directory(message).or(directory);
             if message.is_compaction_summary() {
                 facts.fold(super::previous::read(&message.plain_text()));
             }
@@ -98,18 +105,76 @@ impl Facts {
             }
             for part in parts {
                 if let Part::ToolCall(call) = part {
-                    facts.add_call(call, head, &pairs);
+                    facts.add_call(call, head, &pairs, directory);
                 }
             }
         }
+        facts.one_name_a_file();
         facts
+    }
+
+    /// Each file listed once: a relative path goes where every call that named it resolved it
+    /// to a path the lists name whole (Claude Code's Read and Edit name a file whole, its shell
+    /// commands relative to the working directory). The whole one names it for the agent, and
+    /// keeps the stronger of the two: a file changed by its relative name is listed changed.
+    fn one_name_a_file(&mut self) {
+        let same = |a: &str, b: &str| paths::entry(a) == paths::entry(b);
+        let whole = |listed: &[String], path: &str| {
+            listed
+                .iter()
+                .position(|seen| seen.starts_with('/') && same(seen, path))
+        };
+        let mut named_whole: Vec<String> = Vec::new();
+        for (path, _) in &self.resolved {
+            let resolutions = || self.resolved.iter().filter(|(seen, _)| seen == path);
+            // Only a path the whole one spells out (`src/a.rs` in `/w/src/a.rs`, not `./a.rs`
+            // nor `../w/a.rs`): the list names both, as the agent wrote them.
+            let spelled = format!("/{}", paths::entry(path));
+            let all_named = resolutions().all(|(_, to)| {
+                paths::entry(to).ends_with(&spelled)
+                    && (whole(&self.files_read, to).is_some()
+                        || whole(&self.files_modified, to).is_some())
+            });
+            if all_named && !named_whole.contains(path) {
+                named_whole.push(path.clone());
+            }
+        }
+        for path in named_whole {
+            if let Some(at) = self.files_modified.iter().position(|seen| *seen == path) {
+                self.files_modified.remove(at);
+                // Changed by its relative name, read by its whole one: listed changed.
+                for (_, to) in self.resolved.iter().filter(|(seen, _)| *seen == path) {
+                    if let Some(read) = whole(&self.files_read, to) {
+                        let file = self.files_read.remove(read);
+                        self.files_modified
+                            .insert(at.min(self.files_modified.len()), file);
+                    }
+                }
+            }
+            self.files_read.retain(|seen| *seen != path);
+        }
     }
 
     /// A tool call of the head: the files it touched (a file written moves from the read list
     /// to the modified one), what it did and how it ended, and its error when it failed (in
     /// place of the same command's earlier one).
-    fn add_call(&mut self, call: &condense_core::ToolCall, head: &[Message], pairs: &ToolPairs) {
+    fn add_call(
+        &mut self,
+        call: &condense_core::ToolCall,
+        head: &[Message],
+        pairs: &ToolPairs,
+        directory: Option<&str>,
+    ) {
         let (touched, writes) = paths::touched(&call.name, &call.input);
+        let directory = paths::call_directory(&call.input).or(directory);
+        if let Some(directory) = directory.filter(|directory| directory.starts_with('/')) {
+            for path in touched.iter().filter(|path| !path.starts_with(['/', '~'])) {
+                let resolution = ((*path).to_owned(), paths::normalize(path, Some(directory)));
+                if !self.resolved.contains(&resolution) {
+                    self.resolved.push(resolution);
+                }
+            }
+        }
         // A directory named with and without its last `/` is one entry, as first named.
         let same = |seen: &String, path: &str| paths::entry(seen) == paths::entry(path);
         for path in touched {
