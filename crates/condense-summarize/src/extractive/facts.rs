@@ -118,41 +118,55 @@ impl Facts {
     /// commands relative to the working directory). The whole one names it for the agent, and
     /// keeps the stronger of the two: a file changed by its relative name is listed changed.
     fn one_name_a_file(&mut self) {
-        let same = |a: &str, b: &str| paths::entry(a) == paths::entry(b);
-        let whole = |listed: &[String], path: &str| {
-            listed
-                .iter()
-                .position(|seen| seen.starts_with('/') && same(seen, path))
-        };
-        let mut named_whole: Vec<String> = Vec::new();
-        for (path, _) in &self.resolved {
-            let resolutions = || self.resolved.iter().filter(|(seen, _)| seen == path);
-            // Only a path the whole one spells out (`src/a.rs` in `/w/src/a.rs`, not `./a.rs`
-            // nor `../w/a.rs`): the list names both, as the agent wrote them.
-            let spelled = format!("/{}", paths::entry(path));
-            let all_named = resolutions().all(|(_, to)| {
-                paths::entry(to).ends_with(&spelled)
-                    && (whole(&self.files_read, to).is_some()
-                        || whole(&self.files_modified, to).is_some())
-            });
-            if all_named && !named_whole.contains(path) {
-                named_whole.push(path.clone());
-            }
+        use std::collections::{HashMap, HashSet};
+        let listed_whole: HashSet<&str> = self
+            .files_read
+            .iter()
+            .chain(&self.files_modified)
+            .filter(|path| path.starts_with('/'))
+            .map(|path| paths::entry(path))
+            .collect();
+        // Each relative path: whether every call resolved it to a path listed whole that spells
+        // it out (`src/a.rs` in `/w/src/a.rs`, not `./a.rs` nor `../w/a.rs`: the list then
+        // names both as the agent wrote them), and the whole paths it resolved to.
+        let mut verdicts: HashMap<&str, (bool, Vec<&str>)> = HashMap::new();
+        for (path, to) in &self.resolved {
+            let to = paths::entry(to);
+            let named = listed_whole.contains(to)
+                && to
+                    .strip_suffix(paths::entry(path))
+                    .is_some_and(|directory| directory.ends_with('/'));
+            let verdict = verdicts
+                .entry(paths::entry(path))
+                .or_insert_with(|| (true, Vec::new()));
+            verdict.0 &= named;
+            verdict.1.push(to);
         }
-        for path in named_whole {
-            if let Some(at) = self.files_modified.iter().position(|seen| *seen == path) {
-                self.files_modified.remove(at);
-                // Changed by its relative name, read by its whole one: listed changed.
-                for (_, to) in self.resolved.iter().filter(|(seen, _)| *seen == path) {
-                    if let Some(read) = whole(&self.files_read, to) {
-                        let file = self.files_read.remove(read);
-                        self.files_modified
-                            .insert(at.min(self.files_modified.len()), file);
-                    }
+        verdicts.retain(|_, (named, _)| *named);
+        if verdicts.is_empty() {
+            return;
+        }
+        // Changed by its relative name and read by its whole one: the whole one is listed
+        // changed, where the relative one was.
+        let mut modified = Vec::with_capacity(self.files_modified.len());
+        for path in std::mem::take(&mut self.files_modified) {
+            let Some((_, wholes)) = verdicts.get(paths::entry(&path)) else {
+                modified.push(path);
+                continue;
+            };
+            for whole in wholes {
+                if let Some(at) = self
+                    .files_read
+                    .iter()
+                    .position(|seen| paths::entry(seen) == *whole)
+                {
+                    modified.push(self.files_read.remove(at));
                 }
             }
-            self.files_read.retain(|seen| *seen != path);
         }
+        self.files_modified = modified;
+        self.files_read
+            .retain(|seen| !verdicts.contains_key(paths::entry(seen)));
     }
 
     /// A tool call of the head: the files it touched (a file written moves from the read list
