@@ -76,9 +76,9 @@ fn lines_of(summary: &str) -> Vec<(&str, Line)> {
 
 /// The fence `line` opens, when it is an item's number followed by one (`3. ~~~`).
 fn fence_opened(line: &str) -> Option<&str> {
-    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
-    let rest = line[digits..].strip_prefix(". ")?;
-    (digits > 0 && is_fence(rest)).then_some(rest)
+    super::numbered(line)
+        .map(|(_, rest)| rest)
+        .filter(|rest| is_fence(rest))
 }
 
 /// The agents' summaries a summary of ours quotes (each under its `Earlier summary by AGENT,
