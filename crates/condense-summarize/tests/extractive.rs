@@ -286,53 +286,35 @@ fn claude_codes_summary_is_quoted_without_its_analysis() {
 #[test]
 fn a_file_named_whole_and_relative_is_listed_once() {
     use condense_core::Role;
-    let step = |id: &str, tool: &str, input: serde_json::Value| {
-        condense_core::testing::tool_step(id, tool, input, "ok")
-    };
     let mut head = vec![
         Message::text(Role::System, "You are an agent.\nWorking directory: /w\n"),
         Message::text(Role::User, "fix the parser"),
     ];
-    head.extend(step(
-        "r1",
-        "Read",
-        serde_json::json!({ "file_path": "/w/src/a.rs" }),
-    ));
-    head.extend(step(
-        "s1",
-        "Bash",
-        serde_json::json!({ "command": "sed -i 's/a/b/' src/a.rs" }),
-    ));
-    head.extend(step(
-        "c1",
-        "Bash",
-        serde_json::json!({ "command": "cat src/b.rs" }),
-    ));
-    head.extend(step(
-        "c2",
-        "Bash",
-        serde_json::json!({ "command": "cat ./src/c.rs" }),
-    ));
-    head.extend(step(
-        "r2",
-        "Read",
-        serde_json::json!({ "file_path": "/w/src/c.rs" }),
-    ));
-    head.extend(step(
-        "r3",
-        "Read",
-        serde_json::json!({ "file_path": "/w/src/d.rs" }),
-    ));
-    head.extend(step(
-        "c3",
-        "Bash",
-        serde_json::json!({ "command": "cat src/d.rs" }),
-    ));
-    head.extend(step(
-        "c4",
-        "shell",
-        serde_json::json!({ "command": "cat src/d.rs", "workdir": "/v" }),
-    ));
+    let steps = [
+        ("Read", serde_json::json!({ "file_path": "/w/src/a.rs" })),
+        (
+            "Bash",
+            serde_json::json!({ "command": "sed -i 's/a/b/' src/a.rs" }),
+        ),
+        ("Bash", serde_json::json!({ "command": "cat src/b.rs" })),
+        ("Bash", serde_json::json!({ "command": "cat ./src/c.rs" })),
+        ("Read", serde_json::json!({ "file_path": "/w/src/c.rs" })),
+        ("Read", serde_json::json!({ "file_path": "/w/src/d.rs" })),
+        ("Bash", serde_json::json!({ "command": "cat src/d.rs" })),
+        // Codex's shell, in a directory of its own.
+        (
+            "shell",
+            serde_json::json!({ "command": "cat src/d.rs", "workdir": "/v" }),
+        ),
+    ];
+    for (index, (tool, input)) in steps.into_iter().enumerate() {
+        head.extend(condense_core::testing::tool_step(
+            &format!("c{index}"),
+            tool,
+            input,
+            "ok",
+        ));
+    }
     let summarizer = Extractive::new(
         Template::builtin("structured").unwrap(),
         ExtractiveSettings::built_in().unwrap(),
