@@ -27,14 +27,16 @@ pub(crate) const PLAN: &str = "Plan:";
 /// The lines that head the lists of files and failures, after the requests.
 pub(crate) const LIST_LABELS: [&str; 4] = ["Modified:", "Read:", "Failed:", PLAN];
 
-/// Whether `line` heads a section of a template (`## `) or of the ledger (`### `).
+/// Whether `line` heads a section: `## `, or `### ` where the template writes its headings at
+/// that level (the summary keeps the template's level).
 pub(crate) fn is_heading(line: &str) -> bool {
     line.starts_with("## ") || line.starts_with("### ")
 }
 
 /// The `number`th of the numbered quotes of the person's requests, `N. text`. A request holding
 /// a line that the reader would take for the summary's own layout (a numbered line, a heading, a
-/// list's label, the line before an agent's quoted summary), or opening with a fence, is
+/// list's label, a note of the budget's cut, the line before an agent's quoted summary), or
+/// opening with a fence, is
 /// fenced instead: `N. ~~~`, its text verbatim, then the same fence, longer than any line of
 /// tildes in it. The text stays whole and unchanged (what the agent reads, and what a later
 /// summary quotes), and [`super::previous::read`] takes it back as one request.
