@@ -1,21 +1,26 @@
 //! `cargo xtask ci` runs what CI runs; `cargo xtask bench` runs the benchmarks whose figures go in
-//! BENCHMARKS.md; `cargo xtask build-plugins` builds the example plugins in release mode. Kept in
-//! Rust so a fresh machine needs nothing but cargo.
+//! BENCHMARKS.md; `cargo xtask frontier` makes BENCHMARKS.md's table of every policy's cost and
+//! keeps on the shared sessions again; `cargo xtask build-plugins` builds the example plugins in
+//! release mode. Kept in Rust so a fresh machine needs nothing but cargo.
 // Printing is this tool's job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod frontier;
+
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
 fn main() -> Result<()> {
-    let task = std::env::args().nth(1).unwrap_or_default();
-    match task.as_str() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map_or("", String::as_str) {
         "ci" => ci(),
         "bench" => cargo(&["bench", "--workspace"]),
+        "frontier" => frontier::run(&args[1..]),
         "build-plugins" => build_plugins(),
         _ => {
-            eprintln!("usage: cargo xtask <ci|bench|build-plugins>");
+            eprintln!("usage: cargo xtask <ci|bench|frontier|build-plugins>");
             std::process::exit(2);
         }
     }
@@ -56,6 +61,13 @@ fn build_plugins() -> Result<()> {
         println!("target/release/{file}");
     }
     Ok(())
+}
+
+/// The workspace's root, where `cargo xtask` is run from.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 fn cargo(args: &[&str]) -> Result<()> {
