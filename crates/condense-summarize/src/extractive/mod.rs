@@ -448,16 +448,7 @@ impl Extractive {
     fn kind_items(&self, layout: &Layout<'_>, kind: Kind, facts: &Facts) -> Vec<String> {
         match kind {
             Kind::Calls => self.calls_done(layout, facts),
-            Kind::Errors => facts
-                .errors
-                .iter()
-                .map(|error| {
-                    format!(
-                        "- {} `{}` failed: {}",
-                        error.tool, error.what, error.excerpt
-                    )
-                })
-                .collect(),
+            Kind::Errors => failures_alike(&facts.errors),
             Kind::Next => facts
                 .last_intent
                 .iter()
@@ -504,6 +495,41 @@ impl Extractive {
             Kind::Goal | Kind::Requests | Kind::Files => Vec::new(),
         }
     }
+}
+
+/// The failed calls, a line each; but the calls of one tool that failed with the same words (a
+/// linter's findings run after run, searches that found nothing) are one line, the words once
+/// and the calls in the order they failed, where the last of them failed (as
+/// [`merged_repeats`] places a repeated line): the words, repeated, were most of those lines,
+/// and every later request reads the summary again.
+fn failures_alike(errors: &[facts::ErrorFact]) -> Vec<String> {
+    // Each failure's words, with the calls that failed with them and where the last one stands.
+    let mut alike: Vec<(&facts::ErrorFact, Vec<&str>, usize)> = Vec::new();
+    for (at, error) in errors.iter().enumerate() {
+        match alike
+            .iter_mut()
+            .find(|(first, _, _)| first.tool == error.tool && first.excerpt == error.excerpt)
+        {
+            Some((_, calls, last)) => {
+                calls.push(&error.what);
+                *last = at;
+            }
+            None => alike.push((error, vec![&error.what], at)),
+        }
+    }
+    alike.sort_by_key(|&(_, _, last)| last);
+    alike
+        .into_iter()
+        .map(|(first, calls, _)| {
+            let calls: Vec<String> = calls.iter().map(|what| format!("`{what}`")).collect();
+            format!(
+                "- {} {} failed: {}",
+                first.tool,
+                calls.join(", "),
+                first.excerpt
+            )
+        })
+        .collect()
 }
 
 /// The first line of a request that says something: not blank, not wrapped in a `<tag>` (an
@@ -760,7 +786,8 @@ impl Summarizer for Extractive {
 
 #[cfg(test)]
 mod tests {
-    use super::{gist, merged_repeats};
+    use super::{failures_alike, gist, merged_repeats};
+    use crate::extractive::facts::ErrorFact;
 
     #[test]
     fn a_request_s_gist_is_one_line_that_says_something() {
@@ -774,6 +801,40 @@ mod tests {
             gist("\n<task-notification>\n</task-notification>"),
             "<task-notification>"
         );
+    }
+
+    /// Five runs of a linter that found the same two things, between two searches that found
+    /// nothing and a script that failed its own way: three lines, each where the last of its
+    /// calls failed.
+    #[test]
+    fn calls_that_failed_with_the_same_words_are_one_line() {
+        let error = |tool: &str, what: &str, excerpt: &str| ErrorFact {
+            tool: tool.to_owned(),
+            what: what.to_owned(),
+            call: what.to_owned(),
+            excerpt: excerpt.to_owned(),
+        };
+        let lint = "a.py:1:0: C0114 / a.py:4:0: C0116";
+        let errors = [
+            error("bash", "grep -n x a.py", "no output"),
+            error("bash", "pylint .", lint),
+            error("bash", "pylint --ignore=b .", lint),
+            error("bash", "python3 debug.py", "error: no such option"),
+            error("bash", "grep -n y a.py", "no output"),
+            error("bash", "pylint --ignore-paths=b .", lint),
+            error("Grep", "y", "no output"),
+        ];
+        assert_eq!(
+            failures_alike(&errors),
+            [
+                "- bash `python3 debug.py` failed: error: no such option",
+                "- bash `grep -n x a.py`, `grep -n y a.py` failed: no output",
+                "- bash `pylint .`, `pylint --ignore=b .`, `pylint --ignore-paths=b .` failed: \
+                 a.py:1:0: C0114 / a.py:4:0: C0116",
+                "- Grep `y` failed: no output",
+            ]
+        );
+        assert!(failures_alike(&[]).is_empty());
     }
 
     #[test]
