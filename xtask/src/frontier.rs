@@ -32,7 +32,6 @@ struct Options {
 }
 
 /// One policy's figures at one point.
-#[derive(Clone)]
 struct Figures {
     name: String,
     cost: f64,
@@ -90,23 +89,7 @@ pub fn run(args: &[String]) -> Result<()> {
                 while let Some(&(path, provider, window)) =
                     jobs.get(next.fetch_add(1, Ordering::Relaxed))
                 {
-                    let point = (|| -> Result<Point> {
-                        let policies = replay(&condense, path, provider, window)?;
-                        let before = match &options.before {
-                            Some(bin) => replay(bin, path, provider, window)?
-                                .into_iter()
-                                .find(|figures| figures.name == "condense"),
-                            None => None,
-                        };
-                        Ok(Point {
-                            session: session_name(path),
-                            provider,
-                            window,
-                            policies,
-                            before,
-                        })
-                    })();
-                    match point {
+                    match point(&condense, options.before.as_deref(), path, provider, window) {
                         Ok(point) => lock(&points).push(point),
                         Err(error) => lock(&failed).push(format!("{error:#}")),
                     }
@@ -129,6 +112,31 @@ pub fn run(args: &[String]) -> Result<()> {
     print!("{}", table(&points));
     print!("{}", counts(&points));
     Ok(())
+}
+
+/// The point of `path` at `window` under `provider`: every policy as `condense` replays it, and
+/// the `before` build's condense.
+fn point(
+    condense: &Path,
+    before: Option<&Path>,
+    path: &Path,
+    provider: &'static str,
+    window: usize,
+) -> Result<Point> {
+    let policies = replay(condense, path, provider, window)?;
+    let before = match before {
+        Some(bin) => replay(bin, path, provider, window)?
+            .into_iter()
+            .find(|figures| figures.name == "condense"),
+        None => None,
+    };
+    Ok(Point {
+        session: session_name(path),
+        provider,
+        window,
+        policies,
+        before,
+    })
 }
 
 /// The lock, whoever held it last: a worker that panicked leaves its points as they were.
