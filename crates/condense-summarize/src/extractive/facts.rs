@@ -37,6 +37,32 @@ pub(crate) struct ErrorFact {
     pub excerpt: String,
 }
 
+/// `errors` with those of one tool that failed with the same words together: each group's
+/// first failure (its tool and words) and every call that failed so, in order, the groups in
+/// the order of their last failure (where a repeated line of the summary goes, as
+/// `merged_repeats` places one).
+pub(crate) fn alike(errors: &[ErrorFact]) -> Vec<(&ErrorFact, Vec<&str>)> {
+    // Each group, and where its last failure stands.
+    let mut groups: Vec<(&ErrorFact, Vec<&str>, usize)> = Vec::new();
+    for (at, error) in errors.iter().enumerate() {
+        match groups
+            .iter_mut()
+            .find(|(first, _, _)| first.tool == error.tool && first.excerpt == error.excerpt)
+        {
+            Some((_, calls, last)) => {
+                calls.push(&error.what);
+                *last = at;
+            }
+            None => groups.push((error, vec![&error.what], at)),
+        }
+    }
+    groups.sort_by_key(|&(_, _, last)| last);
+    groups
+        .into_iter()
+        .map(|(first, calls, _)| (first, calls))
+        .collect()
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Facts {
     /// What the person wrote, in order.

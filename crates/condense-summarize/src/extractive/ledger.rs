@@ -12,7 +12,8 @@ use condense_core::{Message, Part};
 use super::facts::{Facts, cut};
 use super::layout::{LAST_TOOL, LEDGER_HEADING, PLAN};
 
-/// The failed commands kept: the most recent.
+/// The failed calls kept: the most recent (those of one tool that failed with the same words
+/// share a line).
 const FAILURES_KEPT: usize = 10;
 /// Each request is quoted up to this many characters: the summary above it says the rest.
 const REQUEST_CHARS: usize = 300;
@@ -52,20 +53,31 @@ pub fn ledger(head: &[Message]) -> Option<String> {
             }
         }
     }
+    // The most recent failed calls, the earlier ledger's first; this head's of one tool that
+    // failed with the same words on one line, as the summary has them.
+    let recent = &facts.errors[facts.errors.len().saturating_sub(FAILURES_KEPT)..];
     let mut failures = earlier.failures;
-    failures.extend(facts.errors.iter().map(|error| {
-        let line = error.excerpt.lines().find(|line| !line.trim().is_empty());
-        format!(
-            "- {} `{}`: {}",
-            error.tool,
-            cut(&error.what, 160),
-            cut(line.unwrap_or("failed").trim(), 200)
-        )
-    }));
-    let skip = failures.len().saturating_sub(FAILURES_KEPT);
-    if failures.len() > skip {
+    failures.drain(..failures.len().saturating_sub(FAILURES_KEPT - recent.len()));
+    failures.extend(
+        super::facts::alike(recent)
+            .into_iter()
+            .map(|(first, calls)| {
+                let line = first.excerpt.lines().find(|line| !line.trim().is_empty());
+                let calls: Vec<String> = calls
+                    .iter()
+                    .map(|what| format!("`{}`", cut(what, 160)))
+                    .collect();
+                format!(
+                    "- {} {}: {}",
+                    first.tool,
+                    calls.join(", "),
+                    cut(line.unwrap_or("failed").trim(), 200)
+                )
+            }),
+    );
+    if !failures.is_empty() {
         lines.push("Failed:".to_owned());
-        lines.extend(failures.into_iter().skip(skip));
+        lines.extend(failures);
     }
     if !facts.plan.is_empty() {
         lines.push(PLAN.to_owned());

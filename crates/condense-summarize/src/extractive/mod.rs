@@ -499,28 +499,12 @@ impl Extractive {
 
 /// The failed calls, a line each; but the calls of one tool that failed with the same words (a
 /// linter's findings run after run, searches that found nothing) are one line, the words once
-/// and the calls in the order they failed, where the last of them failed (as
-/// [`merged_repeats`] places a repeated line): the words, repeated, were most of those lines,
-/// and every later request reads the summary again.
+/// and the calls in the order they failed ([`facts::alike`]): the words, repeated, were most of
+/// those lines, and every later request reads the summary again.
 fn failures_alike(errors: &[facts::ErrorFact]) -> Vec<String> {
-    // Each failure's words, with the calls that failed with them and where the last one stands.
-    let mut alike: Vec<(&facts::ErrorFact, Vec<&str>, usize)> = Vec::new();
-    for (at, error) in errors.iter().enumerate() {
-        match alike
-            .iter_mut()
-            .find(|(first, _, _)| first.tool == error.tool && first.excerpt == error.excerpt)
-        {
-            Some((_, calls, last)) => {
-                calls.push(&error.what);
-                *last = at;
-            }
-            None => alike.push((error, vec![&error.what], at)),
-        }
-    }
-    alike.sort_by_key(|&(_, _, last)| last);
-    alike
+    facts::alike(errors)
         .into_iter()
-        .map(|(first, calls, _)| {
+        .map(|(first, calls)| {
             let calls: Vec<String> = calls.iter().map(|what| format!("`{what}`")).collect();
             format!(
                 "- {} {} failed: {}",
