@@ -109,6 +109,20 @@ pub fn only_looks(tool: &str, input: &Value) -> bool {
     !parts.is_empty() && parts.iter().all(|part| part_only_looks(part))
 }
 
+/// Whether the call only wrote the files it names, through an editor rather than a command:
+/// Claude Code's `Write`, `Edit`, `MultiEdit`, opencode's `write` and `edit`, a patch tool,
+/// OpenHands' editor other than its `view`. A shell command that writes (`sed -i`, `cat >`)
+/// runs something, and says what in its words.
+pub fn only_writes(tool: &str, input: &Value) -> bool {
+    if tool == "str_replace_editor" {
+        return input
+            .get("command")
+            .and_then(Value::as_str)
+            .is_some_and(|command| command != "view");
+    }
+    WRITING_TOOLS.contains(&tool) && command_of(input).is_none()
+}
+
 /// The simple commands of `command`, split where a shell runs the next one (`|`, `&&`, `||`,
 /// `;`, a line break) outside quotes; `None` in place of a part that redirects into a file or
 /// feeds a here-document, which may write.

@@ -638,6 +638,91 @@ fn a_failure_is_told_by_its_exception_and_gone_once_the_command_succeeds() {
     );
 }
 
+/// An edit that went through says nothing the files' list does not (Claude Code's `Edit` and
+/// `Write`, OpenHands' editor): it is counted under what was done, its file listed as changed,
+/// where a command that edits (`sed -i`) is written out, and an edit that failed is told with
+/// its error.
+#[test]
+fn edits_that_went_through_are_counted_their_files_listed() {
+    let summarizer = Extractive::new(
+        Template::builtin("structured").unwrap(),
+        ExtractiveSettings::built_in().unwrap(),
+    );
+    let mut head = vec![Message::text(condense_core::Role::User, "Fix the parser.")];
+    let steps = [
+        (
+            "a",
+            "Edit",
+            serde_json::json!({ "file_path": "/w/src/parse.rs", "old_string": "a", "new_string": "b" }),
+            "The file /w/src/parse.rs has been updated.",
+        ),
+        (
+            "b",
+            "Write",
+            serde_json::json!({ "file_path": "/w/tests/parse.rs", "content": "#[test] fn t() {}" }),
+            "File created successfully at: /w/tests/parse.rs",
+        ),
+        (
+            "c",
+            "Edit",
+            serde_json::json!({ "file_path": "/w/src/parse.rs", "old_string": "b", "new_string": "c" }),
+            "The file /w/src/parse.rs has been updated.",
+        ),
+        (
+            "d",
+            "str_replace_editor",
+            serde_json::json!({ "command": "create", "path": "/w/README.md", "file_text": "# parse" }),
+            "File created successfully at: /w/README.md",
+        ),
+        (
+            "e",
+            "Bash",
+            serde_json::json!({ "command": "sed -i 's/x/y/' src/lib.rs" }),
+            "",
+        ),
+        (
+            "f",
+            "Edit",
+            serde_json::json!({ "file_path": "/w/src/lib.rs", "old_string": "q", "new_string": "r" }),
+            "<tool_use_error>String to replace not found in file.</tool_use_error>",
+        ),
+    ];
+    for (id, tool, input, output) in steps {
+        head.extend(condense_core::testing::tool_step(id, tool, input, output));
+    }
+    // The failed edit's result is an error, as Claude Code marks it.
+    if let Some(condense_core::Part::ToolResult(result)) =
+        head.last_mut().and_then(|m| m.parts.first_mut())
+    {
+        result.is_error = Some(true);
+    }
+    let summary = summarizer.summary_of(&head).unwrap();
+    assert!(
+        summary.contains(
+            "## Accomplished\n\
+             - Bash: sed -i 's/x/y/' src/lib.rs → ok\n\
+             - and 4 call(s) that only edited files listed as modified\n"
+        ),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("- Edit `/w/src/lib.rs` failed: "),
+        "{summary}"
+    );
+    for path in [
+        "/w/src/parse.rs",
+        "/w/tests/parse.rs",
+        "/w/README.md",
+        "src/lib.rs",
+    ] {
+        assert!(
+            summary.contains(&format!("- {path}\n")),
+            "{path} listed:\n{summary}"
+        );
+    }
+    assert!(!summary.contains("Edit: /w/src/parse.rs"), "{summary}");
+}
+
 /// A build that failed after pages of warnings is told by its first error, the one to fix; an
 /// output whose first lines say what went wrong is told by them.
 #[test]

@@ -16,6 +16,9 @@ pub(crate) struct CallFact {
     pub outcome: Outcome,
     /// Whether the call only read, searched or listed ([`paths::only_looks`]).
     pub looks: bool,
+    /// Whether the call only wrote the files it names, with an editor ([`paths::only_writes`]):
+    /// the files it wrote are listed as changed.
+    pub edits: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,6 +209,7 @@ impl Facts {
         directory: Option<&str>,
     ) {
         let (touched, writes) = paths::touched(&call.name, &call.input);
+        let names_a_file = !touched.is_empty();
         let directory = paths::call_directory(&call.input).or(directory);
         if let Some(directory) = directory.filter(|directory| directory.starts_with('/')) {
             for path in touched.iter().filter(|path| !path.starts_with(['/', '~'])) {
@@ -271,6 +275,7 @@ impl Facts {
             what,
             outcome,
             looks: paths::only_looks(&call.name, &call.input),
+            edits: names_a_file && paths::only_writes(&call.name, &call.input),
         });
     }
 }

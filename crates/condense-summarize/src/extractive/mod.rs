@@ -409,22 +409,29 @@ impl Extractive {
     /// What the calls of the head did, for a section of what was done: the calls that changed
     /// something or ran something, with how each ended. Left out are the calls that only read,
     /// searched or listed and succeeded (the files they read are listed; what they found is
-    /// gone with their outputs, and a line each would say only that they ran), the agent's todo
-    /// calls (the plan says where they left it) and, where the template has a section for
-    /// errors, the calls that failed (each is there with its error). A last line counts the
-    /// look-ups left out.
+    /// gone with their outputs, and a line each would say only that they ran), those that only
+    /// edited files and succeeded (the files are listed as changed, and a line each would say
+    /// only the file's path again), the agent's todo calls (the plan says where they left it)
+    /// and, where the template has a section for errors, the calls that failed (each is there
+    /// with its error). Last lines count the edits and the look-ups left out.
     fn calls_done(&self, layout: &Layout<'_>, facts: &Facts) -> Vec<String> {
         let errors_listed = layout.kinds.contains(&Kind::Errors);
+        let succeeded = |call: &&facts::CallFact| call.outcome == Outcome::Ok;
         let looked = facts
             .calls
             .iter()
-            .filter(|call| call.looks && call.outcome == Outcome::Ok)
+            .filter(|call| call.looks && succeeded(call))
+            .count();
+        let edited = facts
+            .calls
+            .iter()
+            .filter(|call| call.edits && succeeded(call))
             .count();
         let mut lines = merged_repeats(
             facts
                 .calls
                 .iter()
-                .filter(|call| !(call.looks && call.outcome == Outcome::Ok))
+                .filter(|call| !((call.looks || call.edits) && succeeded(call)))
                 .filter(|call| !facts::PLAN_TOOLS.contains(&call.tool.as_str()))
                 .filter(|call| !(errors_listed && call.outcome != Outcome::Ok))
                 .map(|call| {
@@ -437,6 +444,11 @@ impl Extractive {
                     format!("- {}: {} → {outcome}", call.tool, call.what)
                 }),
         );
+        if edited > 0 {
+            lines.push(format!(
+                "- and {edited} call(s) that only edited files listed as modified"
+            ));
+        }
         if looked > 0 {
             lines.push(format!(
                 "- and {looked} call(s) that only read, searched or listed files"
