@@ -9,7 +9,7 @@
 
 use condense_core::{Message, Part};
 
-use super::facts::{Facts, cut};
+use super::facts::{Facts, alike, cut};
 use super::layout::{LAST_TOOL, LEDGER_HEADING, PLAN};
 
 /// The failed calls kept: the most recent (those of one tool that failed with the same words
@@ -58,23 +58,19 @@ pub fn ledger(head: &[Message]) -> Option<String> {
     let recent = &facts.errors[facts.errors.len().saturating_sub(FAILURES_KEPT)..];
     let mut failures = earlier.failures;
     failures.drain(..failures.len().saturating_sub(FAILURES_KEPT - recent.len()));
-    failures.extend(
-        super::facts::alike(recent)
-            .into_iter()
-            .map(|(first, calls)| {
-                let line = first.excerpt.lines().find(|line| !line.trim().is_empty());
-                let calls: Vec<String> = calls
-                    .iter()
-                    .map(|what| format!("`{}`", cut(what, 160)))
-                    .collect();
-                format!(
-                    "- {} {}: {}",
-                    first.tool,
-                    calls.join(", "),
-                    cut(line.unwrap_or("failed").trim(), 200)
-                )
-            }),
-    );
+    failures.extend(alike(recent).into_iter().map(|(first, calls)| {
+        let line = first.excerpt.lines().find(|line| !line.trim().is_empty());
+        let calls: Vec<String> = calls
+            .iter()
+            .map(|what| format!("`{}`", cut(what, 160)))
+            .collect();
+        format!(
+            "- {} {}: {}",
+            first.tool,
+            calls.join(", "),
+            cut(line.unwrap_or("failed").trim(), 200)
+        )
+    }));
     if !failures.is_empty() {
         lines.push("Failed:".to_owned());
         lines.extend(failures);
