@@ -604,6 +604,15 @@ fn is_path_like(word: &str) -> bool {
     {
         return false;
     }
+    // A revision range (`master..HEAD`, `v1.2...origin/main`): two dots or three between two
+    // names. A path's `..` is a whole step of it (`../src`, `a/..`), between slashes or at an
+    // end.
+    if word.match_indices("..").any(|(at, _)| {
+        let after = word[at..].trim_start_matches('.');
+        at > 0 && !word[..at].ends_with('/') && !after.is_empty() && !after.starts_with('/')
+    }) {
+        return false;
+    }
     let has_letter = word.chars().any(char::is_alphabetic);
     let extension = word.rsplit_once('.').is_some_and(|(stem, ext)| {
         !stem.is_empty()
@@ -838,6 +847,12 @@ mod tests {
                 "git config --global user.email && git log origin/main~15 HEAD^ -- src/a.rs"
             ),
             ["src/a.rs"]
+        );
+        assert_eq!(
+            paths_in_command(
+                "git log --oneline master..HEAD v1.2...origin/main -- ../docs/a.md src/../b.py"
+            ),
+            ["../docs/a.md", "src/../b.py"]
         );
         // Unfinished quotes and a lone backslash end the command without a panic.
         assert!(paths_in_command("echo 'a.py").is_empty());

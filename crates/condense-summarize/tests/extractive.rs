@@ -721,6 +721,17 @@ fn edits_that_went_through_are_counted_their_files_listed() {
         );
     }
     assert!(!summary.contains("Edit: /w/src/parse.rs"), "{summary}");
+    // The edit that failed changed nothing: its file is among those read, not those modified.
+    // (The summary's last line has no line break after it.)
+    let summary = format!("{summary}\n");
+    let modified = summary
+        .split("Modified:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("Read:\n").next())
+        .unwrap_or_default();
+    assert!(modified.contains("- /w/src/parse.rs\n"), "{summary}");
+    assert!(!modified.contains("- /w/src/lib.rs\n"), "{summary}");
+    assert!(summary.contains("Read:\n- /w/src/lib.rs\n"), "{summary}");
 }
 
 /// A build that failed after pages of warnings is told by its first error, the one to fix; an

@@ -210,6 +210,21 @@ impl Facts {
     ) {
         let (touched, writes) = paths::touched(&call.name, &call.input);
         let names_a_file = !touched.is_empty();
+        let result = pairs.result_site(&call.id).and_then(|site| {
+            head.get(site.message)?
+                .parts
+                .get(site.part)?
+                .as_tool_result()
+        });
+        let outcome = match result {
+            None => Outcome::NoResult,
+            Some(result) => outcome_of(&result.content, result.is_error),
+        };
+        // An editor's call that failed changed nothing (its string was not found, the file was
+        // not read first): its file is one the agent looked at, not one it modified. A shell
+        // command that failed may have written part of what it meant to, and stays a write.
+        let writes = writes
+            && !(matches!(outcome, Outcome::Error) && paths::only_writes(&call.name, &call.input));
         let directory = paths::call_directory(&call.input).or(directory);
         if let Some(directory) = directory.filter(|directory| directory.starts_with('/')) {
             for path in touched.iter().filter(|path| !path.starts_with(['/', '~'])) {
@@ -237,16 +252,6 @@ impl Facts {
             }
         }
         let what = describe(&call.input);
-        let result = pairs.result_site(&call.id).and_then(|site| {
-            head.get(site.message)?
-                .parts
-                .get(site.part)?
-                .as_tool_result()
-        });
-        let outcome = match result {
-            None => Outcome::NoResult,
-            Some(result) => outcome_of(&result.content, result.is_error),
-        };
         // The same call again (the same command, or the same input) supersedes its earlier
         // failure: a later error is the one that stands, a later success leaves none. (The key
         // is made only where there is a failure to supersede or to record.)
