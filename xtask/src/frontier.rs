@@ -4,7 +4,8 @@
 //! --json`, every policy, the whole session's figures: a Claude Code log's subagents
 //! included), one row per point and one column per policy, then the counts the targets
 //! are read from. `--before BIN` adds a column of another build's `condense` (an older commit's,
-//! built apart), priced and measured by that build.
+//! built apart), priced and measured by that build. `--transcripts DIR` reads another
+//! directory laid out as the shared one (any of its folders).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -186,6 +187,10 @@ fn sessions(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for folder in FOLDERS {
         let folder = dir.join(folder);
+        // A directory of one harness's logs has only its folder.
+        if !folder.exists() {
+            continue;
+        }
         let entries = std::fs::read_dir(&folder)
             .with_context(|| format!("cannot read the transcripts in {}", folder.display()))?;
         for entry in entries {
@@ -199,6 +204,13 @@ fn sessions(dir: &Path) -> Result<Vec<PathBuf>> {
                 files.push(path);
             }
         }
+    }
+    if files.is_empty() {
+        bail!(
+            "no sessions in {}: the logs go in its {} folders",
+            dir.display(),
+            FOLDERS.join(", ")
+        );
     }
     files.sort();
     Ok(files)
@@ -503,6 +515,22 @@ mod tests {
         assert!(
             table.contains("| s | openai | 128K | $2.00 / 100.0 % | $2.00 / 0.0 % (3 failed) | $1.00 / 50.0 % (1 failed) |  |"),
             "{table}"
+        );
+    }
+
+    #[test]
+    fn a_directory_of_one_harnesss_logs_is_read_and_an_empty_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs = dir.path().join("claude-code");
+        std::fs::create_dir(&logs).unwrap();
+        let error = sessions(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("no sessions in"), "{error}");
+        std::fs::write(logs.join("b.jsonl"), "{}").unwrap();
+        std::fs::write(logs.join("a.jsonl"), "{}").unwrap();
+        std::fs::write(logs.join("notes.md"), "").unwrap();
+        assert_eq!(
+            sessions(dir.path()).unwrap(),
+            [logs.join("a.jsonl"), logs.join("b.jsonl")]
         );
     }
 
