@@ -399,17 +399,19 @@ pub fn paths_in_command(command: &str) -> Vec<&str> {
             continue;
         }
         // What follows `-m` is a module (`python -m pkg.mod`), a message or a mode; the first
-        // word after `git config` and its options a key (`user.email`): none is a file.
+        // word after `git config` and its options a key (`user.email`), after `mix` a task
+        // (`deps.get`): none is a file.
         if word == "-m" {
             words.next();
             continue;
         }
-        key_next |= previous == "git" && word == "config";
+        let names_next = previous == "git" && word == "config" || word == "mix";
         previous = word;
-        if key_next && !word.starts_with('-') && word != "config" {
+        if key_next && !word.starts_with('-') {
             key_next = false;
             continue;
         }
+        key_next |= names_next;
         if pattern_next {
             match word {
                 "-e" | "--regexp" => {
@@ -837,7 +839,7 @@ mod tests {
             paths_in_command("cat <<< 'a.py' && cat 'src/é.rs' \"b.rs\""),
             ["src/é.rs", "b.rs"]
         );
-        // A module, a message, a configuration key and a revision are no files.
+        // A module, a message, a configuration key, a task and a revision are no files.
         assert_eq!(
             paths_in_command("python -m pytest.main tests/a.py && git commit -m fix.py"),
             ["tests/a.py"]
@@ -847,6 +849,10 @@ mod tests {
                 "git config --global user.email && git log origin/main~15 HEAD^ -- src/a.rs"
             ),
             ["src/a.rs"]
+        );
+        assert_eq!(
+            paths_in_command("mix deps.get && mix test test/a_test.exs"),
+            ["test/a_test.exs"]
         );
         assert_eq!(
             paths_in_command(
