@@ -1168,13 +1168,16 @@ impl Walk<'_> {
 }
 
 /// Every read whose path a later call edits, writes or reads again, with the first
-/// such call: the model works from the newest version, so the older output is stale. Paths are
+/// such call: the model works from the newest version, so the older output is stale. An
+/// editor's call that failed changed nothing, and makes nothing stale. Paths are
 /// compared absolute: a relative one is joined to the directory the call names (Codex's
 /// `workdir`), else to the session's working directory where the format records it
 /// ([`condense_formats::working_directory`]: Claude Code's `cwd`, Codex's environment context,
 /// a system prompt's environment section).
 fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Supersession> {
-    use condense_core::tool_paths::{call_directory, normalize, shows_content, touched};
+    use condense_core::tool_paths::{
+        call_directory, normalize, only_writes, shows_content, touched,
+    };
     let by_call: HashMap<&str, usize> = plan
         .outputs
         .iter()
@@ -1193,6 +1196,16 @@ fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Sup
             // listing that names the path does not (and its paths need no normalizing, nor the
             // working directory looked up).
             if (!writes && !reads) || paths.is_empty() {
+                continue;
+            }
+            // An editor's call that failed (its string not found, the file not read first)
+            // changed nothing: a read before it still shows the file as it is.
+            let failed = || {
+                by_call
+                    .get(call.id.as_str())
+                    .is_some_and(|&output| plan.outputs[output].result.is_error == Some(true))
+            };
+            if !reads && only_writes(&call.name, &call.input) && failed() {
                 continue;
             }
             // Without a session directory a relative path is compared as written (the call's

@@ -811,6 +811,70 @@ fn a_read_superseded_by_a_later_edit_is_replaced_first() {
     assert_eq!(kept, original, "a protected tool's read is never replaced");
 }
 
+/// An edit that failed (Claude Code's "String to replace not found", marked as an error)
+/// changed nothing: the read before it still shows the file, and only the edit that went
+/// through after it makes it stale.
+#[test]
+fn an_edit_that_failed_leaves_the_read_before_it_current() {
+    let call = |id: &str, tool: &str, input: serde_json::Value| {
+        Message::new(
+            Role::Assistant,
+            vec![condense_core::testing::tool_call(id, tool, input)],
+        )
+    };
+    let edit = serde_json::json!({"file_path": "/w/a.rs", "old_string": "a", "new_string": "b"});
+    let mut failed = result(
+        "e1",
+        "<tool_use_error>String to replace not found in file.</tool_use_error>",
+    );
+    if let Some(condense_core::Part::ToolResult(output)) = failed.parts.first_mut() {
+        output.is_error = Some(true);
+    }
+    let original = Conversation::new(vec![
+        user("fix a.rs"),
+        call("ra", "Read", serde_json::json!({"file_path": "/w/a.rs"})),
+        result("ra", &words(300, "a.rs before")),
+        call("e1", "Edit", edit.clone()),
+        failed,
+        user("try again"),
+        user("and now?"),
+    ]);
+    let settings = only_stale_reads();
+    let store = MemoryStore::new();
+    let mut conversation = original.clone();
+    let report = prune(
+        &mut conversation,
+        &settings,
+        &mut DecisionLog::new(),
+        &store,
+    );
+    assert_eq!(reason_of(&report, "ra"), Reason::InsideWindow);
+    assert_eq!(conversation, original);
+
+    let mut went_through = original.messages.clone();
+    went_through.splice(
+        5..5,
+        [
+            call("e2", "Edit", edit),
+            result("e2", "The file /w/a.rs has been updated."),
+        ],
+    );
+    let mut conversation = Conversation::new(went_through);
+    let report = prune(
+        &mut conversation,
+        &settings,
+        &mut DecisionLog::new(),
+        &store,
+    );
+    assert_eq!(
+        reason_of(&report, "ra"),
+        Reason::Superseded {
+            by: "Edit".into(),
+            at: 5
+        }
+    );
+}
+
 /// Codex's way of reading and editing: a `shell` call whose script `cat`s a file, then an
 /// `apply_patch` custom call that updates it, in a Responses body. The read is stale and goes
 /// first, its placeholder naming the patch.
