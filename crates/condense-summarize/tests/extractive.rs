@@ -226,6 +226,48 @@ fn codexs_own_summary_is_quoted_under_its_name() {
     assert!(summary.contains("[…]"), "{summary}");
 }
 
+/// A head that is Claude Code's own summary and the work after it, with no request of the
+/// person's since, has its goal in that summary: the Goal section says where, not "None
+/// recorded."
+#[test]
+fn a_goal_given_only_by_an_earlier_summary_is_pointed_to() {
+    let theirs = "This session is being continued from a previous conversation that ran out of \
+                  context. The summary below covers the earlier portion of the conversation.\n\n\
+                  Summary:\n1. Primary Request and Intent:\n   Port the parser.";
+    let mut head = vec![Message::text(condense_core::Role::User, theirs)];
+    head.extend(condense_core::testing::tool_step(
+        "a",
+        "Bash",
+        serde_json::json!({ "command": "cargo test" }),
+        "test result: ok",
+    ));
+    let summarizer = Extractive::new(
+        Template::builtin("structured").unwrap(),
+        ExtractiveSettings::built_in().unwrap(),
+    );
+    let summary = summarizer.summary_of(&head).unwrap();
+    assert!(
+        summary.starts_with(
+            "## Goal\nAs the earlier summary by Claude Code gives it (quoted under Instructions)\n\n\
+             ## Instructions\nEarlier summary by Claude Code, quoted in full:\n"
+        ),
+        "{summary}"
+    );
+    // Folded again with a request of the person's, the goal is that request, and the pointer
+    // is not taken for one.
+    let next = vec![
+        summary_message(&summary),
+        Message::text(condense_core::Role::User, "and the docs"),
+    ];
+    let again = summarizer.summary_of(&next).unwrap();
+    assert!(
+        again.starts_with("## Goal\nand the docs (quoted in full below)\n"),
+        "{again}"
+    );
+    assert!(!again.contains("1. As the earlier summary"), "{again}");
+    assert!(again.contains("Port the parser."), "{again}");
+}
+
 /// Claude Code's own summary comes with its model's analysis before it (`Analysis:`, then
 /// `Summary:`): quoted without that scratch work, the summary's last sections (the current work,
 /// the next step) fit the quote, where a quote cut to its budget lost them first.

@@ -248,11 +248,30 @@ impl Extractive {
             lines.extend(self.earlier_summary(facts));
             lines.extend(self.quoted_requests(facts));
         } else if kind == Kind::Goal {
-            lines.extend(
-                facts.requests.first().map(|first| {
-                    format!("{} (quoted in full below)", cut(&gist(first), GIST_CHARS))
-                }),
-            );
+            match (facts.requests.first(), &facts.earlier) {
+                (Some(first), _) => lines.push(format!(
+                    "{} (quoted in full below)",
+                    cut(&gist(first), GIST_CHARS)
+                )),
+                // A head that is an agent's earlier summary and the work after it, no request of
+                // the person's since: the goal is the one that summary gives, not "none".
+                (None, Some(earlier)) => {
+                    let home = layout
+                        .kinds
+                        .iter()
+                        .position(|kind| *kind == layout.requests_home)
+                        .unwrap_or(0);
+                    let place = layout
+                        .sections
+                        .get(home)
+                        .map_or_else(|| "below".to_owned(), |heading| format!("under {heading}"));
+                    lines.push(format!(
+                        "As the earlier summary by {} gives it (quoted {place})",
+                        earlier.by
+                    ));
+                }
+                (None, None) => {}
+            }
         }
         if kind == Kind::Files || (last && layout.files_in_last) {
             lines.extend(file_lines(facts));
