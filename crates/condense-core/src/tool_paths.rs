@@ -123,6 +123,14 @@ pub fn only_writes(tool: &str, input: &Value) -> bool {
     WRITING_TOOLS.contains(&tool) && command_of(input).is_none()
 }
 
+/// Whether a call changed nothing though it names files to change: an editor's call
+/// ([`only_writes`]) whose result is an error (`is_error`: Claude Code's "String to replace not
+/// found", a `Write` of a file not read first). An editor refuses the whole edit; a shell command
+/// that failed may have written part of what it meant to, and is not one.
+pub fn edit_failed(tool: &str, input: &Value, is_error: Option<bool>) -> bool {
+    is_error == Some(true) && only_writes(tool, input)
+}
+
 /// The simple commands of `command`, split where a shell runs the next one (`|`, `&&`, `||`,
 /// `;`, a line break) outside quotes; `None` in place of a part that redirects into a file or
 /// feeds a here-document, which may write.
@@ -631,6 +639,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn only_an_editors_call_marked_as_an_error_changed_nothing() {
+        let edit = json!({ "file_path": "/a/b.rs", "old_string": "a", "new_string": "b" });
+        assert!(edit_failed("Edit", &edit, Some(true)));
+        assert!(!edit_failed("Edit", &edit, Some(false)));
+        assert!(!edit_failed("Edit", &edit, None));
+        let view = json!({ "command": "view", "path": "/w/a.c" });
+        assert!(!edit_failed("str_replace_editor", &view, Some(true)));
+        let shell = json!({ "command": "sed -i 's/a/b/' a.c" });
+        assert!(!edit_failed("bash", &shell, Some(true)));
+    }
 
     #[test]
     fn a_call_only_looks_when_it_reads_searches_or_lists_and_writes_nothing() {

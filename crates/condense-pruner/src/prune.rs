@@ -1176,7 +1176,7 @@ impl Walk<'_> {
 /// a system prompt's environment section).
 fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Supersession> {
     use condense_core::tool_paths::{
-        call_directory, normalize, only_writes, shows_content, touched,
+        call_directory, edit_failed, normalize, shows_content, touched,
     };
     let by_call: HashMap<&str, usize> = plan
         .outputs
@@ -1198,14 +1198,12 @@ fn superseded_reads(plan: &Plan<'_>, messages: &[Message]) -> HashMap<usize, Sup
             if (!writes && !reads) || paths.is_empty() {
                 continue;
             }
-            // An editor's call that failed (its string not found, the file not read first)
-            // changed nothing: a read before it still shows the file as it is.
-            let failed = || {
-                by_call
-                    .get(call.id.as_str())
-                    .is_some_and(|&output| plan.outputs[output].result.is_error == Some(true))
-            };
-            if !reads && only_writes(&call.name, &call.input) && failed() {
+            // An editor's call that failed changed nothing: a read before it still shows the
+            // file as it is.
+            let is_error = by_call
+                .get(call.id.as_str())
+                .and_then(|&output| plan.outputs[output].result.is_error);
+            if !reads && edit_failed(&call.name, &call.input, is_error) {
                 continue;
             }
             // Without a session directory a relative path is compared as written (the call's

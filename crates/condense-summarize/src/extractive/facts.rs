@@ -216,15 +216,14 @@ impl Facts {
                 .get(site.part)?
                 .as_tool_result()
         });
-        let outcome = match result {
-            None => Outcome::NoResult,
-            Some(result) => outcome_of(&result.content, result.is_error),
-        };
-        // An editor's call that failed changed nothing (its string was not found, the file was
-        // not read first): its file is one the agent looked at, not one it modified. A shell
-        // command that failed may have written part of what it meant to, and stays a write.
+        // An editor's call that failed changed nothing: its file is one the agent looked at,
+        // not one it modified.
         let writes = writes
-            && !(matches!(outcome, Outcome::Error) && paths::only_writes(&call.name, &call.input));
+            && !paths::edit_failed(
+                &call.name,
+                &call.input,
+                result.and_then(|result| result.is_error),
+            );
         let directory = paths::call_directory(&call.input).or(directory);
         if let Some(directory) = directory.filter(|directory| directory.starts_with('/')) {
             for path in touched.iter().filter(|path| !path.starts_with(['/', '~'])) {
@@ -252,6 +251,10 @@ impl Facts {
             }
         }
         let what = describe(&call.input);
+        let outcome = match result {
+            None => Outcome::NoResult,
+            Some(result) => outcome_of(&result.content, result.is_error),
+        };
         // The same call again (the same command, or the same input) supersedes its earlier
         // failure: a later error is the one that stands, a later success leaves none. (The key
         // is made only where there is a failure to supersede or to record.)
