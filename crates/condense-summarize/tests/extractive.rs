@@ -187,8 +187,8 @@ async fn a_fork_s_room_smaller_than_the_budget_bounds_the_summary() {
 }
 
 /// Codex's own summary, opening a head, is quoted whole under a line naming Codex, and not as
-/// the person's request; one longer than the summary's budget (four characters a token) is cut
-/// there, and the line says so.
+/// the person's request; one longer than the summary's budget keeps its start, and the line says
+/// so.
 #[test]
 fn codexs_own_summary_is_quoted_under_its_name() {
     let summary_of = |theirs: &str, budget_tokens: usize| {
@@ -220,9 +220,10 @@ fn codexs_own_summary_is_quoted_under_its_name() {
     let long = format!("{opening}\n{}", "SUMMARY: long. ".repeat(400));
     let summary = summary_of(&long, 1_000);
     assert!(
-        summary.contains("Earlier summary by Codex, quoted up to 4000 characters:"),
+        summary.contains("Earlier summary by Codex, quoted in part (within "),
         "{summary}"
     );
+    assert!(summary.contains(&format!("> {opening}\n> SUMMARY: long.")));
     assert!(summary.contains("[…]"), "{summary}");
 }
 
@@ -319,6 +320,87 @@ fn claude_codes_summary_is_quoted_without_its_analysis() {
     let again = summarizer.summary_of(&next).unwrap();
     assert!(again.contains("Run THE_LAST_STEP."), "{again}");
     assert_eq!(again.matches("the analysis it wrote").count(), 1, "{again}");
+}
+
+/// Claude Code's own summary, as long as the whole budget (its files' code quoted, as its prompt
+/// asks), followed by a dozen builds the agent ran after it: the work after it is listed whole,
+/// and the quote gives way: its code blocks first, then its longest section, each of its
+/// sections keeping its start, the pending tasks, the current work and the next step whole.
+/// Quoted whole up to four characters a token of the budget, it left room for none of that work
+/// and lost its own last sections.
+#[test]
+fn the_work_after_an_agents_summary_comes_before_that_summarys_detail() {
+    let files: String = (0..80)
+        .map(|n| {
+            format!(
+                "   - src/module_{n}.rs: the parser's part {n}, changed to take the new tokens.\n\
+                 ```rust\n   pub fn parse_{n}(input: &str) -> Result<Tree, Error> {{\n       \
+                 let tokens = lex(input)?;\n       build(tokens)\n   }}\n   ```\n"
+            )
+        })
+        .collect();
+    let theirs = format!(
+        "This session is being continued from a previous conversation that ran out of context. \
+         The summary below covers the earlier portion of the conversation.\n\nSummary:\n\
+         1. Primary Request and Intent:\n   Port the parser to the new lexer.\n\n\
+         3. Files and Code Sections:\n{files}\n\
+         7. Pending Tasks:\n   - Port the pretty-printer.\n\n\
+         8. Current Work:\n   Porting module_79.\n\n\
+         9. Optional Next Step:\n   Run THE_LAST_STEP."
+    );
+    let mut head = vec![Message::text(condense_core::Role::User, theirs)];
+    for n in 0..12 {
+        head.extend(condense_core::testing::tool_step(
+            &format!("c{n}"),
+            "Bash",
+            serde_json::json!({ "command": format!("cargo build -p crate_{n}") }),
+            "Finished",
+        ));
+    }
+    let budget = 1_500;
+    let settings = {
+        let mut s = ExtractiveSettings::built_in().unwrap();
+        s.budget_tokens = budget;
+        s
+    };
+    let counter = settings.counter.clone();
+    let summarizer = Extractive::new(Template::builtin("structured").unwrap(), settings);
+    let summary = summarizer.summary_of(&head).unwrap();
+    assert!(counter.count_text(&summary) <= budget, "{summary}");
+    for n in 0..12 {
+        assert!(
+            summary.contains(&format!("cargo build -p crate_{n}")),
+            "{n}: {summary}"
+        );
+    }
+    assert!(!summary.contains("more item(s) cut here"), "{summary}");
+    assert!(
+        summary.contains("Earlier summary by Claude Code, quoted in part (within "),
+        "{summary}"
+    );
+    for kept in [
+        "> 1. Primary Request and Intent:\n>    Port the parser to the new lexer.",
+        "> 3. Files and Code Sections:\n>    - src/module_0.rs: the parser's part 0",
+        "> [… a block of 6 line(s) left out]",
+        "> 7. Pending Tasks:\n>    - Port the pretty-printer.",
+        "> 8. Current Work:\n>    Porting module_79.",
+        "> 9. Optional Next Step:\n>    Run THE_LAST_STEP.",
+    ] {
+        assert!(summary.contains(kept), "{kept}: {summary}");
+    }
+    assert!(!summary.contains("pub fn parse_"), "{summary}");
+    assert!(
+        summary.contains("more line(s) of this section left out]\n> 7. Pending Tasks:"),
+        "{summary}"
+    );
+    // Folded again, the quote is read back as the agent's summary and quoted as it is.
+    let next = vec![
+        summary_message(&summary),
+        Message::text(condense_core::Role::User, "and the docs"),
+    ];
+    let again = summarizer.summary_of(&next).unwrap();
+    assert!(again.contains("> 9. Optional Next Step:"), "{again}");
+    assert!(!again.contains("1. > "), "{again}");
 }
 
 /// A file the agent named both whole and relative to the working directory (Claude Code's Read

@@ -7,6 +7,7 @@
 //! the summary says where. (Only a request that would otherwise be over the window has them cut
 //! too: [`Extractive::strictly_within`].)
 
+mod earlier;
 mod facts;
 mod layout;
 mod ledger;
@@ -205,9 +206,16 @@ impl Extractive {
             return Err(SummarizeError::NothingToSummarize);
         }
         let layout = self.layout();
-        let mut bodies: Vec<Vec<String>> = (0..layout.kinds.len())
-            .map(|index| self.required(&layout, index, &facts))
-            .collect();
+        let required_lines = |quote: &[String]| -> Vec<Vec<String>> {
+            (0..layout.kinds.len())
+                .map(|index| self.required(&layout, index, &facts, quote))
+                .collect()
+        };
+        let mut bodies = required_lines(&[]);
+        if facts.earlier.is_some() {
+            let quote = self.earlier_summary(&layout, &facts, &bodies);
+            bodies = required_lines(&quote);
+        }
         let required: Vec<usize> = bodies.iter().map(Vec::len).collect();
         self.add_optional(&layout, &facts, &mut bodies);
         Ok(self.fitted(&layout, bodies, &required))
@@ -238,14 +246,21 @@ impl Extractive {
     }
 
     /// The lines section `index` must hold whole, which the budget never cuts: the person's
-    /// requests (after an agent's earlier summary), the goal line, the files.
-    fn required(&self, layout: &Layout<'_>, index: usize, facts: &Facts) -> Vec<String> {
+    /// requests (after `quote`, an agent's earlier summary as [`Extractive::earlier_summary`]
+    /// quotes it), the goal line, the files.
+    fn required(
+        &self,
+        layout: &Layout<'_>,
+        index: usize,
+        facts: &Facts,
+        quote: &[String],
+    ) -> Vec<String> {
         let kind = layout.kinds[index];
         let first = index == 0;
         let last = index + 1 == layout.kinds.len();
         let mut lines = Vec::new();
         if kind == layout.requests_home || (first && layout.requests_in_first) {
-            lines.extend(self.earlier_summary(facts));
+            lines.extend_from_slice(quote);
             lines.extend(self.quoted_requests(facts));
         } else if kind == Kind::Goal {
             match (facts.requests.first(), &facts.earlier) {
@@ -369,22 +384,37 @@ impl Extractive {
         out
     }
 
-    /// The summary an agent's own compaction left, quoted whole (up to four characters a token
-    /// of the summary's own budget, about its size) as a block quote under a line that names
-    /// the agent: [`previous::read`] finds it there when this summary is folded in turn, and
-    /// its numbered lines are not taken for the person's requests.
-    fn earlier_summary(&self, facts: &Facts) -> Vec<String> {
+    /// The summary an agent's own compaction left, quoted as a block under a line that names
+    /// the agent ([`previous::read`] finds it there when this summary is folded in turn, and
+    /// its numbered lines are not taken for the person's requests). It is quoted whole within
+    /// what the summary's budget leaves beside the lines every summary holds (`required`, the
+    /// sections' bodies without it) and the work after it (the optional items of every section,
+    /// [`Extractive::work_after`]), but never in less than half the budget: it is all that is
+    /// left of the session before it, and the work since is what the next request needs most.
+    /// Cut, each of its sections keeps its start ([`earlier::fitted`]).
+    fn earlier_summary(
+        &self,
+        layout: &Layout<'_>,
+        facts: &Facts,
+        required: &[Vec<String>],
+    ) -> Vec<String> {
         let Some(earlier) = &facts.earlier else {
             return Vec::new();
         };
-        let limit = self.settings.budget_tokens.saturating_mul(4);
-        let how = if earlier.text.chars().count() > limit {
-            format!("quoted up to {limit} characters")
-        } else {
-            layout::IN_FULL.to_owned()
+        let counter = self.settings.counter.as_ref();
+        let budget = self.settings.budget_tokens;
+        let held = counter.count_text(&render(layout.sections, required, layout.source));
+        let room = budget
+            .saturating_sub(held + self.work_after(layout, facts))
+            .max(budget / 2);
+        let fitted = earlier::fitted(&earlier.text, room, counter);
+        let how = match &fitted {
+            None => layout::IN_FULL.to_owned(),
+            Some(_) => format!("quoted in part (within {room} tokens)"),
         };
+        let text = fitted.as_deref().unwrap_or(&earlier.text);
         let mut lines = vec![format!("{}{}, {how}:", layout::EARLIER_BY, earlier.by)];
-        lines.extend(cut(&earlier.text, limit).lines().map(|line| {
+        lines.extend(text.lines().map(|line| {
             if line.is_empty() {
                 ">".to_owned()
             } else {
@@ -392,6 +422,18 @@ impl Extractive {
             }
         }));
         lines
+    }
+
+    /// The tokens every section's optional items would take (what the head did after an
+    /// earlier summary), as [`Extractive::add_optional`] counts them.
+    fn work_after(&self, layout: &Layout<'_>, facts: &Facts) -> usize {
+        let counter = self.settings.counter.as_ref();
+        layout
+            .kinds
+            .iter()
+            .flat_map(|kind| self.optional_items(layout, *kind, facts))
+            .map(|item| counter.count_text(&item) + 1)
+            .sum()
     }
 
     fn quoted_requests(&self, facts: &Facts) -> Vec<String> {

@@ -1,0 +1,207 @@
+//! How an agent's own earlier summary is quoted when it takes more room than it is given.
+//!
+//! A summary Claude Code or Codex wrote when it compacted on its own is all that is left of the
+//! session before it, so the next summary quotes it. But it is written by a model asked for
+//! detail (12,000 to 16,000 characters in the Claude Code 2.1 logs read for this), about the
+//! size of the whole extractive budget, and the work the agent did after it is what the next
+//! request needs most. So the quote gives way to that work, down to half the budget
+//! ([`super::Extractive`] sets the room): its code blocks go first (what they showed is in the
+//! files and the transcript), then, where that is not enough, every section of it keeps its
+//! start and the longest give way first: the goal, the pending tasks and the current work are
+//! short sections and stay whole, while the long lists (the files and their code, the errors
+//! met, the person's messages) keep their first lines.
+
+use condense_tokenizer::TokenCounter;
+
+use super::facts::cut;
+
+/// The fewest tokens of a line worth keeping as its start, cut: a clause.
+const CLAUSE_TOKENS: usize = 16;
+
+/// What stands in a section of the quote for the lines cut from it.
+fn left_out(lines: usize) -> String {
+    format!("[… {lines} more line(s) of this section left out]")
+}
+
+/// `text` within about `room` tokens, quoted a line at a time: whole where it fits (`None`). Else its fenced blocks go
+/// first (the code it showed is in the files, the output in the transcript: both can be had
+/// again), each for a line that says how long it was; and where that is still over, every
+/// section keeps its first lines, a cap on each section's tokens the same for all and as high
+/// as `room` allows (the longest sections are the ones cut), the line where a section is cut
+/// keeping its start. A section starts at a line that is not indented and opens a heading
+/// (`#`) or a numbered item (`3. `): the layout of Claude Code's summary (`1. Primary Request
+/// and Intent:`) and of a markdown one. A text with none is one section, which keeps its start.
+pub(crate) fn fitted(text: &str, room: usize, counter: &dyn TokenCounter) -> Option<String> {
+    // Each line as the summary quotes it, `> ` before it, and its line break.
+    let cost = |line: &str| counter.count_text(&format!("> {line}")) + 1;
+    if text.lines().map(cost).sum::<usize>() <= room {
+        return None;
+    }
+    let lines = without_blocks(text);
+    if lines.iter().map(|line| cost(line)).sum::<usize>() <= room {
+        return Some(lines.join("\n"));
+    }
+    let sections = sections(&lines);
+    let sizes: Vec<usize> = sections
+        .iter()
+        .map(|lines| lines.iter().map(|line| cost(line)).sum())
+        .collect();
+    let cap = level(&sizes, room);
+    let mut kept: Vec<String> = Vec::new();
+    for lines in &sections {
+        let mut used = 0;
+        let mut taken = 0;
+        for line in *lines {
+            let line_cost = cost(line);
+            if used + line_cost > cap {
+                // The line that does not fit keeps its start where what is left of the cap
+                // holds a clause of it, and the section's first line always does.
+                let left = cap.saturating_sub(used);
+                if taken == 0 || left >= CLAUSE_TOKENS {
+                    let chars = line.chars().count() * left.saturating_sub(1) / line_cost;
+                    kept.push(cut(line, chars));
+                    taken += 1;
+                }
+                break;
+            }
+            used += line_cost;
+            kept.push(line.clone());
+            taken += 1;
+        }
+        if taken < lines.len() {
+            kept.push(left_out(lines.len() - taken));
+        }
+    }
+    Some(kept.join("\n"))
+}
+
+/// The lines of `text` with each fenced block (``` or ~~~, to its closing fence or the end) in
+/// place of a line, as indented as its fence, that says how many lines it had.
+fn without_blocks(text: &str) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let body = line.trim_start();
+        let marker = body.chars().next().filter(|c| *c == '`' || *c == '~');
+        let Some(marker) = marker.filter(|m| body.chars().take_while(|c| c == m).count() >= 3)
+        else {
+            kept.push(line.to_owned());
+            continue;
+        };
+        let fence = body.chars().take_while(|c| *c == marker).count();
+        let indent = &line[..line.len() - body.len()];
+        let mut length = 1;
+        for inner in lines.by_ref() {
+            length += 1;
+            let inner = inner.trim();
+            // A closing fence: the marker alone, at least as long as the opening one.
+            if inner.len() >= fence && inner.chars().all(|c| c == marker) {
+                break;
+            }
+        }
+        kept.push(format!("{indent}[… a block of {length} line(s) left out]"));
+    }
+    kept
+}
+
+/// `lines` grouped into sections, each starting at a heading or a numbered item that is not
+/// indented (the lines before the first are a section of their own).
+fn sections(lines: &[String]) -> Vec<&[String]> {
+    let mut starts: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| line.starts_with('#') || super::numbered(line).is_some())
+        .map(|(at, _)| at)
+        .collect();
+    if starts.first() != Some(&0) {
+        starts.insert(0, 0);
+    }
+    starts
+        .iter()
+        .zip(starts.iter().skip(1).chain(std::iter::once(&lines.len())))
+        .map(|(&start, &end)| &lines[start..end])
+        .collect()
+}
+
+/// The highest cap `c` with `Σ min(size, c) <= room`: the sections under it stay whole, the
+/// others are cut to it.
+fn level(sizes: &[usize], room: usize) -> usize {
+    let mut sorted = sizes.to_vec();
+    sorted.sort_unstable();
+    let mut left = room;
+    for (at, &size) in sorted.iter().enumerate() {
+        let sharing = sorted.len() - at;
+        if size * sharing > left {
+            return left / sharing;
+        }
+        left -= size;
+    }
+    room
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A word a token, a line break one more.
+    struct Words;
+    impl TokenCounter for Words {
+        fn count_text(&self, text: &str) -> usize {
+            text.split_whitespace().count()
+        }
+    }
+
+    #[test]
+    fn a_quote_that_fits_is_left_whole() {
+        assert_eq!(fitted("1. Goal:\n   port it", 10, &Words), None);
+    }
+
+    /// Sections of 8, 44 and 9 tokens (a word a token, `> ` one more) in 33: the short two
+    /// whole, the long one cut to the 16 they leave, its first line and the lines that fit, and a line saying how many went.
+    #[test]
+    fn the_longest_sections_give_way_first_each_keeping_its_start() {
+        let long: Vec<String> = (0..10).map(|n| format!("   - file{n}.rs")).collect();
+        let text = format!(
+            "1. Goal:\n   port it\n3. Files:\n{}\n9. Next Step:\n   run tests",
+            long.join("\n")
+        );
+        let fitted = fitted(&text, 33, &Words).unwrap();
+        assert_eq!(
+            fitted,
+            "1. Goal:\n   port it\n3. Files:\n   - file0.rs\n   - file1.rs\n   - file2.rs\n\
+             [… 7 more line(s) of this section left out]\n9. Next Step:\n   run tests"
+        );
+    }
+
+    /// Fenced blocks go first, each for a line; the prose around them stays whole.
+    #[test]
+    fn code_blocks_go_before_any_prose() {
+        let code = "     let x = a + b + c + d + e + f + g;";
+        let text = format!(
+            "3. Files:\n   - a.rs\n     ```rust\n{code}\n{code}\n     ```\n   - b.rs\n\
+             8. Current Work:\n   ```\n   an output left unclosed, as a cut summary may"
+        );
+        assert_eq!(
+            fitted(&text, 40, &Words).unwrap(),
+            "3. Files:\n   - a.rs\n     [… a block of 4 line(s) left out]\n   - b.rs\n\
+             8. Current Work:\n   [… a block of 2 line(s) left out]"
+        );
+    }
+
+    /// A text with no sections, one long line: its start, cut within the line.
+    #[test]
+    fn one_long_line_keeps_its_start() {
+        let text = "word ".repeat(100);
+        let fitted = fitted(text.trim(), 20, &Words).unwrap();
+        assert!(fitted.starts_with("word word"), "{fitted}");
+        assert!(fitted.contains(" […]"), "{fitted}");
+        assert!(Words.count_text(&fitted) <= 20, "{fitted}");
+    }
+
+    #[test]
+    fn the_level_shares_the_room_among_the_sections_over_it() {
+        assert_eq!(level(&[3, 3, 21], 15), 9);
+        assert_eq!(level(&[10, 10], 8), 4);
+        assert_eq!(level(&[1, 2], 100), 100);
+    }
+}
