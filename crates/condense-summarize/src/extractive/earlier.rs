@@ -75,33 +75,49 @@ pub(crate) fn fitted(text: &str, room: usize, counter: &dyn TokenCounter) -> Opt
     Some(kept.join("\n"))
 }
 
-/// The lines of `text` with each fenced block (``` or ~~~, to its closing fence or the end) in
-/// place of a line, as indented as its fence, that says how many lines it had.
+/// The lines of `text` with each fenced block (``` or ~~~, to its closing fence) in place of a
+/// line, as indented as its fence, that says how many lines it had. A fence never closed (a
+/// summary cut short) runs to the next section's start, not over the sections after it.
 fn without_blocks(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
     let mut kept = Vec::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
+    let mut at = 0;
+    while at < lines.len() {
+        let line = lines[at];
         let body = line.trim_start();
         let marker = body.chars().next().filter(|c| *c == '`' || *c == '~');
         let Some(marker) = marker.filter(|m| body.chars().take_while(|c| c == m).count() >= 3)
         else {
             kept.push(line.to_owned());
+            at += 1;
             continue;
         };
         let fence = body.chars().take_while(|c| *c == marker).count();
-        let indent = &line[..line.len() - body.len()];
-        let mut length = 1;
-        for inner in lines.by_ref() {
-            length += 1;
+        let rest = &lines[at + 1..];
+        // A closing fence: the marker alone, at least as long as the opening one.
+        let closing = rest.iter().position(|inner| {
             let inner = inner.trim();
-            // A closing fence: the marker alone, at least as long as the opening one.
-            if inner.len() >= fence && inner.chars().all(|c| c == marker) {
-                break;
+            inner.len() >= fence && inner.chars().all(|c| c == marker)
+        });
+        let length = match closing {
+            Some(closing) => closing + 2,
+            None => {
+                1 + rest
+                    .iter()
+                    .take_while(|inner| !opens_a_section(inner))
+                    .count()
             }
-        }
+        };
+        let indent = &line[..line.len() - body.len()];
         kept.push(format!("{indent}[… a block of {length} line(s) left out]"));
+        at += length;
     }
     kept
+}
+
+/// Whether `line` starts a section: a heading or a numbered item, not indented.
+fn opens_a_section(line: &str) -> bool {
+    line.starts_with('#') || super::numbered(line).is_some()
 }
 
 /// `lines` grouped into sections, each starting at a heading or a numbered item that is not
@@ -110,7 +126,7 @@ fn sections(lines: &[String]) -> Vec<&[String]> {
     let mut starts: Vec<usize> = lines
         .iter()
         .enumerate()
-        .filter(|(_, line)| line.starts_with('#') || super::numbered(line).is_some())
+        .filter(|(_, line)| opens_a_section(line))
         .map(|(at, _)| at)
         .collect();
     if starts.first() != Some(&0) {
@@ -196,6 +212,50 @@ mod tests {
         assert!(fitted.starts_with("word word"), "{fitted}");
         assert!(fitted.contains(" […]"), "{fitted}");
         assert!(Words.count_text(&fitted) <= 20, "{fitted}");
+    }
+
+    /// Lines a summary's sections are made of: prose, a long line, a fence and its code.
+    const LINES: [&str; 5] = [
+        "   - src/a.rs: the parser, changed to take the new tokens",
+        "   word word word word word word word word word word word word word word word word word",
+        "   ```rust",
+        "   fn a() { let x = 1; }",
+        "",
+    ];
+
+    proptest::proptest! {
+        /// Whatever the sections and the room: the quote is whole exactly where it fits; cut,
+        /// it keeps every section's start, in order, and goes over the room by no more than a
+        /// note and a cut's mark a section.
+        #[test]
+        fn a_cut_quote_keeps_each_sections_start_within_the_room(
+            bodies in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(LINES.to_vec()), 0..12),
+                1..6,
+            ),
+            room in 30usize..300,
+        ) {
+            let text: String = bodies
+                .iter()
+                .enumerate()
+                .map(|(n, body)| format!("{}. Section {n}:\n{}", n + 1, body.join("\n")))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let cost = |text: &str| -> usize {
+                text.lines().map(|line| Words.count_text(&format!("> {line}")) + 1).sum()
+            };
+            let out = fitted(&text, room, &Words);
+            proptest::prop_assert_eq!(out.is_none(), cost(&text) <= room);
+            let Some(out) = out else { return Ok(()) };
+            let mut lines = out.lines();
+            for n in 0..bodies.len() {
+                let start = format!("{}. Section {n}:", n + 1);
+                proptest::prop_assert!(lines.any(|line| line == start), "{}\n---\n{}", start, out);
+            }
+            let slack = bodies.len() * (cost(&left_out(99)) + 1);
+            proptest::prop_assert!(cost(&out) <= room + slack, "{} > {} + {}\n{}", cost(&out), room, slack, out);
+            proptest::prop_assert_eq!(fitted(&text, room, &Words), Some(out));
+        }
     }
 
     #[test]
