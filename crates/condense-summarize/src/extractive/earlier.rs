@@ -23,14 +23,15 @@ fn left_out(lines: usize) -> String {
     format!("[… {lines} more line(s) of this section left out]")
 }
 
-/// `text` within about `room` tokens, quoted a line at a time: whole where it fits (`None`). Else its fenced blocks go
-/// first (the code it showed is in the files, the output in the transcript: both can be had
-/// again), each for a line that says how long it was; and where that is still over, every
-/// section keeps its first lines, a cap on each section's tokens the same for all and as high
-/// as `room` allows (the longest sections are the ones cut), the line where a section is cut
-/// keeping its start. A section starts at a line that is not indented and opens a heading
-/// (`#`) or a numbered item (`3. `): the layout of Claude Code's summary (`1. Primary Request
-/// and Intent:`) and of a markdown one. A text with none is one section, which keeps its start.
+/// `text` within about `room` tokens, quoted a line at a time: whole where it fits (`None`).
+/// Else its fenced blocks go first (the code it showed is in the files, the output in the
+/// transcript: both can be had again), each for a line that says how long it was; and where
+/// that is still over, every section keeps its first lines, a cap on each section's tokens the
+/// same for all and as high as `room` allows (the longest sections are the ones cut), the line
+/// where a section is cut keeping its start. A section starts at a line that is not indented
+/// and opens a heading (`#`) or a numbered item (`3. `): the layout of Claude Code's summary
+/// (`1. Primary Request and Intent:`) and of a markdown one. A text with none is one section,
+/// which keeps its start.
 pub(crate) fn fitted(text: &str, room: usize, counter: &dyn TokenCounter) -> Option<String> {
     // Each line as the summary quotes it, `> ` before it, and its line break.
     let cost = |line: &str| counter.count_text(&format!("> {line}")) + 1;
