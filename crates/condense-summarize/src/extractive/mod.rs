@@ -211,13 +211,18 @@ impl Extractive {
                 .map(|index| self.required(&layout, index, &facts, quote))
                 .collect()
         };
+        let optional: Vec<Vec<String>> = layout
+            .kinds
+            .iter()
+            .map(|kind| self.optional_items(&layout, *kind, &facts))
+            .collect();
         let mut bodies = required_lines(&[]);
         if facts.earlier.is_some() {
-            let quote = self.earlier_summary(&layout, &facts, &bodies);
+            let quote = self.earlier_summary(&layout, &facts, &bodies, &optional);
             bodies = required_lines(&quote);
         }
         let required: Vec<usize> = bodies.iter().map(Vec::len).collect();
-        self.add_optional(&layout, &facts, &mut bodies);
+        self.add_optional(&layout, &optional, &mut bodies);
         Ok(self.fitted(&layout, bodies, &required))
     }
 
@@ -295,8 +300,13 @@ impl Extractive {
     }
 
     /// The rest, section by section and item by item, while the budget lasts; where it ran
-    /// out, a line says so.
-    fn add_optional(&self, layout: &Layout<'_>, facts: &Facts, bodies: &mut [Vec<String>]) {
+    /// out, a line says so. (`optional[i]`: section `i`'s items, [`Extractive::optional_items`].)
+    fn add_optional(
+        &self,
+        layout: &Layout<'_>,
+        optional: &[Vec<String>],
+        bodies: &mut [Vec<String>],
+    ) {
         let budget = self.settings.budget_tokens;
         let counter = self.settings.counter.as_ref();
         let mut used: usize = bodies
@@ -311,10 +321,9 @@ impl Extractive {
             })
             .sum();
         let mut cut_note = None;
-        for (index, kind) in layout.kinds.iter().enumerate() {
-            let items = self.optional_items(layout, *kind, facts);
+        for (index, items) in optional.iter().enumerate() {
             let mut taken = 0;
-            for item in &items {
+            for item in items {
                 let cost = counter.count_text(item) + 1;
                 if cut_note.is_some() || used + cost > budget {
                     break;
@@ -388,8 +397,8 @@ impl Extractive {
     /// the agent ([`previous::read`] finds it there when this summary is folded in turn, and
     /// its numbered lines are not taken for the person's requests). It is quoted whole within
     /// what the summary's budget leaves beside the lines every summary holds (`required`, the
-    /// sections' bodies without it) and the work after it (the optional items of every section,
-    /// [`Extractive::work_after`]), but never in less than half the budget: it is all that is
+    /// sections' bodies without it) and the work after it (`optional`, every section's
+    /// [`Extractive::optional_items`]), but never in less than half the budget: it is all that is
     /// left of the session before it, and the work since is what the next request needs most.
     /// Cut, each of its sections keeps its start ([`earlier::fitted`]).
     fn earlier_summary(
@@ -397,6 +406,7 @@ impl Extractive {
         layout: &Layout<'_>,
         facts: &Facts,
         required: &[Vec<String>],
+        optional: &[Vec<String>],
     ) -> Vec<String> {
         let Some(earlier) = &facts.earlier else {
             return Vec::new();
@@ -404,9 +414,13 @@ impl Extractive {
         let counter = self.settings.counter.as_ref();
         let budget = self.settings.budget_tokens;
         let held = counter.count_text(&render(layout.sections, required, layout.source));
-        let room = budget
-            .saturating_sub(held + self.work_after(layout, facts))
-            .max(budget / 2);
+        // What the work after it takes, as `add_optional` counts it.
+        let work: usize = optional
+            .iter()
+            .flatten()
+            .map(|item| counter.count_text(item) + 1)
+            .sum();
+        let room = budget.saturating_sub(held + work).max(budget / 2);
         let fitted = earlier::fitted(&earlier.text, room, counter);
         let how = match &fitted {
             None => layout::IN_FULL.to_owned(),
@@ -422,18 +436,6 @@ impl Extractive {
             }
         }));
         lines
-    }
-
-    /// The tokens every section's optional items would take (what the head did after an
-    /// earlier summary), as [`Extractive::add_optional`] counts them.
-    fn work_after(&self, layout: &Layout<'_>, facts: &Facts) -> usize {
-        let counter = self.settings.counter.as_ref();
-        layout
-            .kinds
-            .iter()
-            .flat_map(|kind| self.optional_items(layout, *kind, facts))
-            .map(|item| counter.count_text(&item) + 1)
-            .sum()
     }
 
     fn quoted_requests(&self, facts: &Facts) -> Vec<String> {
