@@ -39,21 +39,22 @@ pub(crate) fn fitted(text: &str, room: usize, counter: &dyn TokenCounter) -> Opt
         return None;
     }
     let lines = without_blocks(text);
-    if lines.iter().map(|line| cost(line)).sum::<usize>() <= room {
+    // Each line counted once: the sections' sizes and their cut read the same figures.
+    let costs: Vec<usize> = lines.iter().map(|line| cost(line)).collect();
+    if costs.iter().sum::<usize>() <= room {
         return Some(lines.join("\n"));
     }
     let sections = sections(&lines);
     let sizes: Vec<usize> = sections
         .iter()
-        .map(|lines| lines.iter().map(|line| cost(line)).sum())
+        .map(|section| costs[section.clone()].iter().sum())
         .collect();
     let cap = level(&sizes, room);
     let mut kept: Vec<String> = Vec::new();
-    for lines in &sections {
+    for section in sections {
         let mut used = 0;
         let mut taken = 0;
-        for line in *lines {
-            let line_cost = cost(line);
+        for (line, &line_cost) in lines[section.clone()].iter().zip(&costs[section.clone()]) {
             if used + line_cost > cap {
                 // The line that does not fit keeps its start where what is left of the cap
                 // holds a clause of it, and the section's first line always does.
@@ -69,8 +70,8 @@ pub(crate) fn fitted(text: &str, room: usize, counter: &dyn TokenCounter) -> Opt
             kept.push(line.clone());
             taken += 1;
         }
-        if taken < lines.len() {
-            kept.push(left_out(lines.len() - taken));
+        if taken < section.len() {
+            kept.push(left_out(section.len() - taken));
         }
     }
     Some(kept.join("\n"))
@@ -121,9 +122,9 @@ fn opens_a_section(line: &str) -> bool {
     line.starts_with('#') || super::numbered(line).is_some()
 }
 
-/// `lines` grouped into sections, each starting at a heading or a numbered item that is not
+/// Where the sections of `lines` are, each starting at a heading or a numbered item that is not
 /// indented (the lines before the first are a section of their own).
-fn sections(lines: &[String]) -> Vec<&[String]> {
+fn sections(lines: &[String]) -> Vec<std::ops::Range<usize>> {
     let mut starts: Vec<usize> = lines
         .iter()
         .enumerate()
@@ -136,7 +137,7 @@ fn sections(lines: &[String]) -> Vec<&[String]> {
     starts
         .iter()
         .zip(starts.iter().skip(1).chain(std::iter::once(&lines.len())))
-        .map(|(&start, &end)| &lines[start..end])
+        .map(|(&start, &end)| start..end)
         .collect()
 }
 
