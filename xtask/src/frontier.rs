@@ -182,9 +182,30 @@ fn options(args: &[String]) -> Result<Options> {
     Ok(options)
 }
 
-/// The session files under `dir`'s folders, sorted.
+/// The session files under `dir`'s folders, sorted, and those that hold nothing left out and
+/// named on stderr: Claude Code leaves an empty log for a session that never got a message on
+/// its main thread, and `condense replay` rightly refuses such a file (as `condense tune` leaves
+/// it out of a directory).
 fn sessions(dir: &Path) -> Result<Vec<PathBuf>> {
+    let (files, empty) = session_files(dir)?;
+    if !empty.is_empty() {
+        let names: Vec<String> = empty
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect();
+        eprintln!(
+            "left out {} file(s) that hold nothing: {}",
+            names.len(),
+            names.join(", ")
+        );
+    }
+    Ok(files)
+}
+
+/// [`sessions`]' files, and apart those that hold nothing but whitespace.
+fn session_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     let mut files = Vec::new();
+    let mut empty = Vec::new();
     for folder in FOLDERS {
         let folder = dir.join(folder);
         // A directory of one harness's logs has only its folder.
@@ -201,7 +222,13 @@ fn sessions(dir: &Path) -> Result<Vec<PathBuf>> {
                 .extension()
                 .is_some_and(|extension| extension == "json" || extension == "jsonl")
             {
-                files.push(path);
+                if holds_nothing(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?
+                {
+                    empty.push(path);
+                } else {
+                    files.push(path);
+                }
             }
         }
     }
@@ -213,7 +240,14 @@ fn sessions(dir: &Path) -> Result<Vec<PathBuf>> {
         );
     }
     files.sort();
-    Ok(files)
+    empty.sort();
+    Ok((files, empty))
+}
+
+/// Whether the file at `path` holds nothing but whitespace (read only when it is small).
+fn holds_nothing(path: &Path) -> std::io::Result<bool> {
+    let len = std::fs::metadata(path)?.len();
+    Ok(len <= 4096 && std::fs::read(path)?.iter().all(u8::is_ascii_whitespace))
 }
 
 /// A session's name in the table: its file's, without the extension, the folder before it for
@@ -532,6 +566,23 @@ mod tests {
             sessions(dir.path()).unwrap(),
             [logs.join("a.jsonl"), logs.join("b.jsonl")]
         );
+    }
+
+    #[test]
+    fn a_log_that_holds_nothing_is_left_out_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs = dir.path().join("claude-code");
+        std::fs::create_dir(&logs).unwrap();
+        std::fs::write(logs.join("a.jsonl"), "{}").unwrap();
+        std::fs::write(logs.join("empty.jsonl"), "").unwrap();
+        std::fs::write(logs.join("blank.jsonl"), "\n \n").unwrap();
+        let (files, empty) = session_files(dir.path()).unwrap();
+        assert_eq!(files, [logs.join("a.jsonl")]);
+        assert_eq!(empty, [logs.join("blank.jsonl"), logs.join("empty.jsonl")]);
+        // Only empty files: nothing to replay, said as for an empty directory.
+        std::fs::remove_file(logs.join("a.jsonl")).unwrap();
+        let error = sessions(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("no sessions in"), "{error}");
     }
 
     #[test]
