@@ -49,6 +49,18 @@ pub(crate) fn model_of(message: &Message) -> Option<&str> {
         .find_map(|record| record.fields.get("message")?.get("model")?.as_str())
 }
 
+/// The id of the reply an assistant message is (part of), where its line names it
+/// (`message.id`). Claude Code 2 writes each content block of a reply on a line of its own and,
+/// when the reply makes several calls, each call's result right after that call's line: one
+/// reply is then read as several messages, between its results, that share this id.
+pub(crate) fn reply_id_of(message: &Message) -> Option<&str> {
+    message
+        .wire
+        .iter()
+        .rev()
+        .find_map(|record| record.fields.get("message")?.get("id")?.as_str())
+}
+
 /// Whether Claude Code wrote `message` in the assistant's place itself: no request answered it.
 pub(crate) fn is_synthetic(message: &Message) -> bool {
     model_of(message) == Some(SYNTHETIC_MODEL)

@@ -208,6 +208,14 @@ pub fn answering_model(message: &condense_core::Message) -> Option<&str> {
     claude_code::model_of(message)
 }
 
+/// The id of the reply an assistant message is part of, where its log names it (Claude Code's
+/// `message.id`): Claude Code 2 writes the calls of one reply on lines of their own, each
+/// followed by its result, so one reply (one request) can be read as several assistant
+/// messages with results between them. They share this id.
+pub fn reply_id(message: &condense_core::Message) -> Option<&str> {
+    claude_code::reply_id_of(message)
+}
+
 /// Whether the agent wrote an assistant message itself, with no request behind it (Claude
 /// Code's `<synthetic>` replies: an API error, "No response requested." after a local command).
 pub fn is_synthetic_reply(message: &condense_core::Message) -> bool {

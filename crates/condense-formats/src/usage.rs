@@ -14,7 +14,9 @@ pub struct LoggedUsage {
     pub answer: usize,
     /// The first message of that answer: a Responses answer is several items (reasoning, text,
     /// calls), each read as a message, and Codex accounts for them together; Claude Code's
-    /// accounting is for its one message (its lines of one reply are read as one).
+    /// is for its one message (the lines of one reply that follow each other are read as one),
+    /// or for the messages of one reply whose calls' results came between its lines, from the
+    /// first of them.
     pub first: usize,
     /// All the input the provider counted, what was read from and written to its cache
     /// included.
@@ -41,6 +43,7 @@ impl LoggedUsage {
 /// reports no input is left out: no provider answers one, so the figure is not one.
 pub fn logged_usage(conversation: &Conversation) -> Vec<LoggedUsage> {
     let mut usage: Vec<LoggedUsage> = on_messages(conversation)
+        .into_iter()
         .chain(beside_messages(conversation))
         .filter(|usage| usage.input > 0)
         .collect();
@@ -48,22 +51,55 @@ pub fn logged_usage(conversation: &Conversation) -> Vec<LoggedUsage> {
     usage
 }
 
-/// Anthropic's `usage` on the line of each assistant message (Claude Code's).
-fn on_messages(conversation: &Conversation) -> impl Iterator<Item = LoggedUsage> + '_ {
-    conversation
-        .messages
-        .iter()
-        .enumerate()
-        .filter(|(_, message)| message.role == Role::Assistant)
-        .filter_map(|(index, message)| {
-            // A reply over several lines carries its usage on each; the last is complete.
-            let usage = message
-                .wire
-                .iter()
-                .rev()
-                .find_map(|record| record.fields.get("message")?.get("usage"))?;
-            Some(anthropic_usage(usage, index))
-        })
+/// Anthropic's `usage` on the lines of each reply (Claude Code's), once a reply: a reply over
+/// several lines carries its usage on each, and the last is complete. Its lines read as one
+/// message where they follow each other; where its calls' results come between them (Claude
+/// Code 2 writes each call of a reply, then its result), they read as several messages that
+/// share the reply's id ([`crate::reply_id`]), and the usage is theirs together: `first` the
+/// first of them, `answer` the last.
+fn on_messages(conversation: &Conversation) -> Vec<LoggedUsage> {
+    let mut usage: Vec<LoggedUsage> = Vec::new();
+    // The reply the last assistant message was part of: its id, its first message, and its
+    // usage's place in `usage` once one of its lines reported one.
+    let mut open: Option<(&str, usize, Option<usize>)> = None;
+    for (index, message) in conversation.messages.iter().enumerate() {
+        if message.role != Role::Assistant {
+            continue;
+        }
+        let reported = message
+            .wire
+            .iter()
+            .rev()
+            .find_map(|record| record.fields.get("message")?.get("usage"));
+        let reply = crate::reply_id(message);
+        let (first, at) = match open {
+            Some((id, first, at)) if reply == Some(id) => (first, at),
+            _ => (index, None),
+        };
+        let at = match (at, reported) {
+            (Some(at), Some(reported)) => {
+                usage[at] = LoggedUsage {
+                    first,
+                    ..anthropic_usage(reported, index)
+                };
+                Some(at)
+            }
+            (Some(at), None) => {
+                usage[at].answer = index;
+                Some(at)
+            }
+            (None, Some(reported)) => {
+                usage.push(LoggedUsage {
+                    first,
+                    ..anthropic_usage(reported, index)
+                });
+                Some(usage.len() - 1)
+            }
+            (None, None) => None,
+        };
+        open = reply.map(|id| (id, first, at));
+    }
+    usage
 }
 
 /// Anthropic's `usage` object, for the answer at `answer`.

@@ -358,7 +358,7 @@ pub(crate) fn measure(
         });
     let from_harness = harness.is_some();
     let usage = harness.or_else(|| {
-        last_reported(conversation).filter(|usage| plausible(usage.tokens, ours_to(usage)))
+        last_reported(conversation, counts).filter(|usage| plausible(usage.tokens, ours_to(usage)))
     });
     let measure = match usage {
         Some(usage) => {
@@ -420,15 +420,22 @@ fn plausible(reported: usize, ours: usize) -> bool {
 
 /// The last figure the log holds ([`condense_formats::logged_usage`]: Claude Code's on the
 /// assistant line, Codex's beside it): the request's whole input, cache reads and writes
-/// included, and the reply, which the next request sends too.
-fn last_reported(conversation: &Conversation) -> Option<ReportedUsage> {
+/// included, and the reply, which the next request sends too. Where Claude Code 2 wrote the
+/// results of a reply's calls between its lines, the reply is several messages with those
+/// results among them, which neither figure counts: they are counted here (`counts`, each
+/// message's), so that the measure up to the reply's last message holds them.
+fn last_reported(conversation: &Conversation, counts: &[usize]) -> Option<ReportedUsage> {
     condense_formats::logged_usage(conversation)
         .last()
         .map(|usage| {
-            ReportedUsage::answered(
-                usage.answer,
-                usize::try_from(usage.input + usage.output).unwrap_or(usize::MAX),
-            )
+            let between: usize = (usage.first..usage.answer)
+                .filter(|&index| {
+                    conversation.messages.get(index).map(|m| m.role) != Some(Role::Assistant)
+                })
+                .filter_map(|index| counts.get(index))
+                .sum();
+            let reported = usize::try_from(usage.input + usage.output).unwrap_or(usize::MAX);
+            ReportedUsage::answered(usage.answer, reported.saturating_add(between))
         })
 }
 
@@ -807,5 +814,58 @@ mod tests {
             ),
             None
         );
+    }
+
+    /// Claude Code 2 writes each call of a reply on a line of its own with its result right
+    /// after it, so a reply of two reads is two assistant messages with the first read's
+    /// output between them. The log's figure (the reply's input and output) holds neither
+    /// output, so the measure counts both: the one between as well as the one after, which
+    /// before was left out of the trigger's measure, however large.
+    #[test]
+    fn a_result_between_the_lines_of_one_reply_is_in_the_measure() {
+        let line = |role: &str, content: serde_json::Value, id: &str| {
+            let mut message = serde_json::json!({"role": role, "content": content});
+            if role == "assistant" {
+                message["id"] = id.into();
+                message["usage"] = serde_json::json!({"input_tokens": 3,
+                    "cache_creation_input_tokens": 500, "cache_read_input_tokens": 2000,
+                    "output_tokens": 50});
+            }
+            serde_json::json!({"type": role, "message": message}).to_string()
+        };
+        let call = |id: &str| {
+            serde_json::json!([{"type": "tool_use", "id": id, "name": "Read",
+                "input": {"file_path": format!("/p/{id}.rs")}}])
+        };
+        let result = |id: &str, text: String| serde_json::json!([{"tool_use_id": id, "type": "tool_result", "content": text}]);
+        let log = [
+            line("user", "Read both.".into(), ""),
+            line("assistant", call("a"), "msg_r"),
+            line(
+                "user",
+                result("a", "fn a() { let x = 1; }\n".repeat(400)),
+                "",
+            ),
+            line("assistant", call("b"), "msg_r"),
+            line("user", result("b", "fn b() {}\n".repeat(50)), ""),
+        ]
+        .join("\n");
+        let (_, conversation) =
+            condense_formats::read(log.as_bytes(), Some(condense_formats::Format::ClaudeCode))
+                .unwrap();
+        let counter = Tiktoken::default();
+        let counts = counter.count_each(&conversation.messages);
+        let (measured, from_harness) = measure(&conversation, None, &counts, |_| 0, 0);
+        assert!(!from_harness);
+        let Measure::ProviderUsage {
+            tokens, at_message, ..
+        } = measured
+        else {
+            panic!("{measured:?}")
+        };
+        assert_eq!(at_message, 3);
+        // The reply's figure, then the output between its lines and the one after it.
+        assert_eq!(tokens, 2_503 + 50 + counts[2] + counts[4]);
+        assert!(counts[2] > 3_000, "{counts:?}");
     }
 }

@@ -2,9 +2,10 @@
 //!
 //! Every assistant message (or run of them: a Responses answer is several items) is the answer
 //! to one request, and that request's input was everything before it. Claude Code logs add the time of every line and the provider's own accounting of
-//! every request (`message.usage`, one per `message.id`: the reader already merged the lines of
-//! one reply into one message, so one message carries one usage); Codex logs the time of every
-//! line and a usage record after each answer.
+//! every request (`message.usage`, one per `message.id`: the reader merges the lines of one reply
+//! that follow each other into one message, and a reply whose calls' results Claude Code 2
+//! wrote between its lines is one request over its messages, [`condense_formats::reply_id`]);
+//! Codex logs the time of every line and a usage record after each answer.
 
 use std::collections::HashMap;
 
@@ -42,7 +43,8 @@ pub struct Step {
     pub harness_summarizer: bool,
     /// The end (exclusive) of its answer: one message, or the run of assistant messages one
     /// answer became (a Responses answer is a list of items: reasoning, a message, calls, each
-    /// read as a message of its own).
+    /// read as a message of its own), or the messages of one Claude Code reply with the results
+    /// its calls got between them (only its assistant messages are its answer).
     pub answer_end: usize,
     /// When it was sent, in milliseconds since the epoch: the time of the last message of its
     /// input (the tool result or the person's message that prompted it), else of the answer.
@@ -137,6 +139,8 @@ impl Recording {
         let mut steps: Vec<Step> = Vec::new();
         let mut harness_summaries = Vec::new();
         let mut made_before = 0;
+        // The reply id of the last step's answer, where its log names one.
+        let mut open_reply: Option<String> = None;
         for (answer, message) in messages.iter().enumerate() {
             let uncompacted_answer = answer - made_before;
             if made[answer].is_some() {
@@ -163,6 +167,18 @@ impl Recording {
             if condense_formats::is_synthetic_reply(message) {
                 continue;
             }
+            // The rest of a reply whose first calls' results came before it: the same request.
+            let reply = condense_formats::reply_id(message);
+            if let Some(last) = steps.last_mut()
+                && !summarizer
+                && !last.harness_summarizer
+                && reply.is_some()
+                && reply == open_reply.as_deref()
+            {
+                last.answer_end = answer + 1;
+                continue;
+            }
+            open_reply = reply.map(str::to_owned);
             let model = condense_formats::answering_model(message);
             let recorded = logged.get(&answer).copied();
             if let Some(last) = steps.last_mut()
@@ -318,6 +334,63 @@ mod tests {
                 "next task"
             ]
         );
+    }
+
+    /// Claude Code 2 writes a reply's calls on lines of their own, each call's result right
+    /// after it: the reply reads as several assistant messages with results between them. It
+    /// was one request, and its answer is those messages, not the results.
+    #[test]
+    fn a_reply_whose_results_came_between_its_lines_is_one_request() {
+        let line = |role: &str, content: serde_json::Value, id: &str, output: u64| {
+            let mut message = serde_json::json!({"role": role, "content": content});
+            if role == "assistant" {
+                message["id"] = id.into();
+                message["usage"] = serde_json::json!({"input_tokens": 3,
+                    "cache_creation_input_tokens": 500, "cache_read_input_tokens": 9000,
+                    "output_tokens": output});
+            }
+            serde_json::json!({"type": role, "message": message,
+                "timestamp": "2026-11-23T10:00:00.000Z"})
+            .to_string()
+        };
+        let call = |id: &str| {
+            serde_json::json!([{"type": "tool_use", "id": id, "name": "Read",
+                "input": {"file_path": format!("/p/{id}")}}])
+        };
+        let result = |id: &str| serde_json::json!([{"tool_use_id": id, "type": "tool_result", "content": "fn x() {}"}]);
+        let log = [
+            line("user", "Read the files.".into(), "", 0),
+            line("assistant", call("t1"), "msg_r", 1),
+            line("user", result("t1"), "", 0),
+            line("assistant", call("t2"), "msg_r", 1),
+            line("user", result("t2"), "", 0),
+            line("assistant", call("t3"), "msg_r", 60),
+            line("user", result("t3"), "", 0),
+            line(
+                "assistant",
+                serde_json::json!([{"type": "text", "text": "Read."}]),
+                "msg_s",
+                5,
+            ),
+        ]
+        .join("\n");
+        let (_, conversation) =
+            condense_formats::read(log.as_bytes(), Some(condense_formats::Format::ClaudeCode))
+                .unwrap();
+        let recording = Recording::of(conversation);
+        let steps: Vec<(usize, usize, Option<u64>)> = recording
+            .steps
+            .iter()
+            .map(|step| {
+                (
+                    step.answer,
+                    step.answer_end,
+                    step.recorded.map(|usage| usage.output),
+                )
+            })
+            .collect();
+        assert_eq!(steps, [(1, 6, Some(60)), (7, 8, Some(5))]);
+        assert_eq!(recording.recorded_steps(), 2);
     }
 
     #[test]

@@ -669,6 +669,7 @@ fn recorded_output(recording: &Recording, step: &Step, model: &Model<'_>) -> u64
     model.calibration.scaled(
         recording.conversation.messages[step.answer..step.answer_end]
             .iter()
+            .filter(|message| message.role == condense_core::Role::Assistant)
             .map(|message| model.counter.count_message(message))
             .sum(),
     )
