@@ -54,9 +54,11 @@ impl Default for Calibration {
 }
 
 impl Calibration {
-    /// The least-squares line through `(ours, recorded)` pairs of whole requests. Fewer than two
-    /// distinct points, or a fit that makes no sense (a negative slope or intercept), fall back
-    /// to the scale 1 and the mean difference as the hidden prefix.
+    /// The least-squares line through `(ours, recorded)` pairs of whole requests, its hidden
+    /// prefix no more than the request that shows the fewest of the log's tokens held besides
+    /// ([`Calibration::bounded`]). Fewer than two distinct points, or a fit that makes no sense
+    /// (a negative slope or intercept), fall back to the scale 1 and the mean difference as the
+    /// hidden prefix.
     pub fn fit(points: &[(u64, u64)]) -> Calibration {
         let n = points.len();
         if n == 0 {
@@ -80,7 +82,7 @@ impl Calibration {
             (0.0, 0.0)
         };
         let (prefix, scale) = if var > 0.0 && scale > 0.0 && prefix >= 0.0 {
-            (prefix, scale)
+            bounded(points, prefix, scale)
         } else {
             ((mean_y - mean_x).max(0.0), 1.0)
         };
@@ -136,6 +138,41 @@ impl Calibration {
     }
 }
 
+/// The line's hidden prefix held to what the log shows it can be: every request sends it, so it
+/// is at most what the provider counted for the request that showed fewest of the log's tokens
+/// (a session's first: the system prompt, the tools and the person's first message), less that
+/// request's own messages. Where the line passes above that request (Claude Code 2 logs a
+/// reply's thinking summarized, while the provider counts it whole on every later request, so
+/// the later requests lie above any line the first ones lie on, and the least squares, weighed
+/// by the large requests, lift the prefix past the first request's whole input), the prefix is
+/// that bound and the scale the least squares through it. A line at or below that request is
+/// kept as it is.
+fn bounded(points: &[(u64, u64)], prefix: f64, scale: f64) -> (f64, f64) {
+    let Some(&(least_x, least_y)) = points.iter().min_by_key(|(x, y)| (*x, *y)) else {
+        return (prefix, scale);
+    };
+    let (least_x, least_y) = (least_x as f64, least_y as f64);
+    if prefix + scale * least_x <= least_y {
+        return (prefix, scale);
+    }
+    let squares: f64 = points.iter().map(|&(x, _)| (x as f64).powi(2)).sum();
+    let mut scale = scale;
+    // The bound moves with the scale by the least request's own tokens, a few dozen: three
+    // rounds settle it.
+    for _ in 0..3 {
+        let prefix = (least_y - scale * least_x).max(0.0);
+        let through: f64 = points
+            .iter()
+            .map(|&(x, y)| x as f64 * (y as f64 - prefix))
+            .sum();
+        if squares <= 0.0 || through <= 0.0 {
+            break;
+        }
+        scale = through / squares;
+    }
+    ((least_y - scale * least_x).max(0.0), scale)
+}
+
 /// The most [`Calibration::fit_error`] taken for a log whose messages are what the model read:
 /// the Claude Code logs here (the shared ones and two of Claude Code 2.1) lie within 0.4-7 % of
 /// their lines, where a log with its text redacted lies 5-16 % off, or (a fixture with made-up
@@ -143,8 +180,9 @@ impl Calibration {
 /// the usage that no line explains.
 pub const FIT_TOLERANCE: f64 = 0.25;
 /// The provider tokens per condense token one real tokenizer can count against another (o200k
-/// against Claude's: 1.14-1.53 on the Claude Code logs here). Codex logs with their text
-/// redacted fit at 4.8-23.9.
+/// against Claude's: 1.14-1.53 on the Claude Code logs here, up to 1.71 on Claude Code 2.1
+/// logs whose thinking the provider counts whole and the log holds summarized). Codex logs with
+/// their text redacted fit at 4.8-23.9.
 pub const SCALES: std::ops::RangeInclusive<f64> = 0.5..=2.5;
 
 /// One candidate cache point: the end of a message (or of the hidden prefix).
@@ -364,6 +402,45 @@ mod tests {
 
         // No usage: nothing to judge.
         assert!(Calibration::fit(&[]).fits_the_log());
+    }
+
+    /// Every request sends the hidden prefix, so it is never more than the request that shows
+    /// the fewest of the log's tokens held, less those. Claude Code 2's later requests lie
+    /// above the line its first ones lie on (a reply's thinking, logged summarized, is counted
+    /// whole on every request after it), and the least squares through them all, weighed by
+    /// the large ones, put the prefix past the first request's whole input: the shape of the
+    /// unseen 2.1 logs, whose first request is 25.9K tokens and whose line put the prefix at
+    /// 32K-37K. A line at or below the first request keeps its least squares.
+    #[test]
+    fn the_hidden_prefix_is_never_more_than_the_first_request_shows() {
+        // 26,000 hidden, 1.25 a token, and 20,000 more counted from the fourth request on.
+        let points: Vec<(u64, u64)> = [40u64, 1_000, 3_000, 20_000, 30_000, 50_000, 80_000]
+            .iter()
+            .enumerate()
+            .map(|(at, &ours)| {
+                let thinking = if at >= 3 { 20_000 } else { 0 };
+                (ours, 26_000 + ours * 5 / 4 + thinking)
+            })
+            .collect();
+        let fitted = Calibration::fit(&points);
+        let (least, least_sent) = points[0];
+        assert!(
+            fitted.hidden_prefix as f64 + fitted.scale * least as f64 <= least_sent as f64 + 1.0,
+            "{fitted:?}"
+        );
+        assert!(fitted.hidden_prefix > 25_000, "{fitted:?}");
+        // Through the bound, the least squares for the scale: every request is on or above the
+        // line's start, and the line still follows the large ones.
+        assert!(fitted.fit_error < 0.1, "{fitted:?}");
+        assert!(fitted.fits_the_log(), "{fitted:?}");
+
+        // Requests on a line with the first request above it: the least squares, as they were.
+        let below: Vec<(u64, u64)> = [(40u64, 15_000u64), (1_000, 15_300), (9_000, 25_300)]
+            .into_iter()
+            .collect();
+        let fitted = Calibration::fit(&below);
+        assert_eq!(fitted.hidden_prefix, 14_556, "{fitted:?}");
+        assert!(fitted.hidden_prefix as f64 + fitted.scale * 40.0 < 15_000.0);
     }
 
     /// The harness marks the end of its system prompt and the last message. A summary condense
