@@ -55,10 +55,11 @@ impl Default for Calibration {
 
 impl Calibration {
     /// The least-squares line through `(ours, recorded)` pairs of whole requests, its hidden
-    /// prefix no more than the request that shows the fewest of the log's tokens held besides
-    /// ([`Calibration::bounded`]). Fewer than two distinct points, or a fit that makes no sense
-    /// (a negative slope or intercept), fall back to the scale 1 and the mean difference as the
-    /// hidden prefix.
+    /// prefix no more than the provider counted for the request that shows the fewest of the
+    /// log's tokens, less those (every request sends it; where the line passes above that
+    /// request, the prefix is that bound and the scale the least squares through it). Fewer
+    /// than two distinct points, or a fit that makes no sense (a negative slope or intercept),
+    /// fall back to the scale 1 and the mean difference as the hidden prefix.
     pub fn fit(points: &[(u64, u64)]) -> Calibration {
         let n = points.len();
         if n == 0 {
