@@ -348,86 +348,17 @@ fn the_usage_beside_the_main_thread_is_a_subagents_or_a_left_branchs() {
     assert_eq!(main, [3, 5]);
 }
 
-/// A Claude Code 2 log of one reply that made two calls, as Claude Code 2 writes it: the reply's
-/// text and each call on a line of its own (one `message.id`, the usage on each line, the
-/// last line's complete), each call's result right after its line, then the next reply.
-fn split_reply_log() -> String {
-    let line = |uuid: &str,
-                parent: &str,
-                role: &str,
-                content: serde_json::Value,
-                id: &str,
-                output: u64| {
-        let mut message = serde_json::json!({"role": role, "content": content});
-        if role == "assistant" {
-            message["id"] = id.into();
-            message["usage"] = serde_json::json!({"input_tokens": 3,
-                "cache_creation_input_tokens": 500, "cache_read_input_tokens": 9000,
-                "output_tokens": output});
-        }
-        let parent = if parent.is_empty() {
-            serde_json::Value::Null
-        } else {
-            parent.into()
-        };
-        serde_json::json!({"parentUuid": parent, "isSidechain": false, "type": role,
-            "message": message, "uuid": uuid,
-            "timestamp": "2026-11-23T10:00:00.000Z", "sessionId": "s"})
-        .to_string()
-    };
-    let call = |id: &str, path: &str| {
-        serde_json::json!([{"type": "tool_use", "id": id, "name": "Read",
-            "input": {"file_path": path}}])
-    };
-    let result = |id: &str, text: &str| serde_json::json!([{"tool_use_id": id, "type": "tool_result", "content": text}]);
-    let text = |text: &str| serde_json::json!([{"type": "text", "text": text}]);
-    [
-        line("u1", "", "user", "Read both files.".into(), "", 0),
-        line("a1", "u1", "assistant", text("Reading them."), "msg_r", 1),
-        line(
-            "a2",
-            "a1",
-            "assistant",
-            call("toolu_1", "/p/a.rs"),
-            "msg_r",
-            1,
-        ),
-        line("r1", "a2", "user", result("toolu_1", "fn a() {}"), "", 0),
-        line(
-            "a3",
-            "r1",
-            "assistant",
-            call("toolu_2", "/p/b.rs"),
-            "msg_r",
-            40,
-        ),
-        line("r2", "a3", "user", result("toolu_2", "fn b() {}"), "", 0),
-        line("a4", "r2", "assistant", text("Both read."), "msg_s", 5),
-    ]
-    .join("\n")
-        + "\n"
-}
-
-/// One reply whose calls' results Claude Code 2 wrote between its lines is read as the
-/// messages the lines make, written back as the same bytes, and accounted for once: from its
-/// first message to its last, with its last line's usage. Counted per message, the one request
-/// would be three, and a replay would bill its input three times.
+/// One reply whose calls' results Claude Code 2 wrote between its lines (each call on a line of
+/// its own, its result right after it, one `message.id`, the usage on each line and the last
+/// line's complete) is read as the messages the lines make, written back as the same bytes,
+/// and accounted for once: from its first message to its last, with its last line's usage.
+/// Counted per message, the one request would be two, and a replay would bill its input twice.
 #[test]
 fn a_reply_whose_results_came_between_its_lines_is_one_request() {
-    let log = split_reply_log();
-    let (_, conversation) = read(log.as_bytes(), Some(Format::ClaudeCode)).unwrap();
+    let log = data("claude-code-2.1-parallel-reads.jsonl");
+    let (_, conversation) = read(&log, Some(Format::ClaudeCode)).unwrap();
     let roles: Vec<Role> = conversation.messages.iter().map(|m| m.role).collect();
-    assert_eq!(
-        roles,
-        [
-            Role::User,
-            Role::Assistant,
-            Role::User,
-            Role::Assistant,
-            Role::User,
-            Role::Assistant
-        ]
-    );
+    assert_eq!(roles, [Role::User, Role::Assistant].repeat(3));
     let ids: Vec<Option<&str>> = conversation
         .messages
         .iter()
@@ -444,10 +375,7 @@ fn a_reply_whose_results_came_between_its_lines_is_one_request() {
             Some("msg_s")
         ]
     );
-    assert_eq!(
-        write(Format::ClaudeCode, &conversation).unwrap(),
-        log.as_bytes()
-    );
+    assert_eq!(write(Format::ClaudeCode, &conversation).unwrap(), log);
     let usage: Vec<(usize, usize, u64)> = condense_formats::logged_usage(&conversation)
         .iter()
         .map(|usage| (usage.first, usage.answer, usage.output))

@@ -820,39 +820,22 @@ mod tests {
     /// after it, so a reply of two reads is two assistant messages with the first read's
     /// output between them. The log's figure (the reply's input and output) holds neither
     /// output, so the measure counts both: the one between as well as the one after, which
-    /// before was left out of the trigger's measure, however large.
+    /// before was left out of the trigger's measure, however large. (The log as the agent
+    /// left it while the reply's calls ran: the shared fixture without its last line.)
     #[test]
     fn a_result_between_the_lines_of_one_reply_is_in_the_measure() {
-        let line = |role: &str, content: serde_json::Value, id: &str| {
-            let mut message = serde_json::json!({"role": role, "content": content});
-            if role == "assistant" {
-                message["id"] = id.into();
-                message["usage"] = serde_json::json!({"input_tokens": 3,
-                    "cache_creation_input_tokens": 500, "cache_read_input_tokens": 2000,
-                    "output_tokens": 50});
-            }
-            serde_json::json!({"type": role, "message": message}).to_string()
-        };
-        let call = |id: &str| {
-            serde_json::json!([{"type": "tool_use", "id": id, "name": "Read",
-                "input": {"file_path": format!("/p/{id}.rs")}}])
-        };
-        let result = |id: &str, text: String| serde_json::json!([{"tool_use_id": id, "type": "tool_result", "content": text}]);
-        let log = [
-            line("user", "Read both.".into(), ""),
-            line("assistant", call("a"), "msg_r"),
-            line(
-                "user",
-                result("a", "fn a() { let x = 1; }\n".repeat(400)),
-                "",
-            ),
-            line("assistant", call("b"), "msg_r"),
-            line("user", result("b", "fn b() {}\n".repeat(50)), ""),
-        ]
-        .join("\n");
-        let (_, conversation) =
-            condense_formats::read(log.as_bytes(), Some(condense_formats::Format::ClaudeCode))
-                .unwrap();
+        let log = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../condense-formats/tests/data/claude-code-2.1-parallel-reads.jsonl"),
+        )
+        .unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        let running = lines[..lines.len() - 1].join("\n");
+        let (_, conversation) = condense_formats::read(
+            running.as_bytes(),
+            Some(condense_formats::Format::ClaudeCode),
+        )
+        .unwrap();
         let counter = Tiktoken::default();
         let counts = counter.count_each(&conversation.messages);
         let (measured, from_harness) = measure(&conversation, None, &counts, |_| 0, 0);
@@ -864,8 +847,9 @@ mod tests {
             panic!("{measured:?}")
         };
         assert_eq!(at_message, 3);
-        // The reply's figure, then the output between its lines and the one after it.
-        assert_eq!(tokens, 2_503 + 50 + counts[2] + counts[4]);
+        // The reply's figure (input 2,503, output 40), then the output between its lines and
+        // the one after it.
+        assert_eq!(tokens, 2_503 + 40 + counts[2] + counts[4]);
         assert!(counts[2] > 3_000, "{counts:?}");
     }
 }

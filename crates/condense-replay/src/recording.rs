@@ -341,42 +341,13 @@ mod tests {
     /// was one request, and its answer is those messages, not the results.
     #[test]
     fn a_reply_whose_results_came_between_its_lines_is_one_request() {
-        let line = |role: &str, content: serde_json::Value, id: &str, output: u64| {
-            let mut message = serde_json::json!({"role": role, "content": content});
-            if role == "assistant" {
-                message["id"] = id.into();
-                message["usage"] = serde_json::json!({"input_tokens": 3,
-                    "cache_creation_input_tokens": 500, "cache_read_input_tokens": 9000,
-                    "output_tokens": output});
-            }
-            serde_json::json!({"type": role, "message": message,
-                "timestamp": "2026-11-23T10:00:00.000Z"})
-            .to_string()
-        };
-        let call = |id: &str| {
-            serde_json::json!([{"type": "tool_use", "id": id, "name": "Read",
-                "input": {"file_path": format!("/p/{id}")}}])
-        };
-        let result = |id: &str| serde_json::json!([{"tool_use_id": id, "type": "tool_result", "content": "fn x() {}"}]);
-        let log = [
-            line("user", "Read the files.".into(), "", 0),
-            line("assistant", call("t1"), "msg_r", 1),
-            line("user", result("t1"), "", 0),
-            line("assistant", call("t2"), "msg_r", 1),
-            line("user", result("t2"), "", 0),
-            line("assistant", call("t3"), "msg_r", 60),
-            line("user", result("t3"), "", 0),
-            line(
-                "assistant",
-                serde_json::json!([{"type": "text", "text": "Read."}]),
-                "msg_s",
-                5,
-            ),
-        ]
-        .join("\n");
+        let log = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../condense-formats/tests/data/claude-code-2.1-parallel-reads.jsonl"),
+        )
+        .unwrap();
         let (_, conversation) =
-            condense_formats::read(log.as_bytes(), Some(condense_formats::Format::ClaudeCode))
-                .unwrap();
+            condense_formats::read(&log, Some(condense_formats::Format::ClaudeCode)).unwrap();
         let recording = Recording::of(conversation);
         let steps: Vec<(usize, usize, Option<u64>)> = recording
             .steps
@@ -389,7 +360,7 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(steps, [(1, 6, Some(60)), (7, 8, Some(5))]);
+        assert_eq!(steps, [(1, 4, Some(40)), (5, 6, Some(5))]);
         assert_eq!(recording.recorded_steps(), 2);
     }
 
