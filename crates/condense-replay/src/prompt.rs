@@ -157,6 +157,9 @@ fn bounded(points: &[(u64, u64)], prefix: f64, scale: f64) -> (f64, f64) {
         return (prefix, scale);
     }
     let squares: f64 = points.iter().map(|&(x, _)| (x as f64).powi(2)).sum();
+    if squares <= 0.0 {
+        return (prefix, scale);
+    }
     let mut scale = scale;
     // The bound moves with the scale by the least request's own tokens, a few dozen: three
     // rounds settle it.
@@ -166,7 +169,7 @@ fn bounded(points: &[(u64, u64)], prefix: f64, scale: f64) -> (f64, f64) {
             .iter()
             .map(|&(x, y)| x as f64 * (y as f64 - prefix))
             .sum();
-        if squares <= 0.0 || through <= 0.0 {
+        if through <= 0.0 {
             break;
         }
         scale = through / squares;
