@@ -42,11 +42,7 @@ const SYNTHETIC_MODEL: &str = "<synthetic>";
 /// The model that wrote an assistant message, where its line names it (`message.model`; the
 /// last line of a reply spread over several).
 pub(crate) fn model_of(message: &Message) -> Option<&str> {
-    message
-        .wire
-        .iter()
-        .rev()
-        .find_map(|record| record.fields.get("message")?.get("model")?.as_str())
+    last_named(message, "model")
 }
 
 /// The id of the reply an assistant message is (part of), where its line names it
@@ -54,11 +50,16 @@ pub(crate) fn model_of(message: &Message) -> Option<&str> {
 /// when the reply makes several calls, each call's result right after that call's line: one
 /// reply is then read as several messages, between its results, that share this id.
 pub(crate) fn reply_id_of(message: &Message) -> Option<&str> {
+    last_named(message, "id")
+}
+
+/// The string `message.KEY` of the last of a message's lines that has one.
+fn last_named<'m>(message: &'m Message, key: &str) -> Option<&'m str> {
     message
         .wire
         .iter()
         .rev()
-        .find_map(|record| record.fields.get("message")?.get("id")?.as_str())
+        .find_map(|record| record.fields.get("message")?.get(key)?.as_str())
 }
 
 /// Whether Claude Code wrote `message` in the assistant's place itself: no request answered it.

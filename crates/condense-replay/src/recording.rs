@@ -140,7 +140,7 @@ impl Recording {
         let mut harness_summaries = Vec::new();
         let mut made_before = 0;
         // The reply id of the last step's answer, where its log names one.
-        let mut open_reply: Option<String> = None;
+        let mut open_reply: Option<&str> = None;
         for (answer, message) in messages.iter().enumerate() {
             let uncompacted_answer = answer - made_before;
             if made[answer].is_some() {
@@ -173,12 +173,12 @@ impl Recording {
                 && !summarizer
                 && !last.harness_summarizer
                 && reply.is_some()
-                && reply == open_reply.as_deref()
+                && reply == open_reply
             {
                 last.answer_end = answer + 1;
                 continue;
             }
-            open_reply = reply.map(str::to_owned);
+            open_reply = reply;
             let model = condense_formats::answering_model(message);
             let recorded = logged.get(&answer).copied();
             if let Some(last) = steps.last_mut()
