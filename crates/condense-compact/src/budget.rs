@@ -12,12 +12,12 @@ pub struct TailSettings {
     /// The `[compaction]` keys this crate reads.
     pub rules: CompactionRules,
     /// How far the tail may go past its budget to show the agent's last `min_tail_calls` calls
-    /// as previews, when the budget holds none of them before what the tail already keeps; at
-    /// or under the budget (0, the default), not at all. A request whose system prompt and
-    /// tools take much of the window has its tail's budget held to half the room they leave
-    /// (`condense-host`'s room: the other half is the summary's), and its last exchange alone
-    /// can fill that half: the calls before it would be summarized away, where the window's own
-    /// budget shows them as previews.
+    /// as previews, when the budget holds fewer of them (before what the tail already keeps)
+    /// and this bound holds more; at or under the budget (0, the default), not at all. A
+    /// request whose system prompt and tools take much of the window has its tail's budget held
+    /// to half the room they leave (`condense-host`'s room: the other half is the summary's),
+    /// and its last exchange can fill most of that half: the calls before it would be
+    /// summarized away, small ones too, where the window's own budget shows them as previews.
     pub previews_within: usize,
 }
 

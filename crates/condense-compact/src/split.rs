@@ -28,8 +28,8 @@ pub enum TailRule {
     /// hundreds of steps): the tail goes back to hold that many, as far as it fits the budget
     /// whole or, where it does not, with each output before the last exchange over an equal
     /// share of the budget cut to a preview of that share ([`Split::previews`]); where the
-    /// budget holds none of them that way, as far as [`TailSettings::previews_within`] with
-    /// each over an equal share of what it leaves past the tail.
+    /// budget holds fewer of them than that, as far as [`TailSettings::previews_within`] with
+    /// each over an equal share of what it leaves past the tail, where that holds more.
     RecentCalls,
     /// The last turn alone is larger than the budget, and the suffix that fits it holds more
     /// than `min_tail_calls` tool calls: the tail starts at the step that makes the
@@ -168,7 +168,7 @@ pub fn leads_the_summary(
 /// ([`TailRule::LastExchange`]): a resumed agent must see where it was, not its original task.
 /// And it holds the agent's last `min_tail_calls` tool calls when whole turns did not, with their
 /// larger outputs cut to previews ([`TailRule::RecentCalls`], within the budget or, where that
-/// holds none of them, [`TailSettings::previews_within`]): what the agent was acting on; a
+/// holds fewer of them, [`TailSettings::previews_within`]): what the agent was acting on; a
 /// suffix that holds more of them is cut back to that many ([`TailRule::LatestCalls`]).
 ///
 /// Here outputs are counted as they are, none smaller as a preview; a caller that makes the
@@ -291,10 +291,10 @@ struct Held {
 impl RecentCalls<'_> {
     /// The tail from `tail_start` (cut by `rule`) with the previews it needs, and its tokens
     /// once they are made: when the tail holds fewer than `wanted` calls, the tail moved back
-    /// to hold them ([`TailRule::RecentCalls`]), within the budget or, where that holds none of
-    /// them (the last exchange alone can be over it), within `within` with what it leaves past
-    /// the tail shared among them; else the last exchange's outputs over the budget when it
-    /// alone is over it; else none.
+    /// to hold them ([`TailRule::RecentCalls`]), within the budget or, where that holds fewer
+    /// of them (the last exchange can fill it, or alone be over it), within `within` with what
+    /// it leaves past the tail shared among them, where that holds more; else the last
+    /// exchange's outputs over the budget when it alone is over it; else none.
     fn fitted(
         &self,
         tail_start: usize,
@@ -304,16 +304,26 @@ impl RecentCalls<'_> {
     ) -> (usize, TailRule, Option<TailPreviews>, usize) {
         let whole = self.suffix[tail_start];
         // The last exchange alone over the budget holds none of the calls before it: they may
-        // still be shown as previews within `within`, as when the budget holds none of them.
+        // still be shown as previews within `within`, as when the budget holds too few of them.
         let last_over = rule == TailRule::LastExchange && whole > self.budget;
         let mut held = None;
         if !last_over {
             let over = (self.budget / self.wanted.max(1)).max(1);
             held = self.held_from(tail_start, pairs, sizes, self.budget, over);
         }
-        if held.is_none() && self.wanted > 0 && self.within > self.budget.max(whole) {
+        // Where the budget holds fewer of the recent calls than wanted (none, where the last
+        // exchange fills it), the bound past it may hold more: the tail takes whichever holds
+        // more of them.
+        let holds = |held: &Option<Held>| {
+            held.as_ref()
+                .map_or(0, |held| calls_from(self.messages, held.start))
+        };
+        if holds(&held) < self.wanted && self.within > self.budget.max(whole) {
             let over = (self.within.saturating_sub(whole) / self.wanted).max(1);
-            held = self.held_from(tail_start, pairs, sizes, self.within, over);
+            let wider = self.held_from(tail_start, pairs, sizes, self.within, over);
+            if holds(&wider) > holds(&held) {
+                held = wider;
+            }
         }
         match held {
             Some(held) => {

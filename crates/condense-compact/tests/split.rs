@@ -403,6 +403,39 @@ fn a_last_exchange_that_fills_the_budget_leaves_the_calls_before_it_as_previews(
     assert_eq!(by_turns.previews, None);
 }
 
+/// A run whose last output takes most of the tail's budget, not all of it: the budget holds a
+/// few of the calls before it, and the bound past the budget (the room the summary leaves) the
+/// rest of the ten latest, as previews of what it leaves them. A budget that held some of them
+/// used to end the tail there, and the agent's last small steps (a status, a grep) went to the
+/// summary though the room held them.
+#[test]
+fn a_last_exchange_that_takes_most_of_the_budget_leaves_the_rest_of_the_calls_within_the_bound() {
+    let messages = run_of((0..14).map(|id| if id == 13 { 1_300 } else { 300 }));
+    let mut squeezed = with_tail_budget(2_000);
+
+    let within_budget = split_previewing(&messages, &squeezed);
+    assert_eq!(within_budget.rule, condense_compact::TailRule::RecentCalls);
+    assert!(
+        (2..10).contains(&within_budget.tail_calls),
+        "some of the calls before the last exchange, not all: {within_budget:?}"
+    );
+
+    squeezed.previews_within = 4_000;
+    let stretched = split_previewing(&messages, &squeezed);
+    assert_eq!(stretched.rule, condense_compact::TailRule::RecentCalls);
+    assert_eq!(stretched.tail_calls, 10, "{stretched:?}");
+    assert!(stretched.kept_tokens > stretched.budget, "{stretched:?}");
+    assert!(stretched.kept_tokens <= 4_000, "{stretched:?}");
+    let previews = stretched.previews.as_ref().unwrap();
+    assert_eq!(previews.messages.start, stretched.tail_start);
+    assert_eq!(
+        previews.messages.end,
+        messages.len() - 2,
+        "the last exchange whole"
+    );
+    assert_pairs_whole(&messages, stretched.tail_start);
+}
+
 /// A last exchange over the budget itself (a request whose system prompt and tools leave a
 /// small room) holds none of the calls before it whole beside it: within `previews_within`
 /// they are shown as previews beside it, the last exchange whole; past it (or without the
@@ -529,9 +562,10 @@ fn a_last_exchange_whose_calls_fill_the_budget_keeps_a_small_output_whole() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
-    /// `previews_within` only ever adds recent calls, as previews, to a tail whose budget held
-    /// none before its last exchange, and never past itself: at or under the budget, or with
-    /// the recent calls turned off (`min_tail_calls = 0`), it changes nothing.
+    /// `previews_within` only ever adds recent calls, as previews where they do not fit it
+    /// whole, to a tail whose budget held fewer than `min_tail_calls` of them, and never past
+    /// itself: at or under the budget, with the recent calls turned off (`min_tail_calls = 0`),
+    /// or where the budget holds them all, it changes nothing.
     #[test]
     fn previews_past_the_budget_stay_within_their_bound(messages in autonomous_run(), window in 6_000usize..40_000, past in 0usize..6_000, calls in prop::sample::select(vec![0usize, 5, 10])) {
         let mut base = settings(window);
@@ -540,7 +574,7 @@ proptest! {
         let mut stretched = base;
         stretched.previews_within = before.budget.saturating_sub(1_000) + past;
         let after = split_previewing(&messages, &stretched);
-        if calls == 0 || stretched.previews_within <= before.budget || before.rule == condense_compact::TailRule::RecentCalls {
+        if calls == 0 || stretched.previews_within <= before.budget || before.tail_calls >= calls {
             prop_assert_eq!(&after, &before);
         } else {
             prop_assert!(after.tail_calls >= before.tail_calls);
