@@ -50,8 +50,17 @@ struct Point {
     before: Option<Figures>,
 }
 
+/// The arguments `frontier` takes: the build to measure (by default this checkout's, built), a
+/// build to compare it with, the sessions (by default `../shared/transcripts`) and the windows
+/// (by default 32K, 64K and 128K).
+const USAGE: &str = "[--condense BIN] [--before BIN] [--transcripts DIR] [--windows W,W,...]";
+
 /// Runs the task with `args` (what follows `frontier`).
 pub fn run(args: &[String]) -> Result<()> {
+    if args.iter().any(|arg| arg == "-h" || arg == "--help") {
+        println!("usage: cargo xtask frontier {USAGE}");
+        return Ok(());
+    }
     let options = options(args)?;
     let condense = match &options.condense {
         Some(path) => path.clone(),
@@ -174,9 +183,7 @@ fn options(args: &[String]) -> Result<Options> {
                     })
                     .collect::<Result<_>>()?;
             }
-            other => bail!(
-                "frontier: unknown argument {other:?} (--condense BIN, --before BIN, --transcripts DIR, --windows W,W,...)"
-            ),
+            other => bail!("frontier: unknown argument {other:?} ({USAGE})"),
         }
     }
     Ok(options)
@@ -583,6 +590,18 @@ mod tests {
         std::fs::remove_file(logs.join("a.jsonl")).unwrap();
         let error = sessions(dir.path()).unwrap_err().to_string();
         assert!(error.contains("no sessions in"), "{error}");
+    }
+
+    /// `--help` prints the usage and measures nothing; an argument it does not know is an
+    /// error that gives the usage.
+    #[test]
+    fn help_prints_the_usage_and_an_unknown_argument_is_refused_with_it() {
+        assert!(run(&["--help".to_owned()]).is_ok());
+        let error = options(&["--bogus".to_owned()]).err().unwrap().to_string();
+        assert!(error.contains("\"--bogus\""), "{error}");
+        assert!(error.contains(USAGE), "{error}");
+        let windows = options(&["--windows".to_owned(), "40000,48000".to_owned()]).unwrap();
+        assert_eq!(windows.windows, [40_000, 48_000]);
     }
 
     #[test]
