@@ -325,17 +325,22 @@ impl Pruner<'_> {
             ) else {
                 continue;
             };
-            let Some(Value::String(value)) = call.input.pointer_mut(&text.at) else {
+            let Some(Value::String(value)) = call.input.pointer(&text.at) else {
                 continue;
             };
             let bytes = (value.len().saturating_mul(share) / text.tokens.max(1)).min(limit);
-            let shown = preview(value, bytes);
+            let shown = preview(value, bytes).into_owned();
+            let files = names_past(&call.name, &call.input, &text.at, &shown);
+            let Some(Value::String(value)) = call.input.pointer_mut(&text.at) else {
+                continue;
+            };
             let note = self.settings.rules.input_note.render(&[
                 ("tool", &call.name),
                 ("tokens", &thousands(text.tokens)),
                 ("chars", &thousands(value.chars().count())),
                 ("handle", handle),
                 ("shown", &thousands(shown.chars().count())),
+                ("files", &files),
             ]);
             let cut = format!("{shown}{note}");
             if cut.len() >= value.len() {
@@ -351,6 +356,28 @@ impl Pruner<'_> {
         let mut calls: Vec<_> = calls.into_iter().collect();
         calls.sort_unstable();
         (edited, freed, calls)
+    }
+}
+
+/// What an input's note says of the files `input` (a call of `tool`) names that it would no
+/// longer name with its text at `at` cut to `shown`: `; past the cut it names a, b`, or nothing.
+/// A shell command is such a text: the files of a `git add` before a long commit message go
+/// with the rest of its list, and every summary made of the call after reads the cut command.
+fn names_past(tool: &str, input: &Value, at: &str, shown: &str) -> String {
+    let mut cut = input.clone();
+    if let Some(text) = cut.pointer_mut(at) {
+        *text = Value::String(shown.to_owned());
+    }
+    let (still, _) = condense_core::tool_paths::touched(tool, &cut);
+    let (named, _) = condense_core::tool_paths::touched(tool, input);
+    let past: Vec<&str> = named
+        .into_iter()
+        .filter(|path| !still.contains(path))
+        .collect();
+    if past.is_empty() {
+        String::new()
+    } else {
+        format!("; past the cut it names {}", past.join(", "))
     }
 }
 
@@ -409,6 +436,81 @@ mod tests {
             .unwrap()
             .input
             .clone()
+    }
+
+    /// A shell command cut short (a `git add` list before a long commit message, as Claude Code
+    /// commits): its note names the files past the cut, so that the request, and every summary
+    /// made of the call after, still names them; a cut that leaves every file shown says
+    /// nothing of them.
+    #[test]
+    fn a_command_cut_short_names_the_files_past_the_cut() {
+        let settings = PruneSettings::built_in().unwrap();
+        let counter = Tiktoken::default();
+        let store = MemoryStore::new();
+        let pruner = pruner(&settings, &counter, &store);
+        let message =
+            "Add the review page.\n\n".to_owned() + &"It lists every open note. ".repeat(300);
+        let files = [
+            "lib/web/review_live.ex",
+            "lib/web/router.ex",
+            "config/test.exs",
+            "mix.exs",
+            "mix.lock",
+            ".beads/",
+        ];
+        let command = format!(
+            "git add {} && git commit -m \"$(cat <<'EOF'\n{message}\nEOF\n)\"",
+            files.join(" ")
+        );
+        let committing = |command: &str| {
+            let mut messages = vec![Message::text(Role::User, "commit it")];
+            messages.extend(tool_step(
+                "b1",
+                "Bash",
+                json!({"command": command}),
+                "[main 1a2b3c] Add the review page",
+            ));
+            Conversation::new(messages)
+        };
+        let named = |conversation: &Conversation| -> Vec<String> {
+            let input = input_of(conversation);
+            let (touched, _) = condense_core::tool_paths::touched("Bash", &input);
+            touched.into_iter().map(str::to_owned).collect()
+        };
+
+        // Cut before the list ends (here to nothing: a preview ends at a line's end): the
+        // files past the cut named in the note.
+        let mut conversation = committing(&command);
+        let whole = counter.count_conversation(&conversation);
+        pruner
+            .preview_inputs(&mut conversation, 0..3, whole - 60, &mut DecisionLog::new())
+            .unwrap();
+        let cut = input_of(&conversation)["command"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(cut.len() < 400, "{cut}");
+        assert!(
+            cut.contains(&format!("; past the cut it names {}.", files.join(", "))),
+            "{cut}"
+        );
+        assert_eq!(named(&conversation), files, "{cut}");
+
+        // Cut inside the message, the list shown whole: nothing more is said.
+        let mut conversation = committing(&command);
+        pruner
+            .preview_inputs(&mut conversation, 0..3, 1_000, &mut DecisionLog::new())
+            .unwrap();
+        let cut = input_of(&conversation)["command"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            cut.starts_with(&format!("git add {}", files.join(" "))),
+            "{cut}"
+        );
+        assert!(!cut.contains("past the cut"), "{cut}");
+        assert!(cut.ends_with("]"), "{cut}");
     }
 
     #[test]

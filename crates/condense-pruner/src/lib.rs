@@ -48,8 +48,8 @@ pub use person::person_key;
 pub use prune::{PruneError, PruneRequest, Pruner, boundary, boundary_by_calls, boundary_for};
 pub use report::{InputReport, MessageReport, OutputReport, PruneReport, Reason};
 pub use settings::{
-    DUPLICATE_VARIABLES, PREVIEW_VARIABLES, PruneRules, PruneSettings, SUPERSEDED_VARIABLES,
-    Thresholds, TrimRules, WalkWhen,
+    DUPLICATE_VARIABLES, INPUT_VARIABLES, PREVIEW_VARIABLES, PruneRules, PruneSettings,
+    SUPERSEDED_VARIABLES, Thresholds, TrimRules, WalkWhen,
 };
 pub use store::{
     DirStore, MemoryStore, ReadThrough, Store, StoreError, Swept, handle_of, handles_in, is_handle,

@@ -77,7 +77,7 @@ pub struct PruneRules {
     pub preview_note: Note,
     /// Appended to a tool call's input cut to a preview so that a request fits the window
     /// ([`crate::Pruner::preview_inputs`]).
-    #[serde(deserialize_with = "preview_note")]
+    #[serde(deserialize_with = "input_note")]
     pub input_note: Note,
     /// Stands in for an image of the person's left out so that a request fits the window
     /// ([`crate::Pruner::preview_person_to_fit`]).
@@ -146,6 +146,10 @@ fn preview_note<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Note, D::E
     note_with(deserializer, PREVIEW_VARIABLES)
 }
 
+fn input_note<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Note, D::Error> {
+    note_with(deserializer, INPUT_VARIABLES)
+}
+
 fn duplicate_note<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Note, D::Error> {
     note_with(deserializer, DUPLICATE_VARIABLES)
 }
@@ -156,6 +160,11 @@ fn superseded_note<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Note, D
 
 /// Variables a preview note may use beyond [`Note::COMMON`].
 pub const PREVIEW_VARIABLES: &[&str] = &["shown"];
+/// Variables an input's note may use beyond [`Note::COMMON`]: those of a preview, and `files`,
+/// the files the whole input names that its preview no longer shows (`; past the cut it names
+/// a.rs, b.rs`, or nothing): a shell command's `git add` list cut short would otherwise take
+/// them from every summary made of it after.
+pub const INPUT_VARIABLES: &[&str] = &["shown", "files"];
 /// Variables a duplicate note may use beyond [`Note::COMMON`].
 pub const DUPLICATE_VARIABLES: &[&str] = &["newer"];
 /// Variables a superseded note may use beyond [`Note::COMMON`]: the later call's tool and its
