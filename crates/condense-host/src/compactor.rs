@@ -71,6 +71,9 @@ struct Fitted {
     /// The tokens by which the request is still over the window once these are cut
     /// ([`Compactor::over_the_window`]); 0 where it fits.
     excess: usize,
+    /// The tokens by which it is still over the point at which compaction is due
+    /// ([`Over::due`]); 0 where it is under it.
+    over_due: usize,
 }
 
 impl std::fmt::Debug for Compactor {
@@ -933,7 +936,10 @@ impl Compactor {
     /// summary shrunk and the last exchange's outputs cut: first the texts of its `tail`'s call
     /// inputs cut to previews, what the agent itself sent in its last exchange (a whole file
     /// given to a Write, in a window its system prompt and tools nearly fill), cut with the
-    /// whole input stored, rather than a request the provider refuses; then, the last resort,
+    /// whole input stored, rather than a request the provider refuses, and cut as far as the
+    /// point at which compaction is due, not only the window ([`Over::due`]):
+    /// a compaction that leaves its request past that point leaves the reply less room than the
+    /// session has shown it needs, and the next request due at once; then, the last resort,
     /// the outputs of protected tools in the tail and then their calls' inputs, since a request
     /// the provider refuses keeps nothing, protected or not
     /// ([`condense_pruner::Pruner::preview_protected_to_fit`],
@@ -952,29 +958,31 @@ impl Compactor {
         log: &mut condense_pruner::DecisionLog,
     ) -> Result<Fitted, HostError> {
         let pruner = self.pruner();
-        let mut excess = self.over_the_window(compacted, due);
-        let inputs = pruner.preview_inputs(compacted, tail.clone(), excess, log)?;
+        let mut over = self.over(compacted, due);
+        let inputs = pruner.preview_inputs(compacted, tail.clone(), over.due, log)?;
         if inputs > 0 {
-            excess = self.over_the_window(compacted, due);
+            over = self.over(compacted, due);
         }
-        let outputs = pruner.preview_protected_to_fit(compacted, tail.clone(), excess, log)?;
+        // Protected tools' work and the person's messages only where the window needs it.
+        let outputs = pruner.preview_protected_to_fit(compacted, tail.clone(), over.window, log)?;
         if outputs > 0 {
-            excess = self.over_the_window(compacted, due);
+            over = self.over(compacted, due);
         }
         let protected_inputs =
-            pruner.preview_protected_inputs(compacted, tail.clone(), excess, log)?;
+            pruner.preview_protected_inputs(compacted, tail.clone(), over.window, log)?;
         if protected_inputs > 0 {
-            excess = self.over_the_window(compacted, due);
+            over = self.over(compacted, due);
         }
-        let person = pruner.preview_person_to_fit(compacted, tail, excess, log)?;
+        let person = pruner.preview_person_to_fit(compacted, tail, over.window, log)?;
         if person > 0 {
-            excess = self.over_the_window(compacted, due);
+            over = self.over(compacted, due);
         }
         Ok(Fitted {
             inputs,
             protected: outputs + protected_inputs,
             person,
-            excess,
+            excess: over.window,
+            over_due: over.due,
         })
     }
 
@@ -1103,8 +1111,9 @@ impl Compactor {
             return Ok(Some((text, request)));
         }
         let excess = request.fitted.excess;
+        let over_due = request.fitted.over_due;
         Ok(
-            match self.shrunk_to_fit(assembly, head, &text, excess, state)? {
+            match self.shrunk_to_fit(assembly, head, &text, over_due, state)? {
                 Some(smaller) => Some(smaller),
                 None if shrinking_only && excess > 0 => None,
                 None => Some((text, request)),
@@ -1144,8 +1153,10 @@ impl Compactor {
 
     /// condense's own summary of `head` written again, strictly within what the window leaves
     /// it ([`Extractive::strictly_within`]) and smaller each time, until the request `assembly`
-    /// makes, `excess` tokens over the window with `text`, fits: that summary and the request,
-    /// or `None` where none makes it fit (the last exchange alone is over the window). The
+    /// makes, `excess` tokens over the point at which compaction is due with `text`
+    /// ([`Over::due`]), is under it: that summary and the request; else the
+    /// smallest written that fits the window, where that is smaller than `text`; or `None`
+    /// where none fits the window (the last exchange alone is over it). The
     /// summary's room is reckoned before the tail's cuts, and in condense's count of a window
     /// the provider measures, so a request can still be over it; a model's summary is not asked
     /// for again. What the smaller summary gives up, it gives up for this request only: the
@@ -1168,6 +1179,8 @@ impl Compactor {
             return Ok(None);
         }
         let mut text = Cow::Borrowed(text);
+        // The smallest summary written so far whose request fits the window.
+        let mut fits = None;
         while excess > 0 {
             let written = self.counter.count_text(&text);
             let Some(smaller) = self
@@ -1177,16 +1190,19 @@ impl Compactor {
                 .ok()
                 .filter(|smaller| self.counter.count_text(smaller) < written)
             else {
-                return Ok(None);
+                break;
             };
             let attempt = self.assembled(assembly, &smaller, state)?;
-            excess = attempt.fitted.excess;
+            excess = attempt.fitted.over_due;
             if excess == 0 {
                 return Ok(Some((smaller, attempt)));
             }
+            if attempt.fitted.excess == 0 {
+                fits = Some((smaller.clone(), attempt));
+            }
             text = Cow::Owned(smaller);
         }
-        Ok(None)
+        Ok(fits)
     }
 
     /// Whether `conversation`, with nothing to summarize, fits the window once fitted to it as
@@ -1206,8 +1222,18 @@ impl Compactor {
     /// The tokens by which `compacted` is more than the window holds of the request `due`
     /// measured (in condense's count, [`in_ours`]); 0 where it fits.
     fn over_the_window(&self, compacted: &Conversation, due: &Due) -> usize {
-        let limit = in_ours(due.tail.context_window, due.tokens, due.counted, due.line);
-        conversation_total(&self.counter.count_each(&compacted.messages)).saturating_sub(limit)
+        self.over(compacted, due).window
+    }
+
+    /// How far `compacted` is past the window and past the point at which the request `due`
+    /// measured is due for compaction ([`Over`]), counted once for both.
+    fn over(&self, compacted: &Conversation, due: &Due) -> Over {
+        let total = conversation_total(&self.counter.count_each(&compacted.messages));
+        let limit = |tokens| in_ours(tokens, due.tokens, due.counted, due.line);
+        Over {
+            window: total.saturating_sub(limit(due.tail.context_window)),
+            due: total.saturating_sub(limit(due_at(&due.tail, due.line))),
+        }
     }
 
     /// The most the summary may take of `usable` beside a tail of `kept` tokens: its budget, at
@@ -2163,6 +2189,21 @@ fn in_ours(limit: usize, due: usize, ours: usize, line: Option<Line>) -> usize {
         None if due > ours => (limit as f64 * ours as f64 / due as f64).floor() as usize,
         None => limit,
     }
+}
+
+/// How far a request is past the window and past the point at which compaction is due
+/// ([`Compactor::over`]), in condense's count.
+#[derive(Debug, Clone, Copy)]
+struct Over {
+    /// Tokens over the window; 0 where it fits.
+    window: usize,
+    /// Tokens past the point at which the request is due for compaction ([`due_at`]: the
+    /// window less the reply's room, as the harness's reserve and the session's replies size
+    /// it); 0 where it is under it. A compaction shrinks its own summary and cuts the agent's
+    /// inputs to it, not only to the window: a request it leaves past that point has less room
+    /// for the reply than the agent's longest reply so far, or than a reply cut short asked
+    /// for, and is due again on the next request.
+    due: usize,
 }
 
 /// Whether `head` is an earlier summary and the very messages it carried (`carried` again): a

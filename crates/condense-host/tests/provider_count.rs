@@ -927,6 +927,46 @@ async fn a_reply_cut_at_a_lowered_limit_gets_twice_the_room_next_time() {
     }
 }
 
+/// A compaction leaves its request under the point at which it is due, not only under the
+/// window: where tools take 11K of a 16K window and the agent's last reply wrote a whole file
+/// (a Write of about 2,500 tokens, the longest reply of the session), the reply keeps room for a
+/// reply as long, the Write's input cut to a preview (stored whole) to make it. Fitted to the
+/// window alone, the request kept the whole Write and went out with the reply's limit lowered
+/// to less than the agent's last reply took; the next as long was cut short.
+#[tokio::test]
+async fn a_compaction_leaves_the_reply_room_for_the_agent_s_longest_reply() {
+    const WINDOW: usize = 16_000;
+    let compactor = compactor(&AT_16K);
+    let counter = Tiktoken::default();
+    let (mut conversation, tools_tokens) = checks_with_tools(40);
+    let file: String = (0..250)
+        .map(|line| format!("pub fn check_{line}() -> bool {{ true }}\n"))
+        .collect();
+    let write = tool_step(
+        "call_write",
+        "Write",
+        serde_json::json!({"file_path": "/home/dev/checks/src/lib.rs", "content": file}),
+        "File created successfully at: /home/dev/checks/src/lib.rs".to_owned(),
+    );
+    let reply = counter.count_message(&write[0]);
+    assert!(reply > 2_000, "{reply}");
+    conversation.messages.extend(write);
+    let mut state = SessionState::default();
+    let sent = compactor.prepare(conversation, &mut state).await.unwrap();
+    let limit = summarized_within(&sent, tools_tokens, WINDOW);
+    assert!(
+        limit >= reply,
+        "a reply of {reply} tokens, a limit of {limit}"
+    );
+    let CompactionOutcome::Summarized {
+        previewed_inputs, ..
+    } = sent.report.compaction
+    else {
+        unreachable!("summarized_within checked it");
+    };
+    assert_eq!(previewed_inputs, 1);
+}
+
 /// The same cut where the provider's count of the cut request is the session's only figure
 /// (its first answer was the one cut): the request sent again is sized by that figure, what it
 /// counted beyond condense's count a fixed part, and leaves the reply twice the limit that cut
