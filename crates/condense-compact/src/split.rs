@@ -37,6 +37,14 @@ pub enum TailRule {
     /// past the recent work, an older call is read again on every request and rewritten at
     /// every compaction, while the summary already stands for it.
     LatestCalls,
+    /// The last exchange alone, beside the pinned messages, is more than the window holds, even
+    /// with its inputs, protected outputs and the person's messages cut as a compaction still
+    /// over the window cuts them: a thinking block a provider takes only whole and as signed
+    /// (8.5K tokens of it, in a window a system prompt and tools nearly fill), or a long reply
+    /// of the agent's own words. The tail is empty, and the summary stands for everything after
+    /// the pinned messages: the one request the provider would take, where the exchange kept
+    /// whole would be refused and keep nothing ([`Split::with_no_tail`]).
+    NoRoom,
 }
 
 /// The tail's outputs the caller cuts to previews (originals stored) for the tail to fit: every
@@ -93,6 +101,23 @@ impl Split {
     /// The tail is everything after the pinned messages: a normal outcome, not an error.
     pub fn nothing_to_compact(&self) -> bool {
         self.tail_start <= self.pinned
+    }
+
+    /// This cut of a conversation of `len` messages with its tail summarized too: the head
+    /// runs to the end ([`TailRule::NoRoom`]), for a last exchange no request could hold.
+    pub fn with_no_tail(self, len: usize) -> Split {
+        Split {
+            tail_start: len,
+            rule: TailRule::NoRoom,
+            head_tokens: self.head_tokens + self.tail_tokens,
+            tail_tokens: 0,
+            tail_user_turns: 0,
+            tail_calls: 0,
+            previews: None,
+            kept_tokens: 0,
+            last_exchange: len,
+            ..self
+        }
     }
 }
 

@@ -763,6 +763,15 @@ impl Compactor {
             self.inputs_first(conversation, cut, &room, &due, &mut state.log)?;
         let conversation = inputs_first.as_ref().unwrap_or(conversation);
         let (previewed, previewed_outputs) = self.tail_previewed(conversation, &cut, state)?;
+        let (cut, previewed, previewed_outputs) =
+            match self.no_room_for_the_tail(&previewed, &cut, &due, state)? {
+                true => (
+                    cut.with_no_tail(conversation.messages.len()),
+                    Cow::Borrowed(conversation),
+                    0,
+                ),
+                false => (cut, previewed, previewed_outputs),
+            };
         let conversation = previewed.as_ref();
         let messages = &conversation.messages;
         let head = &messages[cut.head()];
@@ -1203,6 +1212,36 @@ impl Compactor {
             text = Cow::Owned(smaller);
         }
         Ok(fits)
+    }
+
+    /// Whether the tail of `cut` (as `previewed` holds it, its outputs cut to previews) is more
+    /// than the window holds beside the pinned messages alone, even fitted to it as a
+    /// compaction still over the window is ([`Compactor::fitted`]): no summary, however small,
+    /// makes that request one the provider takes ([`condense_compact::TailRule::NoRoom`]).
+    /// Counted whole only where the tail's size says it may be.
+    fn no_room_for_the_tail(
+        &self,
+        previewed: &Conversation,
+        cut: &Split,
+        due: &Due,
+        state: &SessionState,
+    ) -> Result<bool, HostError> {
+        let messages = &previewed.messages;
+        let limit = in_ours(due.tail.context_window, due.tokens, due.counted, due.line);
+        let pinned = conversation_total(&self.counter.count_each(&messages[..cut.pinned]));
+        if cut.tail_start >= messages.len() || pinned + cut.kept_tokens <= limit {
+            return Ok(false);
+        }
+        let alone = Conversation {
+            messages: messages[..cut.pinned]
+                .iter()
+                .chain(&messages[cut.tail_start..])
+                .cloned()
+                .collect(),
+            envelope: previewed.envelope.clone(),
+            side: Vec::new(),
+        };
+        Ok(!self.fits_as_it_is(&alone, cut.pinned, due, state)?)
     }
 
     /// Whether `conversation`, with nothing to summarize, fits the window once fitted to it as

@@ -214,6 +214,11 @@ fn summarized(outcome: &CompactionOutcome) -> Option<String> {
             "; early, before the window is full: cheaper than carrying the head (compaction.cache_rewrite_cost)",
         );
     }
+    if split.rule == TailRule::NoRoom {
+        line.push_str(
+            "; the last exchange alone over the window even with its inputs cut, so summarized too: the request the provider would refuse otherwise",
+        );
+    }
     if *tail_inputs > 0 {
         line.push_str(&format!(
             "; the tail over its budget, so first {tail_inputs} of its earlier tool calls' inputs cut to previews (prune.input_note)"

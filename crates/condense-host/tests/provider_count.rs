@@ -9,16 +9,20 @@ use condense_core::{Conversation, Message, Part, Role};
 use condense_host::{CompactionOutcome, Compactor, Config, ReportedUsage, SessionState, Sources};
 use condense_tokenizer::{Tiktoken, TokenCounter};
 
-fn compactor(settings: &[(&str, &str)]) -> Compactor {
-    let config = Config::load(&Sources {
+/// The configuration the environment `settings` give.
+fn config(settings: &[(&str, &str)]) -> Config {
+    Config::load(&Sources {
         env: settings
             .iter()
             .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
             .collect(),
         ..Sources::default()
     })
-    .unwrap();
-    Compactor::from_config(&config)
+    .unwrap()
+}
+
+fn compactor(settings: &[(&str, &str)]) -> Compactor {
+    Compactor::from_config(&config(settings))
         .unwrap()
         .with_store(Box::new(condense_pruner::MemoryStore::new()))
         .with_clock(Box::new(condense_pruner::FixedClock(1_763_700_000_000)))
@@ -967,6 +971,70 @@ async fn a_compaction_leaves_the_reply_room_for_the_agent_s_longest_reply() {
     assert_eq!(previewed_inputs, 1);
 }
 
+/// A last exchange no request could hold: where tools take 11K of a 16K window, the agent's
+/// last step thought for about 6K tokens before its call, a block the provider takes only whole
+/// and as signed. Kept whole, the request was over the window, refused, and sent again as it
+/// was (nothing new to summarize): the session stopped there. The exchange now goes to the
+/// summary too, and the request, the summary and its continuation, fits.
+#[tokio::test]
+async fn a_last_exchange_no_request_could_hold_goes_to_the_summary_too() {
+    const WINDOW: usize = 16_000;
+    let compactor = compactor(&AT_16K);
+    let (conversation, tools_tokens, exchange) = checks_then_a_long_thought(600);
+    assert!(exchange + tools_tokens > WINDOW);
+    let mut state = SessionState::default();
+    let sent = compactor
+        .prepare(conversation.clone(), &mut state)
+        .await
+        .unwrap();
+    let CompactionOutcome::Summarized { split, .. } = &sent.report.compaction else {
+        panic!("{:?}", sent.report.compaction);
+    };
+    assert_eq!(split.rule, condense_compact::TailRule::NoRoom);
+    let config = config(&AT_16K);
+    let shown =
+        condense_host::render_report("run.json", "anthropic", &config, &sent.report, false, None);
+    assert!(
+        shown.contains("the last exchange alone over the window"),
+        "{shown}"
+    );
+    // The client's next request, the agent's answer and one more step after the whole history:
+    // the frozen head stands for all of it, the summary first, the new step after it.
+    let mut next = conversation;
+    next.messages.extend(tool_step(
+        "call_next",
+        "bash",
+        serde_json::json!({"command": "cargo test -p parser --release"}),
+        "test result: ok. 12 passed".to_owned(),
+    ));
+    let again = compactor.prepare(next.clone(), &mut state).await.unwrap();
+    let summary_at = |messages: &[Message]| {
+        messages
+            .iter()
+            .position(Message::is_compaction_summary)
+            .unwrap()
+    };
+    let at = summary_at(&again.conversation.messages);
+    assert_eq!(
+        again.conversation.messages[at],
+        sent.conversation.messages[summary_at(&sent.conversation.messages)]
+    );
+    assert_eq!(
+        again.conversation.messages[at + 1..],
+        next.messages[next.messages.len() - 2..]
+    );
+    let last = sent.conversation.messages.last().unwrap();
+    assert!(last.is_compaction_summary(), "{last:?}");
+    assert!(last.plain_text().contains("cargo test -p parser"));
+    assert!(!sent.conversation.messages.iter().any(|message| {
+        message
+            .parts
+            .iter()
+            .any(|part| matches!(part, Part::Thinking(_)))
+    }));
+    summarized_within(&sent, tools_tokens, WINDOW);
+}
+
 /// The same cut where the provider's count of the cut request is the session's only figure
 /// (its first answer was the one cut): the request sent again is sized by that figure, what it
 /// counted beyond condense's count a fixed part, and leaves the reply twice the limit that cut
@@ -1119,5 +1187,75 @@ async fn an_answer_s_figure_recorded_after_a_summary_stands_at_the_answer() {
             assert_eq!(counted_after, counter.count_message(&history[answered + 1]));
         }
         other => panic!("the figure was not used: {other:?}"),
+    }
+}
+
+/// The checks of [`checks_with_tools`] (40 tools) with a last step that thought `lines` lines
+/// before its call, and condense's count of that step's call message.
+fn checks_then_a_long_thought(lines: usize) -> (Conversation, usize, usize) {
+    let (mut conversation, tools_tokens) = checks_with_tools(40);
+    let thought: String = (0..lines)
+        .map(|line| format!("step {line}: the parser may skip a line here\n"))
+        .collect();
+    let mut step = tool_step(
+        "call_last",
+        "bash",
+        serde_json::json!({"command": "cargo test -p parser"}),
+        "test result: ok. 12 passed".to_owned(),
+    );
+    step[0].parts.insert(
+        0,
+        Part::Thinking(condense_core::Thinking {
+            text: thought,
+            signature: Some("c2lnbmVk".to_owned()),
+            extra: Default::default(),
+        }),
+    );
+    let exchange = Tiktoken::default().count_each(&step).iter().sum();
+    conversation.messages.extend(step);
+    (conversation, tools_tokens, exchange)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+    /// The last exchange is summarized only where no request could hold it: where the system
+    /// prompt, the tools and the exchange alone are over the window, the request is the summary
+    /// and its continuation, and fits; wherever the exchange goes out, it goes out as it came,
+    /// its thinking whole.
+    #[test]
+    fn the_last_exchange_is_summarized_only_where_no_request_could_hold_it(
+        lines in 10usize..900,
+        window in 14_000usize..24_000,
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let window_setting = window.to_string();
+        let compactor = compactor(&[
+            ("CONDENSE_MODEL_CONTEXT_WINDOW", &window_setting),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+        ]);
+        let (conversation, tools_tokens, exchange) = checks_then_a_long_thought(lines);
+        let counter = Tiktoken::default();
+        let system = counter.count_message(&conversation.messages[0]);
+        let sent = runtime
+            .block_on(compactor.prepare(conversation.clone(), &mut SessionState::default()))
+            .unwrap();
+        let messages = &sent.conversation.messages;
+        let no_room = matches!(
+            &sent.report.compaction,
+            CompactionOutcome::Summarized { split, .. }
+                if split.rule == condense_compact::TailRule::NoRoom
+        );
+        let alone = system + tools_tokens + exchange;
+        proptest::prop_assert_eq!(no_room, alone > window, "{} tokens alone", alone);
+        if no_room {
+            proptest::prop_assert!(messages.last().unwrap().is_compaction_summary());
+            proptest::prop_assert!(
+                counter.count_conversation(&sent.conversation) + tools_tokens <= window
+            );
+        } else {
+            let at = messages.len() - 2;
+            proptest::prop_assert_eq!(&messages[at..], &conversation.messages[conversation.messages.len() - 2..]);
+        }
     }
 }
