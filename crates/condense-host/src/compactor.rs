@@ -1399,9 +1399,10 @@ impl Compactor {
     /// previewed, trimmed; in this run, or in an earlier one whose file this is) back as their
     /// tools returned them, from the store: what condense's own summary reads, so that a
     /// failure it lists says what went wrong and an exit code it reads is the command's, where
-    /// the agent now sees a placeholder. An original the store cannot give back (another
-    /// machine's, swept) leaves its placeholder. `None` when the store gives back no original
-    /// of the head's (the conversation is cloned only when it does). A model's summary reads
+    /// the agent now sees a placeholder; and the inputs of the head's calls that condense cut to
+    /// previews back whole ([`Compactor::whole_input`]). An original the store cannot give back
+    /// (another machine's, swept) leaves its placeholder. `None` when the store gives back no
+    /// original of the head's (the conversation is cloned only when it does). A model's summary reads
     /// what the agent saw: each output it reads is paid for by the token.
     fn with_originals(
         &self,
@@ -1421,11 +1422,19 @@ impl Compactor {
             }
             None => None,
         };
-        // Each original the store gives back, by where its output stands.
+        // Each original the store gives back, by where its output stands; and each call's whole
+        // input, where condense cut it.
         let mut originals = Vec::new();
+        let mut inputs = Vec::new();
         for (at, message) in conversation.messages.get(head.clone())?.iter().enumerate() {
-            for (part, result) in message.parts.iter().enumerate() {
-                let Some(result) = result.as_tool_result() else {
+            for (part, content) in message.parts.iter().enumerate() {
+                if let condense_core::Part::ToolCall(call) = content {
+                    if let Some(whole) = self.whole_input(call) {
+                        inputs.push((at, part, whole));
+                    }
+                    continue;
+                }
+                let Some(result) = content.as_tool_result() else {
                     continue;
                 };
                 let original = handle(result).and_then(|handle| self.store.get(&handle).ok());
@@ -1435,7 +1444,7 @@ impl Compactor {
                 }
             }
         }
-        if originals.is_empty() {
+        if originals.is_empty() && inputs.is_empty() {
             return None;
         }
         let mut restored = conversation.clone();
@@ -1447,7 +1456,39 @@ impl Compactor {
                 result.content = original;
             }
         }
+        for (at, part, whole) in inputs {
+            if let condense_core::Part::ToolCall(call) =
+                &mut restored.messages[start + at].parts[part]
+            {
+                call.input = whole;
+                call.raw_input = None;
+            }
+        }
         Some(restored)
+    }
+
+    /// The whole input of `call` where condense cut its texts to previews
+    /// ([`condense_pruner::Pruner::preview_inputs`]): the stored input a handle in its texts
+    /// names (the note of each cut text names it), with the same keys as the cut one. What the
+    /// summary reads: the command whole, not a preview that may stop inside a path, and the
+    /// files it wrote (a heredoc, a redirect) where a command cut to nothing keeps only its
+    /// note. `None` where nothing in its input names a stored input.
+    fn whole_input(&self, call: &condense_core::ToolCall) -> Option<serde_json::Value> {
+        let serde_json::Value::Object(cut) = &call.input else {
+            return None;
+        };
+        let mut texts = Vec::new();
+        strings_in(&call.input, &mut texts);
+        texts
+            .into_iter()
+            .flat_map(|text| condense_pruner::handles_in(text.as_bytes()))
+            .filter_map(|handle| self.store.get(handle).ok())
+            .filter_map(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .find(|whole| {
+                whole.as_object().is_some_and(|whole| {
+                    whole.len() == cut.len() && whole.keys().all(|key| cut.contains_key(key))
+                })
+            })
     }
 
     /// The pruner with this compactor's settings, store and clock.
@@ -2230,6 +2271,16 @@ fn in_ours(limit: usize, due: usize, ours: usize, line: Option<Line>) -> usize {
     }
 }
 
+/// Every string in `value`, however deep, into `into`.
+fn strings_in<'v>(value: &'v serde_json::Value, into: &mut Vec<&'v str>) {
+    match value {
+        serde_json::Value::String(text) => into.push(text),
+        serde_json::Value::Array(items) => items.iter().for_each(|item| strings_in(item, into)),
+        serde_json::Value::Object(map) => map.values().for_each(|item| strings_in(item, into)),
+        _ => {}
+    }
+}
+
 /// How far a request is past the window and past the point at which compaction is due
 /// ([`Compactor::over`]), in condense's count.
 #[derive(Debug, Clone, Copy)]
@@ -2814,5 +2865,60 @@ mod tests {
             taken > 100 && rejected > 100 && widened > 100,
             "{taken} taken, {rejected} previewed, {widened} taken wider"
         );
+    }
+
+    /// condense's own summary reads the inputs it cut whole: a command whose input was cut to
+    /// a preview (its script past the cut, and the file it writes at the end) is read from the
+    /// store, so the summary lists the file it wrote as modified; read from the cut command, its
+    /// note naming the file, it listed it as read. The agent's request keeps the cut.
+    #[test]
+    fn the_summary_reads_a_cut_input_whole() {
+        let compactor = Compactor::from_config(&Config::built_in().unwrap())
+            .unwrap()
+            .with_store(Box::new(condense_pruner::MemoryStore::new()));
+        let script: String = (0..300)
+            .map(|line| format!("print('row {line}', compute_row({line}))\n"))
+            .collect();
+        let command = format!("python3 - <<'EOF'\n{script}EOF\n > build/reports/rows_summary.txt");
+        let mut conversation =
+            Conversation::new(vec![Message::text(Role::User, "write the rows report")]);
+        conversation
+            .messages
+            .extend(condense_core::testing::tool_step(
+                "call_1",
+                "Bash",
+                serde_json::json!({ "command": command }),
+                "done".to_owned(),
+            ));
+        let whole = conversation.clone();
+        let mut log = condense_pruner::DecisionLog::default();
+        let cut = compactor
+            .pruner()
+            .preview_inputs(&mut conversation, 1..2, 2_000, &mut log)
+            .unwrap();
+        assert_eq!(cut, 1);
+        assert_ne!(conversation, whole);
+        let head = 0..conversation.messages.len();
+        let restored = compactor
+            .with_originals(&conversation, head.clone())
+            .unwrap();
+        assert_eq!(restored.messages, whole.messages);
+        let summary = |conversation: &Conversation| {
+            compactor
+                .extractive
+                .summary_carrying(&conversation.messages[head.clone()], &[])
+                .unwrap()
+        };
+        let from_whole = summary(&restored);
+        assert!(
+            from_whole.contains("build/reports/rows_summary.txt"),
+            "{from_whole}"
+        );
+        assert_eq!(from_whole, summary(&whole));
+        let listed = "Modified:\n- build/reports/rows_summary.txt";
+        assert!(from_whole.contains(listed), "{from_whole}");
+        // Read from the cut command, the file it wrote was listed as read.
+        let from_cut = summary(&conversation);
+        assert!(!from_cut.contains(listed), "{from_cut}");
     }
 }
