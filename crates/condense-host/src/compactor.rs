@@ -1402,8 +1402,8 @@ impl Compactor {
     /// the agent now sees a placeholder; and the inputs of the head's calls that condense cut to
     /// previews back whole ([`Compactor::whole_input`]). An original the store cannot give back
     /// (another machine's, swept) leaves its placeholder. `None` when the store gives back no
-    /// original of the head's (the conversation is cloned only when it does). A model's summary reads
-    /// what the agent saw: each output it reads is paid for by the token.
+    /// original of the head's (the conversation is cloned only when it does). A model's summary
+    /// reads what the agent saw: each output it reads is paid for by the token.
     fn with_originals(
         &self,
         conversation: &Conversation,
