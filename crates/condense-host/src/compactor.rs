@@ -1400,7 +1400,7 @@ impl Compactor {
     /// tools returned them, from the store: what condense's own summary reads, so that a
     /// failure it lists says what went wrong and an exit code it reads is the command's, where
     /// the agent now sees a placeholder; and the inputs of the head's calls that condense cut to
-    /// previews back whole ([`Compactor::whole_input`]). An original the store cannot give back
+    /// previews back whole ([`Pruner::whole_input`]). An original the store cannot give back
     /// (another machine's, swept) leaves its placeholder. `None` when the store gives back no
     /// original of the head's (the conversation is cloned only when it does). A model's summary
     /// reads what the agent saw: each output it reads is paid for by the token.
@@ -1429,7 +1429,7 @@ impl Compactor {
         for (at, message) in conversation.messages.get(head.clone())?.iter().enumerate() {
             for (part, content) in message.parts.iter().enumerate() {
                 if let condense_core::Part::ToolCall(call) = content {
-                    if let Some(whole) = self.whole_input(call) {
+                    if let Some(whole) = pruner.whole_input(call) {
                         inputs.push((at, part, whole));
                     }
                     continue;
@@ -1465,30 +1465,6 @@ impl Compactor {
             }
         }
         Some(restored)
-    }
-
-    /// The whole input of `call` where condense cut its texts to previews
-    /// ([`condense_pruner::Pruner::preview_inputs`]): the stored input a handle in its texts
-    /// names (the note of each cut text names it), with the same keys as the cut one. What the
-    /// summary reads: the command whole, not a preview that may stop inside a path, and the
-    /// files it wrote (a heredoc, a redirect) where a command cut to nothing keeps only its
-    /// note. `None` where nothing in its input names a stored input.
-    fn whole_input(&self, call: &condense_core::ToolCall) -> Option<serde_json::Value> {
-        let serde_json::Value::Object(cut) = &call.input else {
-            return None;
-        };
-        let mut texts = Vec::new();
-        strings_in(&call.input, &mut texts);
-        texts
-            .into_iter()
-            .flat_map(|text| condense_pruner::handles_in(text.as_bytes()))
-            .filter_map(|handle| self.store.get(handle).ok())
-            .filter_map(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-            .find(|whole| {
-                whole.as_object().is_some_and(|whole| {
-                    whole.len() == cut.len() && whole.keys().all(|key| cut.contains_key(key))
-                })
-            })
     }
 
     /// The pruner with this compactor's settings, store and clock.
@@ -2268,16 +2244,6 @@ fn in_ours(limit: usize, due: usize, ours: usize, line: Option<Line>) -> usize {
         Some(line) => ((limit as f64 - line.fixed).max(0.0) / line.scale).floor() as usize,
         None if due > ours => (limit as f64 * ours as f64 / due as f64).floor() as usize,
         None => limit,
-    }
-}
-
-/// Every string in `value`, however deep, into `into`.
-fn strings_in<'v>(value: &'v serde_json::Value, into: &mut Vec<&'v str>) {
-    match value {
-        serde_json::Value::String(text) => into.push(text),
-        serde_json::Value::Array(items) => items.iter().for_each(|item| strings_in(item, into)),
-        serde_json::Value::Object(map) => map.values().for_each(|item| strings_in(item, into)),
-        _ => {}
     }
 }
 

@@ -21,7 +21,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
-use condense_core::{Conversation, Part};
+use condense_core::{Conversation, Part, ToolCall};
 use condense_text::thousands;
 use serde_json::Value;
 
@@ -60,6 +60,30 @@ fn long_texts<'v>(value: &'v Value, at: String, limit: usize, out: &mut Vec<(Str
 }
 
 impl Pruner<'_> {
+    /// The whole input of `call` where its texts were cut to previews
+    /// ([`Pruner::preview_inputs`]): the stored input a handle in its texts names (each cut
+    /// text's note names it), with the same keys as the cut one. What condense's own summary
+    /// reads: the command whole, not a preview that may stop inside a path, and the files it
+    /// wrote (a heredoc, a redirect) where a command cut to nothing keeps only its note. `None`
+    /// where none of its texts names a stored input.
+    pub fn whole_input(&self, call: &ToolCall) -> Option<Value> {
+        let Value::Object(cut) = &call.input else {
+            return None;
+        };
+        let mut texts = Vec::new();
+        long_texts(&call.input, String::new(), 0, &mut texts);
+        texts
+            .into_iter()
+            .flat_map(|(_, text)| crate::handles_in(text.as_bytes()))
+            .filter_map(|handle| self.store.get(handle).ok())
+            .filter_map(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+            .find(|whole| {
+                whole.as_object().is_some_and(|whole| {
+                    whole.len() == cut.len() && whole.keys().all(|key| cut.contains_key(key))
+                })
+            })
+    }
+
     /// Cuts the texts of the tool calls' inputs in `conversation.messages[within]` until about
     /// `excess` tokens are freed: the largest first, each cut to the same share of tokens
     /// (never more than `prune.preview_bytes`) and followed by `prune.input_note`, which names
