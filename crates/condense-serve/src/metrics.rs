@@ -44,6 +44,9 @@ pub struct Metrics {
     /// Requests the upstream refused as longer than the model's window, giving its count: sent
     /// again, prepared with that count.
     pub refused_as_too_long: AtomicU64,
+    /// Whole answers (not streams) cut at a limit condense lowered that were not given: the
+    /// request was prepared again, leaving the reply twice that room, and sent once more.
+    pub cut_replies_sent_again: AtomicU64,
     /// Summaries asked inside the agent's own request that it answered (`summarizer.fork`).
     pub forked_summaries: AtomicU64,
     /// Forked summary requests that fell back to a separate prompt (no text in the answer,
@@ -148,6 +151,11 @@ const COUNTERS: &[Counter] = &[
         "condense_refused_as_too_long_total",
         "Requests the upstream refused as longer than the model's window, giving its count of them: prepared again with that count and sent once more.",
         &[("", |m| &m.refused_as_too_long)],
+    ),
+    (
+        "condense_cut_replies_sent_again_total",
+        "Whole answers cut at the reply limit condense lowered, not given: the request prepared again with twice that room and sent once more.",
+        &[("", |m| &m.cut_replies_sent_again)],
     ),
     (
         "condense_forked_summaries_total",

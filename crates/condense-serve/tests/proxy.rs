@@ -576,7 +576,9 @@ async fn unasked_stream_relayed(running: &Running, session: &str, body: &Value, 
 
 /// A reply that stops at a limit condense lowered is counted and logged, JSON or streamed, in
 /// the Messages API and Chat Completions alike; one the client's own limit stopped is not
-/// condense's doing and is not counted.
+/// condense's doing and is not counted. A whole (JSON) answer so cut is asked once more before
+/// the client gets one; this upstream cuts every reply, so that one is cut too, counted, and
+/// given.
 #[tokio::test]
 async fn a_reply_stopped_at_a_limit_condense_lowered_is_counted() {
     let (upstream, received) = upstream().await;
@@ -604,32 +606,39 @@ async fn a_reply_stopped_at_a_limit_condense_lowered_is_counted() {
         ("/v1/messages", "json", false),
         ("/v1/messages", "stream", true),
         ("/v1/chat/completions", "chat", true),
+        ("/v1/chat/completions", "chat-json", false),
     ] {
+        let before = received.lock().unwrap().len();
         let response = send(path, session, 8_000, stream).await.unwrap();
         assert_eq!(response.status(), 200, "{session}");
         response.bytes().await.unwrap();
-        let (_, _, forwarded) = received.lock().unwrap().last().cloned().unwrap();
-        let forwarded: Value = serde_json::from_slice(&forwarded).unwrap();
+        let forwarded: Vec<u64> = received.lock().unwrap()[before..]
+            .iter()
+            .map(|(_, _, body)| {
+                let body: Value = serde_json::from_slice(body).unwrap();
+                body["max_tokens"].as_u64().unwrap()
+            })
+            .collect();
+        let times = if stream { 1 } else { 2 };
+        assert_eq!(forwarded.len(), times, "{session}: {forwarded:?}");
         assert!(
-            forwarded["max_tokens"].as_u64().unwrap() < 8_000,
-            "{session}: {forwarded}"
+            forwarded.iter().all(|limit| *limit < 8_000),
+            "{session}: {forwarded:?}"
         );
     }
     running.proxy.flushed().await;
-    assert_eq!(cut(&running), 3);
-    // The client's own limit, which fits: the reply it cut is not counted.
+    assert_eq!(cut(&running), 6);
+    let metrics = running.proxy.metrics.render();
+    assert_eq!(metric(&metrics, "condense_cut_replies_sent_again_total"), 2);
+    // The client's own limit, which fits: the reply it cut is not counted, nor asked again.
     let response = send("/v1/messages", "own-limit", 100, false).await.unwrap();
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["stop_reason"], "max_tokens");
     running.proxy.flushed().await;
-    assert_eq!(cut(&running), 3);
-    assert_eq!(
-        metric(
-            &running.proxy.metrics.render(),
-            "condense_reply_limits_lowered_total"
-        ),
-        3
-    );
+    assert_eq!(cut(&running), 6);
+    let metrics = running.proxy.metrics.render();
+    assert_eq!(metric(&metrics, "condense_reply_limits_lowered_total"), 6);
+    assert_eq!(metric(&metrics, "condense_cut_replies_sent_again_total"), 2);
 }
 
 /// Bad input over HTTP gets condense's answer in the provider's error shape, the upstream's own
@@ -2162,7 +2171,8 @@ async fn anthropic_writing(
                     )
                 };
                 let error = json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
-                return (axum::http::StatusCode::BAD_REQUEST, error.to_string());
+                let json = [(axum::http::header::CONTENT_TYPE, "application/json")];
+                return (axum::http::StatusCode::BAD_REQUEST, json, error.to_string());
             }
             let reply = if writes && limit < needs {
                 json!({
@@ -2195,12 +2205,113 @@ async fn anthropic_writing(
                               "cache_creation_input_tokens": 0, "output_tokens": 40},
                 })
             };
-            (axum::http::StatusCode::OK, reply.to_string())
+            let streamed = bodies.lock().unwrap()[turn - 1].0["stream"] == true;
+            if streamed {
+                let event_stream = [(axum::http::header::CONTENT_TYPE, "text/event-stream")];
+                return (axum::http::StatusCode::OK, event_stream, events_of(&reply));
+            }
+            let json = [(axum::http::header::CONTENT_TYPE, "application/json")];
+            (axum::http::StatusCode::OK, json, reply.to_string())
         }
     };
     let app = axum::Router::new().route("/v1/messages", axum::routing::post(answer));
     let address = serving(app).await;
     (address, received)
+}
+
+/// A Messages answer as Anthropic streams it: `message_start` with the input's usage, each
+/// block opened empty, filled by its deltas (a text's `text_delta`, a tool call's input as
+/// `input_json_delta`) and closed, then `message_delta` with the stop reason and the output's
+/// usage, and `message_stop`.
+fn events_of(message: &Value) -> String {
+    let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let mut start = message.clone();
+    start["content"] = json!([]);
+    start["stop_reason"] = Value::Null;
+    start["usage"]["output_tokens"] = json!(1);
+    let mut events = event(
+        "message_start",
+        json!({"type": "message_start", "message": start}),
+    );
+    for (index, block) in message["content"].as_array().unwrap().iter().enumerate() {
+        let (opened, delta) = match block["type"].as_str().unwrap() {
+            "text" => (
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": block["text"]}),
+            ),
+            _ => (
+                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+            ),
+        };
+        events += &event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": opened}),
+        );
+        events += &event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        );
+        events += &event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        );
+    }
+    events += &event(
+        "message_delta",
+        json!({"type": "message_delta",
+               "delta": {"stop_reason": message["stop_reason"], "stop_sequence": null},
+               "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
+    );
+    events + &event("message_stop", json!({"type": "message_stop"}))
+}
+
+/// The message a client reads out of [`events_of`]'s stream: its blocks filled by their
+/// deltas, and its stop reason.
+fn message_of(events: &str) -> Value {
+    let mut message = Value::Null;
+    let mut inputs: Vec<String> = Vec::new();
+    for data in events
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+    {
+        let event: Value = serde_json::from_str(data).unwrap();
+        match event["type"].as_str().unwrap() {
+            "message_start" => message = event["message"].clone(),
+            "content_block_start" => {
+                message["content"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(event["content_block"].clone());
+                inputs.push(String::new());
+            }
+            "content_block_delta" => {
+                let index = event["index"].as_u64().unwrap() as usize;
+                let delta = &event["delta"];
+                match delta["type"].as_str().unwrap() {
+                    "text_delta" => {
+                        let text = message["content"][index]["text"]
+                            .as_str()
+                            .unwrap()
+                            .to_owned();
+                        message["content"][index]["text"] =
+                            json!(text + delta["text"].as_str().unwrap());
+                    }
+                    _ => inputs[index].push_str(delta["partial_json"].as_str().unwrap()),
+                }
+            }
+            "content_block_stop" => {
+                let index = event["index"].as_u64().unwrap() as usize;
+                if !inputs[index].is_empty() {
+                    message["content"][index]["input"] =
+                        serde_json::from_str(&inputs[index]).unwrap();
+                }
+            }
+            "message_delta" => message["stop_reason"] = event["delta"]["stop_reason"].clone(),
+            _ => {}
+        }
+    }
+    message
 }
 
 /// What the client's last message says when the agent is to write its report in one reply
@@ -2210,27 +2321,40 @@ const WRITE_THE_REPORT: &str = "now write the whole report";
 /// An agent whose replies take a few dozen tokens until it is told to write its report in one
 /// reply of 2,500, where a system prompt and tools take 11,000 of a 16K window: condense gives
 /// the conversation three quarters of what they leave and lowers the reply's limit to the rest
-/// (more than any reply before needed), which cuts the report short. The client sends that
-/// request again, as Claude Code does after a reply stopped at `max_tokens`: condense, having
-/// read the cut in the answer, leaves the reply twice that limit, and the report goes through
-/// (after which it is the longest reply in the history, and the room that cut asked for is
-/// given back). Without that, every retry was cut at the same limit. No request is refused,
-/// none cut twice.
-#[tokio::test]
-async fn a_request_sent_again_after_a_reply_cut_at_a_lowered_limit_leaves_it_room() {
+/// (more than any reply before needed), which cuts the report short. `stream` asks every answer
+/// as a stream; otherwise each is a whole answer. Returns the turns at which the client met a
+/// reply cut short, the reply limits the upstream received, and the proxy's metrics.
+async fn the_report_written(stream: bool) -> (Vec<usize>, Vec<u64>, String) {
     const WINDOW: usize = 16_000;
     const PREFIX: usize = 11_000;
-    const NEEDS: usize = 2_500;
-    let (upstream, received) = anthropic_writing(WINDOW, PREFIX, 1.0, NEEDS).await;
+    let (upstream, received) = anthropic_writing(WINDOW, PREFIX, 1.0, REPORT_NEEDS).await;
     let running = proxy_to(upstream, WINDOW, |_| {}).await;
+    let session = format!("long-replies-cut-{stream}");
     let mut messages = vec![json!({"role": "user", "content": "report on every part of the log"})];
     let (mut cuts, mut turn) = (Vec::new(), 0);
     while turn < 10 {
-        let body = json!({"model": "claude-sonnet-4", "max_tokens": 4_096, "messages": messages});
-        let (status, answer) = messages_through(&running, "long-replies-cut", &body).await;
-        assert_eq!(status, 200, "request {turn}: {answer}");
+        let body = json!({"model": "claude-sonnet-4", "max_tokens": 4_096, "stream": stream,
+                          "messages": messages});
+        let response = client()
+            .post(format!("{}/v1/messages", running.url))
+            .header("x-api-key", "sk-ant-test")
+            .header("anthropic-version", "2023-06-01")
+            .header("x-condense-session", &session)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        running.proxy.flushed().await;
+        assert_eq!(status, 200, "request {turn}: {text}");
+        let answer = if stream {
+            message_of(&text)
+        } else {
+            serde_json::from_str(&text).unwrap()
+        };
         if answer["stop_reason"] == "max_tokens" {
-            // Sent again as it was.
+            // Sent again as it was, as Claude Code does after a reply stopped at `max_tokens`.
             cuts.push(turn);
             assert!(cuts.len() <= 1, "cut again: {cuts:?}");
             continue;
@@ -2247,26 +2371,59 @@ async fn a_request_sent_again_after_a_reply_cut_at_a_lowered_limit_leaves_it_roo
             {"type": "tool_result", "tool_use_id": id, "content": output}]}));
         turn += 1;
     }
+    let bodies = received.lock().unwrap().clone();
+    assert!(bodies.iter().all(|(_, refused)| !refused));
+    let limits = bodies
+        .iter()
+        .map(|(body, _)| body["max_tokens"].as_u64().unwrap())
+        .collect();
+    (cuts, limits, running.proxy.metrics.render())
+}
+
+/// The tokens [`the_report_written`]'s report takes.
+const REPORT_NEEDS: usize = 2_500;
+
+/// [`the_report_written`], streamed: the stream is relayed as it comes, so the client meets
+/// the cut report and sends the request again. condense, having read the cut in the answer,
+/// leaves the reply twice that limit, and the report goes through (after which it is the
+/// longest reply in the history, and the room that cut asked for is given back). Without
+/// that, every retry was cut at the same limit. No request is refused, none cut twice.
+#[tokio::test]
+async fn a_request_sent_again_after_a_reply_cut_at_a_lowered_limit_leaves_it_room() {
+    let (cuts, limits, metrics) = the_report_written(true).await;
     assert_eq!(
         cuts,
         [5],
         "the report was cut once, at the limit condense lowered"
     );
-    let bodies = received.lock().unwrap().clone();
-    assert!(bodies.iter().all(|(_, refused)| !refused));
-    let limits: Vec<u64> = bodies
-        .iter()
-        .map(|(body, _)| body["max_tokens"].as_u64().unwrap())
-        .collect();
     let cut = limits[5];
-    assert!((cut as usize) < NEEDS, "{limits:?}");
+    assert!((cut as usize) < REPORT_NEEDS, "{limits:?}");
     // The request sent again: twice the room, and the report went through in it.
     assert!(limits[6] >= (2 * cut).min(4_096), "{limits:?}");
-    let metrics = running.proxy.metrics.render();
     assert_eq!(
         metric(&metrics, "condense_replies_cut_at_lowered_limit_total"),
         1
     );
+    assert_eq!(metric(&metrics, "condense_cut_replies_sent_again_total"), 0);
+}
+
+/// [`the_report_written`] with whole answers: the proxy reads a whole answer to a request whose
+/// limit it lowered before giving it, finds the report cut at that limit, and sends the request
+/// again itself with twice the room. The client never meets the cut: the upstream gets the
+/// sixth request twice, and the client one answer, the report whole.
+#[tokio::test]
+async fn a_whole_answer_cut_at_a_lowered_limit_is_asked_again_with_room() {
+    let (cuts, limits, metrics) = the_report_written(false).await;
+    assert_eq!(cuts, [] as [usize; 0], "the client met a cut: {limits:?}");
+    assert_eq!(limits.len(), 11, "{limits:?}");
+    let cut = limits[5];
+    assert!((cut as usize) < REPORT_NEEDS, "{limits:?}");
+    assert!(limits[6] >= (2 * cut).min(4_096), "{limits:?}");
+    assert_eq!(
+        metric(&metrics, "condense_replies_cut_at_lowered_limit_total"),
+        1
+    );
+    assert_eq!(metric(&metrics, "condense_cut_replies_sent_again_total"), 1);
 }
 
 /// A client that asks Anthropic for replies of up to 12,000 tokens in a 32K window, where

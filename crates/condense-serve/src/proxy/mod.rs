@@ -399,6 +399,15 @@ impl Proxy {
                     self.record_usage(session.clone(), usage).await;
                     (named, retry, started) = (Some(session), false, Instant::now());
                 }
+                Answered::CutShort { session } => {
+                    // Once, as a refusal: cut again, the answer goes to the client.
+                    Metrics::add(&self.metrics.cut_replies_sent_again, 1);
+                    tracing::info!(
+                        %session,
+                        "the whole answer stopped at the reply limit condense lowered; prepared again with the room it asked"
+                    );
+                    (named, retry, started) = (Some(session), false, Instant::now());
+                }
             }
         }
     }
@@ -441,7 +450,8 @@ impl Proxy {
     /// upstream's place; or, after a `compact_20260112` with `pause_after_compaction`, the
     /// compaction block as the whole answer. With `retry`, a request condense prepared that
     /// the upstream refuses as longer than the window is not answered: the upstream's count of
-    /// it comes back to prepare it again ([`condense_host::refusal`]).
+    /// it comes back to prepare it again ([`condense_host::refusal`]); nor is a whole answer
+    /// cut at a limit condense lowered ([`Proxy::answer_read_whole`]).
     async fn answer(
         self: Arc<Self>,
         provider: Api,
@@ -494,7 +504,7 @@ impl Proxy {
         if let Some(at) = prepared.usage_asked
             && matches!(response.status().as_u16(), 400 | 422)
         {
-            let refusal = match Refusal::read(provider, response).await {
+            let refusal = match Whole::read(provider, response).await {
                 Ok(refusal) => refusal,
                 Err(unread) => return Answered::Given(unread),
             };
@@ -527,7 +537,7 @@ impl Proxy {
         }
         if retry && prepared.sent_messages.is_some() && response.status() == StatusCode::BAD_REQUEST
         {
-            return match Refusal::read(provider, response).await {
+            return match Whole::read(provider, response).await {
                 Ok(refusal) => self.answer_refusal(provider, prepared, retry, refusal),
                 Err(unread) => Answered::Given(unread),
             };
@@ -536,7 +546,55 @@ impl Proxy {
             usage_asked: prepared.usage_asked.is_some(),
             ..edits
         };
+        if retry
+            && prepared.lowered_limit.is_some()
+            && response.status().is_success()
+            && !relay::event_stream(response.headers())
+        {
+            return self
+                .answer_read_whole(provider, response, usage, edits, prepared.session)
+                .await;
+        }
         Answered::Given(self.relayed(provider, response, usage, edits).await)
+    }
+
+    /// The whole answer (not a stream) to a request whose reply limit condense lowered, read
+    /// before the client gets it. One that stopped at that limit is a reply condense cut short,
+    /// which the client's own limit would have let through: it is recorded in the session
+    /// (whose next preparation leaves the reply twice that room, compacting to make it) and not
+    /// given; the request is prepared and sent once more. A client that waits for a whole
+    /// answer loses no time to the read, and gets the reply it asked room for. A stream is
+    /// relayed as it comes (holding it back would hold back every token of the reply), so its
+    /// client meets the cut, and its next requests leave the room.
+    async fn answer_read_whole(
+        &self,
+        provider: Api,
+        response: reqwest::Response,
+        usage: Option<UsageSink>,
+        edits: crate::answer::AnswerEdits,
+        session: String,
+    ) -> Answered {
+        let whole = match Whole::read(provider, response).await {
+            Ok(whole) => whole,
+            Err(unread) => return Answered::Given(unread),
+        };
+        let mut scanner = UsageScanner::new(provider, false);
+        scanner.feed(&whole.body);
+        let answer = scanner.finish_answer();
+        if let Some(usage) = usage {
+            if answer.at_limit {
+                usage.recorded(answer).await;
+                return Answered::CutShort { session };
+            }
+            usage.record(answer);
+        }
+        let body = Box::pin(futures_util::stream::once(std::future::ready(Ok(
+            whole.body
+        ))));
+        Answered::Given(
+            self.relayed_body(provider, whole.status, &whole.headers, body, None, edits)
+                .await,
+        )
     }
 
     /// What becomes of a request the upstream refused: with `retry`, one it refused as longer
@@ -547,9 +605,9 @@ impl Proxy {
         provider: Api,
         prepared: Prepared,
         retry: bool,
-        refusal: Refusal,
+        refusal: Whole,
     ) -> Answered {
-        let Refusal {
+        let Whole {
             status,
             headers,
             body,
@@ -940,28 +998,35 @@ enum Answered {
         /// The upstream's count, at the last message the request carried.
         usage: ReportedUsage,
     },
+    /// A whole answer stopped at the reply limit condense lowered, recorded in the session
+    /// ([`Proxy::answer_read_whole`]): the request is prepared again and sent once more.
+    CutShort {
+        /// The request's session.
+        session: String,
+    },
 }
 
-/// An upstream's refusal, read whole to see what it says.
-struct Refusal {
+/// An upstream's answer read whole to see what it says: a refusal, or a whole answer to a
+/// request whose reply limit condense lowered.
+struct Whole {
     status: reqwest::StatusCode,
     headers: reqwest::header::HeaderMap,
     body: Bytes,
 }
 
-impl Refusal {
+impl Whole {
     /// `response` read whole; the answer to give when it cannot be (502 in `provider`'s shape).
-    async fn read(provider: Api, response: reqwest::Response) -> Result<Refusal, Response> {
-        let (status, headers) = (response.status(), response.headers().clone());
+    async fn read(provider: Api, mut response: reqwest::Response) -> Result<Whole, Response> {
+        let (status, headers) = (response.status(), std::mem::take(response.headers_mut()));
         match response.bytes().await {
-            Ok(body) => Ok(Refusal {
+            Ok(body) => Ok(Whole {
                 status,
                 headers,
                 body,
             }),
             Err(error) => Err(provider.error(
                 StatusCode::BAD_GATEWAY,
-                &format!("condense: the upstream's refusal could not be read: {error}"),
+                &format!("condense: the upstream's answer could not be read: {error}"),
             )),
         }
     }

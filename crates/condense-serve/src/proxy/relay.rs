@@ -83,18 +83,31 @@ impl Proxy {
     pub(super) async fn relayed(
         &self,
         provider: Api,
-        response: reqwest::Response,
+        mut response: reqwest::Response,
         usage: Option<UsageSink>,
         edits: crate::answer::AnswerEdits,
     ) -> Response {
         let status = response.status();
+        let headers = std::mem::take(response.headers_mut());
+        let body = Box::pin(response.bytes_stream());
+        self.relayed_body(provider, status, &headers, body, usage, edits)
+            .await
+    }
+
+    /// An upstream's answer (`status`, `headers`, the `body` as it streams, or as it was read
+    /// whole) relayed to the client as [`Proxy::forward_annotated`] does.
+    pub(super) async fn relayed_body(
+        &self,
+        provider: Api,
+        status: reqwest::StatusCode,
+        headers: &reqwest::header::HeaderMap,
+        body: BodyStream,
+        usage: Option<UsageSink>,
+        edits: crate::answer::AnswerEdits,
+    ) -> Response {
         let mut builder = Response::builder().status(status.as_u16());
-        let sse = response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|value| value.starts_with("text/event-stream"));
-        for (name, value) in response.headers() {
+        let sse = event_stream(headers);
+        for (name, value) in headers {
             if forwarded(name) {
                 builder = builder.header(name, value);
             }
@@ -108,7 +121,7 @@ impl Proxy {
         // Read for usage as the upstream sent it, before any edit: an edit may take the usage
         // out (a stream whose usage condense asked for the client).
         let relay: BodyStream = Box::pin(Relay {
-            inner: Box::pin(response.bytes_stream()),
+            inner: body,
             scanner,
             sink,
         });
@@ -129,7 +142,15 @@ impl Proxy {
 }
 
 /// An answer's body as it streams.
-type BodyStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+pub(super) type BodyStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+/// Whether an answer with these `headers` is a stream of server-sent events.
+pub(super) fn event_stream(headers: &reqwest::header::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/event-stream"))
+}
 
 /// The body of a successful answer as it streams, with `edits` made to it: each whole event of
 /// a stream as it completes, or a JSON answer once it has all come.
@@ -172,7 +193,16 @@ pub(super) struct UsageSink {
 }
 
 impl UsageSink {
-    fn record(self, answer: ScannedAnswer) {
+    /// Records what `answer` told of the session, in the background: the request's answer is
+    /// on its way to the client meanwhile.
+    pub(super) fn record(self, answer: ScannedAnswer) {
+        let proxy = self.proxy.clone();
+        proxy.in_background(self.recorded(answer));
+    }
+
+    /// What `answer` told of the session, recorded in it: the provider's count of the request,
+    /// and a reply cut at the limit condense lowered (with a warning and its metric).
+    pub(super) async fn recorded(self, answer: ScannedAnswer) {
         let cut_at = self.lowered_limit.filter(|_| answer.at_limit);
         if let Some(limit) = cut_at {
             // The one cost of lowering a limit: a reply longer than the room condense left.
@@ -198,20 +228,17 @@ impl UsageSink {
         if usage.is_none() && cut_at.is_none() {
             return;
         }
-        let proxy = self.proxy.clone();
-        proxy.in_background(async move {
-            let learn = |state: &mut SessionState| {
-                if let Some(usage) = usage {
-                    state.reported_usage = Some(usage);
-                }
-                match cut_at {
-                    // The input's figure is `usage`'s, at the message this request sent last.
-                    Some(limit) => state.record_cut_reply(count(limit), None),
-                    None => state.reply_went_through(),
-                }
-            };
-            self.proxy.learn(self.session, learn).await;
-        });
+        let learn = |state: &mut SessionState| {
+            if let Some(usage) = usage {
+                state.reported_usage = Some(usage);
+            }
+            match cut_at {
+                // The input's figure is `usage`'s, at the message this request sent last.
+                Some(limit) => state.record_cut_reply(count(limit), None),
+                None => state.reply_went_through(),
+            }
+        };
+        self.proxy.learn(self.session, learn).await;
     }
 }
 
