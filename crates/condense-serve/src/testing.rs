@@ -233,7 +233,8 @@ pub fn anthropic_stream() -> Vec<String> {
 
 /// `answer` (a whole answer or one event) as the scripted upstream sends it for `behaviour`:
 /// with `x-test: at-limit`, the reply stopped at its limit (Anthropic's `max_tokens`, Chat
-/// Completions' `length`), as a model whose reply is longer than the request's limit.
+/// Completions' `length`, a response `incomplete` for `max_output_tokens`), as a model whose
+/// reply is longer than the request's limit.
 fn stopped(answer: &str, behaviour: &str) -> String {
     if behaviour != "at-limit" {
         return answer.to_owned();
@@ -244,6 +245,10 @@ fn stopped(answer: &str, behaviour: &str) -> String {
             r#""stop_reason":"max_tokens""#,
         )
         .replace(r#""finish_reason":"stop""#, r#""finish_reason":"length""#)
+        .replace(
+            r#""status":"completed","error":null,"incomplete_details":null"#,
+            r#""status":"incomplete","error":null,"incomplete_details":{"reason":"max_output_tokens"}"#,
+        )
 }
 
 /// How condense's summary prompt opens (`templates/preamble.md`): what tells a scripted

@@ -575,17 +575,23 @@ async fn unasked_stream_relayed(running: &Running, session: &str, body: &Value, 
 }
 
 /// A reply that stops at a limit condense lowered is counted and logged, JSON or streamed, in
-/// the Messages API and Chat Completions alike; one the client's own limit stopped is not
-/// condense's doing and is not counted. A whole (JSON) answer so cut is asked once more before
-/// the client gets one; this upstream cuts every reply, so that one is cut too, counted, and
-/// given.
+/// the Messages API, Chat Completions and the Responses API alike; one the client's own limit
+/// stopped is not condense's doing and is not counted. A whole (JSON) answer so cut is asked
+/// once more before the client gets one; this upstream cuts every reply, so that one is cut
+/// too, counted, and given.
 #[tokio::test]
 async fn a_reply_stopped_at_a_limit_condense_lowered_is_counted() {
     let (upstream, received) = upstream().await;
     let running = proxy_to(upstream, 8_000, |_| {}).await;
     let send = |path: &'static str, session: &'static str, max_tokens: u64, stream: bool| {
-        let body = json!({"model": "m", "max_tokens": max_tokens, "stream": stream,
-            "messages": [{"role": "user", "content": "write it all out"}]});
+        let said = "write it all out";
+        let body = if path == "/v1/responses" {
+            json!({"model": "m", "max_output_tokens": max_tokens, "stream": stream,
+                "input": [{"role": "user", "content": said}]})
+        } else {
+            json!({"model": "m", "max_tokens": max_tokens, "stream": stream,
+                "messages": [{"role": "user", "content": said}]})
+        };
         client()
             .post(format!("{}{path}", running.url))
             .header("x-api-key", "sk-ant-test")
@@ -607,6 +613,7 @@ async fn a_reply_stopped_at_a_limit_condense_lowered_is_counted() {
         ("/v1/messages", "stream", true),
         ("/v1/chat/completions", "chat", true),
         ("/v1/chat/completions", "chat-json", false),
+        ("/v1/responses", "responses-json", false),
     ] {
         let before = received.lock().unwrap().len();
         let response = send(path, session, 8_000, stream).await.unwrap();
@@ -616,7 +623,9 @@ async fn a_reply_stopped_at_a_limit_condense_lowered_is_counted() {
             .iter()
             .map(|(_, _, body)| {
                 let body: Value = serde_json::from_slice(body).unwrap();
-                body["max_tokens"].as_u64().unwrap()
+                (body.get("max_tokens").or(body.get("max_output_tokens")))
+                    .and_then(Value::as_u64)
+                    .unwrap()
             })
             .collect();
         let times = if stream { 1 } else { 2 };
@@ -627,18 +636,18 @@ async fn a_reply_stopped_at_a_limit_condense_lowered_is_counted() {
         );
     }
     running.proxy.flushed().await;
-    assert_eq!(cut(&running), 6);
+    assert_eq!(cut(&running), 8);
     let metrics = running.proxy.metrics.render();
-    assert_eq!(metric(&metrics, "condense_cut_replies_sent_again_total"), 2);
+    assert_eq!(metric(&metrics, "condense_cut_replies_sent_again_total"), 3);
     // The client's own limit, which fits: the reply it cut is not counted, nor asked again.
     let response = send("/v1/messages", "own-limit", 100, false).await.unwrap();
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["stop_reason"], "max_tokens");
     running.proxy.flushed().await;
-    assert_eq!(cut(&running), 6);
+    assert_eq!(cut(&running), 8);
     let metrics = running.proxy.metrics.render();
-    assert_eq!(metric(&metrics, "condense_reply_limits_lowered_total"), 6);
-    assert_eq!(metric(&metrics, "condense_cut_replies_sent_again_total"), 2);
+    assert_eq!(metric(&metrics, "condense_reply_limits_lowered_total"), 8);
+    assert_eq!(metric(&metrics, "condense_cut_replies_sent_again_total"), 3);
 }
 
 /// Bad input over HTTP gets condense's answer in the provider's error shape, the upstream's own
