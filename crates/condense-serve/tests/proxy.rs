@@ -86,7 +86,6 @@ fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
-/// The messages of a shared transcript as JSON, as a client would send them.
 /// `body` sent to the proxy's Messages API in `session`: the answer's status and JSON, once
 /// the proxy has recorded what it read of the answer.
 async fn messages_through(
@@ -94,6 +93,16 @@ async fn messages_through(
     session: &str,
     body: &Value,
 ) -> (reqwest::StatusCode, Value) {
+    let (status, text) = messages_text_through(running, session, body).await;
+    (status, serde_json::from_str(&text).unwrap())
+}
+
+/// [`messages_through`], the answer's body as text (a JSON answer, or a stream of events).
+async fn messages_text_through(
+    running: &Running,
+    session: &str,
+    body: &Value,
+) -> (reqwest::StatusCode, String) {
     let response = client()
         .post(format!("{}/v1/messages", running.url))
         .header("x-api-key", "sk-ant-test")
@@ -104,11 +113,12 @@ async fn messages_through(
         .await
         .unwrap();
     let status = response.status();
-    let answer: Value = response.json().await.unwrap();
+    let text = response.text().await.unwrap();
     running.proxy.flushed().await;
-    (status, answer)
+    (status, text)
 }
 
+/// The messages of a shared transcript as JSON, as a client would send them.
 fn messages(name: &str) -> Vec<Value> {
     let value: Value = serde_json::from_slice(&transcript(name).unwrap().bytes).unwrap();
     value["messages"].as_array().unwrap().clone()
@@ -2344,18 +2354,7 @@ async fn the_report_written(stream: bool) -> (Vec<usize>, Vec<u64>, String) {
     while turn < 10 {
         let body = json!({"model": "claude-sonnet-4", "max_tokens": 4_096, "stream": stream,
                           "messages": messages});
-        let response = client()
-            .post(format!("{}/v1/messages", running.url))
-            .header("x-api-key", "sk-ant-test")
-            .header("anthropic-version", "2023-06-01")
-            .header("x-condense-session", &session)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status();
-        let text = response.text().await.unwrap();
-        running.proxy.flushed().await;
+        let (status, text) = messages_text_through(&running, &session, &body).await;
         assert_eq!(status, 200, "request {turn}: {text}");
         let answer = if stream {
             message_of(&text)
