@@ -1,6 +1,7 @@
 //! The request path: read, prepare with the session's state, forward, relay.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -381,33 +382,44 @@ impl Proxy {
                 .observe_added(u64::try_from(added.as_micros()).unwrap_or(u64::MAX));
             self.save_in_background(&mut prepared);
             log_request(provider, &prepared, added);
-            match self
+            let answered = self
                 .clone()
                 .answer(provider, parts.clone(), prepared, retry)
-                .await
-            {
-                Answered::Given(response) => return response,
-                Answered::TooLong { session, usage } => {
-                    // Once: a request the provider refuses again with its own count in hand
-                    // goes back to the client as the provider refused it.
-                    Metrics::add(&self.metrics.refused_as_too_long, 1);
-                    tracing::info!(
-                        %session,
-                        provider_tokens = usage.tokens,
-                        "the upstream refused the request as longer than the window; prepared again with its count"
-                    );
-                    self.record_usage(session.clone(), usage).await;
+                .await;
+            match self.given_or_again(answered).await {
+                ControlFlow::Break(response) => return response,
+                // Once: refused or cut again, the answer goes to the client as it came.
+                ControlFlow::Continue(session) => {
                     (named, retry, started) = (Some(session), false, Instant::now());
                 }
-                Answered::CutShort { session } => {
-                    // Once, as a refusal: cut again, the answer goes to the client.
-                    Metrics::add(&self.metrics.cut_replies_sent_again, 1);
-                    tracing::info!(
-                        %session,
-                        "the whole answer stopped at the reply limit condense lowered; prepared again with the room it asked"
-                    );
-                    (named, retry, started) = (Some(session), false, Instant::now());
-                }
+            }
+        }
+    }
+
+    /// The answer to give the client, or the session of a request to prepare and send once
+    /// more, with what the upstream said of it recorded there: its count of a request it
+    /// refused as too long (a whole answer cut at a limit condense lowered was recorded as it
+    /// was read, [`Proxy::answer_read_whole`]).
+    async fn given_or_again(&self, answered: Answered) -> ControlFlow<Response, String> {
+        match answered {
+            Answered::Given(response) => ControlFlow::Break(response),
+            Answered::TooLong { session, usage } => {
+                Metrics::add(&self.metrics.refused_as_too_long, 1);
+                tracing::info!(
+                    %session,
+                    provider_tokens = usage.tokens,
+                    "the upstream refused the request as longer than the window; prepared again with its count"
+                );
+                self.record_usage(session.clone(), usage).await;
+                ControlFlow::Continue(session)
+            }
+            Answered::CutShort { session } => {
+                Metrics::add(&self.metrics.cut_replies_sent_again, 1);
+                tracing::info!(
+                    %session,
+                    "the whole answer stopped at the reply limit condense lowered; prepared again with the room it asked"
+                );
+                ControlFlow::Continue(session)
             }
         }
     }
@@ -475,24 +487,7 @@ impl Proxy {
         };
         if let Some(block) = prepared.block.take().filter(|block| block.pause) {
             // `pause_after_compaction`: the block is the whole answer, the upstream not asked.
-            let content_type = if block.stream {
-                "text/event-stream"
-            } else {
-                "application/json"
-            };
-            return Answered::Given(
-                (
-                    StatusCode::OK,
-                    [(header::CONTENT_TYPE, content_type)],
-                    crate::answer::paused(
-                        &block.content,
-                        block.model.as_deref(),
-                        prepared.tokens.1,
-                        block.stream,
-                    ),
-                )
-                    .into_response(),
-            );
+            return Answered::Given(block.paused_answer(prepared.tokens.1));
         }
         let mut response = match self
             .send(provider, &parts, reqwest::Body::from(prepared.body.clone()))

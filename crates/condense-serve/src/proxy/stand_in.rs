@@ -380,3 +380,23 @@ pub(super) struct NativeBlock {
     /// The model the request named.
     pub(super) model: Option<String>,
 }
+
+impl NativeBlock {
+    /// The answer where the block is the whole of it (`pause_after_compaction`), the upstream
+    /// not asked: a message of the block alone, JSON or a stream as the request asked, its
+    /// input `input_tokens`.
+    pub(super) fn paused_answer(&self, input_tokens: usize) -> Response {
+        let content_type = if self.stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        let body = crate::answer::paused(
+            &self.content,
+            self.model.as_deref(),
+            input_tokens,
+            self.stream,
+        );
+        (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response()
+    }
+}
