@@ -1,5 +1,6 @@
-//! The relay: a request sent upstream, and the answer streamed back to the client as it comes,
-//! its usage read on the way and recorded for the session.
+//! The relay: a request sent upstream, and the answer streamed back to the client as it comes
+//! (or as it was read whole, where the proxy read it first: [`Proxy::relayed_body`]), its usage
+//! read on the way and recorded for the session.
 
 use super::*;
 
