@@ -412,3 +412,80 @@ async fn a_server_whose_template_wants_alternating_roles_answers_a_compacted_ses
         "{metrics}"
     );
 }
+
+/// A whole answer the real server stops at a limit condense lowered is asked again, with room,
+/// and the client gets that answer. The window configured is 3,500 tokens (of the server's
+/// 8,192), the reply's reserve 1,024. The server counts the task and first step at 1,961
+/// tokens where condense counts 1,704: with that one figure, the 257 beyond condense's count
+/// are the fixed part, which leaves the conversation less than four times the reserve, so
+/// compaction is due at three quarters of what it leaves (about 2,690), and the next request
+/// (condense's estimate about 2,550; the server's count 2,672) goes out uncompacted with the
+/// client's 1,024 lowered to the room left. The server is kept from ending its reply
+/// (`logit_bias` on its end tokens), so it writes to whatever limit it gets: the lowered one,
+/// where it stops with `finish_reason: "length"`. The proxy reads that, records the cut (the
+/// reply then keeps twice that room, which makes the request due), prepares it again, compacted
+/// now, and sends it once more: the client's answer runs to its own limit. Before the proxy
+/// asked again, the client got the cut answer, shorter than it asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_answer_the_real_server_cut_at_a_lowered_limit_is_asked_again() {
+    let test = "a_whole_answer_the_real_server_cut_at_a_lowered_limit_is_asked_again";
+    let Some(origin) = real_origin(test) else {
+        return;
+    };
+    let _shared = SERVER.read().await;
+    let transcript =
+        condense_core::testing::transcript("openai/mini-swe-agent-sympy__sympy-13091").unwrap();
+    let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
+    let messages = session["messages"].as_array().unwrap();
+    let env = [
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "3500"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "1024"),
+        // Only where the window makes it necessary.
+        ("CONDENSE_COMPACTION_CACHE_REWRITE_COST", "0"),
+        ("CONDENSE_COMPACTION_MIN_TAIL_TOKENS", "300"),
+        ("CONDENSE_COMPACTION_MAX_TAIL_TOKENS", "600"),
+        ("CONDENSE_COMPACTION_MIN_TAIL_TURNS", "0"),
+        ("CONDENSE_SUMMARIZER_BUDGET_TOKENS", "400"),
+    ];
+    let (url, proxy, _dir) = proxy_before(&origin, &env, |_| None).await;
+    let client = client();
+    let send = |body: Value| {
+        let client = client.clone();
+        let url = url.clone();
+        async move {
+            let response = client
+                .post(format!("{url}/v1/chat/completions"))
+                .header(condense_serve::SESSION_HEADER, "cut-at-a-lowered-limit")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status();
+            let answer: Value = response.json().await.unwrap();
+            assert_eq!(status, 200, "{answer}");
+            answer
+        }
+    };
+    // The task and its first step: the server's first figure.
+    let first = send(chat(&json!(messages[..4]))).await;
+    eprintln!("first request: {}", first["usage"]);
+    // The next step, the reply asked at the reserve and kept from ending.
+    let mut body = chat(&json!(messages[..6]));
+    body["max_tokens"] = json!(1_024);
+    body["logit_bias"] = json!({"0": -100, "1": -100, "2": -100});
+    let answer = send(body).await;
+    eprintln!("second request: {}", answer["usage"]);
+    let metrics = proxy.metrics.render();
+    eprintln!("{metrics}");
+    assert_eq!(answer["choices"][0]["finish_reason"], "length", "{answer}");
+    assert_eq!(answer["usage"]["completion_tokens"], 1_024, "{answer}");
+    for line in [
+        "condense_reply_limits_lowered_total 1",
+        "condense_replies_cut_at_lowered_limit_total 1",
+        "condense_cut_replies_sent_again_total 1",
+        "condense_compactions_total{phase=\"summary\"} 1",
+        "condense_failed_open_total 0",
+    ] {
+        assert!(metrics.contains(line), "{line}\n{metrics}");
+    }
+}
