@@ -7,7 +7,7 @@ use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::cache::{AnthropicCache, OpenAiCache, Ttl, Usage};
-use crate::policy::{Model, Policy, Recorded, SummarizerCall, SummarizerInput};
+use crate::policy::{Model, Policy, Prepared, Recorded, SummarizerCall, SummarizerInput};
 use crate::prices::PriceTable;
 use crate::prompt::{Calibration, Point, Prompt};
 use crate::recording::{Recording, Step};
@@ -89,6 +89,10 @@ pub enum RowKind {
     /// A summarizer call the policy made before the agent's request of the same step, or (for
     /// `recorded`) the harness's own summarizer call that the log records as a request.
     Summarizer,
+    /// The agent's request answered cut short at a reply limit the policy lowered: billed as
+    /// the provider bills it (the input, and the reply up to the limit), and sent once more
+    /// (the [`RowKind::Agent`] row of the same step).
+    CutShort,
 }
 
 /// One request of one policy.
@@ -100,14 +104,16 @@ pub struct Row {
     pub kind: RowKind,
     /// Its input, in the provider's tokens.
     pub context_tokens: u64,
-    /// How that input was billed (all zero for a failed request).
+    /// How that input was billed (all zero for a request refused over the window).
     pub usage: Usage,
     /// Its output tokens.
     pub output_tokens: u64,
     /// What it cost.
     pub cost_usd: f64,
-    /// Refused, its input and reply limit together over the context window, or answered cut
-    /// short by a limit the policy lowered: the provider charges nothing.
+    /// Refused, its input and reply limit together over the context window (the provider
+    /// charges nothing), or answered cut short by a limit the policy lowered when the one more
+    /// try was spent (the agent got no answer it can go on from; the cut answer is billed in
+    /// a [`RowKind::CutShort`] row only when it is sent again).
     pub failed: bool,
     /// The reply's limit the request went out with, where the policy lowered it below the
     /// model's for the request to fit the window (condense does); `None`: the model's.
@@ -162,11 +168,14 @@ pub struct PolicyResult {
     pub requests: usize,
     /// Of those, summarizer calls.
     pub summarizer_requests: usize,
-    /// Agent requests over the context window.
+    /// Agent requests that got no answer to go on from: refused over the context window, or
+    /// answered cut short at a lowered limit once more when sent again.
     pub failures: usize,
-    /// Agent requests the provider refused as longer than the window that the policy prepared
-    /// again with the provider's count and sent once more ([`crate::Policy::refused`]); each is
-    /// one request in the figures, the second try (a refusal is not billed).
+    /// Agent requests sent once more: refused by the provider as longer than the window, and
+    /// prepared again by the policy with the provider's count ([`crate::Policy::refused`]; the
+    /// refusal is not billed, and not a request in the figures), or answered cut short at a
+    /// reply limit the policy lowered (billed, a [`RowKind::CutShort`] row beside the second
+    /// try).
     #[serde(skip_serializing_if = "is_zero")]
     pub resent: usize,
     /// Summaries made: the summarizer calls and those written without a request (condense's
@@ -688,63 +697,64 @@ fn run_policy(
     model: &Model<'_>,
     progress: &mut dyn FnMut(usize),
 ) -> Result<PolicyResult, ReplayError> {
-    let counter = model.counter;
-    let calibration = model.calibration;
-    let mut cache = warmed_cache(recording, settings, model);
-    let mut rows = Vec::with_capacity(recording.steps.len());
-    let mut pruned_outputs = 0;
-    let mut local_summaries = 0;
-    let mut resent = 0;
-    // Times the log does not give are taken as "right after the previous request".
-    let mut clock = 0;
+    let mut run = Run {
+        settings,
+        model,
+        cache: warmed_cache(recording, settings, model),
+        rows: Vec::with_capacity(recording.steps.len()),
+        pruned_outputs: 0,
+        local_summaries: 0,
+        resent: 0,
+        // Times the log does not give are taken as "right after the previous request".
+        clock: 0,
+    };
     for (index, step) in recording.steps.iter().enumerate() {
-        clock = step.time_ms.unwrap_or(clock);
+        run.clock = step.time_ms.unwrap_or(run.clock);
         if step.harness_summarizer && !policy.follows_the_harness() {
             progress(index + 1);
             continue;
         }
-        let key = model_key(step);
         let history = recording.history(step, policy.follows_the_harness());
         let asked = Model {
             answering: step.model.as_deref(),
             ..*model
         };
-        // A request the provider refuses as longer than the window (input and reply limit
-        // over it) is billed nothing; a policy that prepares it again with the count the
-        // refusal gives ([`Policy::refused`]) sends it once more.
+        let output_tokens = recorded_output(recording, step, model);
+        // One more try for a request, whatever the cause, as the proxy gives it: a request
+        // the provider refuses as longer than the window (input and reply limit over it) is
+        // billed nothing, and a policy that prepares it again with the count the refusal gives
+        // ([`Policy::refused`]) sends it once more; an answer cut short at a limit the policy
+        // lowered is billed (the input, and the reply up to the limit), and the request,
+        // prepared again after the policy saw the cut, goes once more (the proxy asks again
+        // for a whole answer; a client that streams meets the cut and sends it again).
         let mut resend = true;
-        let (prepared, prompt) = loop {
-            let prepared = policy.prepare(history, step.time_ms, &asked)?;
-            pruned_outputs += prepared.pruned_outputs;
-            if let Some(call) = &prepared.summarizer {
-                match summarizer_row(call, index, &mut cache, clock, settings, model, key) {
-                    Some(row) => rows.push(row),
-                    None => local_summaries += 1,
-                }
-            }
-            let prompt = Prompt::of(&prepared.input, counter, &calibration, key);
-            let over = over_the_window(prompt.tokens(), prepared.reply_limit, settings);
-            if over && resend && policy.refused(prompt.tokens()) {
+        let (prepared, prompt, failed) = loop {
+            let (prepared, prompt) =
+                run.prepared(policy, history, (index, step), &asked, &mut resend)?;
+            let context_tokens = prompt.tokens();
+            let failed = refused(
+                context_tokens,
+                output_tokens,
+                prepared.reply_limit,
+                settings,
+            );
+            let over = over_the_window(context_tokens, prepared.reply_limit, settings);
+            if failed && !over && resend {
                 resend = false;
-                resent += 1;
+                run.resent += 1;
+                run.billed(
+                    (index, RowKind::CutShort, false),
+                    &prompt,
+                    cut_at(prepared.reply_limit, settings),
+                    prepared.reply_limit,
+                    None,
+                );
+                policy.observe(context_tokens, output_tokens);
                 continue;
             }
-            break (prepared, prompt);
+            break (prepared, prompt, failed);
         };
         let context_tokens = prompt.tokens();
-        let output_tokens = recorded_output(recording, step, model);
-        let failed = refused(
-            context_tokens,
-            output_tokens,
-            prepared.reply_limit,
-            settings,
-        );
-        let usage = if failed {
-            Usage::default()
-        } else {
-            cache.request(&prompt, clock)
-        };
-        policy.observe(context_tokens, output_tokens);
         let retention = (!step.harness_summarizer).then(|| {
             if failed {
                 0.0
@@ -752,30 +762,147 @@ fn run_policy(
                 produced[index].share_in(&prepared.input)
             }
         });
-        rows.push(Row {
-            step: index,
-            kind: if step.harness_summarizer {
-                RowKind::Summarizer
-            } else {
-                RowKind::Agent
-            },
-            context_tokens,
-            usage,
-            output_tokens: if failed { 0 } else { output_tokens },
-            cost_usd: if failed {
-                0.0
-            } else {
-                cost(settings, &usage, output_tokens)
-            },
-            failed,
-            reply_limit: prepared.reply_limit.map(|limit| limit as u64),
+        let kind = if step.harness_summarizer {
+            RowKind::Summarizer
+        } else {
+            RowKind::Agent
+        };
+        run.answered(
+            (index, kind, failed),
+            &prompt,
+            output_tokens,
+            prepared.reply_limit,
             retention,
-        });
+        );
+        policy.observe(context_tokens, output_tokens);
         progress(index + 1);
     }
-    let mut result = totals(policy.name(), rows, pruned_outputs, local_summaries);
-    result.resent = resent;
+    let mut result = totals(
+        policy.name(),
+        run.rows,
+        run.pruned_outputs,
+        run.local_summaries,
+    );
+    result.resent = run.resent;
     Ok(result)
+}
+
+/// One policy's replay as it goes: the provider's cache, the rows so far and the counts.
+struct Run<'a> {
+    settings: &'a ReplaySettings,
+    model: &'a Model<'a>,
+    cache: Cache,
+    rows: Vec<Row>,
+    pruned_outputs: usize,
+    local_summaries: usize,
+    resent: usize,
+    clock: u64,
+}
+
+impl Run<'_> {
+    /// `step`'s request as `policy` prepares it, with the summarizer call it made first
+    /// recorded; prepared again, once, where the provider refuses it as too long and the
+    /// policy takes the refusal's count (`resend`, the one more try a request has, spent).
+    fn prepared<'h>(
+        &mut self,
+        policy: &mut dyn Policy,
+        history: &'h [condense_core::Message],
+        (index, step): (usize, &Step),
+        asked: &Model<'_>,
+        resend: &mut bool,
+    ) -> Result<(Prepared<'h>, Prompt), ReplayError> {
+        let (settings, model) = (self.settings, self.model);
+        let key = model_key(step);
+        loop {
+            let prepared = policy.prepare(history, step.time_ms, asked)?;
+            self.pruned_outputs += prepared.pruned_outputs;
+            if let Some(call) = &prepared.summarizer {
+                match summarizer_row(
+                    call,
+                    index,
+                    &mut self.cache,
+                    self.clock,
+                    settings,
+                    model,
+                    key,
+                ) {
+                    Some(row) => self.rows.push(row),
+                    None => self.local_summaries += 1,
+                }
+            }
+            let prompt = Prompt::of(&prepared.input, model.counter, &model.calibration, key);
+            let over = over_the_window(prompt.tokens(), prepared.reply_limit, settings);
+            if over && *resend && policy.refused(prompt.tokens()) {
+                *resend = false;
+                self.resent += 1;
+                continue;
+            }
+            return Ok((prepared, prompt));
+        }
+    }
+
+    /// The step's request as it ended: refused over the window, billed nothing; or answered,
+    /// `output_tokens` long, or (`failed`) cut short at its lowered limit once more, billed to
+    /// that limit.
+    fn answered(
+        &mut self,
+        (step, kind, failed): (usize, RowKind, bool),
+        prompt: &Prompt,
+        output_tokens: u64,
+        reply_limit: Option<usize>,
+        retention: Option<f64>,
+    ) {
+        if over_the_window(prompt.tokens(), reply_limit, self.settings) {
+            self.rows.push(Row {
+                step,
+                kind,
+                context_tokens: prompt.tokens(),
+                usage: Usage::default(),
+                output_tokens: 0,
+                cost_usd: 0.0,
+                failed,
+                reply_limit: reply_limit.map(|limit| limit as u64),
+                retention,
+            });
+            return;
+        }
+        let output = if failed {
+            cut_at(reply_limit, self.settings)
+        } else {
+            output_tokens
+        };
+        self.billed((step, kind, failed), prompt, output, reply_limit, retention);
+    }
+
+    /// A request the provider answered, `output_tokens` long, billed against the cache;
+    /// `failed`, where that answer was cut short and not sent again.
+    fn billed(
+        &mut self,
+        (step, kind, failed): (usize, RowKind, bool),
+        prompt: &Prompt,
+        output_tokens: u64,
+        reply_limit: Option<usize>,
+        retention: Option<f64>,
+    ) {
+        let settings = self.settings;
+        let usage = self.cache.request(prompt, self.clock);
+        self.rows.push(Row {
+            step,
+            kind,
+            context_tokens: prompt.tokens(),
+            usage,
+            output_tokens,
+            cost_usd: cost(settings, &usage, output_tokens),
+            failed,
+            reply_limit: reply_limit.map(|limit| limit as u64),
+            retention,
+        });
+    }
+}
+
+/// The reply a lowered `reply_limit` cut short: the limit's tokens, billed as written.
+fn cut_at(reply_limit: Option<usize>, settings: &ReplaySettings) -> u64 {
+    reply_limit.unwrap_or(settings.max_output_tokens) as u64
 }
 
 /// The provider's cache for `settings`, holding what the harness had cached before its first
@@ -845,7 +972,10 @@ fn totals(
         .filter(|row| row.kind == RowKind::Agent)
         .collect();
     let sum = |field: fn(&Row) -> u64| rows.iter().map(field).sum::<u64>();
-    let summarizer_requests = rows.len() - agent.len();
+    let summarizer_requests = rows
+        .iter()
+        .filter(|row| row.kind == RowKind::Summarizer)
+        .count();
     let (peak_context_tokens, mean_context_tokens) = context_figures(&rows);
     let (retention, retention_min) = retention_figures(&rows);
     PolicyResult {

@@ -144,12 +144,26 @@ proptest! {
                 let limit = row.reply_limit.unwrap_or(1_000);
                 if row.failed {
                     prop_assert_eq!(row.kind, RowKind::Agent);
-                    // Refused, or its answer cut short by a lowered limit.
-                    prop_assert!(
-                        row.context_tokens + limit > window as u64 || row.reply_limit.is_some()
-                    );
-                    prop_assert_eq!(row.cost_usd, 0.0);
+                    // Refused, and billed nothing; or its answer cut short by a lowered limit
+                    // once more, billed as the provider bills it.
+                    if row.context_tokens + limit > window as u64 {
+                        prop_assert_eq!(row.cost_usd, 0.0);
+                    } else {
+                        prop_assert!(row.reply_limit.is_some());
+                        prop_assert_eq!(row.output_tokens, limit);
+                    }
                     continue;
+                }
+                // An answer cut short at a lowered limit is billed up to it, and the request
+                // goes once more: the step's agent row follows it.
+                if row.kind == RowKind::CutShort {
+                    prop_assert_eq!(Some(row.output_tokens), row.reply_limit);
+                    prop_assert!(
+                        result.rows.iter().any(|other| other.step == row.step
+                            && other.kind == RowKind::Agent),
+                        "{}",
+                        result.name
+                    );
                 }
                 // Claude Code's compaction request is asked again smaller where the provider
                 // would refuse it; no request over the window is billed.

@@ -611,7 +611,10 @@ fn a_first_request_the_provider_refuses_is_sent_again_compacted_by_its_count() {
 /// which the agent wrote a reply longer than any before it, more than the room the
 /// conversation left: the limit lowered to that room cut it short (condense leaves the reply
 /// the longest the agent has written, and a share of the room; the reply's whole 4,096 would
-/// leave the conversation nothing). (2cba43de's first request at 20K, sent before any figure
+/// leave the conversation nothing), and sent once more it was cut again: the compaction could
+/// not bring the request under the point that leaves the reply twice the room, as its last
+/// exchange is cut only to fit the window. (5f8cbb78's step 114 at 17K, until the replay sent a
+/// request cut at a lowered limit once more, as the proxy and a client that streams do; 2cba43de's first request at 20K, sent before any figure
 /// of the provider's and refused, was one too until the proxy sent a refused request again,
 /// compacted by the count the refusal gives, as the replay now does; and 5f8cbb78's request at
 /// 17K right after its cut one, whose reply was as long, until a cut reply left the next
@@ -621,7 +624,7 @@ fn a_first_request_the_provider_refuses_is_sent_again_compacted_by_its_count() {
 /// compaction left its request under the point at which compaction is due, its summary shrunk
 /// and the agent's inputs cut to it, not only under the window.) By window, the session and
 /// its step.
-const TIGHT_REPLIES: &[(usize, &str, usize)] = &[(17_000, "5f8cbb78-38d3-47e9-9", 114)];
+const TIGHT_REPLIES: &[(usize, &str, usize)] = &[(17_000, "5f8cbb78-38d3-47e9-9", 115)];
 
 /// [`TIGHT_REPLIES`] at `windows`, as [`failures_of`] names them.
 fn tight_replies(windows: &[usize]) -> Vec<String> {
@@ -831,8 +834,7 @@ fn condense_finishes_where_claude_code_s_rules_do_with_a_prefix_filling_the_wind
 /// 32K-36K window failed 1-44 requests each the same way; see BENCHMARKS.md.) Judged as the
 /// provider judges a request, its input and reply limit together, one of 5f8cbb78's fails at
 /// 17K where opencode's rules finish ([`TIGHT_REPLIES`]): a reply longer than any the agent had
-/// written, cut short by the limit lowered to the room (the one after it, as long, was cut as
-/// well until a cut reply left the next twice that room).
+/// written, cut short by the limit lowered to the room, and cut again when sent once more.
 #[test]
 fn condense_finishes_wherever_any_policy_does_with_under_2k_left_by_the_prefix() {
     let mut failed = Vec::new();
@@ -853,6 +855,55 @@ fn condense_finishes_wherever_any_policy_does_with_under_2k_left_by_the_prefix()
         }
     }
     assert_eq!(failed, tight_replies(&[16_500, 17_000]));
+}
+
+/// An answer cut short at a reply limit condense lowered is billed as the provider bills it (the
+/// input, and the reply up to the limit), and the request goes once more, prepared after the
+/// policy saw the cut, as the proxy asks again for a whole answer and a client that streams
+/// sends it again: 5f8cbb78 at 17K, whose step 114 the agent answered at more length than ever
+/// before. Before, the cut answer cost nothing and the request counted as failed.
+#[test]
+fn a_reply_cut_at_a_lowered_limit_is_billed_and_sent_once_more() {
+    let path = transcripts()
+        .into_iter()
+        .find(|path| path.to_string_lossy().contains("claude-code/5f8cbb78"))
+        .unwrap();
+    let (_, replay) = run(&path, Provider::Anthropic, 17_000);
+    let ours = replay
+        .policies
+        .iter()
+        .find(|policy| policy.name == "condense")
+        .unwrap();
+    let step: Vec<&condense_replay::Row> = ours.rows.iter().filter(|row| row.step == 114).collect();
+    let kinds: Vec<_> = step.iter().map(|row| row.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            condense_replay::RowKind::CutShort,
+            condense_replay::RowKind::Agent
+        ]
+    );
+    let (cut, again) = (step[0], step[1]);
+    assert_eq!(Some(cut.output_tokens), cut.reply_limit);
+    assert!(cut.cost_usd > 0.0 && !cut.failed, "{cut:?}");
+    assert!(!again.failed, "{again:?}");
+    assert!(
+        again.reply_limit.unwrap_or(4_096) > cut.output_tokens,
+        "{again:?}"
+    );
+    assert!(ours.resent >= 1);
+    // Every cut short once is one more request in the figures, billed.
+    let cuts = ours
+        .rows
+        .iter()
+        .filter(|row| row.kind == condense_replay::RowKind::CutShort)
+        .count();
+    let agent = ours
+        .rows
+        .iter()
+        .filter(|row| row.kind == condense_replay::RowKind::Agent)
+        .count();
+    assert_eq!(ours.requests, agent + cuts + ours.summarizer_requests);
 }
 
 /// A configuration that asks summaries inside the agent's request (`summarizer.kind = "upstream"`
