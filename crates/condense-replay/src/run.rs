@@ -111,9 +111,8 @@ pub struct Row {
     /// What it cost.
     pub cost_usd: f64,
     /// Refused, its input and reply limit together over the context window (the provider
-    /// charges nothing), or answered cut short by a limit the policy lowered when the one more
-    /// try was spent (the agent got no answer it can go on from; the cut answer is billed in
-    /// a [`RowKind::CutShort`] row only when it is sent again).
+    /// charges nothing), or answered cut short by a limit the policy lowered when its one more
+    /// try was spent (billed to that limit; the agent got no answer it can go on from).
     pub failed: bool,
     /// The reply's limit the request went out with, where the policy lowered it below the
     /// model's for the request to fit the window (condense does); `None`: the model's.
