@@ -741,7 +741,7 @@ fn run_policy(
             if failed && !over && resend {
                 resend = false;
                 run.resent += 1;
-                run.billed(
+                run.answered(
                     (index, RowKind::CutShort, false),
                     &prompt,
                     cut_at(prepared.reply_limit, settings),
@@ -840,9 +840,9 @@ impl Run<'_> {
         }
     }
 
-    /// The step's request as it ended: refused over the window, billed nothing; or answered,
-    /// `output_tokens` long, or (`failed`) cut short at its lowered limit once more, billed to
-    /// that limit.
+    /// A request as it ended: refused over the window, billed nothing; or answered,
+    /// `output_tokens` long, or (`failed`) cut short at its lowered limit when its one more
+    /// try was spent, billed to that limit.
     fn answered(
         &mut self,
         (step, kind, failed): (usize, RowKind, bool),
@@ -851,47 +851,24 @@ impl Run<'_> {
         reply_limit: Option<usize>,
         retention: Option<f64>,
     ) {
-        if over_the_window(prompt.tokens(), reply_limit, self.settings) {
-            self.rows.push(Row {
-                step,
-                kind,
-                context_tokens: prompt.tokens(),
-                usage: Usage::default(),
-                output_tokens: 0,
-                cost_usd: 0.0,
-                failed,
-                reply_limit: reply_limit.map(|limit| limit as u64),
-                retention,
-            });
-            return;
-        }
-        let output = if failed {
-            cut_at(reply_limit, self.settings)
+        let (usage, output_tokens) = if over_the_window(prompt.tokens(), reply_limit, self.settings)
+        {
+            (Usage::default(), 0)
+        } else if failed {
+            (
+                self.cache.request(prompt, self.clock),
+                cut_at(reply_limit, self.settings),
+            )
         } else {
-            output_tokens
+            (self.cache.request(prompt, self.clock), output_tokens)
         };
-        self.billed((step, kind, failed), prompt, output, reply_limit, retention);
-    }
-
-    /// A request the provider answered, `output_tokens` long, billed against the cache;
-    /// `failed`, where that answer was cut short and not sent again.
-    fn billed(
-        &mut self,
-        (step, kind, failed): (usize, RowKind, bool),
-        prompt: &Prompt,
-        output_tokens: u64,
-        reply_limit: Option<usize>,
-        retention: Option<f64>,
-    ) {
-        let settings = self.settings;
-        let usage = self.cache.request(prompt, self.clock);
         self.rows.push(Row {
             step,
             kind,
             context_tokens: prompt.tokens(),
             usage,
             output_tokens,
-            cost_usd: cost(settings, &usage, output_tokens),
+            cost_usd: cost(self.settings, &usage, output_tokens),
             failed,
             reply_limit: reply_limit.map(|limit| limit as u64),
             retention,

@@ -59,6 +59,14 @@ fn client() -> reqwest::Client {
         .unwrap()
 }
 
+/// The messages of the mini-swe-agent run on sympy-13091, in Chat Completions' shape.
+fn sympy_run() -> Vec<Value> {
+    let transcript =
+        condense_core::testing::transcript("openai/mini-swe-agent-sympy__sympy-13091").unwrap();
+    let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
+    session["messages"].as_array().unwrap().clone()
+}
+
 /// A chat request to the small model: `messages`, a short reply.
 fn chat(messages: &Value) -> Value {
     json!({
@@ -209,10 +217,7 @@ async fn a_request_the_real_server_refuses_as_too_long_is_compacted_by_its_count
         return;
     };
     let _shared = SERVER.read().await;
-    let transcript =
-        condense_core::testing::transcript("openai/mini-swe-agent-sympy__sympy-13091").unwrap();
-    let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
-    let messages = session["messages"].as_array().unwrap();
+    let messages = sympy_run();
     // The longest run of its messages, ending with the person's or a tool's, that condense
     // counts under 7,800 tokens.
     let counter = condense_tokenizer::Tiktoken::default();
@@ -278,13 +283,11 @@ async fn the_real_server_answers_a_summary_asked_inside_the_agents_request() {
         return;
     };
     let _shared = SERVER.read().await;
-    let transcript =
-        condense_core::testing::transcript("openai/mini-swe-agent-sympy__sympy-13091").unwrap();
-    let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
+    let messages = sympy_run();
     // The task and three steps: 2,516 tokens by condense's count, just over the 2,500 usable
     // below; the forked request (about 3,300 with the prompt, twice that in SmolLM2's tokens)
     // and its 256-token reply fit the server's 8,192.
-    let body = chat(&json!(session["messages"].as_array().unwrap()[..8]));
+    let body = chat(&json!(messages[..8]));
     let env = [
         ("CONDENSE_MODEL_CONTEXT_WINDOW", "3600"),
         ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "1100"),
@@ -377,10 +380,7 @@ async fn a_server_whose_template_wants_alternating_roles_answers_a_compacted_ses
         return;
     };
     let origin = base_url.trim_end_matches('/').trim_end_matches("/v1");
-    let transcript =
-        condense_core::testing::transcript("openai/mini-swe-agent-sympy__sympy-13091").unwrap();
-    let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
-    let messages = session["messages"].as_array().unwrap();
+    let messages = sympy_run();
     let client = client();
 
     // The server refuses a system message after the conversation's start.
@@ -433,10 +433,7 @@ async fn a_whole_answer_the_real_server_cut_at_a_lowered_limit_is_asked_again() 
         return;
     };
     let _shared = SERVER.read().await;
-    let transcript =
-        condense_core::testing::transcript("openai/mini-swe-agent-sympy__sympy-13091").unwrap();
-    let session: Value = serde_json::from_slice(&transcript.bytes).unwrap();
-    let messages = session["messages"].as_array().unwrap();
+    let messages = sympy_run();
     let env = [
         ("CONDENSE_MODEL_CONTEXT_WINDOW", "3500"),
         ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "1024"),
