@@ -200,10 +200,11 @@ impl Line {
 /// tight. A trade between requests lost and what the others keep, measured on the shared
 /// sessions at 16K-24K windows and on Claude Code 2.1 logs at 32K (BENCHMARKS.md, "A system
 /// prompt that fills the window"): the reply's whole reserve loses the fewest requests there
-/// (at 16K-24K 5 against 19) and keeps the least (88.4 % against 93.9 %), a half lies between,
-/// and no share finishes every session another policy finishes. Three quarters takes effect
-/// only where the prefix leaves less than four times the reply's reserve: a Claude Code 1.0
-/// session's 12K-15K at 32K is untouched, Claude Code 2.1's 26K is not.
+/// (at 16K-24K 5 against 19, on the replay before it sent a cut answer's request again, which
+/// brought three quarters to 10) and keeps the least (88.4 % against 93.9 %), a half lies
+/// between, and no share finishes every session another policy finishes. Three quarters
+/// takes effect only where the prefix leaves less than four times the reply's reserve: a
+/// Claude Code 1.0 session's 12K-15K at 32K is untouched, Claude Code 2.1's 26K is not.
 pub(crate) const CONVERSATION_SHARE: f64 = 0.75;
 
 /// Requests closer in size than this are not taken to fit a [`Line`]: one message's tokenizer
