@@ -1041,8 +1041,12 @@ impl Compactor {
 
     /// Where `head` is condense's earlier summary with nothing new after it, that summary's
     /// text, to be written again smaller, where the request is over the window even with the
-    /// cuts made to fit it ([`Compactor::fits_as_it_is`]); `None` where it is sent as it is
-    /// ([`Compactor::nothing_new`]): it fits, or a model wrote it (not asked for again).
+    /// cuts made to fit it ([`Compactor::over_as_it_is`]), or, while a reply cut at a limit
+    /// condense lowered has not been followed by one that went through
+    /// ([`SessionState::reply_floor`]), past the point that leaves the reply that room: sent
+    /// as it was, the request would be answered in the room that cut the reply, and cut again.
+    /// `None` where it is sent as it is ([`Compactor::nothing_new`]): it fits, or a model wrote
+    /// it (not asked for again).
     fn earlier_over_the_window(
         &self,
         head: &[Message],
@@ -1057,7 +1061,9 @@ impl Compactor {
         else {
             return Ok(None);
         };
-        Ok((!self.fits_as_it_is(previewed, cut.pinned, due, state)?).then_some(earlier))
+        let over = self.over_as_it_is(previewed, cut.pinned, due, state)?;
+        let cut_short = state.reply_floor > 0 && over.due > 0;
+        Ok((over.window > 0 || cut_short).then_some(earlier))
     }
 
     /// The summary's request as a summarizer that asks inside the conversation makes it:
@@ -1218,7 +1224,12 @@ impl Compactor {
     /// than the window holds beside the pinned messages alone, even fitted to it as a
     /// compaction still over the window is ([`Compactor::fitted`]): no summary, however small,
     /// makes that request one the provider takes ([`condense_compact::TailRule::NoRoom`]).
-    /// Counted whole only where the tail's size says it may be.
+    /// While a reply cut at a limit condense lowered has not been followed by one that went
+    /// through ([`SessionState::reply_floor`]), the bound is the point that leaves the reply
+    /// that room instead: a request that holds the tail but not that room is answered cut
+    /// again, no more use to the agent than one refused (a last exchange that thought at
+    /// length, a block sent only whole, leaving a reply of a few hundred tokens). Counted whole
+    /// only where the tail's size says it may be.
     fn no_room_for_the_tail(
         &self,
         previewed: &Conversation,
@@ -1227,7 +1238,13 @@ impl Compactor {
         state: &SessionState,
     ) -> Result<bool, HostError> {
         let messages = &previewed.messages;
-        let limit = in_ours(due.tail.context_window, due.tokens, due.counted, due.line);
+        let cut_short = state.reply_floor > 0;
+        let bound = if cut_short {
+            due_at(&due.tail, due.line)
+        } else {
+            due.tail.context_window
+        };
+        let limit = in_ours(bound, due.tokens, due.counted, due.line);
         let pinned = conversation_total(&self.counter.count_each(&messages[..cut.pinned]));
         if cut.tail_start >= messages.len() || pinned + cut.kept_tokens <= limit {
             return Ok(false);
@@ -1241,21 +1258,23 @@ impl Compactor {
             envelope: previewed.envelope.clone(),
             side: Vec::new(),
         };
-        Ok(!self.fits_as_it_is(&alone, cut.pinned, due, state)?)
+        let over = self.over_as_it_is(&alone, cut.pinned, due, state)?;
+        Ok(if cut_short { over.due } else { over.window } > 0)
     }
 
-    /// Whether `conversation`, with nothing to summarize, fits the window once fitted to it as
-    /// [`Compactor::nothing_new`] would fit it (nothing of it is logged here).
-    fn fits_as_it_is(
+    /// How far `conversation`, with nothing to summarize, is past the window and the point
+    /// at which it is due ([`Over`]) once fitted to the window as [`Compactor::nothing_new`]
+    /// would fit it (nothing of it is logged here).
+    fn over_as_it_is(
         &self,
         conversation: &Conversation,
         pinned: usize,
         due: &Due,
         state: &SessionState,
-    ) -> Result<bool, HostError> {
+    ) -> Result<Over, HostError> {
         let mut log = state.log.clone();
         let (fitted, _) = self.fitted_as_it_is(conversation, pinned, due, &mut log)?;
-        Ok(self.over_the_window(fitted.as_ref().unwrap_or(conversation), due) == 0)
+        Ok(self.over(fitted.as_ref().unwrap_or(conversation), due))
     }
 
     /// The tokens by which `compacted` is more than the window holds of the request `due`

@@ -770,17 +770,7 @@ async fn a_summary_written_again_smaller_gives_up_its_files_for_one_request_only
             };
             summaries.push((written, summary));
         }
-        let output: String = (0..20)
-            .map(|line| format!("fn check_{step}_{line}() {{}}\n"))
-            .collect();
-        let answer = tool_step(
-            &format!("call_{step}"),
-            "Read",
-            serde_json::json!({
-                "file_path": format!("/home/dev/parser/src/module_{step:02}/implementation.rs")
-            }),
-            output,
-        );
+        let answer = module_read(step, 20);
         state.reported_usage = Some(ReportedUsage::answered(
             sent.len(),
             provider(ours(&sent) + ours(&answer[..1])),
@@ -806,6 +796,21 @@ async fn a_summary_written_again_smaller_gives_up_its_files_for_one_request_only
         .filter(|(written, sent)| modules(written) != modules(sent))
         .count();
     assert!(given_up >= 5, "{given_up} summaries gave up files");
+}
+
+/// The agent's `step`: a Read of a module of its own, `lines` lines of about eight tokens each.
+fn module_read(step: usize, lines: usize) -> [Message; 2] {
+    let output: String = (0..lines)
+        .map(|line| format!("fn check_{step}_{line}() {{}}\n"))
+        .collect();
+    tool_step(
+        &format!("call_{step}"),
+        "Read",
+        serde_json::json!({
+            "file_path": format!("/home/dev/parser/src/module_{step:02}/implementation.rs")
+        }),
+        output,
+    )
 }
 
 /// The first compaction of a session whose tools and system prompt take 11,000 of a 16K
@@ -1258,4 +1263,109 @@ proptest::proptest! {
             proptest::prop_assert_eq!(&messages[at..], &conversation.messages[conversation.messages.len() - 2..]);
         }
     }
+}
+
+/// A reply cut at a lowered limit where nothing is left to summarize: under a harness whose
+/// system prompt and tools leave 3,000 tokens of a 20K window, every step reads a file of
+/// about 650 tokens, so that each compaction keeps the last exchange alone (its output cut to
+/// a preview) beside the summary, and the reply's limit goes out lowered to what that leaves.
+/// The same request prepared again after the reply was cut there has nothing new to summarize:
+/// it went out as it was, in the room that had cut the reply, and the reply was cut again. Now
+/// condense's summary is written again smaller, for that request, to leave the reply twice the
+/// limit that cut it, up to the reserve.
+#[tokio::test]
+async fn a_reply_cut_with_nothing_new_to_summarize_gets_its_room_from_the_summary() {
+    const WINDOW: usize = 20_000;
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
+    ]);
+    let counter = Tiktoken::default();
+    let ours = |messages: &[Message]| -> usize { counter.count_each(messages).iter().sum() };
+    let provider = |ours: usize| 17_000 + ours * 3 / 2;
+    let request = |messages: &[Message]| {
+        let mut conversation = Conversation::new(messages.to_vec());
+        conversation.envelope = serde_json::json!({"model": "m", "max_tokens": 2_000})
+            .as_object()
+            .cloned();
+        conversation
+    };
+    let mut history = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, "make the checks pass"),
+    ];
+    let mut state = SessionState::default();
+    let mut last_exchange_alone = 0;
+    for step in 0..60 {
+        let prepared = compactor
+            .prepare(request(&history), &mut state)
+            .await
+            .unwrap();
+        let sent = prepared.conversation.messages.clone();
+        if let Some(limit) = prepared.report.reply_limit {
+            let input = provider(ours(&sent));
+            let mut after_the_cut = state.clone();
+            assert!(after_the_cut.record_cut_short(Some(input)));
+            let again = compactor
+                .prepare(request(&history), &mut after_the_cut)
+                .await
+                .unwrap();
+            let room = WINDOW - provider(ours(&again.conversation.messages));
+            let wanted = (2 * limit.sent as usize).min(2_000);
+            assert!(
+                room >= wanted,
+                "request {step}: cut at {}, then {room}",
+                limit.sent
+            );
+            // The compaction kept the last exchange alone: the request sent again has nothing
+            // new to summarize.
+            if let CompactionOutcome::Summarized { split, .. } = &prepared.report.compaction {
+                last_exchange_alone += usize::from(split.tail_start == split.last_exchange);
+            }
+        }
+        let answer = module_read(step, 80);
+        state.reported_usage = Some(ReportedUsage::answered(
+            sent.len(),
+            provider(ours(&sent) + ours(&answer[..1])),
+        ));
+        history.extend(answer);
+    }
+    assert!(last_exchange_alone >= 10, "{last_exchange_alone}");
+}
+
+/// A last exchange the window holds, but not beside the room a cut reply asked for: where tools
+/// take 11K of a 16K window, the agent's last step thought for about 4,300 tokens before its
+/// call, a block the provider takes only whole. The first request keeps the exchange as it
+/// came, its reply's limit lowered to the few hundred tokens left, and the reply is cut there.
+/// Sent again, the request held the exchange in the same room and the reply was cut again. Now
+/// the exchange goes to the summary, as where no request could hold it, and the reply gets
+/// twice the room that cut it.
+#[tokio::test]
+async fn a_last_exchange_that_leaves_a_cut_reply_no_room_goes_to_the_summary() {
+    const WINDOW: usize = 16_000;
+    let compactor = compactor(&AT_16K);
+    let (conversation, tools_tokens, _) = checks_then_a_long_thought(360);
+    let mut state = SessionState::default();
+    let first = compactor
+        .prepare(conversation.clone(), &mut state)
+        .await
+        .unwrap();
+    let exchange = &conversation.messages[conversation.messages.len() - 2..];
+    let sent = &first.conversation.messages;
+    assert_eq!(&sent[sent.len() - 2..], exchange);
+    let cut = summarized_within(&first, tools_tokens, WINDOW);
+    assert!(cut < 1_000, "{cut}");
+    state.record_cut_reply(cut, None);
+    let again = compactor.prepare(conversation, &mut state).await.unwrap();
+    let CompactionOutcome::Summarized { split, .. } = &again.report.compaction else {
+        panic!("{:?}", again.report.compaction);
+    };
+    assert_eq!(split.rule, condense_compact::TailRule::NoRoom);
+    let room = summarized_within(&again, tools_tokens, WINDOW);
+    assert!(room >= 2 * cut, "{cut} then {room}");
+    let last = again.conversation.messages.last().unwrap();
+    assert!(
+        last.plain_text().contains("cargo test -p parser"),
+        "{last:?}"
+    );
 }
