@@ -1263,6 +1263,49 @@ proptest::proptest! {
             proptest::prop_assert_eq!(&messages[at..], &conversation.messages[conversation.messages.len() - 2..]);
         }
     }
+
+    /// A request sent again after its reply was cut at the limit condense lowered leaves the
+    /// reply more room than the request that was cut, up to the reserve, and fits the window:
+    /// whatever the agent's last step thought and whatever the window, a reply cut once is not
+    /// sent back into the room that cut it.
+    #[test]
+    fn a_request_sent_again_after_a_cut_leaves_the_reply_more_room(
+        lines in 10usize..900,
+        window in 15_000usize..24_000,
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let window_setting = window.to_string();
+        let compactor = compactor(&[
+            ("CONDENSE_MODEL_CONTEXT_WINDOW", &window_setting),
+            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+        ]);
+        let (conversation, tools_tokens, _) = checks_then_a_long_thought(lines);
+        let counter = Tiktoken::default();
+        let room = |sent: &condense_host::Compaction| {
+            window.saturating_sub(counter.count_conversation(&sent.conversation) + tools_tokens)
+        };
+        let mut state = SessionState::default();
+        let first = runtime
+            .block_on(compactor.prepare(conversation.clone(), &mut state))
+            .unwrap();
+        let Some(limit) = first.report.reply_limit else {
+            return Ok(());
+        };
+        let cut = limit.sent as usize;
+        state.record_cut_reply(cut, None);
+        let again = runtime.block_on(compactor.prepare(conversation, &mut state)).unwrap();
+        let limit = again.conversation.envelope.as_ref().unwrap()["max_tokens"]
+            .as_u64()
+            .unwrap() as usize;
+        proptest::prop_assert!(room(&again) >= limit, "{} left for a limit of {}", room(&again), limit);
+        // More room, unless the request was the summary and its continuation alone already
+        // (the system prompt and tools leave the reply less than twice the cut).
+        let summary_alone = again.conversation.messages.last().is_some_and(Message::is_compaction_summary);
+        proptest::prop_assert!(
+            limit > cut || limit == 4_096 || summary_alone,
+            "cut at {}, sent again with {} ({} left)", cut, limit, room(&again)
+        );
+    }
 }
 
 /// A reply cut at a lowered limit where nothing is left to summarize: under a harness whose
