@@ -782,7 +782,7 @@ impl Compactor {
         let again = match nothing_new(head, &carried) {
             false => None,
             true => match self
-                .earlier_over_the_window(head, summarizer, &previewed, &cut, &due, state)?
+                .earlier_to_write_again(head, summarizer, &previewed, &cut, &due, state)?
             {
                 None => {
                     return self
@@ -1047,7 +1047,7 @@ impl Compactor {
     /// as it was, the request would be answered in the room that cut the reply, and cut again.
     /// `None` where it is sent as it is ([`Compactor::nothing_new`]): it fits, or a model wrote
     /// it (not asked for again).
-    fn earlier_over_the_window(
+    fn earlier_to_write_again(
         &self,
         head: &[Message],
         summarizer: &dyn Summarizer,
