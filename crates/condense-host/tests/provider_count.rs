@@ -1221,6 +1221,19 @@ fn checks_then_a_long_thought(lines: usize) -> (Conversation, usize, usize) {
     (conversation, tools_tokens, exchange)
 }
 
+/// A runtime for a property's requests, and the compactor for `window` with the reply's 4,096.
+fn at_window(window: usize) -> (tokio::runtime::Runtime, Compactor) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let window = window.to_string();
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", &window),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
+    ]);
+    (runtime, compactor)
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
 
@@ -1233,12 +1246,7 @@ proptest::proptest! {
         lines in 10usize..900,
         window in 14_000usize..24_000,
     ) {
-        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let window_setting = window.to_string();
-        let compactor = compactor(&[
-            ("CONDENSE_MODEL_CONTEXT_WINDOW", &window_setting),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
-        ]);
+        let (runtime, compactor) = at_window(window);
         let (conversation, tools_tokens, exchange) = checks_then_a_long_thought(lines);
         let counter = Tiktoken::default();
         let system = counter.count_message(&conversation.messages[0]);
@@ -1273,12 +1281,7 @@ proptest::proptest! {
         lines in 10usize..900,
         window in 15_000usize..24_000,
     ) {
-        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let window_setting = window.to_string();
-        let compactor = compactor(&[
-            ("CONDENSE_MODEL_CONTEXT_WINDOW", &window_setting),
-            ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "4096"),
-        ]);
+        let (runtime, compactor) = at_window(window);
         let (conversation, tools_tokens, _) = checks_then_a_long_thought(lines);
         let counter = Tiktoken::default();
         let room = |sent: &condense_host::Compaction| {
