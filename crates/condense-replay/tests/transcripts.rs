@@ -805,14 +805,15 @@ fn condense_finishes_where_claude_code_s_rules_do_with_a_prefix_filling_the_wind
 /// failed until 2026-12-01: a reply longer than any the agent had written, cut short by the
 /// limit lowered to the room, and cut again when sent once more, as the request had nothing new
 /// to summarize and went out as it was; its summary is now written again smaller to leave the
-/// reply twice the limit that cut it. (Each request that failed so before was the one after
-/// which the agent wrote a reply longer than any before it: 5f8cbb78's step 114 at 17K, until
-/// the replay sent a request cut at a lowered limit once more, as the proxy and a client that
-/// streams do; 2cba43de's first at 20K, until a refused request was sent again compacted by the
-/// refusal's count; 5f8cbb78's request at 17K right after its cut one, until a cut reply left
-/// the next request twice the limit that cut it; d7d349f9's step 55 at 20K, until the hidden
-/// prefix was held to what the session's first request shows; and its step 62 at 20K, until a
-/// compaction left its request under the point at which compaction is due.)
+/// reply twice the limit that cut it. (Each request these tests named as failing so, at
+/// 16.5K-24K, was the one after which the agent wrote a reply longer than any before it:
+/// 5f8cbb78's step 114 at 17K, until the replay sent a request cut at a lowered limit once
+/// more, as the proxy and a client that streams do; 2cba43de's first at 20K, until a refused
+/// request was sent again compacted by the refusal's count; 5f8cbb78's request at 17K right
+/// after its cut one, until a cut reply left the next request twice the limit that cut it;
+/// d7d349f9's step 55 at 20K, until the hidden prefix was held to what the session's first
+/// request shows; and its step 62 at 20K, until a compaction left its request under the point
+/// at which compaction is due.)
 #[test]
 fn condense_finishes_wherever_any_policy_does_with_under_2k_left_by_the_prefix() {
     let mut failed = Vec::new();
