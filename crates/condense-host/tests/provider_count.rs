@@ -1275,7 +1275,8 @@ proptest::proptest! {
     /// A request sent again after its reply was cut at the limit condense lowered leaves the
     /// reply more room than the request that was cut, up to the reserve, and fits the window:
     /// whatever the agent's last step thought and whatever the window, a reply cut once is not
-    /// sent back into the room that cut it.
+    /// sent back into the room that cut it, unless the request was the summary and its
+    /// continuation alone already, all that the system prompt and tools leave room for.
     #[test]
     fn a_request_sent_again_after_a_cut_leaves_the_reply_more_room(
         lines in 10usize..900,
