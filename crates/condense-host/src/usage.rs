@@ -201,8 +201,10 @@ impl Line {
 /// sessions at 16K-24K windows and on Claude Code 2.1 logs at 32K (BENCHMARKS.md, "A system
 /// prompt that fills the window"): the reply's whole reserve loses the fewest requests there
 /// (at 16K-24K 5 against 19, on the replay before it sent a cut answer's request again, which
-/// brought three quarters to 10) and keeps the least (88.4 % against 93.9 %), a half lies
-/// between, and no share finishes every session another policy finishes. Three quarters
+/// brought three quarters to 10, and before a request sent again after a cut made the reply
+/// its room where nothing was new, which brought it to 6) and keeps the least (88.4 % against
+/// 93.9 %), a half lies between. Since that last change three quarters fails no request where
+/// another policy finishes, on the shared sessions or the unseen ones. Three quarters
 /// takes effect only where the prefix leaves less than four times the reply's reserve: a
 /// Claude Code 1.0 session's 12K-15K at 32K is untouched, Claude Code 2.1's 26K is not.
 pub(crate) const CONVERSATION_SHARE: f64 = 0.75;
