@@ -213,6 +213,9 @@ pub struct UsageScanner {
     /// The reply stopped at its limit: Anthropic's `stop_reason: "max_tokens"`, a Chat
     /// Completions `finish_reason: "length"`, a response `incomplete` for `max_output_tokens`.
     at_limit: bool,
+    /// The stream's last event was read: Chat Completions' `[DONE]`, Anthropic's
+    /// `message_stop`, the Responses API's `response.completed` (or `incomplete`, `failed`).
+    ended: bool,
 }
 
 /// What [`UsageScanner::finish_answer`] read of a whole answer.
@@ -240,6 +243,7 @@ impl UsageScanner {
             input: None,
             output: None,
             at_limit: false,
+            ended: false,
         }
     }
 
@@ -256,6 +260,12 @@ impl UsageScanner {
             let line: Vec<u8> = self.buffer.drain(..=end).collect();
             self.line(&line);
         }
+    }
+
+    /// Whether a stream's last event has been fed: all its usage is read, and its client may
+    /// act on the answer before the body itself ends.
+    pub fn ended(&self) -> bool {
+        self.ended
     }
 
     /// The total once the body has ended, if the provider reported one.
@@ -289,7 +299,18 @@ impl UsageScanner {
         else {
             return;
         };
-        if let Ok(value) = serde_json::from_str::<Value>(data.trim()) {
+        if data.trim() == "[DONE]" {
+            self.ended = true;
+        } else if let Ok(value) = serde_json::from_str::<Value>(data.trim()) {
+            self.ended |= matches!(
+                value.get("type").and_then(Value::as_str),
+                Some(
+                    "message_stop"
+                        | "response.completed"
+                        | "response.incomplete"
+                        | "response.failed"
+                )
+            );
             self.read(&value);
         }
     }
@@ -444,6 +465,31 @@ mod tests {
         assert_eq!(scan(Api::Responses, true, &responses), Some(42));
         assert_eq!(scan(Api::OpenAi, false, &["not json"]), None);
         assert_eq!(scan(Api::OpenAi, true, &["data: [DONE]\n"]), None);
+    }
+
+    /// A stream's last event is noticed as it is fed, in every API, and nothing before it
+    /// counts as the end: the proxy records the answer there, before the client reads it.
+    #[test]
+    fn a_streams_last_event_is_noticed_when_it_is_fed() {
+        let streams = [
+            (Api::OpenAi, crate::testing::openai_stream()),
+            (Api::Anthropic, crate::testing::anthropic_stream()),
+            (Api::Responses, crate::testing::responses_stream()),
+        ];
+        for (provider, events) in streams {
+            let mut scanner = UsageScanner::new(provider, true);
+            let (last, before) = events.split_last().unwrap();
+            for event in before {
+                scanner.feed(event.as_bytes());
+                assert!(!scanner.ended(), "{provider:?} ended at {event}");
+            }
+            scanner.feed(last.as_bytes());
+            assert!(scanner.ended(), "{provider:?}: {last}");
+            assert!(scanner.finish().is_some(), "{provider:?}");
+        }
+        let mut whole = UsageScanner::new(Api::Anthropic, false);
+        whole.feed(br#"{"type":"message_stop"}"#);
+        assert!(!whole.ended(), "only a stream's events end it");
     }
 
     #[test]

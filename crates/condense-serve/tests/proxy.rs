@@ -545,6 +545,123 @@ async fn a_stream_is_asked_for_its_usage_for_the_session_and_relayed_without_it(
     assert_eq!(forwarded, serde_json::to_vec(&unasked).unwrap());
 }
 
+/// An upstream that counts every Chat Completions request at `prompt` tokens and answers it
+/// "ok", as a stream or whole as asked; a stream's body ends `hold` after its last event
+/// (`[DONE]`), as a server may keep it open. Returns its address and every body it received.
+async fn holding_upstream(
+    prompt: u64,
+    hold: Duration,
+) -> (SocketAddr, Arc<std::sync::Mutex<Vec<Value>>>) {
+    let received: Arc<std::sync::Mutex<Vec<Value>>> = Arc::default();
+    let bodies = received.clone();
+    use futures_util::StreamExt;
+    let answer = move |body: axum::body::Bytes| {
+        let bodies = bodies.clone();
+        async move {
+            let body: Value = serde_json::from_slice(&body).unwrap();
+            bodies.lock().unwrap().push(body.clone());
+            let usage = json!({"prompt_tokens": prompt, "completion_tokens": 1,
+                "total_tokens": prompt + 1});
+            if body["stream"] != true {
+                let answer = json!({"id": "c", "object": "chat.completion", "created": 1,
+                    "model": "m", "usage": usage, "choices": [{"index": 0, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "ok"}}]});
+                return axum::response::Response::builder()
+                    .header("content-type", "application/json")
+                    .body(axum::body::Body::from(answer.to_string()))
+                    .unwrap();
+            }
+            let events = [
+                json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                    "choices": [{"index": 0, "delta": {"role": "assistant", "content": "ok"},
+                        "finish_reason": "stop"}]}),
+                json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                    "choices": [], "usage": usage}),
+            ];
+            let text: String = events
+                .iter()
+                .map(|event| format!("data: {event}\n\n"))
+                .chain(["data: [DONE]\n\n".to_owned()])
+                .collect();
+            let chunks = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(
+                axum::body::Bytes::from(text),
+            )])
+            .chain(futures_util::stream::once(async move {
+                tokio::time::sleep(hold).await;
+                Ok(axum::body::Bytes::new())
+            }));
+            axum::response::Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(axum::body::Body::from_stream(chunks))
+                .unwrap()
+        }
+    };
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(answer));
+    (serving(app).await, received)
+}
+
+/// A client sends its next request the moment it has read an answer: as OpenAI's SDK does on
+/// `[DONE]`, while the upstream's stream has yet to end, and after a whole answer. That request
+/// is judged on the provider's count of the one before, as if the client had waited: here a
+/// count that leaves the reply less than its 4,096 tokens, so the limit goes upstream lowered.
+/// Recorded when the stream's body ended, the count came two seconds late: the next request
+/// went out on condense's own count (a few dozen tokens) with the client's limit.
+#[tokio::test]
+async fn an_answers_count_is_recorded_before_the_sessions_next_request_is_judged() {
+    use futures_util::StreamExt;
+    const WINDOW: usize = 16_000;
+    let (upstream, received) = holding_upstream(13_500, Duration::from_secs(2)).await;
+    let running = proxy_to(upstream, WINDOW, |_| {}).await;
+    for stream in [true, false] {
+        let session = format!("at-once-{stream}");
+        let mut messages = vec![
+            json!({"role": "system", "content": "You are a careful agent."}),
+            json!({"role": "user", "content": "fix the parser"}),
+        ];
+        let send = |messages: &Vec<Value>| {
+            client()
+                .post(format!("{}/v1/chat/completions", running.url))
+                .header("authorization", "Bearer sk-test")
+                .header("x-condense-session", &session)
+                .json(
+                    &json!({"model": "gpt-4.1", "max_tokens": 4_096, "stream": stream,
+                    "messages": messages}),
+                )
+                .send()
+        };
+        let first = send(&messages).await.unwrap();
+        assert_eq!(first.status(), 200);
+        let started = std::time::Instant::now();
+        // Read up to the answer's last event, and no further: the body may still be open.
+        let mut read = Vec::new();
+        let mut body = first.bytes_stream();
+        while !(String::from_utf8_lossy(&read).contains("[DONE]")
+            || (!stream && serde_json::from_slice::<Value>(&read).is_ok()))
+        {
+            read.extend_from_slice(&body.next().await.unwrap().unwrap());
+        }
+        messages.push(json!({"role": "assistant", "content": "ok"}));
+        messages.push(json!({"role": "user", "content": "go on"}));
+        let second = send(&messages).await.unwrap();
+        assert_eq!(second.status(), 200);
+        if stream {
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "the next request was answered before the first stream's body ended"
+            );
+        }
+        drop(body);
+        running.proxy.flushed().await;
+        let bodies = received.lock().unwrap().clone();
+        let limit = bodies.last().unwrap()["max_tokens"].as_u64().unwrap();
+        let room = WINDOW as u64 - 13_500;
+        assert!(
+            limit < room,
+            "stream {stream}: the next request went out with max_tokens {limit}, past the {room} the provider's count leaves"
+        );
+    }
+}
+
 /// The JSON bodies the scripted upstream received, in order.
 fn bodies_of(received: &condense_serve::testing::Received) -> Vec<Value> {
     received

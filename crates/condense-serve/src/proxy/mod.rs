@@ -154,9 +154,9 @@ pub struct Proxy {
     compactor: Compactor,
     store: Arc<dyn SessionStore>,
     client: reqwest::Client,
-    /// One lock per session: two requests of one session on this replica are prepared one after
-    /// the other (across replicas the store's compare-and-set decides).
-    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Each session's place on this replica: its lock and the answers whose news is still being
+    /// recorded ([`SessionSlot`]).
+    locks: Mutex<HashMap<String, Arc<SessionSlot>>>,
     /// Every session's messages already read: clients resend their history with each request.
     messages: condense_formats::MessageCache,
     /// Usage recordings still running after their response ended; shutdown waits for them.
@@ -179,10 +179,47 @@ impl std::fmt::Debug for Proxy {
     }
 }
 
+/// Work still running beside the requests, counted so that someone can wait for all of it.
 #[derive(Debug, Default)]
 struct Pending {
     count: AtomicUsize,
-    idle: tokio::sync::Notify,
+    done: tokio::sync::Notify,
+}
+
+impl Pending {
+    fn begin(&self) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn end(&self) {
+        if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.done.notify_waiters();
+        }
+    }
+
+    /// Returns once nothing counted is running.
+    async fn idle(&self) {
+        loop {
+            // Made before the count is read: `notify_waiters` reaches it from then on.
+            let done = self.done.notified();
+            if self.count.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            done.await;
+        }
+    }
+}
+
+/// One session on this replica. Two requests of it are prepared one after the other (across
+/// replicas the store's compare-and-set decides), and neither before what the answers already
+/// given told of the session (the provider's count, a reply cut short) is recorded: a client
+/// may send its next request the moment it has read an answer, before the recording, which runs
+/// beside the answer, has begun.
+#[derive(Debug, Default)]
+struct SessionSlot {
+    lock: Arc<tokio::sync::Mutex<()>>,
+    /// Recordings of this session's answers, counted from before the client could read them.
+    learning: Pending,
 }
 
 impl Proxy {
@@ -297,13 +334,7 @@ impl Proxy {
     /// Waits until every state saved after forwarding and every usage recording of a finished
     /// response is stored.
     pub async fn flushed(&self) {
-        loop {
-            let idle = self.pending.idle.notified();
-            if self.pending.count.load(Ordering::SeqCst) == 0 {
-                return;
-            }
-            idle.await;
-        }
+        self.pending.idle().await;
     }
 
     async fn compacted(self: Arc<Self>, provider: Api, request: Request) -> Response {
@@ -685,8 +716,10 @@ impl Proxy {
             .as_ref()
             .map(|summarizer| summarizer as &dyn condense_host::Summarizer);
         let session = named.unwrap_or_else(|| derived_session(provider, &conversation));
+        let slot = self.session_slot(&session);
+        self.learned(&slot).await;
         // Held until the state is saved, which for an exclusive store is after forwarding.
-        let guard = self.session_lock(&session).lock_owned().await;
+        let guard = slot.lock.clone().lock_owned().await;
         // Read again only after a lost compare-and-set (the messages are cached by then): the
         // first attempt takes the conversation without copying it.
         let mut first = Some((conversation, memos));
@@ -919,12 +952,10 @@ impl Proxy {
     /// way, a usage recorded once the response has ended); [`Proxy::flushed`] waits for it.
     fn in_background(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
         let pending = self.pending.clone();
-        pending.count.fetch_add(1, Ordering::SeqCst);
+        pending.begin();
         tokio::spawn(async move {
             work.await;
-            if pending.count.fetch_sub(1, Ordering::SeqCst) == 1 {
-                pending.idle.notify_waiters();
-            }
+            pending.end();
         });
     }
 }

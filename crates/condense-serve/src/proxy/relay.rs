@@ -195,10 +195,11 @@ pub(super) struct UsageSink {
 
 impl UsageSink {
     /// Records what `answer` told of the session, in the background: the request's answer is
-    /// on its way to the client meanwhile.
+    /// on its way to the client meanwhile, and the session's next request waits for it.
     pub(super) fn record(self, answer: ScannedAnswer) {
         let proxy = self.proxy.clone();
-        proxy.in_background(self.recorded(answer));
+        let session = self.session.clone();
+        proxy.learn_in_background(&session, self.recorded(answer));
     }
 
     /// What `answer` told of the session, recorded in it: the provider's count of the request,
@@ -250,6 +251,15 @@ pub(super) struct Relay {
     pub(super) sink: Option<UsageSink>,
 }
 
+impl Relay {
+    /// Hands what was read of the answer to its sink, once.
+    fn record(&mut self) {
+        if let (Some(scanner), Some(sink)) = (self.scanner.take(), self.sink.take()) {
+            sink.record(scanner.finish_answer());
+        }
+    }
+}
+
 impl Stream for Relay {
     type Item = reqwest::Result<Bytes>;
 
@@ -259,13 +269,14 @@ impl Stream for Relay {
             Poll::Ready(Some(Ok(chunk))) => {
                 if let Some(scanner) = self.scanner.as_mut() {
                     scanner.feed(chunk);
+                    // Recorded before the client reads the answer's last event, after which
+                    // it may send its next request while the upstream's body has yet to end.
+                    if scanner.ended() {
+                        self.record();
+                    }
                 }
             }
-            Poll::Ready(None) => {
-                if let (Some(scanner), Some(sink)) = (self.scanner.take(), self.sink.take()) {
-                    sink.record(scanner.finish_answer());
-                }
-            }
+            Poll::Ready(None) => self.record(),
             // An upstream that fails mid-stream: the client's stream ends with the error (its
             // connection is cut), and no usage is recorded.
             Poll::Ready(Some(Err(error))) => {

@@ -111,16 +111,40 @@ impl Proxy {
         }
     }
 
-    pub(super) fn session_lock(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
+    pub(super) fn session_slot(&self, session: &str) -> Arc<SessionSlot> {
         let mut locks = self
             .locks
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // Forget the locks nobody holds, so the map does not grow with every session ever seen.
+        // Forget the sessions nobody holds (no request prepared, no answer recorded), so the
+        // map does not grow with every session ever seen.
         if locks.len() > 1_024 {
-            locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+            locks.retain(|_, slot| Arc::strong_count(slot) > 1);
         }
         locks.entry(session.to_owned()).or_default().clone()
+    }
+
+    /// Returns once what the session's answers already given told is recorded, or after
+    /// `serve.state_timeout_ms` (a store that slow fails the recording anyway, and the request
+    /// is prepared on what it can read).
+    pub(super) async fn learned(&self, slot: &SessionSlot) {
+        let _ = tokio::time::timeout(self.settings.state_timeout, slot.learning.idle()).await;
+    }
+
+    /// Counts a recording of what an answer told of `session` from now, before the answer
+    /// reaches the client, and runs it in the background: the session's next request is
+    /// prepared once it is done ([`Proxy::learned`]).
+    pub(super) fn learn_in_background(
+        &self,
+        session: &str,
+        recording: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        let slot = self.session_slot(session);
+        slot.learning.begin();
+        self.in_background(async move {
+            recording.await;
+            slot.learning.end();
+        });
     }
 
     pub(super) async fn save(
@@ -146,8 +170,8 @@ impl Proxy {
     /// Records what the provider's answer told of the session (`learn`, applied to its latest
     /// state, again where a concurrent save won): its count of the request, a reply cut short.
     pub(super) async fn learn(&self, session: String, learn: impl Fn(&mut SessionState)) {
-        let lock = self.session_lock(&session);
-        let _guard = lock.lock().await;
+        let slot = self.session_slot(&session);
+        let _guard = slot.lock.lock().await;
         for _ in 0..SAVE_ATTEMPTS {
             let mut versioned = match self.load(&session).await {
                 Ok(versioned) => versioned,
