@@ -781,9 +781,7 @@ impl Compactor {
         // repeats them, and this one, which may be over the window without them, has them too.
         let again = match nothing_new(head, &carried) {
             false => None,
-            true => match self
-                .earlier_to_write_again(head, summarizer, &previewed, &cut, &due, state)?
-            {
+            true => match self.earlier_to_write_again(head, &previewed, &cut, &due, state)? {
                 None => {
                     return self
                         .nothing_new(previewed, previewed_outputs, cut.pinned, &due, state)
@@ -1039,26 +1037,24 @@ impl Compactor {
         Ok(((count > 0).then_some(fitted), count))
     }
 
-    /// Where `head` is condense's earlier summary with nothing new after it, that summary's
-    /// text, to be written again smaller, where the request is over the window even with the
-    /// cuts made to fit it ([`Compactor::over_as_it_is`]), or, while a reply cut at a limit
-    /// condense lowered has not been followed by one that went through
-    /// ([`SessionState::reply_floor`]), past the point that leaves the reply that room: sent
-    /// as it was, the request would be answered in the room that cut the reply, and cut again.
-    /// `None` where it is sent as it is ([`Compactor::nothing_new`]): it fits, or a model wrote
-    /// it (not asked for again).
+    /// Where `head` is an earlier summary with nothing new after it, that summary's text, for
+    /// condense's own summary to be written again smaller in its place, where the request is
+    /// over the window even with the cuts made to fit it ([`Compactor::over_as_it_is`]), or,
+    /// while a reply cut at a limit condense lowered has not been followed by one that went
+    /// through ([`SessionState::reply_floor`]), past the point that leaves the reply that room:
+    /// sent as it was, the request would be refused, or answered in the room that cut the
+    /// reply and cut again. A model's summary too: it is not asked for again (a second request
+    /// for the same head, its answer's size unknown until it comes), and condense's own folds
+    /// it. `None` where it is sent as it is ([`Compactor::nothing_new`]): it fits.
     fn earlier_to_write_again(
         &self,
         head: &[Message],
-        summarizer: &dyn Summarizer,
         previewed: &Conversation,
         cut: &Split,
         due: &Due,
         state: &SessionState,
     ) -> Result<Option<String>, HostError> {
-        let Some(earlier) =
-            previous_summary(head).filter(|_| summarizer.name() == self.extractive.name())
-        else {
+        let Some(earlier) = previous_summary(head) else {
             return Ok(None);
         };
         let over = self.over_as_it_is(previewed, cut.pinned, due, state)?;
@@ -1094,8 +1090,10 @@ impl Compactor {
         }
     }
 
-    /// `text`, condense's own summary as it stands, as [`Compactor::written_summary`] gives a
-    /// summary it wrote.
+    /// `text`, an earlier summary as it stands, as [`Compactor::written_summary`] gives a
+    /// summary condense wrote: named condense's, since no model is asked for it (a model's
+    /// summary with nothing new is written again as condense's own, folding it, or goes out
+    /// as it stood).
     fn as_written(
         &self,
         text: String,

@@ -1380,6 +1380,114 @@ async fn a_reply_cut_with_nothing_new_to_summarize_gets_its_room_from_the_summar
     assert!(last_exchange_alone >= 10, "{last_exchange_alone}");
 }
 
+/// A model that writes a long summary, as a capable one does: every file the head read, with
+/// what it found there, under the template's sections.
+struct Thorough;
+
+#[async_trait::async_trait]
+impl condense_summarize::Summarizer for Thorough {
+    fn name(&self) -> &str {
+        "thorough-model"
+    }
+
+    async fn summarize(
+        &self,
+        head: &[Message],
+        _prompt: &str,
+    ) -> Result<String, condense_summarize::SummarizeError> {
+        let files: Vec<String> = head
+            .iter()
+            .flat_map(|message| &message.parts)
+            .filter_map(|part| match part {
+                Part::ToolCall(call) => call.input["file_path"].as_str().map(str::to_owned),
+                _ => None,
+            })
+            .collect();
+        let found: String = files
+            .iter()
+            .map(|file| format!("- {file}: eighty checks, each an empty function; none fails\n"))
+            .collect();
+        let listed: String = files.iter().map(|file| format!("- {file}\n")).collect();
+        Ok(format!(
+            "## Goal\nThe person asked: make the checks pass.\n## Instructions\nNone given.\n\
+             ## Discoveries\n{found}## Accomplished\nRead {} modules.\n\
+             ## Relevant files / directories\n{listed}",
+            files.len()
+        ))
+    }
+}
+
+/// [`a_reply_cut_with_nothing_new_to_summarize_gets_its_room_from_the_summary`] with a model
+/// writing the summaries. Its summary is not asked for again where nothing is new; condense's
+/// own, folding it, is written smaller in its place for the request sent again. Sent as the
+/// model wrote it, the request was answered in the room that had cut the reply, and cut again.
+#[tokio::test]
+async fn a_models_summary_with_nothing_new_gives_a_cut_reply_its_room() {
+    const WINDOW: usize = 20_000;
+    let compactor = compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
+    ])
+    .with_summarizer(Box::new(Thorough));
+    let counter = Tiktoken::default();
+    let ours = |messages: &[Message]| -> usize { counter.count_each(messages).iter().sum() };
+    let provider = |ours: usize| 17_000 + ours * 3 / 2;
+    let request = |messages: &[Message]| {
+        let mut conversation = Conversation::new(messages.to_vec());
+        conversation.envelope = serde_json::json!({"model": "m", "max_tokens": 2_000})
+            .as_object()
+            .cloned();
+        conversation
+    };
+    let mut history = vec![
+        Message::text(Role::System, "You are a careful agent."),
+        Message::text(Role::User, "make the checks pass"),
+    ];
+    let mut state = SessionState::default();
+    let summarizer = |outcome: &CompactionOutcome| match outcome {
+        CompactionOutcome::Summarized { summarizer, .. } => Some(summarizer.clone()),
+        _ => None,
+    };
+    // Requests sent again whose summary the model had written, and that went out with
+    // condense's in its place.
+    let mut written_again = 0;
+    for step in 0..60 {
+        let prepared = compactor
+            .prepare(request(&history), &mut state)
+            .await
+            .unwrap();
+        let sent = prepared.conversation.messages.clone();
+        if let Some(limit) = prepared.report.reply_limit {
+            let input = provider(ours(&sent));
+            let mut after_the_cut = state.clone();
+            assert!(after_the_cut.record_cut_short(Some(input)));
+            let again = compactor
+                .prepare(request(&history), &mut after_the_cut)
+                .await
+                .unwrap();
+            let room = WINDOW - provider(ours(&again.conversation.messages));
+            let wanted = (2 * limit.sent as usize).min(2_000);
+            assert!(
+                room >= wanted,
+                "request {step}: cut at {}, then {room}: {:?}",
+                limit.sent,
+                again.report.compaction
+            );
+            written_again += usize::from(
+                summarizer(&prepared.report.compaction).as_deref() == Some("thorough-model")
+                    && summarizer(&again.report.compaction).as_deref() == Some("extractive"),
+            );
+        }
+        let answer = module_read(step, 80);
+        state.reported_usage = Some(ReportedUsage::answered(
+            sent.len(),
+            provider(ours(&sent) + ours(&answer[..1])),
+        ));
+        history.extend(answer);
+    }
+    assert!(written_again >= 10, "{written_again}");
+}
+
 /// A last exchange the window holds, but not beside the room a cut reply asked for: where tools
 /// take 11K of a 16K window, the agent's last step thought for about 4,300 tokens before its
 /// call, a block the provider takes only whole. The first request keeps the exchange as it
