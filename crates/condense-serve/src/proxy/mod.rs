@@ -156,7 +156,7 @@ pub struct Proxy {
     client: reqwest::Client,
     /// Each session's place on this replica: its lock and the answers whose news is still being
     /// recorded ([`SessionSlot`]).
-    locks: Mutex<HashMap<String, Arc<SessionSlot>>>,
+    slots: Mutex<HashMap<String, Arc<SessionSlot>>>,
     /// Every session's messages already read: clients resend their history with each request.
     messages: condense_formats::MessageCache,
     /// Usage recordings still running after their response ended; shutdown waits for them.
@@ -244,7 +244,7 @@ impl Proxy {
             compactor,
             store,
             client,
-            locks: Mutex::new(HashMap::new()),
+            slots: Mutex::new(HashMap::new()),
             messages: condense_formats::MessageCache::default(),
             pending: Arc::new(Pending::default()),
             metrics: Metrics::default(),

@@ -111,17 +111,18 @@ impl Proxy {
         }
     }
 
+    /// The session's [`SessionSlot`] on this replica, made on first use.
     pub(super) fn session_slot(&self, session: &str) -> Arc<SessionSlot> {
-        let mut locks = self
-            .locks
+        let mut slots = self
+            .slots
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Forget the sessions nobody holds (no request prepared, no answer recorded), so the
         // map does not grow with every session ever seen.
-        if locks.len() > 1_024 {
-            locks.retain(|_, slot| Arc::strong_count(slot) > 1);
+        if slots.len() > 1_024 {
+            slots.retain(|_, slot| Arc::strong_count(slot) > 1);
         }
-        locks.entry(session.to_owned()).or_default().clone()
+        slots.entry(session.to_owned()).or_default().clone()
     }
 
     /// Returns once what the session's answers already given told is recorded, or after
