@@ -1312,21 +1312,16 @@ proptest::proptest! {
     }
 }
 
-/// A reply cut at a lowered limit where nothing is left to summarize: under a harness whose
-/// system prompt and tools leave 3,000 tokens of a 20K window, every step reads a file of
-/// about 650 tokens, so that each compaction keeps the last exchange alone (its output cut to
-/// a preview) beside the summary, and the reply's limit goes out lowered to what that leaves.
-/// The same request prepared again after the reply was cut there has nothing new to summarize:
-/// it went out as it was, in the room that had cut the reply, and the reply was cut again. Now
-/// condense's summary is written again smaller, for that request, to leave the reply twice the
-/// limit that cut it, up to the reserve.
-#[tokio::test]
-async fn a_reply_cut_with_nothing_new_to_summarize_gets_its_room_from_the_summary() {
+/// Every cut reply of a session under a harness whose system prompt and tools leave 3,000
+/// tokens of a 20K window, its 60 steps each reading a file of about 650 tokens, prepared with
+/// `compactor` (its window 20K, its reply's reserve 2,000): where a request goes out with its
+/// reply's limit lowered, the reply is cut there, and the same request prepared again must
+/// leave the reply twice that limit, up to the reserve. The outcome of each such request, and
+/// of it sent again.
+async fn cut_replies_sent_again(
+    compactor: &Compactor,
+) -> Vec<(CompactionOutcome, CompactionOutcome)> {
     const WINDOW: usize = 20_000;
-    let compactor = compactor(&[
-        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
-        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
-    ]);
     let counter = Tiktoken::default();
     let ours = |messages: &[Message]| -> usize { counter.count_each(messages).iter().sum() };
     let provider = |ours: usize| 17_000 + ours * 3 / 2;
@@ -1342,7 +1337,7 @@ async fn a_reply_cut_with_nothing_new_to_summarize_gets_its_room_from_the_summar
         Message::text(Role::User, "make the checks pass"),
     ];
     let mut state = SessionState::default();
-    let mut last_exchange_alone = 0;
+    let mut outcomes = Vec::new();
     for step in 0..60 {
         let prepared = compactor
             .prepare(request(&history), &mut state)
@@ -1361,14 +1356,11 @@ async fn a_reply_cut_with_nothing_new_to_summarize_gets_its_room_from_the_summar
             let wanted = (2 * limit.sent as usize).min(2_000);
             assert!(
                 room >= wanted,
-                "request {step}: cut at {}, then {room}",
-                limit.sent
+                "request {step}: cut at {}, then {room}: {:?}",
+                limit.sent,
+                again.report.compaction
             );
-            // The compaction kept the last exchange alone: the request sent again has nothing
-            // new to summarize.
-            if let CompactionOutcome::Summarized { split, .. } = &prepared.report.compaction {
-                last_exchange_alone += usize::from(split.tail_start == split.last_exchange);
-            }
+            outcomes.push((prepared.report.compaction, again.report.compaction));
         }
         let answer = module_read(step, 80);
         state.reported_usage = Some(ReportedUsage::answered(
@@ -1377,6 +1369,36 @@ async fn a_reply_cut_with_nothing_new_to_summarize_gets_its_room_from_the_summar
         ));
         history.extend(answer);
     }
+    outcomes
+}
+
+/// The compactor [`cut_replies_sent_again`] runs: a 20K window, 2,000 tokens for the reply.
+fn at_20k() -> Compactor {
+    compactor(&[
+        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
+        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
+    ])
+}
+
+/// A reply cut at a lowered limit where nothing is left to summarize
+/// ([`cut_replies_sent_again`]): each compaction keeps the last exchange alone (its output cut
+/// to a preview) beside the summary, and the reply's limit goes out lowered to what that
+/// leaves. The same request prepared again after the reply was cut there has nothing new to
+/// summarize: it went out as it was, in the room that had cut the reply, and the reply was cut
+/// again. Now condense's summary is written again smaller, for that request, to leave the
+/// reply twice the limit that cut it, up to the reserve.
+#[tokio::test]
+async fn a_reply_cut_with_nothing_new_to_summarize_gets_its_room_from_the_summary() {
+    let outcomes = cut_replies_sent_again(&at_20k()).await;
+    // The compaction kept the last exchange alone: the request sent again has nothing new to
+    // summarize.
+    let last_exchange_alone = outcomes
+        .iter()
+        .filter(|(prepared, _)| {
+            matches!(prepared, CompactionOutcome::Summarized { split, .. }
+                if split.tail_start == split.last_exchange)
+        })
+        .count();
     assert!(last_exchange_alone >= 10, "{last_exchange_alone}");
 }
 
@@ -1423,68 +1445,20 @@ impl condense_summarize::Summarizer for Thorough {
 /// model wrote it, the request was answered in the room that had cut the reply, and cut again.
 #[tokio::test]
 async fn a_models_summary_with_nothing_new_gives_a_cut_reply_its_room() {
-    const WINDOW: usize = 20_000;
-    let compactor = compactor(&[
-        ("CONDENSE_MODEL_CONTEXT_WINDOW", "20000"),
-        ("CONDENSE_MODEL_MAX_OUTPUT_TOKENS", "2000"),
-    ])
-    .with_summarizer(Box::new(Thorough));
-    let counter = Tiktoken::default();
-    let ours = |messages: &[Message]| -> usize { counter.count_each(messages).iter().sum() };
-    let provider = |ours: usize| 17_000 + ours * 3 / 2;
-    let request = |messages: &[Message]| {
-        let mut conversation = Conversation::new(messages.to_vec());
-        conversation.envelope = serde_json::json!({"model": "m", "max_tokens": 2_000})
-            .as_object()
-            .cloned();
-        conversation
-    };
-    let mut history = vec![
-        Message::text(Role::System, "You are a careful agent."),
-        Message::text(Role::User, "make the checks pass"),
-    ];
-    let mut state = SessionState::default();
-    let summarizer = |outcome: &CompactionOutcome| match outcome {
+    let outcomes = cut_replies_sent_again(&at_20k().with_summarizer(Box::new(Thorough))).await;
+    let by = |outcome: &CompactionOutcome| match outcome {
         CompactionOutcome::Summarized { summarizer, .. } => Some(summarizer.clone()),
         _ => None,
     };
     // Requests sent again whose summary the model had written, and that went out with
     // condense's in its place.
-    let mut written_again = 0;
-    for step in 0..60 {
-        let prepared = compactor
-            .prepare(request(&history), &mut state)
-            .await
-            .unwrap();
-        let sent = prepared.conversation.messages.clone();
-        if let Some(limit) = prepared.report.reply_limit {
-            let input = provider(ours(&sent));
-            let mut after_the_cut = state.clone();
-            assert!(after_the_cut.record_cut_short(Some(input)));
-            let again = compactor
-                .prepare(request(&history), &mut after_the_cut)
-                .await
-                .unwrap();
-            let room = WINDOW - provider(ours(&again.conversation.messages));
-            let wanted = (2 * limit.sent as usize).min(2_000);
-            assert!(
-                room >= wanted,
-                "request {step}: cut at {}, then {room}: {:?}",
-                limit.sent,
-                again.report.compaction
-            );
-            written_again += usize::from(
-                summarizer(&prepared.report.compaction).as_deref() == Some("thorough-model")
-                    && summarizer(&again.report.compaction).as_deref() == Some("extractive"),
-            );
-        }
-        let answer = module_read(step, 80);
-        state.reported_usage = Some(ReportedUsage::answered(
-            sent.len(),
-            provider(ours(&sent) + ours(&answer[..1])),
-        ));
-        history.extend(answer);
-    }
+    let written_again = outcomes
+        .iter()
+        .filter(|(prepared, again)| {
+            by(prepared).as_deref() == Some("thorough-model")
+                && by(again).as_deref() == Some("extractive")
+        })
+        .count();
     assert!(written_again >= 10, "{written_again}");
 }
 
