@@ -552,9 +552,9 @@ async fn holding_upstream(
     prompt: u64,
     hold: Duration,
 ) -> (SocketAddr, Arc<std::sync::Mutex<Vec<Value>>>) {
+    use futures_util::StreamExt;
     let received: Arc<std::sync::Mutex<Vec<Value>>> = Arc::default();
     let bodies = received.clone();
-    use futures_util::StreamExt;
     let answer = move |body: axum::body::Bytes| {
         let bodies = bodies.clone();
         async move {
@@ -611,10 +611,12 @@ async fn holding_upstream(
 async fn an_answers_count_is_recorded_before_the_sessions_next_request_is_judged() {
     use futures_util::StreamExt;
     const WINDOW: usize = 16_000;
+    // The provider's count of every request: it leaves the reply less than the client asks.
+    const COUNTED: u64 = 13_500;
     // Long enough that no busy machine reaches the stream's end first; the test does not wait
     // for it (the client lets go of the stream).
     const HOLD: Duration = Duration::from_secs(10);
-    let (upstream, received) = holding_upstream(13_500, HOLD).await;
+    let (upstream, received) = holding_upstream(COUNTED, HOLD).await;
     let running = proxy_to(upstream, WINDOW, |_| {}).await;
     for stream in [true, false] {
         let session = format!("at-once-{stream}");
@@ -658,7 +660,7 @@ async fn an_answers_count_is_recorded_before_the_sessions_next_request_is_judged
         running.proxy.flushed().await;
         let bodies = received.lock().unwrap().clone();
         let limit = bodies.last().unwrap()["max_tokens"].as_u64().unwrap();
-        let room = WINDOW as u64 - 13_500;
+        let room = WINDOW as u64 - COUNTED;
         assert!(
             limit < room,
             "stream {stream}: the next request went out with max_tokens {limit}, past the {room} the provider's count leaves"
