@@ -571,6 +571,12 @@ impl Compactor {
             context_window: Some(tail.context_window),
             previous_request_ms: state.last_request_ms,
             skip_walk,
+            // A cold cache has nothing to rewrite: the whole request is written again anyway.
+            cache_rewrite_cost: if cold {
+                0.0
+            } else {
+                tail.rules.cache_rewrite_cost
+            },
         };
         let prune = pruner.prune_counted(conversation, counts, &mut state.log, request)?;
         let now = self.clock.now_ms();

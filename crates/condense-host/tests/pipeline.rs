@@ -1901,3 +1901,68 @@ async fn every_session_keeps_its_roles_alternating_when_compacted() {
         "{checked:?} compactions checked"
     );
 }
+
+/// OpenHands viewing the same file three times in a row (ponyc-4595: a 20,740-character view at
+/// messages 11, 15 and 19), sent request by request as the harness sends it, whole: each request
+/// that brings the view again carries the text once, whole, at its newest place, and the older
+/// views, inside the skip boundary (the run's last ten calls), as pointers to a newer one; every
+/// later request carries the same pointers byte for byte (frozen), and nothing before the
+/// compaction the window forces changes but them.
+#[tokio::test]
+async fn a_file_viewed_again_is_sent_once_at_its_newest_place() {
+    let transcript =
+        condense_core::testing::transcript("openai/openhands-ponylang__ponyc-4595").unwrap();
+    let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+    let view = |index: usize| {
+        conversation.messages[index].parts[0]
+            .as_tool_result()
+            .unwrap()
+    };
+    let text = view(11).content.text().into_owned();
+    assert!(text.len() > 20_000);
+    assert_eq!(view(15).content.text(), text);
+    assert_eq!(view(19).content.text(), text);
+    let ours = compactor(&config());
+    let mut state = SessionState::default();
+    let mut pointers: Vec<(usize, String)> = Vec::new();
+    for end in [16, 18, 20, 22] {
+        let request = Conversation {
+            messages: conversation.messages[..end].to_vec(),
+            ..conversation.clone()
+        };
+        let sent = ours.prepare(request.clone(), &mut state).await.unwrap();
+        assert!(
+            matches!(sent.report.compaction, CompactionOutcome::NotDue),
+            "request {end}: {:?}",
+            sent.report.compaction
+        );
+        let messages = &sent.conversation.messages;
+        let shown = |index: usize| messages[index].parts[0].as_tool_result().unwrap();
+        let newest = if end > 19 { 19 } else { 15 };
+        assert_eq!(shown(newest).content.text(), text, "request {end}");
+        for older in [11, 15].into_iter().filter(|&older| older < newest) {
+            let pointer = shown(older).content.text().into_owned();
+            assert!(
+                pointer.starts_with("[condense: same output as the later str_replace_editor call"),
+                "request {end}, message {older}: {pointer}"
+            );
+            match pointers.iter().find(|(at, _)| *at == older) {
+                Some((_, before)) => assert_eq!(&pointer, before, "request {end}: not frozen"),
+                None => pointers.push((older, pointer)),
+            }
+        }
+        let whole = messages
+            .iter()
+            .flat_map(|message| &message.parts)
+            .filter_map(Part::as_tool_result)
+            .filter(|result| result.content.text() == text)
+            .count();
+        assert_eq!(whole, 1, "request {end}: the view sent {whole} times");
+        for (index, (before, after)) in request.messages.iter().zip(messages).enumerate() {
+            if index != 11 && index != 15 {
+                assert_eq!(before, after, "request {end}: message {index} changed");
+            }
+        }
+    }
+    assert_eq!(pointers.len(), 2);
+}

@@ -101,7 +101,7 @@ impl std::fmt::Debug for Pruner<'_> {
 }
 
 /// What one call knows about the request it prepares, beyond the conversation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PruneRequest {
     /// The model's context window: adaptive thresholds, the autonomous-run boundary and the one
     /// exception to the skip boundary need it.
@@ -115,6 +115,12 @@ pub struct PruneRequest {
     /// prefix costs a cache write that pays only when it saves a summary or a failure. Frozen
     /// decisions, the agent's trims, microcompact and the per-turn budget still apply.
     pub skip_walk: bool,
+    /// What a token of the provider's cached prefix costs more, in cache reads, when a
+    /// replacement makes the provider read it again uncached (`compaction.cache_rewrite_cost`,
+    /// as the request's model prices it): what a duplicate of a fresh result must save to be
+    /// replaced ([`crate::PruneRules::duplicates_of_fresh`]). `0`, where no cache is kept (a saved
+    /// file compacted offline).
+    pub cache_rewrite_cost: f64,
 }
 
 impl PruneRequest {
@@ -124,6 +130,7 @@ impl PruneRequest {
             context_window,
             previous_request_ms: None,
             skip_walk: false,
+            cache_rewrite_cost: 0.0,
         }
     }
 }
@@ -262,7 +269,8 @@ impl Pruner<'_> {
     ///
     /// The steps are phase 1's rules in order (ARCHITECTURE.md, "Where to add"): frozen decisions first, the agent's trims, then
     /// time-based microcompact (which, when it clears anything, ends the call's rules there), the
-    /// per-turn budget, and the walk; every original is stored before anything changes.
+    /// per-turn budget, the walk, and the duplicates of the request's fresh results; every
+    /// original is stored before anything changes.
     pub fn prune(
         &self,
         conversation: &mut Conversation,
@@ -304,11 +312,21 @@ impl Pruner<'_> {
             WalkOutcome::default()
         } else {
             self.turn_budget(&mut plan, log, boundary, context_window, now)?;
-            if request.skip_walk {
+            let walk = if request.skip_walk {
                 WalkOutcome::default()
             } else {
                 self.walk(&mut plan, messages, boundary, thresholds, now)?
+            };
+            if self.settings.rules.duplicates_of_fresh {
+                self.repeats_of_fresh(
+                    &mut plan,
+                    messages,
+                    counts,
+                    request.cache_rewrite_cost,
+                    now,
+                )?;
             }
+            walk
         };
         self.store_originals(&plan)?;
         let (outputs, tokens_freed) = self.report(&plan);
@@ -339,6 +357,95 @@ impl Pruner<'_> {
             messages,
             microcompact,
         })
+    }
+
+    /// An output identical to one of the request's fresh results (those after its last
+    /// assistant message: what the agent has just been given) becomes a pointer to that fresh
+    /// one, inside the skip boundary too: the request still shows the agent every byte of it,
+    /// once, where the agent last asked for it (an editor's view of the same file three times
+    /// in a row, a test run again with nothing changed). Only where it pays on this very
+    /// request, by the cost model: the provider reads again, uncached, what follows the first
+    /// output replaced up to the last assistant message (`rewrite_cost` cache reads a token
+    /// more than reading it cached), and the request saves the outputs' tokens less their
+    /// pointers'. Every later request saves the same again and carries the same pointers (a
+    /// frozen decision); later still the gain only shrinks, as more follows the older copy, so
+    /// the one request the fresh copy arrives is when this is weighed.
+    fn repeats_of_fresh(
+        &self,
+        plan: &mut Plan<'_>,
+        messages: &[Message],
+        counts: &[usize],
+        rewrite_cost: f64,
+        now: u64,
+    ) -> Result<(), PruneError> {
+        let Some(last_answer) = messages
+            .iter()
+            .rposition(|message| message.role == condense_core::Role::Assistant)
+        else {
+            return Ok(());
+        };
+        let min_chars = self.settings.rules.duplicate_min_chars;
+        // The fresh results by tool and length: an older output is compared, byte for byte,
+        // only with those of its tool and length, so most requests compare nothing.
+        let fresh: Vec<(usize, &str, usize)> = plan
+            .outputs
+            .iter()
+            .enumerate()
+            .filter(|(_, output)| output.message > last_answer && shown_whole(output))
+            .filter_map(|(index, output)| {
+                let text = output.result.content.text();
+                (text.len() >= min_chars && text.chars().count() >= min_chars)
+                    .then(|| (index, output.tool, text.len()))
+            })
+            .collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let mut sizes: Option<Vec<usize>> = None;
+        let mut saved = 0usize;
+        let mut chosen = Vec::new();
+        for index in (0..plan.outputs.len()).rev() {
+            let output = &plan.outputs[index];
+            if output.message >= last_answer || output.protected || !shown_whole(output) {
+                continue;
+            }
+            let text = output.result.content.text();
+            let newer = fresh.iter().find_map(|&(other, tool, len)| {
+                (tool == output.tool
+                    && len == text.len()
+                    && plan.outputs[other].result.content.text() == text)
+                    .then_some(other)
+            });
+            let Some(newer) = newer else {
+                continue;
+            };
+            let replacement = self.placeholder(plan, index, &Ground::Duplicate(newer), now)?;
+            let gain = output
+                .tokens
+                .saturating_sub(self.counter.count_text(&replacement.content));
+            let sizes = sizes.get_or_insert_with(|| {
+                if counts.len() == messages.len() {
+                    counts.to_vec()
+                } else {
+                    self.counter.count_each(messages)
+                }
+            });
+            // What the provider read cached before and now reads again: the rest of the
+            // output's own message and every message after it that the last request sent.
+            let rewritten = sizes[output.message].saturating_sub(output.tokens)
+                + sizes[output.message + 1..last_answer].iter().sum::<usize>();
+            if (saved + gain) as f64 > rewritten as f64 * rewrite_cost {
+                saved += gain;
+                chosen.push((replacement, newer));
+            }
+        }
+        for (replacement, newer) in chosen {
+            plan.outputs[replacement.output].reason = Some(Reason::Duplicate {
+                newer: plan.outputs[newer].result.call_id.clone(),
+            });
+            plan.replacements.push(replacement);
+        }
+        Ok(())
     }
 
     /// Cuts every unprotected output in the messages `within` whose tokens exceed `limit` to a
@@ -772,10 +879,10 @@ impl Pruner<'_> {
     }
 
     /// Claude Code's per-turn budget over the outputs seen for the first time, before the skip
-    /// boundary. After it nothing is touched, with one exception: an output whose tokens alone
-    /// exceed the context window could never be sent, so it becomes a preview there too, and
-    /// wherever it is, even a protected tool's (protection keeps what can be sent; a request the
-    /// provider refuses keeps nothing).
+    /// boundary. After it the budget touches nothing, with one exception: an output whose
+    /// tokens alone exceed the context window could never be sent, so it becomes a preview
+    /// there too, and wherever it is, even a protected tool's (protection keeps what can be
+    /// sent; a request the provider refuses keeps nothing).
     fn turn_budget(
         &self,
         plan: &mut Plan<'_>,
@@ -1356,6 +1463,18 @@ fn original_bytes<'o>(output: &'o Output<'_>) -> Result<Cow<'o, [u8]>, PruneErro
         message: output.message,
         reason: error.to_string(),
     })
+}
+
+/// Whether `output` goes out as it is, whole: not replaced (before or by this call), not
+/// protected (a protected output is never the one replaced), and not a placeholder already.
+fn shown_whole(output: &Output<'_>) -> bool {
+    output.result.compacted.is_none()
+        && match &output.reason {
+            None => true,
+            Some(reason) => {
+                !reason.replaces() && !matches!(reason, Reason::AlreadyReplaced | Reason::Protected)
+            }
+        }
 }
 
 fn duplicate_key(tool: &str, text: &str) -> u64 {

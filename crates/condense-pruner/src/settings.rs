@@ -40,7 +40,8 @@ pub struct PruneRules {
     /// Every configuration layer and every plugin adds to it; none removes one.
     pub protected_tools: BTreeSet<String>,
     /// Nothing at or after this many user turns from the end is touched (opencode: 2), except
-    /// an output larger than the whole context window, which becomes a preview.
+    /// an output larger than the whole context window, which becomes a preview, and one
+    /// identical to a fresh result, which points to it ([`PruneRules::duplicates_of_fresh`]).
     pub skip_user_turns: usize,
     /// When what follows the user-turn boundary is more than half the context window (an
     /// autonomous run: one task, hundreds of steps), the boundary is the call this many tool
@@ -63,6 +64,10 @@ pub struct PruneRules {
     /// Outputs shorter than this are never replaced as duplicates: the pointer would not be much
     /// shorter than the output.
     pub duplicate_min_chars: usize,
+    /// An output identical to one of the request's fresh results becomes a pointer to it,
+    /// inside the skip boundary too, where that pays on the request itself
+    /// ([`crate::PruneRequest::cache_rewrite_cost`]): the request still shows every byte of it once.
+    pub duplicates_of_fresh: bool,
     /// A read whose path a later call edits, writes or reads again is stale (Claude Code's
     /// supersede stage): it becomes a candidate of the walk before the protect window is
     /// counted, outside the skip boundary only.

@@ -143,11 +143,17 @@ proptest! {
         settings in settings(),
         window in prop::option::of(200..20_000usize),
         previous in previous(),
+        rewrite in prop::sample::select(vec![0.0, 3.0, 11.5]),
     ) {
         let original = build(&turns);
         let mut pruned = original.clone();
         let store = MemoryStore::new();
-        let request = PruneRequest { context_window: window, previous_request_ms: previous, ..PruneRequest::default() };
+        let request = PruneRequest {
+            context_window: window,
+            previous_request_ms: previous,
+            skip_walk: false,
+            cache_rewrite_cost: rewrite,
+        };
         let report = run_in(&settings, &mut pruned, &mut DecisionLog::new(), &store, request);
         let boundary = report.boundary;
         // Microcompact: only a cold cache clears, and never the most recent results of its tools.
@@ -179,13 +185,26 @@ proptest! {
                 if a.content == b.content {
                     continue;
                 }
-                // The skip boundary's one exception, and a protected tool's: an output larger
+                // The skip boundary's first exception, and a protected tool's: an output larger
                 // than the whole window, which no request could carry.
                 let too_large = window.is_some_and(|window| decision.tokens_before > window);
                 prop_assert!(!settings.rules.protected_tools.contains(tool)
                     || (decision.reason == Reason::OverTurnBudget && too_large),
                     "protected {} changed: {:?}", tool, decision.reason);
-                prop_assert!(index < boundary || (decision.reason == Reason::OverTurnBudget && too_large),
+                // And one by choice: an output identical to one of the request's fresh results
+                // (after its last assistant message), which the request still shows whole.
+                let shown_fresh = match &decision.reason {
+                    Reason::Duplicate { newer } => {
+                        let last_answer = pruned.messages.iter().rposition(|m| m.role == Role::Assistant);
+                        pruned.messages.iter().enumerate().any(|(at, message)| {
+                            last_answer.is_some_and(|last| at > last)
+                                && message.parts.iter().any(|part| matches!(part,
+                                    Part::ToolResult(fresh) if &fresh.call_id == newer && fresh.content == a.content))
+                        })
+                    }
+                    _ => false,
+                };
+                prop_assert!(index < boundary || (decision.reason == Reason::OverTurnBudget && too_large) || shown_fresh,
                     "message {} at or after the boundary {} changed: {:?} ({} tokens, window {:?})",
                     index, boundary, decision.reason, decision.tokens_before, window);
                 let ToolOutput::Text(text) = &a.content else { unreachable!() };
@@ -346,7 +365,7 @@ fn the_generators_exercise_every_rule() {
 
     let mut runner = TestRunner::deterministic();
     let (mut pruned, mut previews, mut duplicates, mut frozen_cases) = (0, 0, 0, 0);
-    let mut cleared = 0;
+    let (mut cleared, mut inside) = (0, 0);
     for _ in 0..200 {
         let turns = turns().new_tree(&mut runner).unwrap().current();
         let settings = settings().new_tree(&mut runner).unwrap().current();
@@ -361,6 +380,10 @@ fn the_generators_exercise_every_rule() {
         pruned += usize::from(has(|r| *r == Reason::Pruned));
         previews += usize::from(has(|r| *r == Reason::OverTurnBudget));
         duplicates += usize::from(has(|r| matches!(r, Reason::Duplicate { .. })));
+        inside +=
+            usize::from(report.outputs.iter().any(|o| {
+                matches!(o.reason, Reason::Duplicate { .. }) && o.message >= report.boundary
+            }));
         frozen_cases += usize::from(report.replaced() > 0);
         let cold = PruneRequest {
             context_window: None,
@@ -389,6 +412,10 @@ fn the_generators_exercise_every_rule() {
     assert!(
         duplicates >= 10,
         "only {duplicates} of 200 cases replaced a duplicate"
+    );
+    assert!(
+        inside >= 5,
+        "only {inside} of 200 cases replaced a duplicate of a fresh result inside the boundary"
     );
     assert!(
         frozen_cases >= 60,

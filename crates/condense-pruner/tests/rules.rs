@@ -427,6 +427,131 @@ fn an_output_identical_to_a_newer_one_points_to_it() {
     assert_eq!(output_text(&conversation.messages[6]), listing);
 }
 
+/// An agent viewing the same file again, a short call between: the fresh view stays where the
+/// agent asked for it, whole, and the older one, inside the skip boundary, points to it, as
+/// the request saves more than the provider reads again after it. The pointer is frozen: the
+/// next request carries it byte for byte, with the original stored.
+#[test]
+fn an_output_identical_to_a_fresh_result_points_to_it_inside_the_boundary() {
+    let view = words(400, "cat -n parser.c");
+    let mut conversation = Conversation::new(vec![
+        user("fix the parser"),
+        call("first", "str_replace_editor"),
+        result("first", &view),
+        call("grep", "bash"),
+        result("grep", "29:DECL(pattern);"),
+        call("again", "str_replace_editor"),
+        result("again", &view),
+    ]);
+    let settings = PruneSettings::built_in().unwrap();
+    let store = MemoryStore::new();
+    let counter = Tiktoken::default();
+    let request = PruneRequest {
+        cache_rewrite_cost: 11.5,
+        ..PruneRequest::window(Some(32_000))
+    };
+    let mut log = DecisionLog::new();
+    let report = pruner(&settings, &counter, &store)
+        .prune(&mut conversation, &mut log, request)
+        .unwrap();
+    assert_eq!(report.boundary, 0, "one user turn: everything is inside");
+    assert_eq!(
+        reason_of(&report, "first"),
+        Reason::Duplicate {
+            newer: "again".into()
+        }
+    );
+    assert_eq!(reason_of(&report, "grep"), Reason::InsideBoundary);
+    let pointer = output_text(&conversation.messages[2]);
+    assert!(
+        pointer.starts_with("[condense: same output as the later str_replace_editor call again ("),
+        "{pointer}"
+    );
+    assert_eq!(output_text(&conversation.messages[6]), view);
+    let handle = &conversation.messages[2].parts[0]
+        .as_tool_result()
+        .unwrap()
+        .compacted
+        .as_ref()
+        .unwrap()
+        .handle;
+    assert_eq!(store.get(handle).unwrap(), view.as_bytes());
+
+    // The next request, from the harness as it sent the first (the older view whole): the
+    // same pointer, byte for byte, where the fresh view is no longer fresh.
+    let mut next = Conversation::new(vec![
+        user("fix the parser"),
+        call("first", "str_replace_editor"),
+        result("first", &view),
+        call("grep", "bash"),
+        result("grep", "29:DECL(pattern);"),
+        call("again", "str_replace_editor"),
+        result("again", &view),
+        call("edit", "bash"),
+        result("edit", "done"),
+    ]);
+    let report = pruner(&settings, &counter, &store)
+        .prune(&mut next, &mut log, request)
+        .unwrap();
+    assert_eq!(reason_of(&report, "first"), Reason::Frozen);
+    assert_eq!(output_text(&next.messages[2]), pointer);
+    assert_eq!(output_text(&next.messages[6]), view);
+}
+
+/// The same view again after a long output the last request sent: replacing the older view
+/// would have the provider read that output again uncached, which costs more than the view
+/// saves, so both stay whole where a cache is kept; offline, with no cache to rewrite, the
+/// older one points to the fresh one. A protected tool's repeat, and a repeat of an output
+/// that is not fresh, stay whole either way.
+#[test]
+fn a_duplicate_of_a_fresh_result_goes_only_where_it_pays() {
+    let view = words(400, "cat -n parser.c");
+    let conversation = Conversation::new(vec![
+        user("fix the parser"),
+        call("first", "str_replace_editor"),
+        result("first", &view),
+        call("log", "bash"),
+        result("log", &words(2_000, "make output")),
+        call("skill", "skill"),
+        result("skill", &view),
+        call("again", "str_replace_editor"),
+        result("again", &view),
+    ]);
+    let mut settings = PruneSettings::built_in().unwrap();
+    settings.rules.protected_tools.insert("skill".into());
+    let counter = Tiktoken::default();
+    let run = |settings: &PruneSettings, rewrite: f64| {
+        let mut conversation = conversation.clone();
+        let request = PruneRequest {
+            cache_rewrite_cost: rewrite,
+            ..PruneRequest::window(Some(32_000))
+        };
+        let report = pruner(settings, &counter, &MemoryStore::new())
+            .prune(&mut conversation, &mut DecisionLog::new(), request)
+            .unwrap();
+        (report, conversation)
+    };
+    let (warm, unchanged) = run(&settings, 3.0);
+    assert_eq!(reason_of(&warm, "first"), Reason::InsideBoundary);
+    assert_eq!(unchanged, conversation);
+    let (offline, pruned) = run(&settings, 0.0);
+    assert_eq!(
+        reason_of(&offline, "first"),
+        Reason::Duplicate {
+            newer: "again".into()
+        }
+    );
+    assert_eq!(reason_of(&offline, "skill"), Reason::Protected);
+    assert_eq!(output_text(&pruned.messages[6]), view);
+    assert_eq!(output_text(&pruned.messages[8]), view);
+
+    // Off, nothing inside the boundary is touched.
+    settings.rules.duplicates_of_fresh = false;
+    let (off, untouched) = run(&settings, 0.0);
+    assert_eq!(reason_of(&off, "first"), Reason::InsideBoundary);
+    assert_eq!(untouched, conversation);
+}
+
 struct BrokenStore;
 
 impl Store for BrokenStore {

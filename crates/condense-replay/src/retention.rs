@@ -6,11 +6,13 @@
 //! the request),
 //! every file path the agent's calls touched (named anywhere: in a call, a summary, a
 //! placeholder), and the [`RECENT_CALLS`] most recent tool calls with their outputs (an output
-//! whole counts one; cut to a preview, a prefix of it, half; replaced or gone, nothing). The
+//! whole counts one, as does one whose result stands in for a text another call's result
+//! shows whole in the same request; cut to a preview, a prefix of it, half; replaced or gone,
+//! nothing). The
 //! share is the items' sum over their number; a request the provider refuses (over the window)
 //! shows the model nothing, and holds 0.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use condense_core::{Message, Part, ToolOutput};
 
@@ -135,9 +137,15 @@ impl Produced {
                 _ => None,
             })
             .collect();
+        // Every output the request shows whole, under whichever call.
+        let whole: HashSet<&str> = results.values().map(String::as_str).collect();
         for (id, original) in &self.recent {
             kept += match results.get(id.as_str()) {
                 Some(shown) if shown == original => 1.0,
+                // The call's result is there, pointing elsewhere, and its very text is shown
+                // whole by another call's result of the same request (an output identical to a
+                // later one, replaced by a pointer to it): nothing of it is missing.
+                Some(_) if whole.contains(original.as_str()) => 1.0,
                 Some(shown) if is_preview(shown, original) => 0.5,
                 _ => 0.0,
             };
@@ -252,6 +260,33 @@ mod tests {
         assert!((produced.share_in(&summary) - 2.0 / 3.0).abs() < 1e-9);
         assert_eq!(produced.share_in(&[]), 0.0);
         assert_eq!(Produced::default().share_in(&[]), 1.0);
+    }
+
+    /// An output replaced by a pointer to a later call's identical output is shown whole, as
+    /// long as the request shows that later output whole; dropped, or pointing at an output
+    /// the request no longer shows whole, it is not.
+    #[test]
+    fn an_output_shown_whole_under_a_later_call_counts_whole() {
+        let output = "fn main() {}\n".repeat(50);
+        let history = vec![
+            Message::text(Role::User, "Fix the parser in src/parse.rs please"),
+            call("c1", "/repo/src/parse.rs"),
+            result("c1", &output),
+            call("c2", "/repo/src/parse.rs"),
+            result("c2", &output),
+        ];
+        let produced = Produced::of(&history);
+        assert_eq!(produced.items(), 4);
+        let mut pointed = history.clone();
+        pointed[2] = result("c1", "[condense: same output as the later Read call c2]");
+        assert_eq!(produced.share_in(&pointed), 1.0);
+        // The later one cut to a preview as well: neither is shown whole any more.
+        let mut both = pointed.clone();
+        both[4] = result("c2", &format!("{}\n[cut]", &output[..200]));
+        assert!((produced.share_in(&both) - 2.5 / 4.0).abs() < 1e-9);
+        // The call and its result gone: the text elsewhere does not bring it back.
+        let dropped = vec![history[0].clone(), history[3].clone(), history[4].clone()];
+        assert!((produced.share_in(&dropped) - 3.0 / 4.0).abs() < 1e-9);
     }
 
     /// A directory named with and without its last `/` is one item, shown by either form.
