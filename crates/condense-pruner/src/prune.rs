@@ -419,6 +419,9 @@ impl Pruner<'_> {
             let Some(newer) = newer else {
                 continue;
             };
+            if id_reused(plan, index) {
+                continue;
+            }
             let replacement = self.placeholder(plan, index, &Ground::Duplicate(newer), now)?;
             let gain = output
                 .tokens
@@ -1254,7 +1257,7 @@ impl Walk<'_> {
                         && plan.outputs[other].result.content.text() == text
                 })
             });
-        if let Some(newer) = newer {
+        if let Some(newer) = newer.filter(|_| !id_reused(plan, index)) {
             self.candidates.push((index, Ground::Duplicate(newer)));
             return;
         }
@@ -1463,6 +1466,19 @@ fn original_bytes<'o>(output: &'o Output<'_>) -> Result<Cow<'o, [u8]>, PruneErro
         message: output.message,
         reason: error.to_string(),
     })
+}
+
+/// Whether another output of the conversation answers a call of the same id as output `index`
+/// (SWE-agent reuses ids). A decision is logged by call id, and the next request repeats it on
+/// every output under that id with the same original: a pointer from an older copy to a newer
+/// identical one would then replace the newer one too, and the text be sent nowhere.
+fn id_reused(plan: &Plan<'_>, index: usize) -> bool {
+    let id = &plan.outputs[index].result.call_id;
+    plan.outputs
+        .iter()
+        .filter(|other| &other.result.call_id == id)
+        .nth(1)
+        .is_some()
 }
 
 /// Whether `output` goes out as it is, whole: not replaced (before or by this call), not

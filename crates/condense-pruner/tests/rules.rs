@@ -552,6 +552,59 @@ fn a_duplicate_of_a_fresh_result_goes_only_where_it_pays() {
     assert_eq!(untouched, conversation);
 }
 
+/// A harness that reuses a call id (SWE-agent does) and gets the same output under it again:
+/// the older copy stays whole, as a duplicate of the fresh one or, older than the boundary, of
+/// a newer one. Its decision, logged by that id, would be repeated on the next request on every
+/// identical output under the id, the newer one too, and the text would be sent nowhere.
+#[test]
+fn a_duplicate_under_a_reused_call_id_stays_whole() {
+    let view = words(400, "cat -n parser.c");
+    let conversation = Conversation::new(vec![
+        user("fix the parser"),
+        call("view", "str_replace_editor"),
+        result("view", &view),
+        call("grep", "bash"),
+        result("grep", "29:DECL(pattern);"),
+        call("view", "str_replace_editor"),
+        result("view", &view),
+    ]);
+    let settings = PruneSettings::built_in().unwrap();
+    let (counter, store) = (Tiktoken::default(), MemoryStore::new());
+    let request = PruneRequest {
+        cache_rewrite_cost: 11.5,
+        ..PruneRequest::window(Some(32_000))
+    };
+    let mut log = DecisionLog::new();
+    for _ in 0..2 {
+        let mut sent = conversation.clone();
+        pruner(&settings, &counter, &store)
+            .prune(&mut sent, &mut log, request)
+            .unwrap();
+        assert_eq!(sent, conversation);
+    }
+
+    // The walk's duplicates, before the boundary (two user turns after them).
+    let mut walked = conversation.clone();
+    walked
+        .messages
+        .extend([user("and now?"), assistant("ok"), user("again")]);
+    let walk = {
+        let mut s = PruneSettings::built_in().unwrap();
+        s.rules.minimum_tokens = 0;
+        s.rules.duplicates_of_fresh = false;
+        s
+    };
+    let mut log = DecisionLog::new();
+    for _ in 0..2 {
+        let mut sent = walked.clone();
+        let report = pruner(&walk, &counter, &store)
+            .prune(&mut sent, &mut log, PruneRequest::default())
+            .unwrap();
+        assert!(report.boundary > 6);
+        assert_eq!(sent, walked);
+    }
+}
+
 struct BrokenStore;
 
 impl Store for BrokenStore {

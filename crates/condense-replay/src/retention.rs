@@ -145,7 +145,7 @@ impl Produced {
                 // The call's result is there, pointing elsewhere, and its very text is shown
                 // whole by another call's result of the same request (an output identical to a
                 // later one, replaced by a pointer to it): nothing of it is missing.
-                Some(_) if whole.contains(original.as_str()) => 1.0,
+                Some(_) if !original.is_empty() && whole.contains(original.as_str()) => 1.0,
                 Some(shown) if is_preview(shown, original) => 0.5,
                 _ => 0.0,
             };
