@@ -567,17 +567,7 @@ impl Compactor {
                     !early
                 }
             };
-        let request = PruneRequest {
-            context_window: Some(tail.context_window),
-            previous_request_ms: state.last_request_ms,
-            skip_walk,
-            // A cold cache has nothing to rewrite: the whole request is written again anyway.
-            cache_rewrite_cost: if cold {
-                0.0
-            } else {
-                tail.rules.cache_rewrite_cost
-            },
-        };
+        let request = prune_request(tail, state, skip_walk, cold);
         let prune = pruner.prune_counted(conversation, counts, &mut state.log, request)?;
         let now = self.clock.now_ms();
         state.last_request_ms = Some(now);
@@ -2444,6 +2434,27 @@ fn due_tokens(
             let freed = tokens_in.saturating_sub(tokens);
             provider.saturating_sub(freed.saturating_sub(prune.frozen_tokens_up_to(at_message)))
         }
+    }
+}
+
+/// What phase 1 is told of a harness's request: its window, when the session's last request
+/// went out, whether the walk is left out, and what a rewrite of the provider's cached prefix
+/// costs (nothing where the cache is cold: the whole request is written again anyway).
+fn prune_request(
+    tail: &TailSettings,
+    state: &SessionState,
+    skip_walk: bool,
+    cold: bool,
+) -> PruneRequest {
+    PruneRequest {
+        context_window: Some(tail.context_window),
+        previous_request_ms: state.last_request_ms,
+        skip_walk,
+        cache_rewrite_cost: if cold {
+            0.0
+        } else {
+            tail.rules.cache_rewrite_cost
+        },
     }
 }
 

@@ -427,6 +427,19 @@ fn an_output_identical_to_a_newer_one_points_to_it() {
     assert_eq!(output_text(&conversation.messages[6]), listing);
 }
 
+/// An agent's editor viewing `view` under call `first`, making the calls of `between`, then
+/// viewing it again under call `again`: the request that brings the second view.
+fn viewed_again(first: &str, between: &[Message], again: &str, view: &str) -> Conversation {
+    let mut messages = vec![
+        user("fix the parser"),
+        call(first, "str_replace_editor"),
+        result(first, view),
+    ];
+    messages.extend_from_slice(between);
+    messages.extend([call(again, "str_replace_editor"), result(again, view)]);
+    Conversation::new(messages)
+}
+
 /// An agent viewing the same file again, a short call between: the fresh view stays where the
 /// agent asked for it, whole, and the older one, inside the skip boundary, points to it, as
 /// the request saves more than the provider reads again after it. The pointer is frozen: the
@@ -434,15 +447,9 @@ fn an_output_identical_to_a_newer_one_points_to_it() {
 #[test]
 fn an_output_identical_to_a_fresh_result_points_to_it_inside_the_boundary() {
     let view = words(400, "cat -n parser.c");
-    let mut conversation = Conversation::new(vec![
-        user("fix the parser"),
-        call("first", "str_replace_editor"),
-        result("first", &view),
-        call("grep", "bash"),
-        result("grep", "29:DECL(pattern);"),
-        call("again", "str_replace_editor"),
-        result("again", &view),
-    ]);
+    let grep = [call("grep", "bash"), result("grep", "29:DECL(pattern);")];
+    let original = viewed_again("first", &grep, "again", &view);
+    let mut conversation = original.clone();
     let settings = PruneSettings::built_in().unwrap();
     let store = MemoryStore::new();
     let counter = Tiktoken::default();
@@ -479,17 +486,9 @@ fn an_output_identical_to_a_fresh_result_points_to_it_inside_the_boundary() {
 
     // The next request, from the harness as it sent the first (the older view whole): the
     // same pointer, byte for byte, where the fresh view is no longer fresh.
-    let mut next = Conversation::new(vec![
-        user("fix the parser"),
-        call("first", "str_replace_editor"),
-        result("first", &view),
-        call("grep", "bash"),
-        result("grep", "29:DECL(pattern);"),
-        call("again", "str_replace_editor"),
-        result("again", &view),
-        call("edit", "bash"),
-        result("edit", "done"),
-    ]);
+    let mut next = original;
+    next.messages
+        .extend([call("edit", "bash"), result("edit", "done")]);
     let report = pruner(&settings, &counter, &store)
         .prune(&mut next, &mut log, request)
         .unwrap();
@@ -506,17 +505,13 @@ fn an_output_identical_to_a_fresh_result_points_to_it_inside_the_boundary() {
 #[test]
 fn a_duplicate_of_a_fresh_result_goes_only_where_it_pays() {
     let view = words(400, "cat -n parser.c");
-    let conversation = Conversation::new(vec![
-        user("fix the parser"),
-        call("first", "str_replace_editor"),
-        result("first", &view),
+    let between = [
         call("log", "bash"),
         result("log", &words(2_000, "make output")),
         call("skill", "skill"),
         result("skill", &view),
-        call("again", "str_replace_editor"),
-        result("again", &view),
-    ]);
+    ];
+    let conversation = viewed_again("first", &between, "again", &view);
     let mut settings = PruneSettings::built_in().unwrap();
     settings.rules.protected_tools.insert("skill".into());
     let counter = Tiktoken::default();
@@ -559,15 +554,8 @@ fn a_duplicate_of_a_fresh_result_goes_only_where_it_pays() {
 #[test]
 fn a_duplicate_under_a_reused_call_id_stays_whole() {
     let view = words(400, "cat -n parser.c");
-    let conversation = Conversation::new(vec![
-        user("fix the parser"),
-        call("view", "str_replace_editor"),
-        result("view", &view),
-        call("grep", "bash"),
-        result("grep", "29:DECL(pattern);"),
-        call("view", "str_replace_editor"),
-        result("view", &view),
-    ]);
+    let grep = [call("grep", "bash"), result("grep", "29:DECL(pattern);")];
+    let conversation = viewed_again("view", &grep, "view", &view);
     let settings = PruneSettings::built_in().unwrap();
     let (counter, store) = (Tiktoken::default(), MemoryStore::new());
     let request = PruneRequest {
