@@ -567,7 +567,9 @@ impl Compactor {
                     !early
                 }
             };
-        let request = prune_request(tail, state, skip_walk, cold);
+        // A file pruned or compacted on purpose has no cache of the provider's to keep warm.
+        let warm = asked.phases == (Phases::Both { automatic: true }) && !cold;
+        let request = prune_request(tail, state, skip_walk, warm);
         let prune = pruner.prune_counted(conversation, counts, &mut state.log, request)?;
         let now = self.clock.now_ms();
         state.last_request_ms = Some(now);
@@ -2437,23 +2439,24 @@ fn due_tokens(
     }
 }
 
-/// What phase 1 is told of a harness's request: its window, when the session's last request
-/// went out, whether the walk is left out, and what a rewrite of the provider's cached prefix
-/// costs (nothing where the cache is cold: the whole request is written again anyway).
+/// What phase 1 is told of a request: its window, when the session's last request went out,
+/// whether the walk is left out, and what a rewrite of the provider's cached prefix costs
+/// (nothing but where the provider's cache is `warm`: a cold one has the whole request written
+/// again anyway, and a file compacted on purpose has none).
 fn prune_request(
     tail: &TailSettings,
     state: &SessionState,
     skip_walk: bool,
-    cold: bool,
+    warm: bool,
 ) -> PruneRequest {
     PruneRequest {
         context_window: Some(tail.context_window),
         previous_request_ms: state.last_request_ms,
         skip_walk,
-        cache_rewrite_cost: if cold {
-            0.0
-        } else {
+        cache_rewrite_cost: if warm {
             tail.rules.cache_rewrite_cost
+        } else {
+            0.0
         },
     }
 }

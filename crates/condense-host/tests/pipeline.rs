@@ -1966,3 +1966,60 @@ async fn a_file_viewed_again_is_sent_once_at_its_newest_place() {
     }
     assert_eq!(pointers.len(), 2);
 }
+
+/// The same file viewed again after a long build log the last request sent: on a harness's
+/// request, with the provider's cache warm, the older view stays, as pointing it at the fresh
+/// one would have the provider read the log again uncached, which costs more than the view
+/// saves; the same session pruned or compacted on purpose, a file with no cache to keep warm,
+/// has it point to the fresh view.
+#[tokio::test]
+async fn a_repeat_behind_a_long_output_goes_only_where_no_cache_is_kept() {
+    let view: String = (0..150)
+        .map(|line| format!("{line:>6}\tDEF(pattern_{line});\n"))
+        .collect();
+    let log: String = (0..300)
+        .map(|line| format!("[{line}/300] Building C object src/libponyc/{line}.c.o\n"))
+        .collect();
+    let call = |id: &str, command: &str| serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "str_replace_editor", "arguments": serde_json::json!({"command": command, "path": "/src/parser.c"}).to_string()}}]});
+    let output = |id: &str, text: &str| serde_json::json!({"role": "tool", "tool_call_id": id, "content": text});
+    let session = chat(&[
+        serde_json::json!({"role": "system", "content": "You are a coding agent."}),
+        serde_json::json!({"role": "user", "content": "Fix the parser."}),
+        call("first", "view"),
+        output("first", &view),
+        call("build", "make"),
+        output("build", &log),
+        call("again", "view"),
+        output("again", &view),
+    ]);
+    let older = |conversation: &Conversation| {
+        let first = conversation
+            .messages
+            .iter()
+            .flat_map(|message| &message.parts)
+            .filter_map(Part::as_tool_result)
+            .find(|result| result.call_id == "first");
+        first.unwrap().content.text().into_owned()
+    };
+    let ours = compactor(&config());
+    let sent = ours
+        .prepare(session.clone(), &mut SessionState::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        older(&sent.conversation),
+        view,
+        "a warm cache: the view stays"
+    );
+    for on_purpose in [
+        ours.prune(session.clone()).await.unwrap(),
+        ours.compact(session.clone()).await.unwrap(),
+    ] {
+        let pointer = older(&on_purpose.conversation);
+        assert!(
+            pointer
+                .starts_with("[condense: same output as the later str_replace_editor call again"),
+            "{pointer}"
+        );
+    }
+}

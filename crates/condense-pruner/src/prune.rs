@@ -406,9 +406,14 @@ impl Pruner<'_> {
         let mut chosen = Vec::new();
         for index in (0..plan.outputs.len()).rev() {
             let output = &plan.outputs[index];
-            if output.message >= last_answer || output.protected || !shown_whole(output) {
+            if output.message >= last_answer
+                || output.protected
+                || !shown_whole(output)
+                || !fresh.iter().any(|&(_, tool, _)| tool == output.tool)
+            {
                 continue;
             }
+            // Only now its text: an output of blocks is written out as JSON to be compared.
             let text = output.result.content.text();
             let newer = fresh.iter().find_map(|&(other, tool, len)| {
                 (tool == output.tool
