@@ -146,11 +146,13 @@ class RefusingModel(GenericFakeChatModel):
 
 
 def resumed_history(steps):
-    """A resumed thread: the person's request and `steps` tool calls with long outputs."""
+    """A resumed thread: the person's request and `steps` tool calls with long outputs, each
+    its own (an output identical to the last one would be sent once, as a pointer to it)."""
     history = [HumanMessage("count a lot")]
     for i in range(steps):
-        history.append(AIMessage(content="", tool_calls=[{"name": "count_to", "args": {"n": 1500}, "id": f"old_{i}"}]))
-        history.append(ToolMessage(count_to.invoke({"n": 1500}), tool_call_id=f"old_{i}"))
+        n = 1500 + i
+        history.append(AIMessage(content="", tool_calls=[{"name": "count_to", "args": {"n": n}, "id": f"old_{i}"}]))
+        history.append(ToolMessage(count_to.invoke({"n": n}), tool_call_id=f"old_{i}"))
     history.append(HumanMessage("go on"))
     return history
 
