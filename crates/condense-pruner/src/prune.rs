@@ -103,8 +103,8 @@ impl std::fmt::Debug for Pruner<'_> {
 /// What one call knows about the request it prepares, beyond the conversation.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PruneRequest {
-    /// The model's context window: adaptive thresholds, the autonomous-run boundary and the one
-    /// exception to the skip boundary need it.
+    /// The model's context window: adaptive thresholds, the autonomous-run boundary and the
+    /// skip boundary's exception for an output larger than the window need it.
     pub context_window: Option<usize>,
     /// When the harness sent its previous request (milliseconds since the epoch), for
     /// time-based microcompact. A conversation whose format timestamps its messages (Claude
