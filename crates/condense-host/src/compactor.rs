@@ -1707,7 +1707,8 @@ impl Compactor {
     /// answers among them ([`Weighing`]). When that cut would
     /// take the agent's recent work ([`keeps_recent_work`]), the cut of the wider tail that
     /// holds it whole ([`holding_recent_work`]), if that also costs less than the budget's tail
-    /// carried to a full window ([`condense_compact::wider_tail_pays`]); never a cut that takes it.
+    /// carried to a full window ([`condense_compact::wider_tail_pays`]). Where no such tail
+    /// holds it, the budget's own cut ([`Compactor::budget_cut_pays`]).
     fn pays_to_compact(
         &self,
         conversation: &Conversation,
@@ -1775,7 +1776,7 @@ impl Compactor {
         // The budget would cut the recent work to previews: kept whole in a wider tail instead,
         // where that costs less than waiting for the window with the budget's tail.
         let Some(wider) = holding_recent_work(messages, counts, tail) else {
-            return false;
+            return self.budget_cut_pays(&weigh, counts, tail, cold);
         };
         let cut = self.cut_unpreviewed(messages, counts, &wider);
         if cut.nothing_to_compact() || !keeps_recent_work(messages, &cut, &wider) {
@@ -1786,6 +1787,36 @@ impl Compactor {
         condense_compact::pays_to_compact(&early, &wider)
             && condense_compact::wider_tail_pays(&early, tail)
             || cold && condense_compact::pays_at_a_cold_cache(&early, &wider)
+    }
+
+    /// Whether the budget's own cut, made early, costs less than carrying the head, where no
+    /// tail within the tail's share of the window holds the recent work whole
+    /// ([`holding_recent_work`]): the compaction the window forces will cut the recent calls to
+    /// the budget's previews too, so made where the window is due before the session is likely
+    /// to end ([`due_before_the_end`]), the same cut saves carrying the head until then. Its
+    /// previews count as saved, as the summary does: they save what they cut on every request
+    /// after. Never a cut of the output the agent has just been given, which it has not acted on
+    /// yet: a last exchange over the budget is cut only when the window makes it necessary.
+    fn budget_cut_pays(
+        &self,
+        weigh: &Weighing<'_>,
+        counts: &[usize],
+        tail: &TailSettings,
+        cold: bool,
+    ) -> bool {
+        let messages = weigh.messages;
+        if !due_before_the_end(messages, counts, weigh.growth, tail) {
+            return false;
+        }
+        let cut = self.cut(messages, counts, tail);
+        if cut.nothing_to_compact() || cut.rule == condense_compact::TailRule::LastExchange {
+            return false;
+        }
+        let (carried, carried_tokens) = weigh.carried(&cut);
+        let mut early = weigh.at(&cut, carried_tokens, weigh.written(&cut, &carried));
+        early.head_tokens += cut.tail_tokens.saturating_sub(cut.kept_tokens);
+        condense_compact::pays_to_compact(&early, tail)
+            || cold && condense_compact::pays_at_a_cold_cache(&early, tail)
     }
 
     /// Whether the provider's cache has expired since the session's previous request: its
@@ -2511,9 +2542,11 @@ fn room(
 
 /// Whether `cut` keeps the agent's recent work as it is: its last `min_tail_calls` tool calls
 /// (all of them, when it has made fewer) in the tail, no output cut to a preview. An early
-/// compaction is a saving, not a necessity: it never takes from the agent what it is acting on;
-/// it keeps the recent calls whole, in a wider tail where they are more than the budget and that
-/// pays ([`holding_recent_work`]), or waits for the window to fill.
+/// compaction is a saving, not a necessity: it keeps the recent calls whole, in a wider tail
+/// where they are more than the budget and that pays ([`holding_recent_work`]), or waits for
+/// the window to fill; it takes from the agent what it is acting on only where no tail within
+/// the tail's share of the window holds it and the window is due before the session is likely
+/// to end ([`due_before_the_end`]), making early the cut the window would force.
 fn keeps_recent_work(messages: &[Message], cut: &Split, tail: &TailSettings) -> bool {
     let calls: usize = condense_core::answered_calls_from_end(&messages[cut.pinned..])
         .map(|(_, calls)| calls)
@@ -2580,9 +2613,17 @@ impl Weighing<'_> {
 
 /// `tail` with a budget that holds the agent's last `min_tail_calls` tool calls whole (all of
 /// them, when it has made fewer): the tokens from the step that made the earliest of them to
-/// the end, as far as half the usable room (what [`room`] leaves the tail at most). `None` when
-/// the budget holds them already or there are none. An early compaction that would otherwise
-/// wait for the window to fill keeps the recent work so ([`Compactor::pays_to_compact`]).
+/// the end, as far as the tail's share of the usable room (`tail_ratio`, and never past half
+/// of it, what [`room`] leaves the tail at most). `None` when the budget holds them already,
+/// when that share does, or when there are none. An early compaction that would otherwise wait
+/// for the window to fill keeps the recent work so ([`Compactor::pays_to_compact`]).
+///
+/// The share bounds it because the budget's cap (`max_tail_tokens`) is what a large window
+/// widens past: in a window whose budget is already the tail's whole share (32K), a tail past
+/// it leaves too little room to grow into and is rewritten at every compaction the cost model
+/// then makes. Measured (BENCHMARKS.md, "The recent work in a small window"): with half the
+/// room as the bound, condense cost more than Claude Code's rules at 16 of the 120 points of
+/// the frontier test, all but one at 32K, keeping 97.7-100 %.
 fn holding_recent_work(
     messages: &[Message],
     counts: &[usize],
@@ -2605,7 +2646,9 @@ fn holding_recent_work(
     let start = pinned + offset;
     let needed: usize = counts[start..].iter().sum();
     let budget = condense_compact::tail_budget(tail);
-    let widest = condense_compact::usable(tail) / 2;
+    let usable = condense_compact::usable(tail);
+    let share = (usable as f64 * tail.rules.tail_ratio).floor() as usize;
+    let widest = share.min(usable / 2);
     if needed <= budget || budget >= widest {
         return None;
     }
@@ -2613,6 +2656,28 @@ fn holding_recent_work(
     wider.rules.min_tail_tokens = needed.min(widest);
     wider.rules.max_tail_tokens = wider.rules.min_tail_tokens;
     Some(wider)
+}
+
+/// Whether the window will be due before the session is likely to end: the request's
+/// `counts`, grown by `growth` tokens a request for as many requests again as the session has
+/// answered so far, reach the usable window. A session seen part of the way through has, as
+/// like as not, as long again to run (the only forecast its own length gives); with no summary
+/// yet, the growth is the request (less its pinned messages) over its answers, and this is the
+/// request at about half the usable window. An early compaction that takes the recent work ([`Compactor::pays_to_compact`])
+/// makes only a cut the window is expected to force: where the session ends first, a policy
+/// that never compacts keeps everything.
+fn due_before_the_end(
+    messages: &[Message],
+    counts: &[usize],
+    growth: usize,
+    tail: &TailSettings,
+) -> bool {
+    let answers = messages
+        .iter()
+        .filter(|message| message.role == Role::Assistant)
+        .count();
+    let now: usize = counts.iter().sum();
+    now.saturating_add(growth.saturating_mul(answers)) >= condense_compact::usable(tail)
 }
 
 /// condense's count of the longest of `conversation`'s answers (`counts`, each message's).

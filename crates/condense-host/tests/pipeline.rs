@@ -893,15 +893,16 @@ async fn an_autonomous_runs_tail_holds_its_recent_calls_and_keeps_them_on_the_ne
     assert!(held_ten >= 2, "only {held_ten} held ten");
 }
 
-/// An early compaction (a saving, not a necessity) never takes the agent's recent work: on every
-/// request of the autonomous runs at a 128K window, where only the cost model makes condense
-/// compact, each summary keeps the last ten calls in the tail, none cut to a preview; where
-/// they are more than the window's tail budget (8,000 tokens) they are kept in a wider tail,
-/// never more than half the usable window.
+/// An early compaction (a saving, not a necessity) does not take the agent's recent work where
+/// a tail within the tail's share of the window holds it: on every request of the autonomous
+/// runs at a 128K window, where only the cost model makes condense compact, each summary keeps
+/// the last ten calls in the tail, none cut to a preview; where they are more than the window's
+/// tail budget (8,000 tokens) they are kept in a wider tail, never more than the tail's share
+/// of the usable window (a quarter).
 #[tokio::test]
 async fn an_early_compaction_keeps_the_recent_calls_whole() {
     let ours = compactor(&config_at("128000", "4096"));
-    let (budget, half) = (8_000, (128_000 - 4_096) / 2);
+    let (budget, share) = (8_000, (128_000 - 4_096) / 4);
     let (mut early, mut wider) = (0, 0);
     for transcript in transcripts().unwrap() {
         if !transcript.name.starts_with("openai/mini-swe-agent") {
@@ -934,7 +935,7 @@ async fn an_early_compaction_keeps_the_recent_calls_whole() {
                 "{name}, request before message {end}: {split:?}"
             );
             assert!(
-                split.kept_tokens <= half,
+                split.kept_tokens <= share,
                 "{name}, message {end}: {split:?}"
             );
             wider += usize::from(split.kept_tokens > budget);
@@ -942,6 +943,72 @@ async fn an_early_compaction_keeps_the_recent_calls_whole() {
     }
     assert!(early >= 6, "{early} early compactions");
     assert!(wider >= 1, "no tail wider than the budget among {early}");
+}
+
+/// In a window whose tail budget is already the tail's whole share (32K: 7,000 of 27,904
+/// tokens), the autonomous runs' last ten calls are often more than it holds, and no wider
+/// tail is taken: an early compaction there makes the cut the window would force, the recent
+/// calls as previews within the budget, but the last exchange whole (the output the agent has
+/// just been given is cut only where the window needs it), and only where the window is due
+/// before the session is likely to end. With no summary yet, that is the request at half the
+/// usable window: no session's first such compaction comes sooner (OpenHands ponyc-4593, which
+/// ends before the window is due, compacted at 13,188 of 27,904 tokens without that forecast).
+#[tokio::test]
+async fn an_early_compaction_in_a_small_window_makes_the_cut_the_window_would_force() {
+    let ours = compactor(&config_at("32000", "4096"));
+    let mut previewing = 0;
+    for transcript in transcripts().unwrap() {
+        if !transcript.name.starts_with("openai/") {
+            continue;
+        }
+        let name = &transcript.name;
+        let (_, conversation) = condense_formats::read(&transcript.bytes, None).unwrap();
+        let messages = &conversation.messages;
+        let mut state = SessionState::default();
+        let mut summarized = false;
+        for end in (1..messages.len()).filter(|&end| messages[end].role == Role::Assistant) {
+            let request = Conversation {
+                messages: messages[..end].to_vec(),
+                ..conversation.clone()
+            };
+            let prepared = ours.prepare(request, &mut state).await.unwrap();
+            let report = &prepared.report;
+            let CompactionOutcome::Summarized {
+                split,
+                early,
+                previewed_outputs,
+                ..
+            } = &report.compaction
+            else {
+                continue;
+            };
+            if *early && *previewed_outputs > 0 {
+                previewing += 1;
+                // The budget's own cut, as the window would force it: the recent calls as
+                // previews within the budget, none in a wider tail.
+                assert!(
+                    split.previews.is_some() && split.kept_tokens <= split.budget,
+                    "{name}, message {end}: {split:?}"
+                );
+                if !summarized {
+                    assert!(
+                        2 * report.tokens_before >= report.usable,
+                        "{name}, message {end}: {} of {} tokens",
+                        report.tokens_before,
+                        report.usable
+                    );
+                }
+                // The last exchange is whole: its output is the one the agent just got.
+                let sent = &prepared.conversation.messages;
+                assert_eq!(sent.last(), messages[..end].last(), "{name}, message {end}");
+            }
+            summarized = true;
+        }
+    }
+    assert!(
+        previewing >= 5,
+        "{previewing} early compactions took the budget's previews"
+    );
 }
 
 /// An autonomous run of `steps` shell calls, each answered by an output of about 900 tokens.

@@ -1290,12 +1290,12 @@ fn condense_is_on_the_frontier_and_keeps_what_matters_wherever_any_policy_finish
 /// (120: each shared file's main thread with requests to send, at three windows and two providers' prices;
 /// Claude Code's rules finish at all of them; BENCHMARKS.md counts 108, leaving out the
 /// Messages API copies of two Claude Code sessions) where condense's defaults cost more than
-/// those rules: 15 at 32K, where condense keeps
-/// the agent's last ten calls whole after a summary and their rules keep the summary alone (so
-/// keep less of what matters at each of them), and d7d349f9 at 64K under Anthropic's model,
-/// where condense compacts four times to their two and keeps 100 % to their 95.1 %
-/// (BENCHMARKS.md).
-const DEARER_THAN_CLAUDE_CODE: usize = 16;
+/// those rules: 12 at 32K, where condense keeps the agent's last ten calls (whole, or the older
+/// ones as previews at an early compaction the window is expected to force) after a summary
+/// and their rules keep the summary alone (so keep less of what matters at each of them), and
+/// d7d349f9 at 64K under Anthropic's model, where condense compacts four times to their two
+/// and keeps 100 % to their 95.1 % (BENCHMARKS.md).
+const DEARER_THAN_CLAUDE_CODE: usize = 13;
 
 /// The same at windows the defaults were never measured at while they were chosen (40K, 48K,
 /// 96K, and the 200K of Claude's models), where the shares and the cost model's cycle fall
@@ -1311,9 +1311,9 @@ fn condense_keeps_to_the_frontier_at_windows_its_defaults_were_not_chosen_at() {
 }
 
 /// The points of [`condense_keeps_to_the_frontier_at_windows_its_defaults_were_not_chosen_at`]
-/// (160) where condense's defaults cost more than Claude Code's rules, as last measured: 11 at
-/// 40K and 4 at 48K (the tail of recent calls against their summary alone, as at 32K).
-const DEARER_AT_OTHER_WINDOWS: usize = 15;
+/// (160) where condense's defaults cost more than Claude Code's rules, as last measured: 10 at
+/// 40K and 3 at 48K (the tail of recent calls against their summary alone, as at 32K).
+const DEARER_AT_OTHER_WINDOWS: usize = 13;
 
 /// `path`'s Claude Code log with each of its answers `minutes` after the request it answers
 /// (every later timestamp moved on by that much at each answer): a session paced by a person
