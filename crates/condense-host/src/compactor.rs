@@ -751,7 +751,7 @@ impl Compactor {
         // agent's request would carry it, before any preview below, which would change its
         // cached prefix.
         let whole = conversation;
-        let cut = self.due_cut(&conversation.messages, &room, due.early);
+        let cut = self.due_cut(&conversation.messages, &room, due.early, due.cache_cold);
         if cut.nothing_to_compact() {
             let (fitted, cut_to_fit) =
                 self.fitted_as_it_is(conversation, cut.pinned, &due, &mut state.log)?;
@@ -1363,13 +1363,14 @@ impl Compactor {
 
     /// Where a compaction cuts `messages` in `room`: as the budget does, but for an early
     /// compaction, which keeps the recent work whole, in the wider tail its check took where
-    /// the budget's would not hold it ([`Compactor::pays_to_compact`]).
-    fn due_cut(&self, messages: &[Message], room: &TailSettings, early: bool) -> Split {
+    /// the budget's would not hold it ([`Compactor::pays_to_compact`]; as wide as half the
+    /// room at a `cold` cache).
+    fn due_cut(&self, messages: &[Message], room: &TailSettings, early: bool, cold: bool) -> Split {
         let counts = self.counter.count_each(messages);
         let cut = self.cut(messages, &counts, room);
         if early
             && !keeps_recent_work(messages, &cut, room)
-            && let Some(wider) = holding_recent_work(messages, &counts, room)
+            && let Some(wider) = holding_recent_work(messages, &counts, room, cold)
         {
             return self.cut(messages, &counts, &wider);
         }
@@ -1548,7 +1549,7 @@ impl Compactor {
         if inputs == 0 {
             return Ok((None, cut, 0));
         }
-        let recut = self.due_cut(&first.messages, room, false);
+        let recut = self.due_cut(&first.messages, room, false, false);
         // Never a tail that shows fewer of the agent's calls than it would have; and, where the
         // cut was for the calls the tail did not hold, one that holds more of them (their larger
         // outputs as previews where the budget needs it, as a tail that goes back for the recent
@@ -1708,7 +1709,9 @@ impl Compactor {
     /// take the agent's recent work ([`keeps_recent_work`]), the cut of the wider tail that
     /// holds it whole ([`holding_recent_work`]), if that also costs less than the budget's tail
     /// carried to a full window ([`condense_compact::wider_tail_pays`]). Where no such tail
-    /// holds it, the budget's own cut ([`Compactor::budget_cut_pays`]).
+    /// holds it, the budget's own cut ([`Compactor::budget_cut_pays`]). At a `cold` cache, as
+    /// before, a wider tail up to half the room where the compaction pays for itself on the spot
+    /// ([`condense_compact::pays_at_a_cold_cache`]).
     fn pays_to_compact(
         &self,
         conversation: &Conversation,
@@ -1774,19 +1777,40 @@ impl Compactor {
             return at(self.summary_tokens) || at(0) && at(weigh.written(&cut, &carried));
         }
         // The budget would cut the recent work to previews: kept whole in a wider tail instead,
-        // where that costs less than waiting for the window with the budget's tail.
-        let Some(wider) = holding_recent_work(messages, counts, tail) else {
-            return self.budget_cut_pays(&weigh, counts, tail, cold);
+        // where that costs less than waiting for the window with the budget's tail; where no
+        // tail within the tail's share holds it, the budget's own cut.
+        let warm = match holding_recent_work(messages, counts, tail, false) {
+            Some(wider) => self
+                .holding_whole(&weigh, counts, &wider)
+                .is_some_and(|early| {
+                    condense_compact::pays_to_compact(&early, &wider)
+                        && condense_compact::wider_tail_pays(&early, tail)
+                }),
+            None => self.budget_cut_pays(&weigh, counts, tail, cold),
         };
-        let cut = self.cut_unpreviewed(messages, counts, &wider);
-        if cut.nothing_to_compact() || !keeps_recent_work(messages, &cut, &wider) {
-            return false;
+        // At a cold cache the compaction rewrites nothing it would not have: a tail as wide as
+        // half the room may hold the recent work whole.
+        warm || cold
+            && holding_recent_work(messages, counts, tail, true).is_some_and(|wider| {
+                self.holding_whole(&weigh, counts, &wider)
+                    .is_some_and(|early| condense_compact::pays_at_a_cold_cache(&early, &wider))
+            })
+    }
+
+    /// The early compaction at the cut of `wider` ([`holding_recent_work`]), where that cut
+    /// has a head to summarize and keeps the recent work whole.
+    fn holding_whole(
+        &self,
+        weigh: &Weighing<'_>,
+        counts: &[usize],
+        wider: &TailSettings,
+    ) -> Option<condense_compact::EarlyCompaction> {
+        let cut = self.cut_unpreviewed(weigh.messages, counts, wider);
+        if cut.nothing_to_compact() || !keeps_recent_work(weigh.messages, &cut, wider) {
+            return None;
         }
         let (carried, carried_tokens) = weigh.carried(&cut);
-        let early = weigh.at(&cut, carried_tokens, weigh.written(&cut, &carried));
-        condense_compact::pays_to_compact(&early, &wider)
-            && condense_compact::wider_tail_pays(&early, tail)
-            || cold && condense_compact::pays_at_a_cold_cache(&early, &wider)
+        Some(weigh.at(&cut, carried_tokens, weigh.written(&cut, &carried)))
     }
 
     /// Whether the budget's own cut, made early, costs less than carrying the head, where no
@@ -2614,9 +2638,11 @@ impl Weighing<'_> {
 /// `tail` with a budget that holds the agent's last `min_tail_calls` tool calls whole (all of
 /// them, when it has made fewer): the tokens from the step that made the earliest of them to
 /// the end, as far as the tail's share of the usable room (`tail_ratio`, and never past half
-/// of it, what [`room`] leaves the tail at most). `None` when the budget holds them already,
-/// when that share does, or when there are none. An early compaction that would otherwise wait
-/// for the window to fill keeps the recent work so ([`Compactor::pays_to_compact`]).
+/// of it, what [`room`] leaves the tail at most), or as far as that half at a `cold` cache
+/// (where the compaction rewrites nothing it would not have). `None` when the budget holds them
+/// already, when that bound does, or when there are none. An early compaction that would
+/// otherwise wait for the window to fill keeps the recent work so
+/// ([`Compactor::pays_to_compact`]).
 ///
 /// The share bounds it because the budget's cap (`max_tail_tokens`) is what a large window
 /// widens past: in a window whose budget is already the tail's whole share (32K), a tail past
@@ -2628,6 +2654,7 @@ fn holding_recent_work(
     messages: &[Message],
     counts: &[usize],
     tail: &TailSettings,
+    cold: bool,
 ) -> Option<TailSettings> {
     let pinned = condense_compact::pinned(messages);
     let answered = || condense_core::answered_calls_from_end(&messages[pinned..]);
@@ -2648,7 +2675,11 @@ fn holding_recent_work(
     let budget = condense_compact::tail_budget(tail);
     let usable = condense_compact::usable(tail);
     let share = (usable as f64 * tail.rules.tail_ratio).floor() as usize;
-    let widest = share.min(usable / 2);
+    let widest = if cold {
+        usable / 2
+    } else {
+        share.min(usable / 2)
+    };
     if needed <= budget || budget >= widest {
         return None;
     }
@@ -2920,7 +2951,8 @@ mod tests {
                         // And the wider tail the check then tries.
                         (false, previewed) => {
                             rejected += usize::from(previewed);
-                            if let Some(wider) = holding_recent_work(messages, counts, &tail) {
+                            if let Some(wider) = holding_recent_work(messages, counts, &tail, true)
+                            {
                                 widened += usize::from(compare(&wider).0);
                             }
                         }
