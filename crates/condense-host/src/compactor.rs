@@ -2694,9 +2694,9 @@ fn holding_recent_work(
 /// answered so far, reach the usable window. A session seen part of the way through has, as
 /// like as not, as long again to run (the only forecast its own length gives); with no summary
 /// yet, the growth is the request (less its pinned messages) over its answers, and this is the
-/// request at about half the usable window. An early compaction that takes the recent work ([`Compactor::pays_to_compact`])
-/// makes only a cut the window is expected to force: where the session ends first, a policy
-/// that never compacts keeps everything.
+/// request at about half the usable window. An early compaction that takes the recent work
+/// ([`Compactor::budget_cut_pays`]) makes only a cut the window is expected to force: where the
+/// session ends first, a policy that never compacts keeps everything.
 fn due_before_the_end(
     messages: &[Message],
     counts: &[usize],
@@ -2948,7 +2948,8 @@ mod tests {
                     };
                     match compare(&tail) {
                         (true, _) => taken += 1,
-                        // And the wider tail the check then tries.
+                        // And the wider tail the check then tries (half the room, as at a
+                        // cold cache: the share's, where there is one, is the same tail).
                         (false, previewed) => {
                             rejected += usize::from(previewed);
                             if let Some(wider) = holding_recent_work(messages, counts, &tail, true)
