@@ -149,13 +149,26 @@ fn terms(early: &EarlyCompaction, settings: &TailSettings) -> Option<Terms> {
 ///
 /// After the cache's lifetime the next request is written to the cache whole, whatever is
 /// done: a compaction then adds no rewrite of what it keeps, and writes `h - s` fewer tokens at
-/// once, at `1 + c` reads each. The worst it does to the rest of the session is one more
-/// compaction than the session would have made, a rewrite of `k` at `c` (and the summarizer's
-/// request, when a model writes it). So it pays when `(1 + c)(h - s) >= c*k + m`: a head larger
-/// than what is kept, for a summary written locally.
+/// once, at `1 + c` reads each. What it does to the rest of the session is bring the compactions
+/// the window forces forward: the next one comes once the conversation has grown by
+/// `usable - k` rather than by what is left of the window, `h - s` tokens of growth sooner. Over
+/// the session that is `(h - s) / (usable - k)` compactions more, at most one, each a rewrite of
+/// `k` at `c` (and the summarizer's request, when a model writes it). So it pays when
+/// `(1 + c)(h - s) >= (c*k + m) * min(1, (h - s) / (usable - k))`: any saving, where the window
+/// leaves `(c*k + m) / (1 + c)` or more to grow into past what is kept (about as much again as
+/// is kept, for a summary written locally); in a window tighter than that, a head larger than
+/// what is kept.
+/// Charging a whole compaction, as if every session would end on the one it adds, refused the
+/// compaction at a model switch that a session went on to carry 40,000 tokens past.
 pub fn pays_at_a_cold_cache(early: &EarlyCompaction, settings: &TailSettings) -> bool {
     terms(early, settings).is_some_and(|terms| {
-        (1.0 + terms.rewrite) * terms.saved >= terms.rewrite * terms.kept + terms.summarizer
+        let cycle = usable(settings) as f64 - terms.kept;
+        if cycle <= 0.0 {
+            return false;
+        }
+        let more = (terms.saved / cycle).min(1.0);
+        (1.0 + terms.rewrite) * terms.saved
+            >= (terms.rewrite * terms.kept + terms.summarizer) * more
     })
 }
 
@@ -255,35 +268,43 @@ mod tests {
         assert!(!pays_to_compact(&early(100_000, 600, None), &off));
     }
 
-    /// At a cache that has expired, a compaction keeping a 3,000-token summary and a 7,000-token
-    /// tail pays once the head saves as much as the 10,000 kept, at Anthropic's price
-    /// (12.5 × 9,200 = 115,000 ≥ 11.5 × 10,000 = 115,000), where the square-root rule asks
-    /// 12,000 of a session growing 600 tokens a request; a model's summary needs its request
-    /// paid for too; a rewrite cost of 0 turns it off.
+    /// At a cache that has expired, compacting brings the window's compactions forward by
+    /// what it saves. In a 200K window (usable 180,000) keeping a 3,000-token summary and a
+    /// 7,000-token tail, that is 500 / 170,000 of a compaction for a head that saves 500 tokens:
+    /// 11.5 × 10,000 × 500 / 170,000 ≈ 338 reads, against 12.5 × 500 = 6,250 saved on the write,
+    /// so it pays, and so does a model's summary of a 12,200-token head (its request at
+    /// 12,200 + 50 × 3,000 reads). In a 32K window (usable 27,904) keeping 15,000, a head that
+    /// saves 7,000 brings 7,000 / 12,904 of a compaction forward, 11.5 × 15,000 × 0.54 ≈ 93,600
+    /// reads against 87,500 saved, and does not pay; a head that saves 13,800 or more brings a
+    /// whole one and pays once the saving outweighs it (12.5 × 13,800 = 11.5 × 15,000). What
+    /// keeps the whole window never pays, nor does anything at a rewrite cost of 0.
     #[test]
-    fn a_compaction_at_an_expired_cache_pays_once_it_saves_what_it_keeps() {
-        let settings = TailSettings::built_in(200_000, 32_000).unwrap();
-        let early = |head_tokens, summarizer_input_tokens| EarlyCompaction {
+    fn a_compaction_at_an_expired_cache_pays_for_the_compactions_it_brings_forward() {
+        let large = TailSettings::built_in(200_000, 32_000).unwrap();
+        let early = |head_tokens, tail_tokens, summarizer_input_tokens| EarlyCompaction {
             head_tokens,
             summary_tokens: 3_000,
-            tail_tokens: 7_000,
+            tail_tokens,
             growth_tokens: 600,
             summarizer_input_tokens,
         };
-        assert!(pays_at_a_cold_cache(&early(12_200, None), &settings));
-        assert!(!pays_at_a_cold_cache(&early(12_100, None), &settings));
-        assert!(!pays_to_compact(&early(12_200, None), &settings));
-        assert!(!pays_at_a_cold_cache(
-            &early(12_200, Some(12_200)),
-            &settings
-        ));
+        assert!(pays_at_a_cold_cache(&early(3_500, 7_000, None), &large));
+        assert!(!pays_to_compact(&early(3_500, 7_000, None), &large));
         assert!(pays_at_a_cold_cache(
-            &early(35_000, Some(35_000)),
-            &settings
+            &early(12_200, 7_000, Some(12_200)),
+            &large
         ));
-        let mut off = settings;
+        assert!(!pays_at_a_cold_cache(&early(3_000, 7_000, None), &large));
+
+        let small = TailSettings::built_in(32_000, 4_096).unwrap();
+        assert!(!pays_at_a_cold_cache(&early(10_000, 12_000, None), &small));
+        assert!(!pays_at_a_cold_cache(&early(16_700, 12_000, None), &small));
+        assert!(pays_at_a_cold_cache(&early(16_800, 12_000, None), &small));
+        assert!(!pays_at_a_cold_cache(&early(40_000, 25_000, None), &small));
+
+        let mut off = large;
         off.rules.cache_rewrite_cost = 0.0;
-        assert!(!pays_at_a_cold_cache(&early(100_000, None), &off));
+        assert!(!pays_at_a_cold_cache(&early(100_000, 7_000, None), &off));
     }
 
     /// The recent calls kept whole in a 12,000-token tail, against the budget's tail at a full

@@ -1770,7 +1770,9 @@ impl Compactor {
             return false;
         }
         if keeps_recent_work(messages, &cut, tail) {
-            let (carried, carried_tokens) = weigh.carried(&cut);
+            let Some((carried, carried_tokens)) = weigh.carried(&cut) else {
+                return false;
+            };
             let at = |summary_tokens| pays(&weigh.at(&cut, carried_tokens, summary_tokens), tail);
             // The smaller the summary, the more it pays: where it pays at the budget, or not
             // even with no summary at all, the summary need not be written to know.
@@ -1809,7 +1811,7 @@ impl Compactor {
         if cut.nothing_to_compact() || !keeps_recent_work(weigh.messages, &cut, wider) {
             return None;
         }
-        let (carried, carried_tokens) = weigh.carried(&cut);
+        let (carried, carried_tokens) = weigh.carried(&cut)?;
         Some(weigh.at(&cut, carried_tokens, weigh.written(&cut, &carried)))
     }
 
@@ -1836,7 +1838,9 @@ impl Compactor {
         if cut.nothing_to_compact() || cut.rule == condense_compact::TailRule::LastExchange {
             return false;
         }
-        let (carried, carried_tokens) = weigh.carried(&cut);
+        let Some((carried, carried_tokens)) = weigh.carried(&cut) else {
+            return false;
+        };
         let mut early = weigh.at(&cut, carried_tokens, weigh.written(&cut, &carried));
         early.head_tokens += cut.tail_tokens.saturating_sub(cut.kept_tokens);
         condense_compact::pays_to_compact(&early, tail)
@@ -2593,7 +2597,11 @@ impl Weighing<'_> {
     /// not hold are carried only as far as they fit beside it, and are left out here: counted,
     /// the rule compacted later and cost more on the shared sessions, $45.29 against $44.93
     /// over the 120 points.)
-    fn carried(&self, cut: &Split) -> (Vec<Message>, usize) {
+    ///
+    /// `None` where the head is the earlier summary and what it carried, nothing more
+    /// ([`nothing_new`]): the compaction would find nothing to summarize and make none, so it
+    /// saves nothing, whatever a summary of the summary would weigh.
+    fn carried(&self, cut: &Split) -> Option<(Vec<Message>, usize)> {
         let carried = carried(
             self.messages,
             cut.pinned,
@@ -2601,8 +2609,11 @@ impl Weighing<'_> {
             &self.compactor.prune.rules.protected_tools,
             0,
         );
+        if nothing_new(&self.messages[cut.head()], &carried) {
+            return None;
+        }
         let tokens = self.compactor.counter.count_each(&carried).iter().sum();
-        (carried, tokens)
+        Some((carried, tokens))
     }
 
     /// The compaction at `cut`, `carried` tokens of its head carried past a summary of
