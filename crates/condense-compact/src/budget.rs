@@ -156,10 +156,12 @@ fn terms(early: &EarlyCompaction, settings: &TailSettings) -> Option<Terms> {
 /// `k` at `c` (and the summarizer's request, when a model writes it). So it pays when
 /// `(1 + c)(h - s) >= (c*k + m) * min(1, (h - s) / (usable - k))`: any saving, where the window
 /// leaves `(c*k + m) / (1 + c)` or more to grow into past what is kept (about as much again as
-/// is kept, for a summary written locally); in a window tighter than that, a head larger than
-/// what is kept.
-/// Charging a whole compaction, as if every session would end on the one it adds, refused the
-/// compaction at a model switch that a session went on to carry 40,000 tokens past.
+/// is kept, for a summary written locally); in a window tighter than that, a saving of at least
+/// that much (nearly what is kept).
+///
+/// Charging a whole compaction, the most it can add, refused the compaction at a Claude Code
+/// session's switch from Opus to Sonnet at 64K, and the session carried 38,000 to 59,000 tokens
+/// for 15 requests to the compaction the window then forced.
 pub fn pays_at_a_cold_cache(early: &EarlyCompaction, settings: &TailSettings) -> bool {
     terms(early, settings).is_some_and(|terms| {
         let cycle = usable(settings) as f64 - terms.kept;
