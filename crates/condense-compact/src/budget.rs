@@ -277,9 +277,9 @@ mod tests {
     /// so it pays, and so does a model's summary of a 12,200-token head (its request at
     /// 12,200 + 50 × 3,000 reads). In a 32K window (usable 27,904) keeping 15,000, a head that
     /// saves 7,000 brings 7,000 / 12,904 of a compaction forward, 11.5 × 15,000 × 0.54 ≈ 93,600
-    /// reads against 87,500 saved, and does not pay; a head that saves 13,800 or more brings a
-    /// whole one and pays once the saving outweighs it (12.5 × 13,800 = 11.5 × 15,000). What
-    /// keeps the whole window never pays, nor does anything at a rewrite cost of 0.
+    /// reads against 87,500 saved, and does not pay; a saving of 12,904 or more brings a whole
+    /// one forward, and pays once it outweighs it, from 13,800 (12.5 × 13,800 = 11.5 × 15,000).
+    /// What keeps the whole window never pays, nor does anything at a rewrite cost of 0.
     #[test]
     fn a_compaction_at_an_expired_cache_pays_for_the_compactions_it_brings_forward() {
         let large = TailSettings::built_in(200_000, 32_000).unwrap();
