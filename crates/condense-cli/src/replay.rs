@@ -363,6 +363,17 @@ fn print_heading(replay: &Replay, name: &str) -> Result<()> {
             calibration.scale
         );
     }
+    if !calibration.after_summaries.is_empty() {
+        let steps: Vec<String> = calibration
+            .after_summaries
+            .iter()
+            .map(|after| thousands(after.tokens))
+            .collect();
+        say!(
+            "and after the harness's own summaries, what it sent beyond the log (files it attached again), on every request until the next: {} tokens",
+            steps.join(", ")
+        );
+    }
     if !calibration.fits_the_log() {
         say!("{}", unfit_log_warning(calibration));
     }

@@ -16,7 +16,13 @@ use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 /// Claude Code sends a system prompt and tool definitions that its log does not record (about 14K
 /// tokens on the shared sessions), and Anthropic's tokenizer counts the same text differently from
 /// o200k. Both show in the recorded input totals: `recorded ≈ hidden_prefix + scale × ours`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+///
+/// A harness that compacted on its own may also have sent, after its summary, what its log
+/// does not hold: Claude Code 1.0 attaches the files it had read again (a log's first request
+/// after its summary counts 14K to 89K tokens more than the summary and the system prompt). Those
+/// tokens stay in every request until its next summary, so they show as a step in the line
+/// after each summary: [`Calibration::after_summaries`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Calibration {
     /// Tokens every request carries before its first recorded message (system prompt and tools
     /// the log leaves out), in the provider's tokens.
@@ -38,20 +44,39 @@ pub struct Calibration {
     /// The provider tokens per condense token the log's usage gave: `scale` as fitted, kept
     /// where [`Calibration::unscaled`] sets `scale` to 1.
     pub fitted_scale: f64,
+    /// What the harness sent after each of its own summaries that the log does not hold
+    /// ([`Calibration::fit_after_summaries`]); empty where it never compacted on its own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after_summaries: Vec<AfterSummary>,
+}
+
+/// What a harness sent after one of its own summaries beyond what its log holds, for as long
+/// as that summary was the latest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AfterSummary {
+    /// The summary's [`content_hash`].
+    pub summary: u64,
+    /// The provider's tokens, every request after it.
+    pub tokens: u64,
 }
 
 impl Default for Calibration {
     fn default() -> Self {
-        Calibration {
-            hidden_prefix: 0,
-            scale: 1.0,
-            fitted_on: 0,
-            warm_prefix: 0,
-            fit_error: 0.0,
-            fitted_scale: 1.0,
-        }
+        IDENTITY.clone()
     }
 }
+
+/// No recorded usage to fit: condense's counts as they are, with nothing hidden
+/// ([`Calibration::default`]), for a [`crate::Model`] that borrows one for as long as it lives.
+pub static IDENTITY: Calibration = Calibration {
+    hidden_prefix: 0,
+    scale: 1.0,
+    fitted_on: 0,
+    warm_prefix: 0,
+    fit_error: 0.0,
+    fitted_scale: 1.0,
+    after_summaries: Vec::new(),
+};
 
 impl Calibration {
     /// The least-squares line through `(ours, recorded)` pairs of whole requests, its hidden
@@ -102,7 +127,79 @@ impl Calibration {
             warm_prefix: 0,
             fit_error,
             fitted_scale: scale,
+            after_summaries: Vec::new(),
         }
+    }
+
+    /// [`Calibration::fit`] for a log whose harness compacted on its own: each point also
+    /// names the latest summary of the harness's that its request sent (`None` before the
+    /// first). The line is fitted on the requests before the first summary, where the log
+    /// holds all that was sent; each summary's step ([`AfterSummary`]) is then the mean of
+    /// its requests' distances above that line, none below it. A log with fewer than two
+    /// distinct requests before its first summary is fitted whole, as before.
+    pub fn fit_after_summaries(points: &[(u64, u64, Option<u64>)]) -> Calibration {
+        let whole: Vec<(u64, u64)> = points.iter().map(|&(x, y, _)| (x, y)).collect();
+        let before: Vec<(u64, u64)> = points
+            .iter()
+            .filter(|(_, _, summary)| summary.is_none())
+            .map(|&(x, y, _)| (x, y))
+            .collect();
+        let distinct = before
+            .iter()
+            .any(|&(x, _)| Some(x) != before.first().map(|p| p.0));
+        if before.len() == points.len() || !distinct {
+            return Calibration::fit(&whole);
+        }
+        let mut calibration = Calibration::fit(&before);
+        let line = |x: u64| calibration.hidden_prefix as f64 + calibration.scale * x as f64;
+        let mut steps: Vec<(u64, f64, usize)> = Vec::new();
+        for &(x, y, summary) in points {
+            let Some(summary) = summary else { continue };
+            let above = y as f64 - line(x);
+            match steps.iter_mut().find(|(seen, _, _)| *seen == summary) {
+                Some((_, sum, count)) => {
+                    *sum += above;
+                    *count += 1;
+                }
+                None => steps.push((summary, above, 1)),
+            }
+        }
+        let after_summaries: Vec<AfterSummary> = steps
+            .into_iter()
+            .map(|(summary, sum, count)| AfterSummary {
+                summary,
+                tokens: (sum / count as f64).max(0.0).round() as u64,
+            })
+            .filter(|after| after.tokens > 0)
+            .collect();
+        let step = |summary: Option<u64>| {
+            summary.map_or(0, |summary| {
+                after_summaries
+                    .iter()
+                    .find(|after| after.summary == summary)
+                    .map_or(0, |after| after.tokens)
+            })
+        };
+        calibration.fit_error = points
+            .iter()
+            .map(|&(x, y, summary)| {
+                let expected = line(x) + step(summary) as f64;
+                (y as f64 - expected).abs() / (y as f64).max(1.0)
+            })
+            .sum::<f64>()
+            / points.len() as f64;
+        calibration.fitted_on = points.len();
+        calibration.after_summaries = after_summaries;
+        calibration
+    }
+
+    /// The tokens the harness sent after the summary whose [`content_hash`] is `summary`
+    /// beyond what the log holds (0 for any other message).
+    pub fn after_summary(&self, summary: u64) -> u64 {
+        self.after_summaries
+            .iter()
+            .find(|after| after.summary == summary)
+            .map_or(0, |after| after.tokens)
     }
 
     /// Whether the log's own usage bears out its messages: the requests on the fitted line
@@ -134,7 +231,15 @@ impl Calibration {
             hidden_prefix: unscale(self.hidden_prefix),
             scale: 1.0,
             warm_prefix: unscale(self.warm_prefix),
-            ..*self
+            after_summaries: self
+                .after_summaries
+                .iter()
+                .map(|after| AfterSummary {
+                    tokens: unscale(after.tokens),
+                    ..*after
+                })
+                .collect(),
+            ..self.clone()
         }
     }
 }
@@ -259,7 +364,8 @@ impl Prompt {
         }
         let hidden_points = points.len();
         for (message, count) in messages.iter().zip(counts) {
-            chain = link(chain, content_hash(message));
+            let hash = content_hash(message);
+            chain = link(chain, hash);
             tokens += calibration.scaled(count);
             blocks += message.parts.len().max(1) as u64;
             points.push(Point {
@@ -267,6 +373,22 @@ impl Prompt {
                 tokens,
                 blocks,
             });
+            // What the harness attached after its own summary: a block of its own, the same
+            // on every request that sends the summary.
+            let after = calibration.after_summary(hash);
+            if after > 0 {
+                chain = link(
+                    chain,
+                    xxh3_64(b"condense-replay: what the harness sent after its summary"),
+                );
+                tokens += after;
+                blocks += 1;
+                points.push(Point {
+                    chain,
+                    tokens,
+                    blocks,
+                });
+            }
         }
         // The system part: the hidden prefix and the leading System messages the request sends
         // as its system prompt. A summary condense wrote goes out after it, as the first user
@@ -445,6 +567,104 @@ mod tests {
         let fitted = Calibration::fit(&below);
         assert_eq!(fitted.hidden_prefix, 14_556, "{fitted:?}");
         assert!(fitted.hidden_prefix as f64 + fitted.scale * 40.0 < 15_000.0);
+    }
+
+    /// Claude Code 1.0 sends, after its own summary, the files it had read again, which its log
+    /// does not hold: every request after the summary lies a step above the line the requests
+    /// before it lie on, the same step until the next summary (the unseen f67ab274: 86K
+    /// tokens after its first summary, 27K after its second). One line through them all is
+    /// far off both and steeper than any tokenizer; the line through the requests before the
+    /// first summary, with a step for each summary, is on every request.
+    #[test]
+    fn each_harness_summary_is_a_step_above_the_line() {
+        let sent = |ours: u64, step: u64| 14_000 + ours * 7 / 5 + step;
+        let mut points: Vec<(u64, u64, Option<u64>)> = [1_000u64, 20_000, 50_000, 90_000]
+            .iter()
+            .map(|&ours| (ours, sent(ours, 0), None))
+            .collect();
+        points.extend([3_000u64, 9_000, 20_000].map(|ours| (ours, sent(ours, 86_000), Some(11))));
+        points.extend([4_000u64, 12_000].map(|ours| (ours, sent(ours, 27_000), Some(22))));
+
+        let whole: Vec<(u64, u64)> = points.iter().map(|&(x, y, _)| (x, y)).collect();
+        assert!(!Calibration::fit(&whole).fits_the_log());
+
+        let fitted = Calibration::fit_after_summaries(&points);
+        assert!(fitted.fits_the_log(), "{fitted:?}");
+        assert!(fitted.fit_error < 0.001, "{fitted:?}");
+        assert_eq!(fitted.fitted_on, points.len());
+        assert!((fitted.scale - 1.4).abs() < 0.001, "{fitted:?}");
+        let steps: Vec<(u64, u64)> = fitted
+            .after_summaries
+            .iter()
+            .map(|after| (after.summary, after.tokens))
+            .collect();
+        assert_eq!(steps, [(11, 86_000), (22, 27_000)]);
+        assert_eq!(fitted.after_summary(33), 0);
+        // A provider that counts as condense does: the steps in condense's tokens.
+        let unscaled = fitted.unscaled();
+        assert_eq!(unscaled.after_summary(11), 61_429);
+
+        // A step below the line is none: the harness sends what its log holds, at least.
+        let below = [
+            (1_000, sent(1_000, 0), None),
+            (9_000, sent(9_000, 0), None),
+            (5_000, sent(5_000, 0) - 3_000, Some(11)),
+        ];
+        assert!(
+            Calibration::fit_after_summaries(&below)
+                .after_summaries
+                .is_empty()
+        );
+        // Nothing before the first summary to fit a line on: the line through them all.
+        let after_only = [(1_000, 30_000, Some(11)), (9_000, 41_000, Some(11))];
+        assert_eq!(
+            Calibration::fit_after_summaries(&after_only),
+            Calibration::fit(&[(1_000, 30_000), (9_000, 41_000)])
+        );
+    }
+
+    /// What the harness sent after its summary is a block of the prompt right after the
+    /// summary: the request's tokens count it, and the next request, which sends the same
+    /// summary, finds the prefix through it the same (cached).
+    #[test]
+    fn what_the_harness_sent_after_its_summary_follows_the_summary() {
+        let counter = Tiktoken::default();
+        let summary =
+            crate::recording::claude_code_summary_line("This session is being continued.");
+        let calibration = Calibration {
+            hidden_prefix: 5_000,
+            fitted_on: 10,
+            after_summaries: vec![AfterSummary {
+                summary: content_hash(&summary),
+                tokens: 20_000,
+            }],
+            ..Calibration::default()
+        };
+        let ask = Message::text(Role::User, "go on");
+        let answer = Message::text(Role::Assistant, "going");
+        let plain = Prompt::of(
+            &[summary.clone(), ask.clone()],
+            &counter,
+            &Calibration {
+                after_summaries: Vec::new(),
+                ..calibration.clone()
+            },
+            1,
+        );
+        let first = Prompt::of(&[summary.clone(), ask.clone()], &counter, &calibration, 1);
+        assert_eq!(first.tokens(), plain.tokens() + 20_000);
+        assert_eq!(first.points.len(), plain.points.len() + 1);
+        assert_eq!(first.points[2].tokens, first.points[1].tokens + 20_000);
+        let next = Prompt::of(&[summary, ask, answer], &counter, &calibration, 1);
+        assert_eq!(next.points[..3], first.points[..3]);
+        // Any other message has nothing after it.
+        let other = Prompt::of(
+            &[Message::text(Role::User, "hello")],
+            &counter,
+            &calibration,
+            1,
+        );
+        assert_eq!(other.points.len(), 2);
     }
 
     /// The harness marks the end of its system prompt and the last message. A summary condense

@@ -515,7 +515,7 @@ fn replay_thread(
         counter: counter.as_ref(),
         context_window: settings.context_window,
         max_output_tokens: settings.max_output_tokens,
-        calibration,
+        calibration: &calibration,
         prices: settings
             .prices
             .cache_prices(settings.provider, settings.ttl),
@@ -829,7 +829,7 @@ impl Run<'_> {
                     None => self.local_summaries += 1,
                 }
             }
-            let prompt = Prompt::of(&prepared.input, model.counter, &model.calibration, key);
+            let prompt = Prompt::of(&prepared.input, model.counter, model.calibration, key);
             let over = over_the_window(prompt.tokens(), prepared.reply_limit, settings);
             if over && *resend && policy.refused(prompt.tokens()) {
                 *resend = false;
@@ -894,7 +894,7 @@ fn warmed_cache(recording: &Recording, settings: &ReplaySettings, model: &Model<
     if let Some(first) = recording.steps.first()
         && model.calibration.warm_prefix > 0
     {
-        let prefix = Prompt::of(&[], model.counter, &model.calibration, model_key(first));
+        let prefix = Prompt::of(&[], model.counter, model.calibration, model_key(first));
         if let Some(shared) = prefix.points.first() {
             cache.warm(*shared, first.time_ms.unwrap_or(0));
         }
@@ -917,7 +917,7 @@ fn summarizer_row(
     let calibration = model.calibration;
     let usage = match &call.input {
         SummarizerInput::Forked(input) => {
-            cache.request(&Prompt::of(input, model.counter, &calibration, key), clock)
+            cache.request(&Prompt::of(input, model.counter, calibration, key), clock)
         }
         SummarizerInput::Separate(tokens) => Usage::uncached(calibration.scaled(*tokens)),
         SummarizerInput::Local => return None,
@@ -1010,22 +1010,37 @@ fn cost(settings: &ReplaySettings, usage: &Usage, output: u64) -> f64 {
 }
 
 /// The line through the log's own totals (see [`Calibration`]): condense's count of each
-/// recorded request's input against the provider's.
+/// recorded request's input against the provider's, with the latest of the harness's own
+/// summaries the request sent ([`Calibration::fit_after_summaries`]).
 fn calibrate(recording: &Recording, counter: &dyn TokenCounter) -> Calibration {
     let messages = &recording.conversation.messages;
     // Each message is counted once; a request's count is a sum over the messages it sent.
     let counts = counter.count_each(messages);
-    let points: Vec<(u64, u64)> = recording
+    let summaries: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, message)| {
+            condense_formats::harness_compaction(message)
+                == Some(condense_formats::HarnessCompaction::Summary)
+        })
+        .map(|(index, _)| index)
+        .collect();
+    let points: Vec<(u64, u64, Option<u64>)> = recording
         .steps
         .iter()
         .filter_map(|step| {
             let recorded = step.recorded?;
             let sent = Recorded::sent(&messages[..step.answer]);
             let ours: usize = sent.map(|index| counts[index]).sum();
-            Some((ours as u64, recorded.input()))
+            let summary = summaries
+                .iter()
+                .rev()
+                .find(|&&index| index < step.answer)
+                .map(|&index| crate::prompt::content_hash(&messages[index]));
+            Some((ours as u64, recorded.input(), summary))
         })
         .collect();
-    Calibration::fit(&points)
+    Calibration::fit_after_summaries(&points)
 }
 
 fn recorded_figures(recording: &Recording, settings: &ReplaySettings) -> Option<RecordedFigures> {
@@ -1093,9 +1108,14 @@ impl Agreement {
         let mut requests = 0;
         let mut large_writes = 0;
         let mut large_writes_flagged = 0;
+        // Each agent request with the step it answered: a harness's own summarizer request
+        // (Claude Code's compaction) is a step too, with a row of another kind.
         let steps = threads.into_iter().flat_map(|(recording, result)| {
-            let agent = result.rows.iter().filter(|row| row.kind == RowKind::Agent);
-            recording.steps.iter().zip(agent)
+            result
+                .rows
+                .iter()
+                .filter(|row| row.kind == RowKind::Agent)
+                .filter_map(|row| Some((recording.steps.get(row.step)?, row)))
         });
         for (step, row) in steps {
             let Some(usage) = step.recorded.filter(|_| !row.failed) else {

@@ -212,7 +212,6 @@ mod tests {
 
     use super::*;
     use crate::policy::{ClaudeCode, Model, Policy, SUMMARY_INTRO};
-    use crate::prompt::Calibration;
     use condense_core::{Conversation, Role};
     use condense_tokenizer::Tiktoken;
 
@@ -395,7 +394,7 @@ mod tests {
             counter: counter.as_ref(),
             context_window: 12_000,
             max_output_tokens: 1_000,
-            calibration: Calibration::default(),
+            calibration: &crate::IDENTITY,
             prices: condense_host::CachePrices::default(),
             cache_lifetime_minutes: 5,
             answering: None,

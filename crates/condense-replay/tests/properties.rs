@@ -109,7 +109,7 @@ proptest! {
             counter: counter.as_ref(),
             context_window: window,
             max_output_tokens: 1_000,
-            calibration: condense_replay::Calibration::default(),
+            calibration: &condense_replay::IDENTITY,
             prices: condense_host::CachePrices::default(),
             cache_lifetime_minutes: 5,
             answering: None,

@@ -69,7 +69,7 @@ fn model(counter: &dyn TokenCounter, window: usize) -> condense_replay::Model<'_
         counter,
         context_window: window,
         max_output_tokens: 4_096,
-        calibration: condense_replay::Calibration::default(),
+        calibration: &condense_replay::IDENTITY,
         prices: condense_host::CachePrices::default(),
         cache_lifetime_minutes: 5,
         answering: None,
@@ -1461,4 +1461,147 @@ fn a_request_to_another_model_is_compacted_as_at_an_expired_cache() {
         Ttl::FiveMinutes,
     ));
     assert_eq!(step, 70);
+}
+
+/// A Claude Code 1.0 log the harness compacted itself, made from the shared 069508a5 (Claude
+/// Code 1.0.53): its summary, a user line flagged `isCompactSummary` that starts a new root,
+/// goes before the person's second request, and the requests after it carry what Claude Code
+/// would then have sent: its system prompt, the summary and what followed, and 20,000 tokens the
+/// log does not hold (Claude Code 1.0 attaches the files it had read again; the unseen logs of
+/// the same project carry 14K-89K of them after each summary). Replayed whole, the `recorded`
+/// policy reproduces the log's usage: the line through the requests before the summary, the
+/// step after it found, the provider's cache-hit share within 3 points and the large cache
+/// write after the summary made too, every request's input after the summary within 2 % of the log's.
+#[test]
+fn a_log_claude_code_1_compacted_is_replayed_with_what_it_sent_after_its_summary() {
+    use serde_json::Value;
+    const RESTORED: u64 = 20_000;
+    let path = condense_core::testing::transcripts_dir()
+        .join("claude-code/069508a5-1193-487c-a9b5-a6f5f3ae4f98.jsonl");
+    let mut lines: Vec<Value> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let input = |line: &Value| -> u64 {
+        let usage = &line["message"]["usage"];
+        [
+            "input_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ]
+        .iter()
+        .map(|field| usage[field].as_u64().unwrap())
+        .sum()
+    };
+    let second = lines
+        .iter()
+        .position(|line| {
+            line["message"]["content"] == "Walk me through installing cuda toolkit 12.x please"
+        })
+        .unwrap();
+    let first_input = input(
+        lines
+            .iter()
+            .find(|line| line["type"] == "assistant")
+            .unwrap(),
+    );
+    let first_text = lines
+        .iter()
+        .find(|line| line["type"] == "user" && line["message"]["content"].is_string())
+        .unwrap()["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // What the request answering the second request sent before it: the system prompt and the
+    // session so far, which the summary replaces (the second request's few tokens aside).
+    let answer = &lines[second + 1];
+    let replaced = input(answer) - first_input;
+    let mut summary = lines[second].clone();
+    summary["uuid"] = "compact-summary".into();
+    summary["parentUuid"] = Value::Null;
+    summary["isCompactSummary"] = true.into();
+    summary["message"]["content"] = format!(
+        "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below: {first_text}"
+    )
+    .into();
+    lines[second]["parentUuid"] = "compact-summary".into();
+    let mut expected = Vec::new();
+    let mut after_the_summary = 0;
+    let mut usages: std::collections::HashMap<String, Value> = std::collections::HashMap::new();
+    for (index, line) in lines.iter_mut().enumerate() {
+        if line["type"] != "assistant" {
+            continue;
+        }
+        // Every line of one reply carries the reply's usage.
+        let id = line["message"]["id"].to_string();
+        if let Some(usage) = usages.get(&id) {
+            line["message"]["usage"] = usage.clone();
+            continue;
+        }
+        let was = input(line);
+        let now = if index < second {
+            was
+        } else {
+            was - replaced + RESTORED
+        };
+        let usage = &mut line["message"]["usage"];
+        if index > second {
+            let uncached = usage["input_tokens"].as_u64().unwrap();
+            let written = if index == second + 1 {
+                // The system prompt was cached; the summary and what followed it were not.
+                now - uncached - first_input + 20
+            } else {
+                usage["cache_creation_input_tokens"].as_u64().unwrap()
+            };
+            usage["cache_creation_input_tokens"] = written.into();
+            usage["cache_read_input_tokens"] = (now - uncached - written).into();
+        }
+        usages.insert(id, usage.clone());
+        expected.push(now);
+        after_the_summary += usize::from(index > second);
+    }
+    lines.insert(second, summary);
+    let bytes: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let conversation =
+        condense_formats::read_whole(bytes.as_bytes(), condense_formats::Format::ClaudeCode)
+            .unwrap();
+    let recording = Recording::of(conversation);
+    assert_eq!(recording.recorded_steps(), expected.len());
+
+    let replay = as_recorded(&recording);
+    let calibration = &replay.calibration;
+    assert!(calibration.fits_the_log(), "{calibration:?}");
+    let [after] = calibration.after_summaries.as_slice() else {
+        panic!("one step after the one summary: {calibration:?}");
+    };
+    // Within 5 %: the line through the real requests before the summary lies off them by a
+    // few hundred tokens, and the step takes up what the line misses further on.
+    assert!(
+        after.tokens.abs_diff(RESTORED) * 20 <= RESTORED,
+        "{after:?}"
+    );
+    let agreement = Agreement::of(&recording, &replay.policies[0]).unwrap();
+    assert_eq!(agreement.requests, expected.len());
+    assert!(
+        (agreement.simulated_hit_share - agreement.recorded_hit_share).abs() <= 0.03,
+        "{agreement:?}"
+    );
+    assert!(agreement.large_writes_flagged >= 2, "{agreement:?}");
+    let rows: Vec<u64> = replay.policies[0]
+        .rows
+        .iter()
+        .filter(|row| row.kind == condense_replay::RowKind::Agent)
+        .map(|row| row.context_tokens)
+        .collect();
+    assert_eq!(rows.len(), expected.len());
+    // The requests after the summary: on the line with the step (those before it lie as far
+    // off the line through this log as they did before it was compacted, up to 6 %).
+    let before = expected.len() - after_the_summary;
+    for (at, (simulated, recorded)) in rows.iter().zip(&expected).enumerate().skip(before) {
+        assert!(
+            simulated.abs_diff(*recorded) * 50 <= *recorded,
+            "request {at}: simulated {simulated}, recorded {recorded}"
+        );
+    }
 }

@@ -213,7 +213,7 @@ fn fork_that_fits(
     for retry in 0..=MAX_PTL_RETRIES {
         let mut forked = input.clone();
         forked.push(Message::text(Role::User, COMPACT_PROMPT));
-        let tokens = Prompt::of(&forked, model.counter, &model.calibration, 0).tokens();
+        let tokens = Prompt::of(&forked, model.counter, model.calibration, 0).tokens();
         let Some(over) = tokens
             .checked_sub(model.context_window as u64)
             .filter(|over| *over > 0)
@@ -305,7 +305,7 @@ mod tests {
             counter,
             context_window,
             max_output_tokens: 1_000,
-            calibration: Calibration::default(),
+            calibration: &crate::IDENTITY,
             prices: condense_host::CachePrices::default(),
             cache_lifetime_minutes: 5,
             answering: None,

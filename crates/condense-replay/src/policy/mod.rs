@@ -67,7 +67,7 @@ pub struct Model<'a> {
     /// The most the model writes in one reply.
     pub max_output_tokens: usize,
     /// condense's counts in the provider's tokens, with the prompt the log does not show.
-    pub calibration: Calibration,
+    pub calibration: &'a Calibration,
     /// The prices the replay bills at, in cache reads a token
     /// ([`crate::PriceTable::cache_prices`]): condense weighs its early compactions with them.
     pub prices: condense_host::CachePrices,
