@@ -151,7 +151,8 @@ impl Calibration {
             return Calibration::fit(&whole);
         }
         let mut calibration = Calibration::fit(&before);
-        let line = |x: u64| calibration.hidden_prefix as f64 + calibration.scale * x as f64;
+        let (prefix, scale) = (calibration.hidden_prefix as f64, calibration.scale);
+        let line = |x: u64| prefix + scale * x as f64;
         let mut steps: Vec<(u64, f64, usize)> = Vec::new();
         for &(x, y, summary) in points {
             let Some(summary) = summary else { continue };
@@ -164,7 +165,7 @@ impl Calibration {
                 None => steps.push((summary, above, 1)),
             }
         }
-        let after_summaries: Vec<AfterSummary> = steps
+        calibration.after_summaries = steps
             .into_iter()
             .map(|(summary, sum, count)| AfterSummary {
                 summary,
@@ -172,24 +173,16 @@ impl Calibration {
             })
             .filter(|after| after.tokens > 0)
             .collect();
-        let step = |summary: Option<u64>| {
-            summary.map_or(0, |summary| {
-                after_summaries
-                    .iter()
-                    .find(|after| after.summary == summary)
-                    .map_or(0, |after| after.tokens)
-            })
-        };
         calibration.fit_error = points
             .iter()
             .map(|&(x, y, summary)| {
-                let expected = line(x) + step(summary) as f64;
+                let step = summary.map_or(0, |summary| calibration.after_summary(summary));
+                let expected = line(x) + step as f64;
                 (y as f64 - expected).abs() / (y as f64).max(1.0)
             })
             .sum::<f64>()
             / points.len() as f64;
         calibration.fitted_on = points.len();
-        calibration.after_summaries = after_summaries;
         calibration
     }
 
