@@ -62,7 +62,9 @@ mod stand_in;
 pub use cache::{Ttl, Usage};
 pub use policy::{Model, Policy, Prepared, SummarizerCall, SummarizerInput};
 pub use prices::{AnthropicPrices, BUILT_IN_PRICES, OpenAiPrices, PriceTable};
-pub use prompt::{AfterSummary, Calibration, FIT_TOLERANCE, IDENTITY, Point, Prompt, SCALES};
+pub use prompt::{
+    AfterSummary, Calibration, FIT_TOLERANCE, IDENTITY, Point, Prompt, SCALES, content_hash,
+};
 pub use recording::{RecordedUsage, Recording, Step};
 pub use run::{
     Agreement, NotReplayed, PolicyResult, Progress, Provider, RecordedFigures, Replay,

@@ -54,7 +54,7 @@ pub struct Calibration {
 /// as that summary was the latest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct AfterSummary {
-    /// The summary's [`content_hash`].
+    /// The summary's [`crate::content_hash`].
     pub summary: u64,
     /// The provider's tokens, every request after it.
     pub tokens: u64,
@@ -186,7 +186,7 @@ impl Calibration {
         calibration
     }
 
-    /// The tokens the harness sent after the summary whose [`content_hash`] is `summary`
+    /// The tokens the harness sent after the summary whose [`crate::content_hash`] is `summary`
     /// beyond what the log holds (0 for any other message).
     pub fn after_summary(&self, summary: u64) -> u64 {
         self.after_summaries
