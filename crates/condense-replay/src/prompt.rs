@@ -318,71 +318,42 @@ impl Prompt {
         model: u64,
     ) -> Self {
         let counts = counter.count_each(messages);
-        let mut points = Vec::with_capacity(messages.len() + 2);
-        let mut chain = model;
-        let mut tokens = 0u64;
-        let mut blocks = 0u64;
-        let link = |chain: u64, next: u64| {
-            let mut bytes = [0u8; 16];
-            bytes[..8].copy_from_slice(&chain.to_le_bytes());
-            bytes[8..].copy_from_slice(&next.to_le_bytes());
-            xxh3_64(&bytes)
-        };
+        let mut chain = Chain::new(model, messages.len() + 2);
         let warm = calibration.warm_prefix.min(calibration.hidden_prefix);
         if warm > 0 {
-            chain = link(
-                chain,
+            chain.push(
                 xxh3_64(b"condense-replay: the harness's shared system prompt"),
+                warm,
+                1,
             );
-            tokens = warm;
-            blocks = 1;
-            points.push(Point {
-                chain,
-                tokens,
-                blocks,
-            });
         }
         if calibration.hidden_prefix > warm {
-            chain = link(
-                chain,
+            chain.push(
                 xxh3_64(b"condense-replay: the session's system prompt"),
+                calibration.hidden_prefix - warm,
+                1,
             );
-            tokens = calibration.hidden_prefix;
-            blocks += 1;
-            points.push(Point {
-                chain,
-                tokens,
-                blocks,
-            });
         }
-        let hidden_points = points.len();
+        let hidden_points = chain.points.len();
         for (message, count) in messages.iter().zip(counts) {
             let hash = content_hash(message);
-            chain = link(chain, hash);
-            tokens += calibration.scaled(count);
-            blocks += message.parts.len().max(1) as u64;
-            points.push(Point {
-                chain,
-                tokens,
-                blocks,
-            });
+            chain.push(
+                hash,
+                calibration.scaled(count),
+                message.parts.len().max(1) as u64,
+            );
             // What the harness attached after its own summary: a block of its own, the same
             // on every request that sends the summary.
             let after = calibration.after_summary(hash);
             if after > 0 {
-                chain = link(
-                    chain,
+                chain.push(
                     xxh3_64(b"condense-replay: what the harness sent after its summary"),
+                    after,
+                    1,
                 );
-                tokens += after;
-                blocks += 1;
-                points.push(Point {
-                    chain,
-                    tokens,
-                    blocks,
-                });
             }
         }
+        let points = chain.points;
         // The system part: the hidden prefix and the leading System messages the request sends
         // as its system prompt. A summary condense wrote goes out after it, as the first user
         // message (`condense-formats`' Anthropic writer): the harness's mark at the end of its
@@ -417,6 +388,42 @@ impl Prompt {
     /// All the prompt's tokens.
     pub fn tokens(&self) -> u64 {
         self.points.last().map_or(0, |point| point.tokens)
+    }
+}
+
+/// The points of a prompt as they are made: each names the whole prefix up to it by a hash
+/// chained over every part before it.
+struct Chain {
+    points: Vec<Point>,
+    chain: u64,
+    tokens: u64,
+    blocks: u64,
+}
+
+impl Chain {
+    /// A prompt to the model whose name hashes to `model` (each model has a cache of its own).
+    fn new(model: u64, capacity: usize) -> Chain {
+        Chain {
+            points: Vec::with_capacity(capacity),
+            chain: model,
+            tokens: 0,
+            blocks: 0,
+        }
+    }
+
+    /// A part whose content hashes to `next`, `tokens` and `blocks` long, and the point at its end.
+    fn push(&mut self, next: u64, tokens: u64, blocks: u64) {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&self.chain.to_le_bytes());
+        bytes[8..].copy_from_slice(&next.to_le_bytes());
+        self.chain = xxh3_64(&bytes);
+        self.tokens += tokens;
+        self.blocks += blocks;
+        self.points.push(Point {
+            chain: self.chain,
+            tokens: self.tokens,
+            blocks: self.blocks,
+        });
     }
 }
 
