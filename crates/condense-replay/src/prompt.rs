@@ -144,9 +144,7 @@ impl Calibration {
             .filter(|(_, _, summary)| summary.is_none())
             .map(|&(x, y, _)| (x, y))
             .collect();
-        let distinct = before
-            .iter()
-            .any(|&(x, _)| Some(x) != before.first().map(|p| p.0));
+        let distinct = before.windows(2).any(|pair| pair[0].0 != pair[1].0);
         if before.len() == points.len() || !distinct {
             return Calibration::fit(&whole);
         }
