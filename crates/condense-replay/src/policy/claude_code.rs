@@ -15,11 +15,19 @@
 //!    reads only the system prompt from the cache. When no retry fits, the compaction fails and
 //!    the request goes as it is. The summary is a stand-in written with the detailed template,
 //!    as long as Claude Code's own summaries in the log run against it ([`crate::SummaryLength`]).
+//! 3. After the summary, the files the agent used most recently are attached again, as Claude
+//!    Code's `createPostCompactFileAttachments` does (`compact.ts`): the [`FILES_TO_RESTORE`]
+//!    files last read or written, each cut to [`TOKENS_PER_FILE`], within [`RESTORE_BUDGET`]
+//!    ([`restored_files`]). Claude Code reads them from disk again; the replay has no disk, and
+//!    shows each file as the session last showed it (its last read, or the content a `Write`
+//!    gave it). The logs Claude Code 1.0 compacted itself show such a block in their usage: their
+//!    requests after each summary count 14,000 to 83,000 tokens more, on average, than the
+//!    system prompt and the summary, more than this rule attaches at the same points.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use condense_core::{Message, Role};
+use condense_core::{Message, Part, Role};
 use condense_tokenizer::TokenCounter;
 
 use super::{Live, Model, Policy, Prepared, SummarizerCall, SummarizerInput, outputs};
@@ -45,6 +53,13 @@ pub const MAX_PTL_RETRIES: usize = 3;
 /// The user line a retried compaction starts with when what is left begins with the assistant
 /// (the API takes no conversation that does): it stands for the rounds dropped.
 const RETRY_MARKER: &str = "[earlier conversation truncated for compaction retry]";
+/// `POST_COMPACT_MAX_FILES_TO_RESTORE`: how many of the files last used are attached again after
+/// a summary.
+pub const FILES_TO_RESTORE: usize = 5;
+/// `POST_COMPACT_MAX_TOKENS_PER_FILE`: a file attached again is cut to this many tokens.
+pub const TOKENS_PER_FILE: usize = 5_000;
+/// `POST_COMPACT_TOKEN_BUDGET`: the most the files attached again take together.
+pub const RESTORE_BUDGET: usize = 50_000;
 /// What the conversation after a compaction starts with (Claude Code's summary message).
 pub const SUMMARY_INTRO: &str = "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n";
 
@@ -188,7 +203,9 @@ impl Policy for ClaudeCode {
         };
         let summary_message = Message::text(Role::User, format!("{SUMMARY_INTRO}{summary}"));
         let output_tokens = self.counter.count_message(&summary_message);
-        self.live.summarized(history, vec![summary_message]);
+        let mut after = vec![summary_message];
+        after.extend(restored_files(history, self.counter.as_ref()));
+        self.live.summarized(history, after);
         Ok(Prepared {
             reply_limit: None,
             input: self.live.input(history),
@@ -198,6 +215,106 @@ impl Policy for ClaudeCode {
             }),
             pruned_outputs,
         })
+    }
+}
+
+/// The files Claude Code attaches again after its summary of `history` (the session as the log
+/// has it, which is what its record of the files read holds: a file it attached again at an
+/// earlier summary counts as used there, after every file it left out): the
+/// [`FILES_TO_RESTORE`] paths last read or written by a call, newest first, each shown as the
+/// session last showed it (the output of a call that read that one file, or a `Write`'s
+/// `content`), cut to [`TOKENS_PER_FILE`], as far as [`RESTORE_BUDGET`] holds them. A file whose
+/// content the session never showed (one only edited) keeps its place among the five but is
+/// left out: Claude Code would read it from disk, and the replay cannot tell its size, so the
+/// replay's Claude Code sends less, never more. One message the harness wrote, never a
+/// person's turn; `None` when no file qualifies.
+pub fn restored_files(history: &[Message], counter: &dyn TokenCounter) -> Option<Message> {
+    use condense_core::tool_paths::{only_writes, shows_content, touched};
+    // Each path's last use (its place in the order of calls) and the content last shown of it.
+    let mut files: Vec<(String, Option<String>)> = Vec::new();
+    let mut calls: std::collections::HashMap<&str, (&str, &serde_json::Value)> =
+        std::collections::HashMap::new();
+    let used = |files: &mut Vec<(String, Option<String>)>, path: &str, content: Option<String>| {
+        let known = files
+            .iter()
+            .position(|(seen, _)| seen == path)
+            .map(|at| files.remove(at).1);
+        files.push((path.to_owned(), content.or(known.flatten())));
+    };
+    for message in history {
+        for part in &message.parts {
+            match part {
+                Part::ToolCall(call) => {
+                    calls.insert(call.id.as_str(), (call.name.as_str(), &call.input));
+                    if only_writes(&call.name, &call.input) {
+                        let written = (call.name == "Write")
+                            .then(|| {
+                                call.input
+                                    .get("content")
+                                    .and_then(serde_json::Value::as_str)
+                            })
+                            .flatten()
+                            .map(str::to_owned);
+                        for path in touched(&call.name, &call.input).0 {
+                            used(&mut files, path, written.clone());
+                        }
+                    }
+                }
+                Part::ToolResult(result) => {
+                    let Some(&(tool, input)) = calls.get(result.call_id.as_str()) else {
+                        continue;
+                    };
+                    if result.is_error == Some(true) || !shows_content(tool, input) {
+                        continue;
+                    }
+                    let paths = touched(tool, input).0;
+                    // A call that showed several files at once shows no one file's content.
+                    let content = (paths.len() == 1).then(|| result.content.text().into_owned());
+                    for path in paths {
+                        used(&mut files, path, content.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut budget = RESTORE_BUDGET;
+    let mut parts = Vec::new();
+    for (path, content) in files.iter().rev().take(FILES_TO_RESTORE) {
+        let Some(content) = content else { continue };
+        let content = within_tokens(content, TOKENS_PER_FILE, counter);
+        let text = format!(
+            "Called the Read tool with the following input: {{\"file_path\":{}}}\n\nResult of calling the Read tool: {content}",
+            serde_json::Value::String(path.clone())
+        );
+        let tokens = counter.count_text(&text);
+        if tokens > budget {
+            continue;
+        }
+        budget -= tokens;
+        parts.push(Part::text(text));
+    }
+    (!parts.is_empty()).then(|| {
+        let mut message = Message::new(Role::User, parts);
+        message.generated = true;
+        message
+    })
+}
+
+/// `text` cut at a character boundary to at most `limit` tokens by `counter`.
+fn within_tokens<'t>(text: &'t str, limit: usize, counter: &dyn TokenCounter) -> &'t str {
+    let mut kept = text;
+    loop {
+        let tokens = counter.count_text(kept);
+        if tokens <= limit {
+            return kept;
+        }
+        // Shorten in proportion, a little more than the excess, and count again.
+        let chars = kept.chars().count() * limit / tokens * 19 / 20;
+        kept = kept
+            .char_indices()
+            .nth(chars)
+            .map_or(kept, |(at, _)| &kept[..at]);
     }
 }
 
@@ -392,6 +509,129 @@ mod tests {
         let (forked, _) = compaction(&history, tokens(&history) + prompt_tokens() + 100);
         let forked = forked.expect("due at this one");
         assert_eq!(&forked[..history.len()], history.as_slice());
+    }
+
+    /// A call of `tool` with `input`, answered by `output`.
+    fn used(id: &str, tool: &str, input: serde_json::Value, output: &str) -> [Message; 2] {
+        use condense_core::{ToolCall, ToolOutput, ToolResult};
+        [
+            Message::new(
+                Role::Assistant,
+                vec![Part::ToolCall(ToolCall {
+                    id: id.into(),
+                    name: tool.into(),
+                    input,
+                    raw_input: None,
+                    embedded: false,
+                    extra: Default::default(),
+                })],
+            ),
+            Message::new(
+                Role::Tool,
+                vec![Part::ToolResult(ToolResult {
+                    call_id: id.into(),
+                    content: ToolOutput::Text(output.into()),
+                    is_error: None,
+                    embedded: false,
+                    compacted: None,
+                    extra: Default::default(),
+                })],
+            ),
+        ]
+    }
+
+    /// After its summary, Claude Code attaches again the five files used last, newest first,
+    /// each as the session last showed it: a file read again counts at its last read, a
+    /// `Write` gives the content it wrote, and a search shows no file's content.
+    #[test]
+    fn the_files_used_last_are_attached_again_after_the_summary() {
+        let mut history = vec![
+            Message::text(Role::System, "You are a coding agent."),
+            Message::text(Role::User, "fix the parser"),
+        ];
+        let read = |n: usize| {
+            used(
+                &format!("r{n}"),
+                "Read",
+                serde_json::json!({"file_path": format!("/src/f{n}.rs")}),
+                &format!("contents of f{n}\n{}", "let x = 1;\n".repeat(300)),
+            )
+        };
+        for n in 0..6 {
+            history.extend(read(n));
+        }
+        history.extend(read(1));
+        history.extend(used(
+            "w",
+            "Write",
+            serde_json::json!({"file_path": "/src/new.rs", "content": "fn new() {}"}),
+            "File created",
+        ));
+        history.extend(used(
+            "g",
+            "Grep",
+            serde_json::json!({"pattern": "parse", "path": "/src"}),
+            "/src/f0.rs: parse",
+        ));
+        let counter = Tiktoken::default();
+        let restored = restored_files(&history, &counter).expect("files to attach");
+        assert!(restored.generated && !restored.is_user_turn());
+        let shown: Vec<String> = restored
+            .parts
+            .iter()
+            .map(|part| match part {
+                Part::Text(text) => text.text.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let named = |path: &str| {
+            shown
+                .iter()
+                .position(|text| text.contains(&format!("\"{path}\"")))
+        };
+        assert_eq!(shown.len(), FILES_TO_RESTORE, "{shown:#?}");
+        // Newest first: the file written, the file read again, then the last reads before it.
+        assert_eq!(named("/src/new.rs"), Some(0));
+        assert!(shown[0].ends_with("fn new() {}"));
+        assert_eq!(named("/src/f1.rs"), Some(1));
+        assert_eq!(named("/src/f5.rs"), Some(2));
+        assert_eq!(named("/src/f3.rs"), Some(4));
+        assert_eq!(
+            named("/src/f2.rs"),
+            None,
+            "the sixth file used last is left out"
+        );
+        assert_eq!(named("/src/f0.rs"), None);
+        assert!(shown[2].contains("contents of f5"));
+
+        // The request after the summary carries them, after the summary.
+        let window = tokens(&history) + prompt_tokens() + 100;
+        let (forked, sent) = compaction(&history, window);
+        assert!(forked.is_some(), "due at this window");
+        assert!(sent[1].plain_text().starts_with(SUMMARY_INTRO));
+        assert_eq!(sent[2], restored);
+    }
+
+    /// A file longer than [`TOKENS_PER_FILE`] is attached again cut to that many tokens.
+    #[test]
+    fn a_long_file_is_attached_again_cut_to_its_share() {
+        let long = "let value = compute(1, 2, 3);\n".repeat(3_000);
+        let history = used(
+            "r",
+            "Read",
+            serde_json::json!({"file_path": "/src/long.rs"}),
+            &long,
+        );
+        let counter = Tiktoken::default();
+        assert!(counter.count_text(&long) > 3 * TOKENS_PER_FILE);
+        let restored = restored_files(&history, &counter).expect("the file to attach");
+        let shown = restored.plain_text();
+        let tokens = counter.count_text(&shown);
+        assert!(
+            (TOKENS_PER_FILE * 9 / 10..=TOKENS_PER_FILE + 50).contains(&tokens),
+            "{tokens} tokens"
+        );
+        assert!(shown.contains("let value = compute(1, 2, 3);"));
     }
 
     /// When no retry fits (one round larger than the window), nothing is summarized and the

@@ -24,9 +24,11 @@ use condense_tokenizer::TokenCounter;
 use crate::ReplayError;
 use crate::prompt::Calibration;
 
-pub use claude_code::ClaudeCode;
 #[cfg(test)]
 pub(crate) use claude_code::SUMMARY_INTRO;
+pub use claude_code::{
+    ClaudeCode, FILES_TO_RESTORE, RESTORE_BUDGET, TOKENS_PER_FILE, restored_files,
+};
 pub use condense::{Condense, SummaryRequests};
 pub use hermes::Hermes;
 pub use none::NoCompaction;
