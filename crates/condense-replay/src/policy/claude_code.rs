@@ -221,7 +221,8 @@ impl Policy for ClaudeCode {
 /// The files Claude Code attaches again after its summary of `history` (the session as the log
 /// has it, which is what its record of the files read holds: a file it attached again at an
 /// earlier summary counts as used there, after every file it left out): the
-/// [`FILES_TO_RESTORE`] paths last read or written by a call, newest first, each shown as the
+/// [`FILES_TO_RESTORE`] paths last read or written by a call, newest first (its memory and plan
+/// files apart, which go back another way), each shown as the
 /// session last showed it (the output of a call that read that one file, or a `Write`'s
 /// `content`), cut to [`TOKENS_PER_FILE`], as far as [`RESTORE_BUDGET`] holds them. A file whose
 /// content the session never showed (one only edited) keeps its place among the five but is
@@ -280,7 +281,11 @@ pub fn restored_files(history: &[Message], counter: &dyn TokenCounter) -> Option
     }
     let mut budget = RESTORE_BUDGET;
     let mut parts = Vec::new();
-    for (path, content) in files.iter().rev().take(FILES_TO_RESTORE) {
+    let restorable = files
+        .iter()
+        .rev()
+        .filter(|(path, _)| !has_its_own_channel(path));
+    for (path, content) in restorable.take(FILES_TO_RESTORE) {
         let Some(content) = content else { continue };
         let content = within_tokens(content, TOKENS_PER_FILE, counter);
         let text = format!(
@@ -299,6 +304,14 @@ pub fn restored_files(history: &[Message], counter: &dyn TokenCounter) -> Option
         message.generated = true;
         message
     })
+}
+
+/// Files Claude Code never attaches again after a summary (`shouldExcludeFromPostCompactRestore`):
+/// its memory files (`CLAUDE.md`, `CLAUDE.local.md`), which go back into the system prompt, and
+/// its plan files, which have an attachment of their own.
+fn has_its_own_channel(path: &str) -> bool {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    matches!(name, "CLAUDE.md" | "CLAUDE.local.md") || path.contains(".claude/plans/")
 }
 
 /// `text` cut at a character boundary to at most `limit` tokens by `counter`.
@@ -542,7 +555,8 @@ mod tests {
 
     /// After its summary, Claude Code attaches again the five files used last, newest first,
     /// each as the session last showed it: a file read again counts at its last read, a
-    /// `Write` gives the content it wrote, and a search shows no file's content.
+    /// `Write` gives the content it wrote, a search shows no file's content, and a memory file
+    /// takes no place among them.
     #[test]
     fn the_files_used_last_are_attached_again_after_the_summary() {
         let mut history = vec![
@@ -566,6 +580,12 @@ mod tests {
             "Write",
             serde_json::json!({"file_path": "/src/new.rs", "content": "fn new() {}"}),
             "File created",
+        ));
+        history.extend(used(
+            "m",
+            "Read",
+            serde_json::json!({"file_path": "/repo/CLAUDE.md"}),
+            "# Project memory",
         ));
         history.extend(used(
             "g",
@@ -602,6 +622,11 @@ mod tests {
             "the sixth file used last is left out"
         );
         assert_eq!(named("/src/f0.rs"), None);
+        assert_eq!(
+            named("/repo/CLAUDE.md"),
+            None,
+            "memory goes back another way"
+        );
         assert!(shown[2].contains("contents of f5"));
 
         // The request after the summary carries them, after the summary.
