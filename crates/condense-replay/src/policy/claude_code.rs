@@ -428,6 +428,7 @@ const COMPACT_PROMPT: &str = include_str!("../../../condense-template/templates/
 mod tests {
     use super::*;
     use crate::prompt::Calibration;
+    use condense_core::testing::tool_step as used;
     use condense_tokenizer::Tiktoken;
 
     fn model(counter: &dyn TokenCounter, context_window: usize) -> Model<'_> {
@@ -524,35 +525,6 @@ mod tests {
         assert_eq!(&forked[..history.len()], history.as_slice());
     }
 
-    /// A call of `tool` with `input`, answered by `output`.
-    fn used(id: &str, tool: &str, input: serde_json::Value, output: &str) -> [Message; 2] {
-        use condense_core::{ToolCall, ToolOutput, ToolResult};
-        [
-            Message::new(
-                Role::Assistant,
-                vec![Part::ToolCall(ToolCall {
-                    id: id.into(),
-                    name: tool.into(),
-                    input,
-                    raw_input: None,
-                    embedded: false,
-                    extra: Default::default(),
-                })],
-            ),
-            Message::new(
-                Role::Tool,
-                vec![Part::ToolResult(ToolResult {
-                    call_id: id.into(),
-                    content: ToolOutput::Text(output.into()),
-                    is_error: None,
-                    embedded: false,
-                    compacted: None,
-                    extra: Default::default(),
-                })],
-            ),
-        ]
-    }
-
     /// After its summary, Claude Code attaches again the five files used last, newest first,
     /// each as the session last showed it: a file read again counts at its last read, a
     /// `Write` gives the content it wrote, a search shows no file's content, and a memory file
@@ -568,7 +540,7 @@ mod tests {
                 &format!("r{n}"),
                 "Read",
                 serde_json::json!({"file_path": format!("/src/f{n}.rs")}),
-                &format!("contents of f{n}\n{}", "let x = 1;\n".repeat(300)),
+                format!("contents of f{n}\n{}", "let x = 1;\n".repeat(300)),
             )
         };
         for n in 0..6 {
