@@ -1290,8 +1290,9 @@ fn condense_is_on_the_frontier_and_keeps_what_matters_wherever_any_policy_finish
 /// (120: each shared file's main thread with requests to send, at three windows and two
 /// providers' prices; BENCHMARKS.md counts 108, leaving out the Messages API copies of two
 /// Claude Code sessions) where condense's defaults cost more than Claude Code's rules. Those
-/// rules finish at 119: at 5f8cbb78 at 32K under Anthropic's model, the files they attach again
-/// after each summary leave the next request over the window. Condense is dearer at 4, all at
+/// rules finish at 119: at d7d349f9 at 32K under Anthropic's model, the files they attach again
+/// after a summary leave 20 requests over the window (5f8cbb78's that fail at 32K are its
+/// subagents', which this test does not replay). Condense is dearer at 4, all at
 /// 32K under OpenAI's model, where it keeps the agent's last ten calls after a summary and
 /// their rules keep the summary and the files alone: dc7e9081 (1.071x: they compact once, read
 /// no file to attach, and keep 79.9 % to condense's 100 %), pylint-6528 (1.034x),

@@ -247,31 +247,26 @@ pub fn restored_files(history: &[Message], counter: &dyn TokenCounter) -> Option
             match part {
                 Part::ToolCall(call) => {
                     calls.insert(call.id.as_str(), (call.name.as_str(), &call.input));
-                    if only_writes(&call.name, &call.input) {
-                        let written = (call.name == "Write")
-                            .then(|| {
-                                call.input
-                                    .get("content")
-                                    .and_then(serde_json::Value::as_str)
-                            })
-                            .flatten()
-                            .map(str::to_owned);
-                        for path in touched(&call.name, &call.input).0 {
-                            used(&mut files, path, written.clone());
-                        }
-                    }
                 }
-                Part::ToolResult(result) => {
+                // A call that failed (a read of a missing file, an edit that changed nothing)
+                // records no file.
+                Part::ToolResult(result) if result.is_error != Some(true) => {
                     let Some(&(tool, input)) = calls.get(result.call_id.as_str()) else {
                         continue;
                     };
-                    if result.is_error == Some(true) || !shows_content(tool, input) {
+                    let content = if only_writes(tool, input) {
+                        (tool == "Write")
+                            .then(|| input.get("content").and_then(serde_json::Value::as_str))
+                            .flatten()
+                            .map(str::to_owned)
+                    } else if shows_content(tool, input) {
+                        // A call that showed several files at once shows no one file's content.
+                        let paths = touched(tool, input).0;
+                        (paths.len() == 1).then(|| result.content.text().into_owned())
+                    } else {
                         continue;
-                    }
-                    let paths = touched(tool, input).0;
-                    // A call that showed several files at once shows no one file's content.
-                    let content = (paths.len() == 1).then(|| result.content.text().into_owned());
-                    for path in paths {
+                    };
+                    for path in touched(tool, input).0 {
                         used(&mut files, path, content.clone());
                     }
                 }
@@ -527,8 +522,8 @@ mod tests {
 
     /// After its summary, Claude Code attaches again the five files used last, newest first,
     /// each as the session last showed it: a file read again counts at its last read, a
-    /// `Write` gives the content it wrote, a search shows no file's content, and a memory file
-    /// takes no place among them.
+    /// `Write` gives the content it wrote, an edit that failed and a search count for nothing,
+    /// and a memory file takes no place among them.
     #[test]
     fn the_files_used_last_are_attached_again_after_the_summary() {
         let mut history = vec![
@@ -553,6 +548,17 @@ mod tests {
             serde_json::json!({"file_path": "/src/new.rs", "content": "fn new() {}"}),
             "File created",
         ));
+        // An edit that failed changed nothing, and records nothing.
+        let mut failed = used(
+            "e",
+            "Edit",
+            serde_json::json!({"file_path": "/src/f0.rs", "old_string": "y", "new_string": "z"}),
+            "String to replace not found",
+        );
+        if let Part::ToolResult(result) = &mut failed[1].parts[0] {
+            result.is_error = Some(true);
+        }
+        history.extend(failed);
         history.extend(used(
             "m",
             "Read",
